@@ -1,0 +1,1 @@
+"""Context management: token estimates, compaction, trackers (SPEC §8)."""

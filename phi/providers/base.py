@@ -1,0 +1,412 @@
+"""The provider contract (SPEC §7): what the loop asks of an LLM wire protocol.
+
+A provider has a ``provider_id`` and one method, ``stream(config, on_event, cancel)``. It sends
+``config`` to the model, calls ``on_event`` with a :class:`StreamEvent` for every piece of the reply
+as it arrives, and returns the finished :class:`~phi.types.AssistantMessage`. It either returns a
+message (whose stop reason may be ``error`` or ``aborted``, keeping the partial content) or raises a
+:class:`ProviderError`; the loop handles both.
+
+:class:`AssistantBuilder` does the bookkeeping every provider needs: it assembles content blocks
+from deltas and emits the matching events, each carrying a snapshot of the message so far.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import enum
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+
+from ..cancel import CancellationToken
+from ..errors import PhiError
+from ..types import (
+    AssistantMessage,
+    Content,
+    Message,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolDefinition,
+    Usage,
+    now_ms,
+)
+from .model_config import ModelConfig
+
+# --------------------------------------------------------------------------- configuration
+
+
+class CacheStrategy(str, enum.Enum):
+    AUTO = "auto"
+    DISABLED = "disabled"
+    MANUAL = "manual"
+
+
+@dataclass(slots=True)
+class CacheConfig:
+    """Prompt-caching hints (Anthropic-style breakpoints). ``MANUAL`` uses the three flags."""
+
+    enabled: bool = True
+    strategy: CacheStrategy = CacheStrategy.AUTO
+    cache_system: bool = True
+    cache_tools: bool = True
+    cache_messages: bool = True
+
+
+@dataclass(slots=True)
+class StreamConfig:
+    """Everything one model call needs. ``messages`` hold only LLM roles (no extension messages)."""
+
+    model_config: ModelConfig
+    system_prompt: str = ""
+    messages: list[Message] = field(default_factory=list)
+    tools: list[ToolDefinition] = field(default_factory=list)
+    thinking_level: ThinkingLevel = ThinkingLevel.OFF
+    max_tokens: int | None = None
+    temperature: float | None = None
+    cache_config: CacheConfig = field(default_factory=CacheConfig)
+    api_key: str | None = field(default=None, repr=False)  # resolved by the loop's get_api_key
+
+    def resolved_api_key(self) -> str | None:
+        return self.api_key or self.model_config.api_key
+
+
+# --------------------------------------------------------------------------- stream events
+
+
+class StreamEventKind(str, enum.Enum):
+    START = "start"
+    TEXT_DELTA = "text_delta"
+    THINKING_DELTA = "thinking_delta"
+    TOOLCALL_START = "toolcall_start"
+    TOOLCALL_DELTA = "toolcall_delta"
+    TOOLCALL_END = "toolcall_end"
+    DONE = "done"
+    ERROR = "error"
+
+
+@dataclass(slots=True)
+class StreamEvent:
+    """One step of a streamed reply. ``partial`` is a snapshot of the message so far; ``index`` is
+    the content block concerned; ``delta`` the new text (for the delta kinds)."""
+
+    kind: StreamEventKind
+    partial: AssistantMessage
+    index: int = 0
+    delta: str = ""
+    error: ProviderError | None = None
+
+
+StreamEventSink = Callable[[StreamEvent], None]
+
+
+@runtime_checkable
+class StreamProvider(Protocol):
+    """An LLM wire protocol. See the module docstring for the contract."""
+
+    provider_id: str
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        ...
+
+
+# --------------------------------------------------------------------------- errors (SPEC §7.3)
+
+
+class ErrorKind(str, enum.Enum):
+    RATE_LIMITED = "rate_limited"
+    NETWORK = "network"
+    AUTH = "auth"
+    API = "api"
+    CONTEXT_OVERFLOW = "context_overflow"
+    CANCELLED = "cancelled"
+    OTHER = "other"
+
+
+# Phrases services use when the prompt does not fit the context window (case-insensitive).
+OVERFLOW_PATTERNS: tuple[str, ...] = (
+    r"prompt is too long",
+    r"input is too long for requested model",
+    r"exceeds the context window",
+    r"input token count.*exceeds the maximum",
+    r"maximum prompt length is \d+",
+    r"reduce the length of the messages",
+    r"maximum context length is \d+ tokens",
+    r"exceeds the limit of \d+",
+    r"exceeds the available context size",
+    r"greater than the context length",
+    r"context window exceeds limit",
+    r"exceeded model token limit",
+    r"context[_ ]length[_ ]exceeded",
+    r"too many tokens",
+    r"token limit exceeded",
+    r"model_context_window_exceeded",
+)
+_OVERFLOW_RE = re.compile("|".join(OVERFLOW_PATTERNS), re.IGNORECASE)
+
+
+def is_context_overflow(status: int | None, body: str | None) -> bool:
+    """True when an error says the prompt is larger than the model's window.
+
+    Matches any of :data:`OVERFLOW_PATTERNS`, or an empty body with status 400/413 (how Cerebras
+    and Mistral answer an oversized request).
+    """
+    text = (body or "").strip()
+    if not text:
+        return status in (400, 413)
+    return _OVERFLOW_RE.search(text) is not None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> int | None:
+    """Milliseconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0, int(float(raw_ms)))
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0, int(float(raw) * 1000))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0, int((when.timestamp() - time.time()) * 1000))
+
+
+class ProviderError(PhiError):
+    """A failed model call, classified so the loop knows whether to retry (SPEC ERR-1)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind | str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_ms: int | None = None,
+        body: str | None = None,
+    ) -> None:
+        self.kind = ErrorKind(kind)
+        self.message = message
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+        self.body = body
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        prefix = f"HTTP {self.status}: " if self.status is not None else ""
+        return f"{self.kind.value}: {prefix}{self.message}"
+
+    def __repr__(self) -> str:
+        return f"ProviderError({self.kind.value!r}, {self.message!r}, status={self.status})"
+
+    def is_retryable(self) -> bool:
+        """Only rate limits and network failures (including 5xx and 529) are retried."""
+        return self.kind in (ErrorKind.RATE_LIMITED, ErrorKind.NETWORK)
+
+    def retry_after(self) -> float | None:
+        """Seconds the server asked us to wait, if it said."""
+        return None if self.retry_after_ms is None else self.retry_after_ms / 1000.0
+
+    @classmethod
+    def classify(cls, status: int, body: str | None = None, headers: Mapping[str, str] | None = None) -> ProviderError:
+        """Map an HTTP error response to a kind: overflow first, then 429, 401/403, 5xx, else API."""
+        text = body or ""
+        message = _error_message_from_body(text) or f"HTTP {status}"
+        retry_after_ms = parse_retry_after(headers)
+        if status in (400, 413) and is_context_overflow(status, text):
+            kind = ErrorKind.CONTEXT_OVERFLOW
+        elif status == 429:
+            kind = ErrorKind.RATE_LIMITED
+        elif status in (401, 403):
+            kind = ErrorKind.AUTH
+        elif status >= 500 or status in (408, 409):
+            kind = ErrorKind.NETWORK
+        elif is_context_overflow(None, text):
+            kind = ErrorKind.CONTEXT_OVERFLOW
+        else:
+            kind = ErrorKind.API
+        return cls(kind, message, status=status, retry_after_ms=retry_after_ms, body=text[:4000] or None)
+
+    @classmethod
+    def cancelled(cls) -> ProviderError:
+        return cls(ErrorKind.CANCELLED, "request cancelled")
+
+
+def _error_message_from_body(body: str) -> str:
+    """The human message inside a JSON error body (``{"error": {"message": ...}}`` and friends)."""
+    body = body.strip()
+    if not body:
+        return ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body[:500]
+    if isinstance(data, list) and data:  # Gemini sometimes wraps the error in a list
+        data = data[0]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            for key in ("message", "Message", "detail"):
+                if isinstance(error.get(key), str):
+                    return error[key]
+        elif isinstance(error, str):
+            return error
+        if isinstance(data.get("message"), str):
+            return data["message"]
+    return body[:500]
+
+
+# --------------------------------------------------------------------------- message assembly
+
+
+class AssistantBuilder:
+    """Assembles an assistant message from streamed pieces and emits the matching events.
+
+    Finished blocks are shared between snapshots; the open block is replaced on every delta, so
+    each emitted ``partial`` is a consistent picture of the message at that moment.
+    """
+
+    __slots__ = ("_content", "_on_event", "_args", "model", "provider", "usage", "_started", "emitted")
+
+    def __init__(self, on_event: StreamEventSink, model: str, provider: str) -> None:
+        self._content: list[Content] = []
+        self._on_event = on_event
+        self._args: dict[int, list[str]] = {}  # argument JSON text per open tool-call block
+        self.model = model
+        self.provider = provider
+        self.usage = Usage()
+        self._started = False
+        self.emitted = 0  # delta events emitted so far
+
+    @property
+    def content(self) -> list[Content]:
+        return self._content
+
+    def snapshot(self, stop_reason: StopReason = StopReason.STOP, error_message: str | None = None) -> AssistantMessage:
+        return AssistantMessage(
+            list(self._content), stop_reason, self.model, self.provider, self.usage, now_ms(), error_message
+        )
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._on_event(StreamEvent(StreamEventKind.START, self.snapshot()))
+
+    def _emit(self, kind: StreamEventKind, index: int, delta: str) -> None:
+        self.emitted += 1
+        self._on_event(StreamEvent(kind, self.snapshot(), index, delta))
+
+    def text(self, delta: str, new_block: bool = False) -> None:
+        """Append text to the open text block (or open one)."""
+        if not self._started:
+            self.start()
+        content = self._content
+        if not new_block and content and type(last := content[-1]) is TextContent:
+            content[-1] = TextContent(last.text + delta)
+        else:
+            content.append(TextContent(delta))
+        self._emit(StreamEventKind.TEXT_DELTA, len(content) - 1, delta)
+
+    def thinking(self, delta: str, signature: str | None = None, new_block: bool = False) -> None:
+        """Append reasoning text to the open thinking block (or open one)."""
+        if not self._started:
+            self.start()
+        content = self._content
+        if not new_block and content and type(last := content[-1]) is ThinkingContent and not last.redacted:
+            content[-1] = ThinkingContent(last.thinking + delta, signature or last.signature)
+        else:
+            content.append(ThinkingContent(delta, signature))
+        self._emit(StreamEventKind.THINKING_DELTA, len(content) - 1, delta)
+
+    def thinking_signature(self, signature: str, append: bool = False) -> None:
+        """Set (or extend) the signature of the most recent thinking block; opens one if needed."""
+        content = self._content
+        for i in range(len(content) - 1, -1, -1):
+            block = content[i]
+            if type(block) is ThinkingContent:
+                new = (block.signature or "") + signature if append else signature
+                content[i] = ThinkingContent(block.thinking, new, block.redacted)
+                return
+        content.append(ThinkingContent("", signature))
+
+    def redacted_thinking(self, data: str) -> None:
+        """An opaque reasoning block that must be replayed verbatim (no delta event)."""
+        if not self._started:
+            self.start()
+        self._content.append(ThinkingContent(data, None, redacted=True))
+
+    def tool_call_start(self, call_id: str, name: str) -> int:
+        """Open a tool-call block; returns its index (pass it to ``tool_call_delta``/``_end``)."""
+        if not self._started:
+            self.start()
+        self._content.append(ToolCall(call_id, name, {}))
+        index = len(self._content) - 1
+        self._args[index] = []
+        self._on_event(StreamEvent(StreamEventKind.TOOLCALL_START, self.snapshot(), index))
+        return index
+
+    def tool_call_delta(self, index: int, delta: str) -> None:
+        if not delta:
+            return
+        if not self._started:
+            self.start()
+        self._args.setdefault(index, []).append(delta)
+        self._emit(StreamEventKind.TOOLCALL_DELTA, index, delta)
+
+    def tool_call_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCall:
+        """Close a tool-call block. Without ``arguments`` the streamed JSON text is parsed; text
+        that is not a JSON object leaves ``{}`` and keeps the raw text under ``__raw_arguments``."""
+        block = self._content[index]
+        assert isinstance(block, ToolCall)
+        raw = "".join(self._args.pop(index, ()))
+        if arguments is None:
+            arguments = parse_arguments(raw)
+        call = ToolCall(block.id, block.name, arguments)
+        self._content[index] = call
+        self._on_event(StreamEvent(StreamEventKind.TOOLCALL_END, self.snapshot(), index))
+        return call
+
+    def open_tool_calls(self) -> list[int]:
+        return sorted(self._args)
+
+    def close_open_tool_calls(self) -> None:
+        for index in self.open_tool_calls():
+            self.tool_call_end(index)
+
+    def finish(self, stop_reason: StopReason, error_message: str | None = None) -> AssistantMessage:
+        """Close any open tool calls and emit ``done`` (or ``error`` for error/aborted)."""
+        self.close_open_tool_calls()
+        if not self._started:
+            self.start()
+        message = self.snapshot(stop_reason, error_message)
+        kind = StreamEventKind.DONE if stop_reason not in (StopReason.ERROR, StopReason.ABORTED) else StreamEventKind.ERROR
+        self._on_event(StreamEvent(kind, message))
+        return message
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Parse streamed tool-argument JSON. Empty text is ``{}``; text that is not a JSON object
+    gives ``{"__raw_arguments": raw}`` so validation fails with a clear message instead of a crash."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"__raw_arguments": raw}
+    return value if isinstance(value, dict) else {"__raw_arguments": raw}

@@ -1,0 +1,233 @@
+"""ScriptedProvider: a deterministic, offline provider for tests, demos and the conformance suite.
+
+Each call of ``stream`` plays the next :class:`ScriptedResponse`: content blocks streamed in chunks
+(text, thinking, tool calls with argument chunks), a stop reason and usage, optionally an error
+before or after N chunks, a delay per chunk, or a hang that lasts until the run is cancelled.
+Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``.
+
+A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), or a dict in the
+conformance fixture format (see ``conformance/README.md``), e.g.::
+
+    {"blocks": [{"type": "text", "chunks": ["Hel", "lo"]},
+                {"type": "toolCall", "id": "t1", "name": "echo", "arguments": {"x": 1}}],
+     "stop_reason": "toolUse", "usage": {"input": 10, "output": 5},
+     "error": {"kind": "rate_limited", "after_chunks": 0, "retry_after_ms": 0}}
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..cancel import CancellationToken
+from ..errors import ConfigError
+from ..types import AssistantMessage, StopReason, Usage
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+
+
+@dataclass
+class ScriptedBlock:
+    """One content block: ``type`` is ``text``, ``thinking`` or ``toolCall``."""
+
+    type: str
+    chunks: list[str] = field(default_factory=list)
+    signature: str | None = None  # thinking
+    id: str = ""  # toolCall
+    name: str = ""  # toolCall
+    arguments: dict[str, Any] | None = None  # toolCall; streamed as JSON text when chunks is empty
+
+
+@dataclass
+class ScriptedError:
+    kind: str = "api"
+    message: str = "scripted error"
+    after_chunks: int = 0
+    status: int | None = None
+    retry_after_ms: int | None = None
+
+
+@dataclass
+class ScriptedResponse:
+    blocks: list[ScriptedBlock] = field(default_factory=list)
+    stop_reason: StopReason | None = None  # default: toolUse when there are tool calls, else stop
+    usage: Usage = field(default_factory=Usage)
+    error: ScriptedError | None = None
+    chunk_delay_ms: float = 0.0
+    hang_after_chunks: int | None = None  # block until cancelled once this many chunks are out
+    model: str = ""
+    error_message: str | None = None
+
+    @classmethod
+    def text(cls, *chunks: str, **kwargs: Any) -> ScriptedResponse:
+        return cls([ScriptedBlock("text", list(chunks))], **kwargs)
+
+    @classmethod
+    def tool_call(cls, name: str, arguments: dict[str, Any], call_id: str = "call_1", **kwargs: Any) -> ScriptedResponse:
+        return cls([ScriptedBlock("toolCall", id=call_id, name=name, arguments=arguments)], **kwargs)
+
+    @classmethod
+    def failure(cls, kind: str = "api", message: str = "scripted error", **kwargs: Any) -> ScriptedResponse:
+        return cls(error=ScriptedError(kind, message, **kwargs))
+
+    @classmethod
+    def from_json(cls, data: Any) -> ScriptedResponse:
+        """Build from the fixture format; raises :class:`ConfigError` on a malformed script."""
+        if isinstance(data, str):
+            return cls.text(data)
+        if not isinstance(data, dict):
+            raise ConfigError(f"scripted response must be a string or an object, got {data!r}")
+        blocks = []
+        for i, raw in enumerate(data.get("blocks", [])):
+            if not isinstance(raw, dict) or raw.get("type") not in ("text", "thinking", "toolCall"):
+                raise ConfigError(f"blocks[{i}] must be an object with type text, thinking or toolCall")
+            chunks = raw.get("chunks")
+            if chunks is None and "text" in raw:
+                chunks = [raw["text"]]
+            blocks.append(
+                ScriptedBlock(
+                    raw["type"],
+                    list(chunks or []),
+                    raw.get("signature"),
+                    raw.get("id", f"call_{i}"),
+                    raw.get("name", ""),
+                    raw.get("arguments"),
+                )
+            )
+        err = data.get("error")
+        error = None
+        if err is not None:
+            if not isinstance(err, dict):
+                raise ConfigError(f"error must be an object, got {err!r}")
+            error = ScriptedError(
+                err.get("kind", "api"),
+                err.get("message", "scripted error"),
+                int(err.get("after_chunks", 0)),
+                err.get("status"),
+                err.get("retry_after_ms"),
+            )
+        stop = data.get("stop_reason")
+        return cls(
+            blocks,
+            StopReason(stop) if stop else None,
+            Usage.from_json(data.get("usage", {}), "usage"),
+            error,
+            float(data.get("chunk_delay_ms", 0)),
+            data.get("hang_after_chunks"),
+            data.get("model", ""),
+            data.get("error_message"),
+        )
+
+
+ScriptItem = Any  # ScriptedResponse | str | dict
+
+
+class ScriptedProvider:
+    """Plays a script of responses, one per call; records what each call received.
+
+    ``default`` (if given) is played when the script runs out; otherwise running out is a
+    ``ProviderError`` of kind ``other`` that says how many calls were scripted.
+    """
+
+    def __init__(self, script: Iterable[ScriptItem] = (), provider_id: str = "mock", model: str = "mock-model",
+                 default: ScriptItem | None = None) -> None:
+        self.provider_id = provider_id
+        self.model = model
+        self._script = [_coerce(item) for item in script]
+        self._default = None if default is None else _coerce(default)
+        self._next = 0
+        self._lock = threading.Lock()
+        self.calls: list[StreamConfig] = []
+
+    def add(self, *items: ScriptItem) -> ScriptedProvider:
+        with self._lock:
+            self._script.extend(_coerce(item) for item in items)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script) - self._next
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        with self._lock:
+            self.calls.append(config)
+            if self._next < len(self._script):
+                response = self._script[self._next]
+                self._next += 1
+            elif self._default is not None:
+                response = self._default
+            else:
+                raise ProviderError(
+                    ErrorKind.OTHER, f"ScriptedProvider: script exhausted after {len(self._script)} responses"
+                )
+        return _play(response, on_event, cancel, response.model or config.model_config.id or self.model,
+                     self.provider_id)
+
+
+def _coerce(item: ScriptItem) -> ScriptedResponse:
+    if isinstance(item, ScriptedResponse):
+        return item
+    return ScriptedResponse.from_json(item)
+
+
+def _pieces(block: ScriptedBlock) -> list[str]:
+    if block.type == "toolCall" and not block.chunks:
+        return [json.dumps(block.arguments or {})] if block.arguments else []
+    return block.chunks
+
+
+def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: CancellationToken, model: str,
+          provider: str) -> AssistantMessage:
+    builder = AssistantBuilder(on_event, model, provider)
+    error = response.error
+    hang_at = response.hang_after_chunks
+    delay = response.chunk_delay_ms / 1000.0
+    sent = 0
+
+    def checkpoint() -> AssistantMessage | None:
+        """Before each chunk: fail, hang or stop as scripted. Returns a final message to end with."""
+        if error is not None and sent == error.after_chunks:
+            # after deltas the loop ends the message as an error, keeping what was sent
+            raise ProviderError(error.kind, error.message, status=error.status, retry_after_ms=error.retry_after_ms)
+        if hang_at is not None and sent == hang_at:
+            builder.start()
+            cancel.wait()
+        if delay:
+            cancel.wait(delay)
+        if cancel.is_cancelled():
+            return builder.finish(StopReason.ABORTED, "aborted")
+        return None
+
+    for block in response.blocks:
+        pieces = _pieces(block)
+        if block.type == "toolCall":
+            if (final := checkpoint()) is not None:
+                return final
+            index = builder.tool_call_start(block.id, block.name)
+            for piece in pieces:
+                if (final := checkpoint()) is not None:
+                    return final
+                builder.tool_call_delta(index, piece)
+                sent += 1
+            builder.tool_call_end(index, dict(block.arguments) if block.arguments is not None and not block.chunks else None)
+            continue
+        first = True
+        for piece in pieces or [""]:
+            if (final := checkpoint()) is not None:
+                return final
+            if block.type == "text":
+                builder.text(piece, new_block=first)
+            else:
+                builder.thinking(piece, new_block=first)
+            first = False
+            sent += 1
+        if block.type == "thinking" and block.signature is not None:
+            builder.thinking_signature(block.signature)
+    if (final := checkpoint()) is not None:
+        return final
+    builder.usage = response.usage
+    stop = response.stop_reason
+    if stop is None:
+        stop = StopReason.TOOL_USE if any(b.type == "toolCall" for b in response.blocks) else StopReason.STOP
+    return builder.finish(stop, response.error_message)

@@ -1,0 +1,1 @@
+"""Built-in tools (SPEC §9)."""
