@@ -1,0 +1,415 @@
+"""The execution environment the built-in tools run on (SPEC §9.1; seed 004 §4).
+
+Every file operation, command and search a built-in tool performs goes through an
+:class:`ExecutionEnvironment`, so the same tools can run locally, in a container or over SSH.
+:class:`LocalExecutionEnvironment` is the required implementation: paths are resolved against its
+working directory; commands run under ``/bin/bash -c`` in a new process group with a timeout
+(SIGTERM to the group, 2 s grace, SIGKILL) and cancellation; the child's environment is filtered
+(policies ``inherit_all``, ``core_only``, ``none``; variables that look like secrets are removed by
+default). :class:`ReadOnlyEnvironment` and :class:`LoggingEnvironment` wrap any environment (§4.4).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob as _glob
+import logging
+import os
+import platform as _platform
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+from ..cancel import CancellationToken
+from ..errors import ConfigError
+from .paths import resolve_against
+from .process import run_process
+from .search_backend import GrepOptions, SearchError, run_search
+
+log = logging.getLogger("phi.tools.environment")
+
+__all__ = [
+    "ExecResult", "DirEntry", "GrepOptions", "SearchError", "ExecutionEnvironment",
+    "LocalExecutionEnvironment", "ReadOnlyEnvironment", "LoggingEnvironment", "filter_environment",
+    "ENV_POLICIES", "DEFAULT_SECRET_PATTERNS", "CORE_ENV_VARS",
+]
+
+ENV_POLICIES = ("inherit_all", "core_only", "none")
+
+#: Variable names (matched case-insensitively) that are removed from a command's environment.
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    "*_API_KEY", "*_SECRET", "*_TOKEN", "*_PASSWORD", "*_CREDENTIAL",
+    "*_CREDENTIALS", "*_SECRET_KEY", "*_SECRET_ACCESS_KEY", "*_PRIVATE_KEY", "*_APIKEY",
+    "API_KEY", "SECRET", "TOKEN", "PASSWORD",
+)
+
+#: Variables kept by the ``core_only`` policy (plus every ``LC_*``).
+CORE_ENV_VARS: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "PWD",
+    "GOPATH", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "NODE_PATH", "PYENV_ROOT",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "JAVA_HOME", "GEM_HOME", "GEM_PATH", "DENO_DIR", "BUN_INSTALL",
+)
+
+_NOT_DESCENDED = (".git", "node_modules", "__pycache__")
+
+
+@dataclass
+class ExecResult:
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    duration_ms: int
+    cancelled: bool = False
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr combined (stderr after stdout)."""
+        if self.stdout and self.stderr:
+            sep = "" if self.stdout.endswith("\n") else "\n"
+            return self.stdout + sep + self.stderr
+        return self.stdout or self.stderr
+
+
+@dataclass
+class DirEntry:
+    name: str
+    is_dir: bool
+    size: int | None
+    path: str = ""  # relative to the listed directory ("sub/file.txt"); equals name at depth 1
+
+
+def _is_secret(name: str, patterns: Iterable[str]) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
+
+
+def filter_environment(
+    source: Mapping[str, str],
+    policy: str = "inherit_all",
+    secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+    core_vars: Iterable[str] = CORE_ENV_VARS,
+) -> dict[str, str]:
+    """The environment a command sees: ``source`` reduced by ``policy``, then secrets removed."""
+    if policy not in ENV_POLICIES:
+        raise ConfigError(f"unknown env policy {policy!r}; use one of {', '.join(ENV_POLICIES)}")
+    patterns = tuple(secret_patterns)
+    if policy == "none":
+        return {}
+    core = set(core_vars)
+    out: dict[str, str] = {}
+    for name, value in source.items():
+        if policy == "core_only" and name not in core and not name.startswith("LC_"):
+            continue
+        if _is_secret(name, patterns):
+            continue
+        out[name] = value
+    return out
+
+
+@runtime_checkable
+class ExecutionEnvironment(Protocol):
+    """Where tools run (seed 004 §4.1), plus the byte-level file operations apply_patch needs."""
+
+    allowed_write_roots: tuple[str, ...]
+
+    def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str: ...
+    def read_bytes(self, path: str) -> bytes: ...
+    def write_file(self, path: str, content: str | bytes) -> None: ...
+    def delete_file(self, path: str) -> None: ...
+    def file_exists(self, path: str) -> bool: ...
+    def is_dir(self, path: str) -> bool: ...
+    def file_size(self, path: str) -> int: ...
+    def list_directory(self, path: str, depth: int = 1) -> list[DirEntry]: ...
+    def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
+                     env_vars: Mapping[str, str] | None = None, *, cancel: CancellationToken | None = None,
+                     on_output: Callable[[str, bytes], None] | None = None) -> ExecResult: ...
+    def grep(self, pattern: str, path: str, options: GrepOptions | None = None, *,
+             cancel: CancellationToken | None = None) -> str: ...
+    def glob(self, pattern: str, path: str | None = None) -> list[str]: ...
+    def resolve_path(self, path: str) -> str: ...
+    def initialize(self) -> None: ...
+    def cleanup(self) -> None: ...
+    def working_directory(self) -> str: ...
+    def platform(self) -> str: ...
+    def os_version(self) -> str: ...
+
+
+class LocalExecutionEnvironment:
+    """Runs everything on this machine (seed 004 §4.2).
+
+    ``env_policy`` is ``inherit_all`` (default), ``core_only`` or ``none``; ``secret_patterns`` are
+    removed under every policy (pass ``()`` to keep them). ``allowed_write_roots`` is the default
+    write confinement of the writing tools (default: the working directory). ``max_capture_bytes``
+    bounds how much of each output stream is kept in memory (head and tail).
+    """
+
+    def __init__(
+        self,
+        working_dir: str | None = None,
+        *,
+        env_policy: str = "inherit_all",
+        secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+        allowed_write_roots: Sequence[str] | None = None,
+        shell: str = "/bin/bash",
+        max_capture_bytes: int = 1 << 20,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        if env_policy not in ENV_POLICIES:
+            raise ConfigError(f"unknown env_policy {env_policy!r}; use one of {', '.join(ENV_POLICIES)}")
+        self._cwd = os.path.abspath(os.path.expanduser(working_dir or os.getcwd()))
+        self.env_policy = env_policy
+        self.secret_patterns = tuple(secret_patterns)
+        self.allowed_write_roots = tuple(
+            resolve_against(self._cwd, r) for r in (allowed_write_roots if allowed_write_roots is not None else [self._cwd])
+        )
+        self.shell = shell
+        self.max_capture_bytes = max_capture_bytes
+        self._base_env = base_env
+        self._grep_perl: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalExecutionEnvironment(working_dir={self._cwd!r}, env_policy={self.env_policy!r})"
+
+    # -- metadata and lifecycle ----------------------------------------------------------------
+    def working_directory(self) -> str:
+        return self._cwd
+
+    def platform(self) -> str:
+        if sys.platform.startswith("linux"):
+            return "linux"
+        if sys.platform == "darwin":
+            return "darwin"
+        if sys.platform in ("win32", "cygwin"):
+            return "windows"
+        return sys.platform
+
+    def os_version(self) -> str:
+        return f"{_platform.system()} {_platform.release()}".strip()
+
+    def initialize(self) -> None:
+        if not os.path.isdir(self._cwd):
+            raise ConfigError(f"working directory {self._cwd} does not exist")
+
+    def cleanup(self) -> None:
+        """Nothing to release: every command's process group is reaped when it finishes."""
+
+    def resolve_path(self, path: str) -> str:
+        return resolve_against(self._cwd, path)
+
+    # -- files ---------------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        with open(self.resolve_path(path), "rb") as fh:
+            return fh.read()
+
+    def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
+        """Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count."""
+        text = self.read_bytes(path).decode("utf-8", errors="replace")
+        if offset is None and limit is None:
+            return text
+        lines = text.splitlines(keepends=True)
+        start = max((offset or 1) - 1, 0)
+        end = len(lines) if limit is None else start + max(limit, 0)
+        return "".join(lines[start:end])
+
+    def write_file(self, path: str, content: str | bytes) -> None:
+        target = self.resolve_path(path)
+        parent = os.path.dirname(target)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        with open(target, "wb") as fh:
+            fh.write(data)
+
+    def delete_file(self, path: str) -> None:
+        target = self.resolve_path(path)
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise IsADirectoryError(21, "Is a directory", target)
+        os.remove(target)
+
+    def file_exists(self, path: str) -> bool:
+        return os.path.exists(self.resolve_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.resolve_path(path))
+
+    def file_size(self, path: str) -> int:
+        return os.stat(self.resolve_path(path)).st_size
+
+    def list_directory(self, path: str, depth: int = 1, max_entries: int = 5000) -> list[DirEntry]:
+        """Entries of ``path`` down to ``depth`` levels, directories first, then by name."""
+        root = self.resolve_path(path)
+        if not os.path.isdir(root):
+            raise NotADirectoryError(20, "Not a directory", root) if os.path.exists(root) else FileNotFoundError(2, "No such file or directory", root)
+        out: list[DirEntry] = []
+        self._walk(root, "", max(depth, 1), out, max_entries)
+        return out
+
+    def _walk(self, directory: str, prefix: str, depth: int, out: list[DirEntry], max_entries: int) -> None:
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+        except OSError as exc:
+            log.debug("cannot list %s: %s", directory, exc)
+            return
+        for entry in entries:
+            if len(out) >= max_entries:
+                return
+            is_dir = entry.is_dir(follow_symlinks=False)
+            size = None
+            if not is_dir:
+                try:
+                    size = entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    size = None
+            rel = prefix + entry.name
+            out.append(DirEntry(entry.name, is_dir, size, rel))
+            if is_dir and depth > 1 and entry.name not in _NOT_DESCENDED:
+                self._walk(entry.path, rel + "/", depth - 1, out, max_entries)
+
+    # -- commands ------------------------------------------------------------------------------
+    def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        source = self._base_env if self._base_env is not None else os.environ
+        env = filter_environment(source, self.env_policy, self.secret_patterns)
+        if extra:
+            env.update(extra)
+        return env
+
+    def exec_command(
+        self,
+        command: str,
+        timeout_ms: int,
+        working_dir: str | None = None,
+        env_vars: Mapping[str, str] | None = None,
+        *,
+        cancel: CancellationToken | None = None,
+        on_output: Callable[[str, bytes], None] | None = None,
+    ) -> ExecResult:
+        """Run ``command`` under ``bash -c``; a bad exit status is a result, not an exception."""
+        cwd = self.resolve_path(working_dir) if working_dir else self._cwd
+        if not os.path.isdir(cwd):
+            raise FileNotFoundError(2, "Working directory does not exist", cwd)
+        outcome = run_process(
+            [self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), timeout_ms=timeout_ms,
+            cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output,
+        )
+        return ExecResult(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.timed_out,
+                          outcome.duration_ms, outcome.cancelled)
+
+    # -- search --------------------------------------------------------------------------------
+    def _grep_supports_perl(self) -> bool:
+        if self._grep_perl is None:
+            probe = self.exec_command("echo ab1 | grep -qP 'b\\d'", 5000)
+            self._grep_perl = probe.exit_code == 0
+        return self._grep_perl
+
+    def grep(self, pattern: str, path: str, options: GrepOptions | None = None, *,
+             cancel: CancellationToken | None = None) -> str:
+        """Matching lines as ``path:line:text`` (paths relative to ``path`` when it is a directory)."""
+        options = options or GrepOptions()
+        target = self.resolve_path(path)
+        if not os.path.exists(target):
+            raise FileNotFoundError(2, "No such file or directory", target)
+        backend = options.backend
+        if backend == "auto":
+            backend = "rg" if shutil.which("rg") else "grep"
+        if backend not in ("rg", "grep"):
+            raise ConfigError(f"unknown search backend {backend!r}; use auto, rg or grep")
+        if os.path.isdir(target):
+            directory, rel_target = target, "."
+        else:
+            directory, rel_target = os.path.dirname(target), os.path.basename(target)
+        perl = backend == "grep" and self._grep_supports_perl()
+        lines = run_search(self.exec_command, pattern, directory, rel_target, options, backend, perl, cancel)
+        return "\n".join(lines[: max(options.max_results, 0)] if options.max_results else lines)
+
+    def glob(self, pattern: str, path: str | None = None) -> list[str]:
+        """Absolute paths of files matching ``pattern`` under ``path``, newest first."""
+        base = self.resolve_path(path) if path else self._cwd
+        if not os.path.isdir(base):
+            raise FileNotFoundError(2, "No such directory", base)
+        if os.path.isabs(pattern):
+            matches = _glob.glob(pattern, recursive=True)
+        else:
+            matches = [os.path.join(base, m) for m in _glob.glob(pattern, root_dir=base, recursive=True)]
+        files = []
+        for match in matches:
+            parts = set(os.path.normpath(match).split(os.sep))
+            if parts & {".git", "node_modules"} or not os.path.isfile(match):
+                continue
+            try:
+                mtime = os.stat(match).st_mtime
+            except OSError:
+                continue
+            files.append((mtime, os.path.normpath(match)))
+        files.sort(key=lambda item: (-item[0], item[1]))
+        return [p for _, p in files]
+
+
+class _Wrapper:
+    """Delegates everything to ``inner``; subclasses override what they change."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def allowed_write_roots(self) -> tuple[str, ...]:
+        return self.inner.allowed_write_roots
+
+
+class ReadOnlyEnvironment(_Wrapper):
+    """Rejects every file write and delete; commands still run unless ``allow_commands`` is False."""
+
+    MESSAGE = "Write operations are disabled in read-only mode"
+
+    def __init__(self, inner: Any, *, allow_commands: bool = True) -> None:
+        super().__init__(inner)
+        self.allow_commands = allow_commands
+
+    def write_file(self, path: str, content: str | bytes) -> None:
+        raise PermissionError(13, self.MESSAGE, path)
+
+    def delete_file(self, path: str) -> None:
+        raise PermissionError(13, self.MESSAGE, path)
+
+    def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
+                     env_vars: Mapping[str, str] | None = None, **kwargs: Any) -> ExecResult:
+        if not self.allow_commands:
+            raise PermissionError(13, "Command execution is disabled in read-only mode", command)
+        return self.inner.exec_command(command, timeout_ms, working_dir, env_vars, **kwargs)
+
+
+class LoggingEnvironment(_Wrapper):
+    """Logs commands (with exit status and duration), writes and deletes; never logs env values."""
+
+    def __init__(self, inner: Any, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        super().__init__(inner)
+        self.logger = logger or logging.getLogger("phi.tools.environment.log")
+        self.level = level
+
+    def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
+                     env_vars: Mapping[str, str] | None = None, **kwargs: Any) -> ExecResult:
+        self.logger.log(self.level, "exec: %s", command)
+        result = self.inner.exec_command(command, timeout_ms, working_dir, env_vars, **kwargs)
+        self.logger.log(self.level, "exit: %d in %dms%s", result.exit_code, result.duration_ms,
+                        " (timed out)" if result.timed_out else "")
+        return result
+
+    def write_file(self, path: str, content: str | bytes) -> None:
+        self.logger.log(self.level, "write: %s (%d bytes)", path,
+                        len(content.encode("utf-8") if isinstance(content, str) else content))
+        self.inner.write_file(path, content)
+
+    def delete_file(self, path: str) -> None:
+        self.logger.log(self.level, "delete: %s", path)
+        self.inner.delete_file(path)
+
+
+def quote_command(argv: Sequence[str]) -> str:
+    """``argv`` as one shell command line (for running a fixed program through ``exec_command``)."""
+    return shlex.join(argv)
