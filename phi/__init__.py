@@ -1,0 +1,127 @@
+"""phi: a synchronous, thread-based, dependency-light LLM agent loop.
+
+The public API is listed in ``__all__``. Names are loaded on first use (PEP 562), so ``import phi``
+stays fast and never imports ``requests``, ``jsonschema`` or ``yaml``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # the loop (SPEC §4)
+    "agent_loop": "phi.loop",
+    "agent_loop_continue": "phi.loop",
+    "default_convert_to_llm": "phi.loop",
+    "AgentContext": "phi.loop_config",
+    "AgentLoopConfig": "phi.loop_config",
+    "ToolExecution": "phi.loop_config",
+    # the application API
+    "Agent": "phi.agent",
+    "AgentResult": "phi.agent",
+    "MessageQueue": "phi.queues",
+    "tool": "phi.function_tool",
+    # data model (SPEC §2)
+    "TextContent": "phi.types",
+    "ImageContent": "phi.types",
+    "ThinkingContent": "phi.types",
+    "ToolCall": "phi.types",
+    "UserMessage": "phi.types",
+    "AssistantMessage": "phi.types",
+    "ToolResultMessage": "phi.types",
+    "ExtensionMessage": "phi.types",
+    "Usage": "phi.types",
+    "StopReason": "phi.types",
+    "ThinkingLevel": "phi.types",
+    "QueueMode": "phi.types",
+    "TurnTrigger": "phi.types",
+    "ContinuationKind": "phi.types",
+    "ToolDefinition": "phi.types",
+    "ToolResult": "phi.types",
+    "message_to_json": "phi.types",
+    "message_from_json": "phi.types",
+    "messages_from_json": "phi.types",
+    # events (SPEC §3)
+    "AgentStart": "phi.events",
+    "AgentEnd": "phi.events",
+    "TurnStart": "phi.events",
+    "TurnEnd": "phi.events",
+    "MessageStart": "phi.events",
+    "MessageUpdate": "phi.events",
+    "MessageEnd": "phi.events",
+    "ToolExecutionStart": "phi.events",
+    "ToolExecutionUpdate": "phi.events",
+    "ToolExecutionEnd": "phi.events",
+    "ProgressMessage": "phi.events",
+    "InputRejected": "phi.events",
+    "ParallelLoopStart": "phi.events",
+    "ParallelLoopEnd": "phi.events",
+    "StreamDelta": "phi.events",
+    "event_to_json": "phi.events",
+    "event_from_json": "phi.events",
+    # concurrency (SPEC §6)
+    "CancellationToken": "phi.cancel",
+    "EventChannel": "phi.channel",
+    "EventStream": "phi.channel",
+    # tools (SPEC §5)
+    "AgentTool": "phi.agent_tool",
+    "ToolContext": "phi.agent_tool",
+    "FunctionTool": "phi.agent_tool",
+    "FilterResult": "phi.filters",
+    "InputFilter": "phi.filters",
+    # providers (SPEC §7)
+    "ModelConfig": "phi.providers.model_config",
+    "StreamConfig": "phi.providers.base",
+    "StreamProvider": "phi.providers.base",
+    "CacheConfig": "phi.providers.base",
+    "CacheStrategy": "phi.providers.base",
+    "ProviderError": "phi.providers.base",
+    "ErrorKind": "phi.providers.base",
+    "RetryConfig": "phi.providers.retry",
+    "ScriptedProvider": "phi.providers.mock",
+    "ScriptedResponse": "phi.providers.mock",
+    # context management (SPEC §8)
+    "ContextConfig": "phi.context.config",
+    "ExecutionLimits": "phi.context.config",
+    # errors
+    "PhiError": "phi.errors",
+    "DecodeError": "phi.errors",
+    "InvalidContinue": "phi.errors",
+    "AlreadyRunning": "phi.errors",
+    "ConfigError": "phi.errors",
+    "ToolError": "phi.errors",
+    "InvalidArgs": "phi.errors",
+    "ToolCancelled": "phi.errors",
+    "StructuredOutputFailed": "phi.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'phi' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .agent import Agent, AgentResult
+    from .agent_tool import AgentTool, FunctionTool, ToolContext
+    from .cancel import CancellationToken
+    from .channel import EventChannel, EventStream
+    from .loop import agent_loop, agent_loop_continue
+    from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
+    from .providers.base import StreamConfig, StreamProvider, ProviderError
+    from .providers.mock import ScriptedProvider, ScriptedResponse
+    from .providers.model_config import ModelConfig
+    from .types import *  # noqa: F401,F403

@@ -1,0 +1,412 @@
+"""Shared HTTP plumbing for the wire-protocol providers (SPEC §7.2 streaming, §7.3 errors).
+
+Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`, then calls
+:func:`run_stream`, which owns everything they have in common:
+
+* sending the POST with separate connect/read timeouts (``ModelConfig.options["connect_timeout"]``
+  and ``["read_timeout"]``, seconds; defaults 10 and 120) — the send runs on a helper thread so a
+  cancellation returns at once even while the server has not answered yet;
+* classifying HTTP errors (status, body, ``Retry-After``) with :meth:`ProviderError.classify`;
+* reading the body live, chunk by chunk as bytes arrive (``iter_content(None)`` semantics; never
+  ``iter_lines``), and feeding the bytes to the parser;
+* cancellation: a callback shuts the socket down, which interrupts a blocked read immediately;
+* the failure policy (documented in docs/providers.md): a failure before anything reached the
+  consumer *raises* :class:`ProviderError` (so the loop may retry it); after that it *returns* the
+  partial message with ``stopReason: error`` and the error text. A cancelled stream returns the
+  partial message with ``stopReason: aborted``.
+
+Secrets never leave this module: messages are scrubbed of the request's secret values, URLs are
+logged without their query string, and :class:`HttpRequest` hides headers from ``repr``.
+
+This is the only module (with the provider modules) that imports ``requests``.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
+
+import requests
+import urllib3.exceptions
+
+from ..cancel import CancellationToken
+from ..types import AssistantMessage, StopReason
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamEvent, StreamEventSink
+from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.http")
+
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 120.0
+ABORTED_MESSAGE = "aborted"
+MAX_ERROR_BODY = 1 << 20
+USER_AGENT = "phi-agent/0.1 (python-requests)"
+
+_session_lock = threading.Lock()
+_session: requests.Session | None = None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass
+class HttpRequest:
+    """One streaming POST. ``secrets`` lists values to scrub from any error text."""
+
+    url: str
+    headers: dict[str, str] = field(repr=False)
+    body: bytes = field(repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    def json_body(self) -> Any:
+        return json.loads(self.body)
+
+    def safe_url(self) -> str:
+        """The URL without query string (where keys could hide)."""
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def json_bytes(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def timeouts(model_config: ModelConfig) -> tuple[float, float]:
+    """``(connect, read)`` timeouts in seconds from ``ModelConfig.options``."""
+    options = model_config.options
+    connect = float(options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+    read = float(options.get("read_timeout", DEFAULT_READ_TIMEOUT))
+    return connect, read
+
+
+def api_key(explicit: str | None, *env_names: str, required: bool = True, what: str = "API key") -> str | None:
+    """The explicit key, else the first environment variable that is set; raise AUTH if none."""
+    if explicit:
+        return explicit
+    for name in env_names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    if required:
+        names = " or ".join(env_names) if env_names else "ModelConfig.api_key"
+        raise ProviderError(ErrorKind.AUTH, f"no {what} configured: set {names}, or pass api_key")
+    return None
+
+
+def join_url(base: str, path: str) -> str:
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _get_session() -> requests.Session:
+    global _session
+    with _session_lock:
+        if _session is None:
+            _session = requests.Session()
+        return _session
+
+
+# --------------------------------------------------------------------------- parsers
+
+
+class StreamParser(abc.ABC):
+    """Turns response bytes into builder calls. Subclasses set ``stop_reason`` when the stream
+    reaches its terminal event, and ``done`` when nothing more needs to be read."""
+
+    provider_name = "provider"
+
+    def __init__(self, builder: AssistantBuilder) -> None:
+        self.builder = builder
+        self.stop_reason: StopReason | None = None
+        self.error_message: str | None = None
+        self.done = False
+
+    @abc.abstractmethod
+    def feed(self, chunk: bytes) -> None:
+        """Consume some bytes of the body (they may end anywhere)."""
+
+    def close(self) -> None:
+        """The body ended: handle anything still buffered."""
+
+    def result(self) -> AssistantMessage:
+        """The final message once the body ended; a stream without its terminal event fails."""
+        if self.stop_reason is None:
+            raise ProviderError(ErrorKind.NETWORK, f"{self.provider_name} stream ended before its final event")
+        return self.builder.finish(self.stop_reason, self.error_message)
+
+    def loads(self, data: str | bytes) -> Any:
+        """Parse one event's JSON, or fail with a clear API error."""
+        try:
+            return json.loads(data)
+        except ValueError:
+            shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
+            raise ProviderError(ErrorKind.API, f"invalid JSON in {self.provider_name} stream event: {shown!r}") from None
+
+
+class SSEParser(StreamParser):
+    """A parser over the shared SSE decoder; subclasses implement :meth:`handle`."""
+
+    def __init__(self, builder: AssistantBuilder) -> None:
+        super().__init__(builder)
+        from .sse import SSEDecoder
+
+        self.decoder = SSEDecoder()
+
+    def feed(self, chunk: bytes) -> None:
+        handle = self.handle
+        for event in self.decoder.feed(chunk):
+            handle(event)
+            if self.done:
+                return
+
+    def close(self) -> None:
+        if not self.done:
+            for event in self.decoder.close():
+                self.handle(event)
+
+    @abc.abstractmethod
+    def handle(self, event: Any) -> None:
+        """Handle one :class:`~phi.providers.sse.SSEEvent`."""
+
+
+# --------------------------------------------------------------------------- running a stream
+
+
+class _SinkFailure(Exception):
+    """Wraps an exception raised by the consumer's event callback so it is re-raised untouched."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def guarded_sink(on_event: StreamEventSink) -> Callable[[StreamEvent], None]:
+    def sink(event: StreamEvent) -> None:
+        try:
+            on_event(event)
+        except Exception as exc:
+            raise _SinkFailure(exc) from exc
+
+    return sink
+
+
+def make_builder(on_event: StreamEventSink, model: str, provider: str) -> AssistantBuilder:
+    """An AssistantBuilder whose consumer exceptions are kept apart from parse failures."""
+    return AssistantBuilder(guarded_sink(on_event), model, provider)
+
+
+def fail(builder: AssistantBuilder, error: ProviderError) -> AssistantMessage:
+    """The failure policy: raise while nothing reached the consumer, else end the partial message."""
+    if builder.emitted == 0 and not builder.content:
+        raise error
+    log.info("%s stream failed after partial output: %s", builder.provider, error)
+    return builder.finish(StopReason.ERROR, error.message)
+
+
+def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
+               parser: StreamParser) -> AssistantMessage:
+    """Send ``request`` and drive ``parser`` over the live body; see the module docstring."""
+    builder = parser.builder
+    try:
+        return _run(request, model_config, cancel, parser)
+    except _SinkFailure as exc:
+        raise exc.original from None
+    except ProviderError as exc:
+        if cancel.is_cancelled():
+            return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+        exc.message = scrub(exc.message, request.secrets)
+        if exc.body:
+            exc.body = scrub(exc.body, request.secrets)
+        return fail(builder, exc)
+
+
+def _run(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
+         parser: StreamParser) -> AssistantMessage:
+    builder = parser.builder
+    if cancel.is_cancelled():
+        return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+    connect_timeout, read_timeout = timeouts(model_config)
+    response = send(request, (connect_timeout, read_timeout), cancel)
+    if response is None:
+        return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+    unregister = cancel.on_cancel(lambda: abort_response(response))
+    try:
+        if response.status_code >= 400:
+            raise http_error(response, request)
+        check_content_type(response, parser)
+        for chunk in iter_body(response, read_timeout):
+            parser.feed(chunk)
+            if parser.done or cancel.is_cancelled():
+                break
+        if cancel.is_cancelled():
+            return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+        parser.close()
+        return parser.result()
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        if isinstance(exc, ProviderError):
+            raise
+        log.debug("malformed %s stream", parser.provider_name, exc_info=True)
+        raise ProviderError(ErrorKind.API, f"malformed {parser.provider_name} stream event: "
+                                           f"{type(exc).__name__}: {exc}") from None
+    finally:
+        unregister()
+        response.close()
+
+
+def send(request: HttpRequest, timeout: tuple[float, float], cancel: CancellationToken) -> requests.Response | None:
+    """POST on a helper thread; return the response (headers read), or None when cancelled first."""
+    outcome: dict[str, Any] = {}
+    ready = threading.Event()
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            response = _get_session().post(request.url, data=request.body, headers=request.headers,
+                                           stream=True, timeout=timeout)
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        else:
+            with lock:
+                if outcome.get("abandoned"):
+                    response.close()
+                    return
+                outcome["response"] = response
+        ready.set()
+
+    log.debug("POST %s", request.safe_url())
+    unregister = cancel.on_cancel(ready.set)
+    threading.Thread(target=worker, name="phi-http-send", daemon=True).start()
+    try:
+        ready.wait()
+    finally:
+        unregister()
+    with lock:
+        if cancel.is_cancelled():
+            outcome["abandoned"] = True
+            if "response" in outcome:
+                outcome["response"].close()
+            return None
+    if "error" in outcome:
+        raise _transport_error(outcome["error"], request, timeout)
+    return outcome["response"]
+
+
+def _transport_error(exc: BaseException, request: HttpRequest, timeout: tuple[float, float]) -> ProviderError:
+    host = urlsplit(request.url).netloc
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        text = f"could not connect to {host} within {timeout[0]:g}s"
+    elif isinstance(exc, requests.exceptions.ReadTimeout):
+        text = f"{host} sent no response within {timeout[1]:g}s"
+    elif isinstance(exc, requests.exceptions.ConnectionError):
+        text = f"connection to {host} failed: {_reason(exc)}"
+    elif isinstance(exc, requests.exceptions.RequestException):
+        return ProviderError(ErrorKind.OTHER, scrub(f"invalid request to {request.safe_url()}: {_reason(exc)}",
+                                                    request.secrets))
+    else:
+        raise exc
+    return ProviderError(ErrorKind.NETWORK, scrub(text, request.secrets))
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause of a requests/urllib3 exception, without URLs."""
+    inner: BaseException | None = exc
+    while inner is not None:
+        reason = getattr(inner, "reason", None)
+        if isinstance(reason, BaseException):
+            inner = reason
+            continue
+        if inner.args and isinstance(inner.args[0], BaseException):
+            inner = inner.args[0]
+            continue
+        break
+    text = str(inner or exc)
+    if ": " in text and "(" in text.split(": ", 1)[0]:
+        text = text.split(": ", 1)[1]
+    return text[:300]
+
+
+def http_error(response: requests.Response, request: HttpRequest) -> ProviderError:
+    """Classify an HTTP error response, reading at most 1 MiB of its body."""
+    try:
+        raw = response.raw.read(MAX_ERROR_BODY, decode_content=True) or b""
+    except Exception:  # the body is a bonus; the status is what matters
+        raw = b""
+    body = scrub(raw.decode("utf-8", "replace"), request.secrets)
+    headers = dict(response.headers)
+    error = ProviderError.classify(response.status_code, body, headers)
+    error_type = headers.get("x-amzn-ErrorType") or headers.get("x-amzn-errortype")
+    if error_type and "Throttling" in error_type and error.kind is ErrorKind.API:
+        error.kind = ErrorKind.RATE_LIMITED
+    return error
+
+
+def check_content_type(response: requests.Response, parser: StreamParser) -> None:
+    """A JSON body where a stream was expected is an error payload (some servers send 200)."""
+    ctype = response.headers.get("content-type", "").lower()
+    if not ctype.startswith("application/json"):
+        return
+    raw = response.raw.read(MAX_ERROR_BODY, decode_content=True) or b""
+    body = raw.decode("utf-8", "replace")
+    error = ProviderError.classify(400, body, dict(response.headers))
+    error.status = response.status_code
+    if error.kind is ErrorKind.API and '"error"' not in body:
+        error.message = f"expected a {parser.provider_name} event stream, got a JSON body: {body[:200]}"
+    raise error
+
+
+def iter_body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
+    """The body bytes as they arrive, one network chunk at a time."""
+    raw = response.raw
+    try:
+        if raw.chunked and raw.supports_chunked_reads():
+            yield from raw.stream(None, decode_content=True)  # what iter_content(None) does
+        else:
+            read1 = raw.read1
+            while True:
+                chunk = read1(65536)
+                if not chunk:
+                    return
+                yield chunk
+    except (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.ReadTimeout):
+        raise ProviderError(ErrorKind.NETWORK, f"no data from the server for {read_timeout:g}s (read timeout)") from None
+    except (urllib3.exceptions.HTTPError, requests.exceptions.RequestException, OSError, ValueError,
+            AttributeError) as exc:
+        raise ProviderError(ErrorKind.NETWORK, f"connection lost mid-stream: {_reason(exc)}") from None
+
+
+def abort_response(response: requests.Response) -> None:
+    """Interrupt a read blocked on ``response`` (from any thread): shut the socket down, close."""
+    sock = _socket_of(response)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    try:
+        response.close()
+    except Exception:  # closing races the reading thread; the shutdown already did the work
+        log.debug("closing an aborted response failed", exc_info=True)
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    raw = response.raw
+    conn = getattr(raw, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None

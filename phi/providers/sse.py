@@ -1,0 +1,168 @@
+"""Byte-level Server-Sent Events decoder shared by every SSE provider (SPEC §7.2).
+
+Implements the event-stream parsing rules of the WHATWG HTML standard ("9.2 Server-sent events")
+directly on bytes, so it does not depend on how ``requests`` guesses the charset:
+
+* line endings ``\\n``, ``\\r\\n`` and ``\\r``, even when a ``\\r\\n`` pair is split across two chunks;
+* a leading UTF-8 byte-order mark is dropped;
+* lines starting with ``:`` are comments (OpenRouter's ``: OPENROUTER PROCESSING``);
+* ``field:value`` with one optional space after the colon; ``data`` lines are joined with ``\\n``;
+  ``event``, ``id`` (ignored when it contains NUL) and ``retry`` (digits only) are kept;
+* a blank line dispatches the event; an event without any ``data`` line is dropped;
+* the payload is always decoded as UTF-8 (invalid bytes become U+FFFD, never an exception).
+
+Unlike the standard (which drops it), a pending event at end of input is flushed by
+:meth:`SSEDecoder.close`, because several providers end their stream without a final blank line.
+
+The decoder is written for throughput: it normalises line endings with ``bytes.replace`` and splits
+events with ``bytes.find``, so the Python-level work is a handful of operations per event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Iterator
+
+log = logging.getLogger("phi.providers.sse")
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class SSEEvent:
+    """One dispatched event. ``event`` defaults to ``"message"``; ``id`` is the last event id seen."""
+
+    __slots__ = ("event", "data", "id", "retry")
+
+    def __init__(self, event: str, data: str, id: str | None = None, retry: int | None = None) -> None:
+        self.event = event
+        self.data = data
+        self.id = id
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        shown = self.data if len(self.data) <= 60 else self.data[:57] + "..."
+        return f"SSEEvent(event={self.event!r}, data={shown!r}, id={self.id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SSEEvent):
+            return NotImplemented
+        return (self.event, self.data, self.id, self.retry) == (other.event, other.data, other.id, other.retry)
+
+
+class SSEDecoder:
+    """Incremental decoder: ``feed(bytes)`` returns the events completed by those bytes."""
+
+    __slots__ = ("_buf", "_scan", "_pending_cr", "_started", "_last_id", "_comments")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._scan = 0  # where to resume searching for a blank line in _buf
+        self._pending_cr = False  # the previous chunk ended in "\r" (maybe half of "\r\n")
+        self._started = False  # BOM check done
+        self._last_id: str | None = None
+        self._comments = 0
+
+    @property
+    def comments(self) -> int:
+        """How many comment lines were skipped (useful for diagnostics and tests)."""
+        return self._comments
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if not chunk:
+            return []
+        if self._pending_cr:
+            chunk = b"\r" + chunk
+            self._pending_cr = False
+        if b"\r" in chunk:
+            if chunk[-1] == 13:  # keep a trailing CR until we know whether "\n" follows
+                chunk = chunk[:-1]
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf + chunk if self._buf else chunk
+        if not self._started:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                self._buf = buf
+                return []
+            self._started = True
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+        events: list[SSEEvent] = []
+        start = 0
+        find = buf.find
+        end = find(b"\n\n", self._scan)
+        while end >= 0:
+            self._parse_block(buf[start:end], events)
+            start = end + 2
+            end = find(b"\n\n", start)
+        rest = buf[start:] if start else buf
+        self._buf = rest
+        self._scan = max(0, len(rest) - 1)
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """End of input: dispatch whatever is pending (a stream may end without a blank line)."""
+        self._pending_cr = False
+        buf, self._buf, self._scan = self._buf, b"", 0
+        events: list[SSEEvent] = []
+        if buf.strip(b"\n"):
+            self._parse_block(buf.rstrip(b"\n"), events)
+        return events
+
+    def _parse_block(self, block: bytes, out: list[SSEEvent]) -> None:
+        """Parse the lines of one event (``\\n``-separated, no trailing blank line)."""
+        # Fast paths: a lone ``data:`` line, or ``event:`` followed by one ``data:`` line.
+        if b"\n" not in block:
+            if block[:6] == b"data: ":
+                out.append(SSEEvent("message", block[6:].decode("utf-8", "replace"), self._last_id))
+                return
+        elif block[:7] == b"event: ":
+            nl = block.index(b"\n")
+            rest = block[nl + 1 :]
+            if rest[:6] == b"data: " and b"\n" not in rest:
+                name = block[7:nl].decode("utf-8", "replace")
+                out.append(SSEEvent(name, rest[6:].decode("utf-8", "replace"), self._last_id))
+                return
+        self._parse_lines(block.split(b"\n"), out)
+
+    def _parse_lines(self, lines: Iterable[bytes], out: list[SSEEvent]) -> None:
+        event = ""
+        data: list[bytes] = []
+        retry: int | None = None
+        for line in lines:
+            if not line:  # a blank line inside the block (e.g. leading "\n"): dispatch
+                if data:
+                    out.append(self._make(event, data, retry))
+                event, data, retry = "", [], None
+                continue
+            if line[0] == 58:  # ":" comment
+                self._comments += 1
+                continue
+            name, colon, value = line.partition(b":")
+            if colon and value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                event = value.decode("utf-8", "replace")
+            elif name == b"id":
+                if b"\x00" not in value:
+                    self._last_id = value.decode("utf-8", "replace")
+            elif name == b"retry":
+                if value.isdigit():
+                    retry = int(value)
+            else:
+                log.debug("ignoring unknown SSE field %r", name[:40])
+        if data:
+            out.append(self._make(event, data, retry))
+
+    def _make(self, event: str, data: list[bytes], retry: int | None) -> SSEEvent:
+        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
+        return SSEEvent(event or "message", text, self._last_id, retry)
+
+
+def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
+    """Decode a whole iterable of byte chunks (convenience for tests and simple callers)."""
+    decoder = SSEDecoder()
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()

@@ -1,0 +1,44 @@
+"""Steering and follow-up queues (SPEC LOOP-9).
+
+A :class:`MessageQueue` is written by the application (from any thread) and read by the loop at
+fixed points. ``one_at_a_time`` hands out one message per read; ``all`` drains the queue.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from .types import AgentMessage, QueueMode
+
+
+class MessageQueue:
+    def __init__(self, mode: QueueMode = QueueMode.ONE_AT_A_TIME) -> None:
+        self.mode = QueueMode(mode)
+        self._items: deque[AgentMessage] = deque()
+        self._lock = threading.Lock()
+
+    def push(self, message: AgentMessage) -> None:
+        with self._lock:
+            self._items.append(message)
+
+    def drain(self) -> list[AgentMessage]:
+        """What the loop reads: one message or all of them, per ``mode``."""
+        with self._lock:
+            if not self._items:
+                return []
+            if self.mode == QueueMode.ALL:
+                items = list(self._items)
+                self._items.clear()
+                return items
+            return [self._items.popleft()]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
