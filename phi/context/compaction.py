@@ -1,0 +1,352 @@
+"""Tiered context compaction (SPEC §8.2; seed REQ-056–059, REQ-023, REQ-146).
+
+:func:`compact_messages` returns the history unchanged when it fits the budget. Otherwise it
+tries, in order, stopping at the first result that fits:
+
+1. :func:`level1_truncate_tool_outputs` — every text block of every tool result is cut to
+   ``tool_output_max_lines`` lines: head, a ``[... N lines truncated ...]`` marker, tail.
+2. :func:`level2_summarize_old_turns` — outside the last ``keep_recent`` messages, each assistant
+   message together with its tool results becomes one ``[Summary] ...`` user message.
+3. :func:`level3_drop_middle` — keep the first ``keep_first`` and last ``keep_recent`` messages,
+   replace the middle by one ``[... N messages omitted ...]`` marker.
+4. :func:`keep_within_budget` — keep the newest messages that fit (plus a marker if room).
+
+Every level treats an assistant message and the tool results answering its tool calls as one
+unit ("group"): they are kept, summarised or dropped together, so the result is always a valid
+conversation — no tool result without the assistant tool call before it, no tool call without its
+result. The only case where the result can exceed the budget is when the newest group alone (after
+level 1) is larger than the budget; it is then returned on its own and a warning is logged.
+
+A :class:`CompactionStrategy` replaces the cascade (``compact(messages, config)``); the loop uses
+:func:`compact_with` and, after a context-overflow error, retries once with
+``budget=overflow_budget(messages, config)`` (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Protocol, Sequence, runtime_checkable
+
+from ..errors import ConfigError
+from ..types import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from .config import ContextConfig
+from .tokens import TokenCounter, message_tokens, total_tokens
+
+__all__ = [
+    "CompactionStrategy",
+    "DefaultCompaction",
+    "compact_messages",
+    "compact_with",
+    "overflow_budget",
+    "level1_truncate_tool_outputs",
+    "level2_summarize_old_turns",
+    "level3_drop_middle",
+    "keep_within_budget",
+    "message_groups",
+    "truncate_lines",
+    "SUMMARY_PREFIX",
+    "OMISSION_PREFIX",
+]
+
+log = logging.getLogger("phi.context.compaction")
+
+SUMMARY_PREFIX = "[Summary] "
+OMISSION_PREFIX = "[... "
+_SUMMARY_TEXT_CHARS = 120
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def message_groups(messages: Sequence[AgentMessage]) -> list[tuple[int, int]]:
+    """Split ``messages`` into ``[start, end)`` spans that must stay together.
+
+    An assistant message with tool calls forms a span with the tool-result messages that follow it
+    and answer those calls (extension messages in between are carried along); every other message
+    is a span of its own.
+    """
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
+        end = i + 1
+        if isinstance(message, AssistantMessage):
+            pending = [call.id for call in message.tool_calls]
+            while end < n and pending:
+                nxt = messages[end]
+                if isinstance(nxt, ToolResultMessage) and nxt.tool_call_id in pending:
+                    pending.remove(nxt.tool_call_id)
+                elif getattr(nxt, "role", None) != "extension":
+                    break
+                end += 1
+            while end > i + 1 and getattr(messages[end - 1], "role", None) == "extension":
+                end -= 1  # trailing extension messages are not part of the group
+        spans.append((i, end))
+        i = end
+    return spans
+
+
+def _group_start(spans: list[tuple[int, int]], index: int) -> int:
+    """The start of the span containing ``index`` (``index`` itself if it starts a span)."""
+    for start, end in spans:
+        if start <= index < end:
+            return start
+    return index
+
+
+def _group_end(spans: list[tuple[int, int]], index: int) -> int:
+    """The end of the span containing message ``index - 1`` (so a prefix never splits a span)."""
+    if index <= 0:
+        return 0
+    for start, end in spans:
+        if start < index < end:
+            return end
+    return index
+
+
+# --------------------------------------------------------------------------- level 1
+
+
+def truncate_lines(text: str, max_lines: int) -> str:
+    """Cut ``text`` to ``max_lines`` lines: head, ``[... N lines truncated ...]``, tail.
+
+    The result has exactly ``max_lines`` lines when truncation happens (the marker counts).
+    """
+    if max_lines < 1:
+        raise ConfigError(f"max_lines must be >= 1, got {max_lines}")
+    lines = text.split("\n")
+    if len(lines) <= max_lines:
+        return text
+    keep = max_lines - 1
+    head = (keep + 1) // 2
+    tail = keep - head
+    marker = f"[... {len(lines) - keep} lines truncated ...]"
+    return "\n".join(lines[:head] + [marker] + (lines[len(lines) - tail :] if tail else []))
+
+
+def level1_truncate_tool_outputs(messages: Sequence[AgentMessage], max_lines: int) -> list[AgentMessage]:
+    """Every text block of every tool result cut to ``max_lines`` lines (others untouched)."""
+    out: list[AgentMessage] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            content = []
+            changed = False
+            for block in message.content:
+                if isinstance(block, TextContent):
+                    cut = truncate_lines(block.text, max_lines)
+                    if cut != block.text:
+                        block, changed = TextContent(cut), True
+                content.append(block)
+            if changed:
+                message = dataclasses.replace(message, content=content)
+        out.append(message)
+    return out
+
+
+# --------------------------------------------------------------------------- level 2
+
+
+def _one_line(text: str, limit: int = _SUMMARY_TEXT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def _summarize_group(group: Sequence[AgentMessage]) -> UserMessage:
+    assistant = group[0]
+    assert isinstance(assistant, AssistantMessage)
+    results = {m.tool_call_id: m for m in group[1:] if isinstance(m, ToolResultMessage)}
+    parts: list[str] = []
+    if assistant.text.strip():
+        parts.append(f"Assistant said: {_one_line(assistant.text)}")
+    calls = []
+    for call in assistant.tool_calls:
+        result = results.get(call.id)
+        status = "no result" if result is None else ("error" if result.is_error else "ok")
+        calls.append(f"{call.name} ({status})")
+    if calls:
+        parts.append("called " + ", ".join(calls))
+    if not parts:
+        parts.append(f"Assistant turn ended ({assistant.stop_reason.value}) without text")
+    return UserMessage([TextContent(SUMMARY_PREFIX + "; ".join(parts))], timestamp=assistant.timestamp)
+
+
+def level2_summarize_old_turns(
+    messages: Sequence[AgentMessage], keep_recent: int, counter: TokenCounter | None = None
+) -> list[AgentMessage]:
+    """Replace each old assistant group by a one-line ``[Summary] ...`` user message.
+
+    The last ``keep_recent`` messages (widened to a whole group if the boundary falls inside one)
+    stay untouched, as do user messages. A group is only replaced when its summary is smaller.
+    """
+    spans = message_groups(messages)
+    boundary = _group_start(spans, max(0, len(messages) - keep_recent))
+    out: list[AgentMessage] = []
+    for start, end in spans:
+        if start >= boundary:
+            break
+        group = messages[start:end]
+        if isinstance(group[0], AssistantMessage):
+            summary = _summarize_group(group)
+            if message_tokens(summary, counter) < total_tokens(group, counter):
+                out.append(summary)
+                continue
+        out.extend(group)
+    out.extend(messages[boundary:])
+    return out
+
+
+# --------------------------------------------------------------------------- level 3
+
+
+def _omission_marker(count: int) -> UserMessage:
+    noun = "message" if count == 1 else "messages"
+    return UserMessage([TextContent(f"{OMISSION_PREFIX}{count} {noun} omitted to fit the context window ...]")])
+
+
+def _is_marker(message: AgentMessage) -> bool:
+    return (
+        isinstance(message, UserMessage)
+        and len(message.content) == 1
+        and isinstance(message.content[0], TextContent)
+        and message.content[0].text.startswith(OMISSION_PREFIX)
+    )
+
+
+def level3_drop_middle(messages: Sequence[AgentMessage], keep_first: int, keep_recent: int) -> list[AgentMessage]:
+    """Head (``keep_first``) + one omission marker + tail (``keep_recent``); middle dropped.
+
+    Head and tail are widened to whole groups. Nothing changes when they already cover everything.
+    """
+    spans = message_groups(messages)
+    n = len(messages)
+    head_end = _group_end(spans, min(keep_first, n))
+    tail_start = _group_start(spans, max(0, n - keep_recent))
+    if tail_start <= head_end:
+        return list(messages)
+    dropped = tail_start - head_end
+    return [*messages[:head_end], _omission_marker(dropped), *messages[tail_start:]]
+
+
+# --------------------------------------------------------------------------- fallback
+
+
+def keep_within_budget(
+    messages: Sequence[AgentMessage], budget: int, counter: TokenCounter | None = None
+) -> list[AgentMessage]:
+    """The longest run of newest whole groups that fits ``budget``, plus a marker if room.
+
+    If even the newest group does not fit, it is returned alone (over budget) and a warning logged:
+    dropping the message the model must answer would be worse than a clear overflow error.
+    """
+    spans = message_groups(messages)
+    used = 0
+    first_kept = len(messages)
+    for start, end in reversed(spans):
+        cost = total_tokens(messages[start:end], counter)
+        if used + cost > budget:
+            break
+        used += cost
+        first_kept = start
+    if first_kept == len(messages) and spans:
+        start, _ = spans[-1]
+        log.warning(
+            "newest message group alone needs %d tokens, more than the budget of %d; keeping it anyway",
+            total_tokens(messages[start:], counter),
+            budget,
+        )
+        return list(messages[start:])
+    kept = list(messages[first_kept:])
+    if first_kept > 0 and not (kept and _is_marker(kept[0])):
+        marker = _omission_marker(first_kept)
+        if used + message_tokens(marker, counter) <= budget:
+            kept.insert(0, marker)
+    return kept
+
+
+# --------------------------------------------------------------------------- cascade
+
+
+def compact_messages(
+    messages: Sequence[AgentMessage], config: ContextConfig, budget: int | None = None
+) -> list[AgentMessage]:
+    """Fit ``messages`` into ``budget`` tokens (default ``config.budget``) via the level cascade.
+
+    Returns a new list; the input is never modified. Returns the messages unchanged (as a new list)
+    when they already fit.
+    """
+    if not isinstance(config, ContextConfig):
+        raise ConfigError(f"compact_messages needs a ContextConfig, got {type(config).__name__}")
+    if budget is None:
+        budget = config.budget
+    elif not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ConfigError(f"compaction budget must be a non-negative integer, got {budget!r}")
+    counter = config.counter
+    current = list(messages)
+    before = total_tokens(current, counter)
+    if before <= budget:
+        return current
+    steps = (
+        ("level 1 (truncate tool outputs)", lambda m: level1_truncate_tool_outputs(m, config.tool_output_max_lines)),
+        ("level 2 (summarize old turns)", lambda m: level2_summarize_old_turns(m, config.keep_recent, counter)),
+        ("level 3 (drop middle)", lambda m: level3_drop_middle(m, config.keep_first, config.keep_recent)),
+    )
+    for label, step in steps:
+        current = step(current)
+        after = total_tokens(current, counter)
+        if after <= budget:
+            log.debug("compaction %s: %d -> %d tokens (budget %d)", label, before, after, budget)
+            return current
+    result = keep_within_budget(current, budget, counter)
+    log.debug("compaction fallback: %d -> %d tokens (budget %d)", before, total_tokens(result, counter), budget)
+    return result
+
+
+@runtime_checkable
+class CompactionStrategy(Protocol):
+    """Custom compaction (seed REQ-023): return the messages to send, fitting ``config.budget``."""
+
+    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]:
+        ...
+
+
+class DefaultCompaction:
+    """The tiered cascade of :func:`compact_messages` as a :class:`CompactionStrategy`."""
+
+    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]:
+        return compact_messages(messages, config)
+
+    def __repr__(self) -> str:
+        return "DefaultCompaction()"
+
+
+def compact_with(
+    strategy: CompactionStrategy | None,
+    messages: Sequence[AgentMessage],
+    config: ContextConfig,
+    budget: int | None = None,
+) -> list[AgentMessage]:
+    """Run ``strategy`` (default cascade when None) with an optional tighter ``budget``.
+
+    A custom strategy sees the tighter budget as ``config.budget`` (``config.with_budget``).
+    Raises ConfigError when a strategy returns something that is not a list of messages.
+    """
+    if strategy is None:
+        return compact_messages(messages, config, budget)
+    effective = config if budget is None else config.with_budget(max(1, budget))
+    result = strategy.compact(list(messages), effective)
+    if not isinstance(result, list):
+        raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, expected a list of messages")
+    return result
+
+
+def overflow_budget(messages: Sequence[AgentMessage], config: ContextConfig, factor: float = 0.5) -> int:
+    """A tighter budget for the single retry after a context-overflow error (DESIGN §5).
+
+    The provider rejected what the estimate said would fit, so the estimate is too optimistic:
+    aim for ``factor`` (default one half) of the smaller of the budget and the current size.
+    """
+    if not 0 < factor < 1:
+        raise ConfigError(f"overflow factor must be between 0 and 1, got {factor!r}")
+    current = total_tokens(messages, config.counter)
+    return max(1, int(min(config.budget, current) * factor))
