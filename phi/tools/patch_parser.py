@@ -97,7 +97,7 @@ def _check_boundaries(lines: list[str]) -> list[str]:
         return lines[1:-1]
     if first == BEGIN_PATCH and last == END_PATCH:  # a single line cannot be both markers
         raise PatchParseError("The last line of the patch must be '*** End Patch'")
-    if first != BEGIN_PATCH:
+    if first is not None and first != BEGIN_PATCH:
         raise PatchParseError("The first line of the patch must be '*** Begin Patch'")
     raise PatchParseError("The last line of the patch must be '*** End Patch'")
 
