@@ -382,6 +382,10 @@ class AssistantBuilder:
         self._on_event(StreamEvent(StreamEventKind.TOOLCALL_END, self.snapshot(), index))
         return call
 
+    def tool_call_arguments_text(self, index: int) -> str:
+        """The argument JSON text streamed so far for an open tool-call block ("" if none)."""
+        return "".join(self._args.get(index, ()))
+
     def open_tool_calls(self) -> list[int]:
         return sorted(self._args)
 

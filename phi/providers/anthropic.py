@@ -1,0 +1,341 @@
+"""Anthropic Messages API provider (SPEC §7; seed 001 §5 "Anthropic Messages API", REQ-040,
+REQ-126..129, REQ-131, REQ-159, REQ-160).
+
+``POST {base_url}/v1/messages`` with ``"stream": true``. Auth is ``x-api-key`` (``ANTHROPIC_API_KEY``)
+or, for OAuth tokens (``sk-ant-oat…`` or ``options["oauth"]``), ``Authorization: Bearer`` plus the
+Claude Code header set. The SSE stream is ``message_start`` → per block ``content_block_start`` /
+``content_block_delta``* / ``content_block_stop`` → ``message_delta`` → ``message_stop``, with
+``ping`` anywhere and ``error`` possible mid-stream. Tool input arrives as ``input_json_delta``
+fragments and is parsed at ``content_block_stop`` (or at the end, if the block never closes).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..cancel import CancellationToken
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from . import convert
+from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.anthropic")
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+OAUTH_BETAS = "claude-code-20250219,oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14"
+OAUTH_USER_AGENT = "claude-cli/2.1.2"
+EPHEMERAL = {"type": "ephemeral"}
+
+STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP,
+    "pause_turn": StopReason.STOP,
+    "max_tokens": StopReason.LENGTH,
+    "model_context_window_exceeded": StopReason.LENGTH,
+    "tool_use": StopReason.TOOL_USE,
+    "refusal": StopReason.ERROR,
+}
+
+ERROR_KINDS: dict[str, ErrorKind] = {
+    "overloaded_error": ErrorKind.NETWORK,
+    "api_error": ErrorKind.NETWORK,
+    "rate_limit_error": ErrorKind.RATE_LIMITED,
+    "authentication_error": ErrorKind.AUTH,
+    "permission_error": ErrorKind.AUTH,
+    "invalid_request_error": ErrorKind.API,
+    "not_found_error": ErrorKind.API,
+    "request_too_large": ErrorKind.CONTEXT_OVERFLOW,
+}
+
+
+class AnthropicProvider:
+    """Streams Claude models over the Messages API."""
+
+    provider_id = "anthropic"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        request = build_request(config)
+        mc = config.model_config
+        parser = AnthropicParser(make_builder(on_event, mc.id, mc.provider or "anthropic"))
+        return run_stream(request, mc, cancel, parser)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def is_oauth(model_config: ModelConfig, key: str) -> bool:
+    return bool(model_config.options.get("oauth")) or key.startswith("sk-ant-oat")
+
+
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    key = api_key(config.resolved_api_key(), "ANTHROPIC_API_KEY")
+    assert key is not None
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "accept-encoding": "identity",
+        "anthropic-version": API_VERSION,
+    }
+    if is_oauth(mc, key):
+        headers.update({
+            "authorization": f"Bearer {key}",
+            "anthropic-beta": OAUTH_BETAS,
+            "x-app": "cli",
+            "anthropic-dangerous-direct-browser-access": "true",
+            "user-agent": OAUTH_USER_AGENT,
+        })
+    else:
+        headers["x-api-key"] = key
+    headers.update(mc.headers)
+    url = join_url(mc.base_url or DEFAULT_BASE_URL, "v1/messages")
+    return HttpRequest(url, headers, json_bytes(build_body(config)), (key,))
+
+
+def build_body(config: StreamConfig) -> dict[str, Any]:
+    mc = config.model_config
+    max_tokens = config.max_tokens or mc.max_tokens
+    body: dict[str, Any] = {"model": mc.id, "max_tokens": max_tokens, "stream": True}
+    cache = _cache_flags(config)
+    if config.system_prompt:
+        block: dict[str, Any] = {"type": "text", "text": config.system_prompt}
+        if cache[0]:
+            block["cache_control"] = EPHEMERAL
+        body["system"] = [block]
+    messages = convert_messages(config.messages, mc)
+    if cache[2] and len(messages) >= 2:
+        _mark_cache(messages[-2])
+    body["messages"] = messages
+    if config.tools:
+        tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in config.tools]
+        if cache[1]:
+            tools[-1]["cache_control"] = EPHEMERAL
+        body["tools"] = tools
+    if config.thinking_level != ThinkingLevel.OFF and mc.reasoning:
+        budget = convert.thinking_budget(config.thinking_level, mc)
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if max_tokens <= budget:  # the API requires max_tokens > budget_tokens
+            body["max_tokens"] = budget + max(1024, max_tokens)
+    elif config.temperature is not None:
+        body["temperature"] = config.temperature
+    return body
+
+
+def _cache_flags(config: StreamConfig) -> tuple[bool, bool, bool]:
+    """(system, tools, messages) breakpoints per CacheStrategy (REQ-126, REQ-127)."""
+    cc = config.cache_config
+    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED:
+        return False, False, False
+    if cc.strategy == CacheStrategy.MANUAL:
+        return cc.cache_system, cc.cache_tools, cc.cache_messages
+    return True, True, True
+
+
+def _mark_cache(message: dict[str, Any]) -> None:
+    """Put a breakpoint on the last cacheable block of a message."""
+    for block in reversed(message["content"]):
+        if block.get("type") not in ("thinking", "redacted_thinking"):
+            block["cache_control"] = EPHEMERAL
+            return
+
+
+def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            content = [b for b in (_user_block(c) for c in message.content) if b is not None]
+            if content:
+                out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            content = _assistant_blocks(message, mc)
+            if content:
+                out.append({"role": "assistant", "content": content})
+        elif isinstance(message, ToolResultMessage):
+            block = {
+                "type": "tool_result",
+                "tool_use_id": convert.safe_tool_id(message.tool_call_id),
+                "content": [b for b in (_user_block(c) for c in message.content) if b is not None]
+                or [{"type": "text", "text": "(no output)"}],
+                "is_error": message.is_error,
+            }
+            last = out[-1] if out else None
+            if last and last["role"] == "user" and last["content"] and last["content"][-1]["type"] == "tool_result":
+                last["content"].append(block)  # all results of one turn go in one user message
+            else:
+                out.append({"role": "user", "content": [block]})
+    return out
+
+
+def _user_block(block: Any) -> dict[str, Any] | None:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ImageContent):
+        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+    return None
+
+
+def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
+    origin_ok = convert.same_origin(message, mc)
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            if convert.replayable_thinking(block, origin_ok):
+                if block.redacted:
+                    blocks.append({"type": "redacted_thinking", "data": block.thinking})
+                else:
+                    blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+            elif (text := convert.thinking_as_text(block)) is not None:
+                blocks.append({"type": "text", "text": text})
+        elif isinstance(block, ToolCall):
+            blocks.append({"type": "tool_use", "id": convert.safe_tool_id(block.id), "name": block.name,
+                           "input": block.arguments})
+    return blocks
+
+
+# --------------------------------------------------------------------------- response
+
+
+class AnthropicParser(SSEParser):
+    provider_name = "anthropic"
+
+    def __init__(self, builder: Any) -> None:
+        super().__init__(builder)
+        self.message_id = ""
+        self._kind: dict[int, str] = {}  # anthropic block index -> block type
+        self._tool: dict[int, int] = {}  # anthropic block index -> builder index
+        self._fresh: set[int] = set()  # text/thinking blocks that have not had a delta yet
+        self._usage: dict[str, Any] = {}
+        self._start_input: dict[int, dict[str, Any]] = {}  # input sent whole in content_block_start
+        self._handlers = {
+            "content_block_delta": self._on_delta,
+            "content_block_start": self._on_block_start,
+            "content_block_stop": self._on_block_stop,
+            "message_start": self._on_message_start,
+            "message_delta": self._on_message_delta,
+            "message_stop": self._on_message_stop,
+            "error": self._on_error,
+        }
+
+    def handle(self, event: Any) -> None:
+        data = self.loads(event.data)
+        handler = self._handlers.get(data.get("type") or event.event)
+        if handler is not None:  # ping and unknown event types are ignored (versioning policy)
+            handler(data)
+
+    def _on_message_start(self, data: dict[str, Any]) -> None:
+        message = data.get("message") or {}
+        self.message_id = message.get("id", "")
+        self._set_usage(message.get("usage") or {})
+        self.builder.start()
+
+    def _on_block_start(self, data: dict[str, Any]) -> None:
+        index = data["index"]
+        block = data["content_block"]
+        kind = block.get("type", "")
+        self._kind[index] = kind
+        builder = self.builder
+        if kind == "tool_use":
+            self._tool[index] = builder.tool_call_start(block.get("id", f"toolu_{index}"), block.get("name", ""))
+            if isinstance(block.get("input"), dict) and block["input"]:
+                self._start_input[index] = block["input"]
+        elif kind == "redacted_thinking":
+            builder.redacted_thinking(block.get("data", ""))
+        elif kind == "text":
+            self._fresh.add(index)
+            if block.get("text"):
+                self._fresh.discard(index)
+                builder.text(block["text"], new_block=True)
+        elif kind == "thinking":
+            self._fresh.add(index)
+
+    def _on_delta(self, data: dict[str, Any]) -> None:
+        index = data["index"]
+        delta = data["delta"]
+        kind = delta.get("type")
+        builder = self.builder
+        if kind == "text_delta":
+            fresh = index in self._fresh
+            if fresh:
+                self._fresh.discard(index)
+            builder.text(delta["text"], fresh)
+        elif kind == "input_json_delta":
+            tool = self._tool.get(index)
+            if tool is not None:
+                builder.tool_call_delta(tool, delta.get("partial_json", ""))
+        elif kind == "thinking_delta":
+            fresh = index in self._fresh
+            if fresh:
+                self._fresh.discard(index)
+            builder.thinking(delta["thinking"], None, fresh)
+        elif kind == "signature_delta":
+            if index in self._fresh:  # a thinking block with no text: open it with the signature
+                self._fresh.discard(index)
+                builder.thinking("", delta.get("signature", ""), True)
+            else:
+                builder.thinking_signature(delta.get("signature", ""), append=True)
+        # citations_delta and unknown delta types carry nothing we keep
+
+    def _on_block_stop(self, data: dict[str, Any]) -> None:
+        index = data["index"]
+        tool = self._tool.pop(index, None)
+        if tool is None:
+            return
+        start = self._start_input.pop(index, None)
+        if start is not None and not self.builder.tool_call_arguments_text(tool).strip():
+            self.builder.tool_call_end(tool, dict(start))
+        else:
+            self.builder.tool_call_end(tool)
+
+    def _on_message_delta(self, data: dict[str, Any]) -> None:
+        reason = (data.get("delta") or {}).get("stop_reason")
+        if reason:
+            self.stop_reason = STOP_REASONS.get(reason, StopReason.STOP)
+            if reason == "refusal":
+                self.error_message = "the model declined to answer (stop_reason: refusal)"
+            elif reason not in STOP_REASONS:
+                log.warning("unknown anthropic stop_reason %r treated as stop", reason)
+        self._set_usage(data.get("usage") or {})
+
+    def _on_message_stop(self, data: dict[str, Any]) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = StopReason.STOP
+        self.done = True
+
+    def _on_error(self, data: dict[str, Any]) -> None:
+        error = data.get("error") or {}
+        kind = ERROR_KINDS.get(error.get("type", ""), ErrorKind.API)
+        message = error.get("message") or error.get("type") or "stream error"
+        if kind is ErrorKind.API and convert.is_context_overflow(None, message):
+            kind = ErrorKind.CONTEXT_OVERFLOW
+        status = 529 if error.get("type") == "overloaded_error" else None
+        raise ProviderError(kind, message, status=status, body=str(data)[:4000])
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        """Usage is cumulative: later values replace earlier ones, missing ones are kept."""
+        merged = self._usage
+        for key, value in usage.items():
+            if value is not None:
+                merged[key] = value
+        inp = merged.get("input_tokens") or 0
+        out = merged.get("output_tokens") or 0
+        read = merged.get("cache_read_input_tokens") or 0
+        write = merged.get("cache_creation_input_tokens") or 0
+        details = merged.get("output_tokens_details") or {}
+        self.builder.usage = Usage(inp, out, details.get("thinking_tokens") or 0, read, write, inp + out + read + write)
