@@ -359,22 +359,14 @@ class _Run:
     # ----------------------------------------------------------------- SPEC §8: compaction
 
     def compact_if_configured(self, tighter: bool = False) -> None:
+        """Fit the context into the configured budget; after an overflow, into a tighter one."""
         cfg = self.config.context_config
         if cfg is None:
             return
-        if tighter:  # after a context overflow: aim well below what failed
-            from .context.tokens import message_tokens
+        from .context.compaction import compact_with, overflow_budget
 
-            used = sum(message_tokens(m) for m in self.context.messages) + cfg.system_prompt_tokens
-            cfg = replace(cfg, max_context_tokens=max(cfg.system_prompt_tokens + 1, min(cfg.max_context_tokens, used) * 3 // 4))
-        strategy = self.config.compaction_strategy
-        if strategy is not None:
-            compacted = strategy.compact(self.context.messages, cfg)
-        else:
-            from .context.compaction import compact_messages
-
-            compacted = compact_messages(self.context.messages, cfg)
-        self.context.messages[:] = compacted
+        budget = overflow_budget(self.context.messages, cfg) if tighter else None
+        self.context.messages[:] = compact_with(self.config.compaction_strategy, self.context.messages, cfg, budget)
 
     # ----------------------------------------------------------------- SPEC §4.5: one reply
 

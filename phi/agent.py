@@ -1,0 +1,407 @@
+"""The Agent: the stateful, application-facing wrapper around the loop (SPEC §4, seed 001 §6).
+
+An Agent owns a conversation, its tools and settings, the steering and follow-up queues, and its
+identity (agent id, session id, loop counters). ``prompt`` starts a run on a worker thread and
+returns an :class:`~phi.channel.EventStream` at once; ``run`` is the blocking convenience. The new
+messages of a run join the history when the run ends, whether or not anyone read its events.
+
+    agent = Agent(provider=ScriptedProvider(["Hello!"]), system_prompt="Be brief.")
+    for event in agent.prompt("Hi"):
+        ...
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Iterable, Sequence
+
+from .cancel import CancellationToken
+from .channel import EventChannel, EventStream
+from .errors import AlreadyRunning, DecodeError
+from .events import AgentEnd
+from .loop import agent_loop, agent_loop_continue, check_can_continue, config_segment
+from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
+from .providers.model_config import ModelConfig
+from .queues import MessageQueue
+from .types import (
+    AgentMessage,
+    AssistantMessage,
+    Content,
+    ContinuationKind,
+    ImageContent,
+    QueueMode,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
+    Usage,
+    UserMessage,
+    message_to_json,
+    messages_from_json,
+)
+
+log = logging.getLogger("phi.agent")
+
+PromptInput = "str | AgentMessage | Sequence[AgentMessage]"
+
+# Settings that go straight into AgentLoopConfig (each also gets a chainable ``with_<name>``).
+_LOOP_SETTINGS = tuple(f.name for f in fields(AgentLoopConfig) if f.name not in (
+    "get_steering_messages", "get_follow_up_messages"))
+
+
+@dataclass
+class AgentResult:
+    """What a blocking ``run`` returns."""
+
+    messages: list[AgentMessage]
+    stop_reason: StopReason | None
+    usage: Usage
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message of the run."""
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage):
+                return message.text
+        return ""
+
+
+@dataclass
+class Checkpoint:
+    """A restorable snapshot of an agent's conversation and identity (seed 000 "Checkpoint Restore")."""
+
+    messages: list[dict[str, Any]]
+    agent_id: str
+    session_id: str
+    loop_counters: dict[str, int]
+    last_loop_id: str | None
+    created_at: float = field(default_factory=time.time)
+
+
+class Agent:
+    """A conversation with a model, its tools and its settings. See the module docstring."""
+
+    def __init__(self, *, system_prompt: str = "", model: str | None = None, api_key: str | None = None,
+                 model_config: ModelConfig | None = None, tools: Iterable[Any] = (),
+                 messages: Iterable[AgentMessage] = (), steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
+                 follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME, **settings: Any) -> None:
+        unknown = set(settings) - set(_LOOP_SETTINGS)
+        if unknown:
+            raise TypeError(f"Agent() got unknown settings {sorted(unknown)}; known: {sorted(_LOOP_SETTINGS)}")
+        if model_config is None:
+            model_config = ModelConfig.mock() if model is None else ModelConfig(id=model)
+        if model is not None:
+            model_config = replace(model_config, id=model)
+        if api_key is not None:
+            model_config = replace(model_config, api_key=api_key)
+        self.system_prompt = system_prompt
+        self.tools: list[Any] = list(tools)
+        self.messages: list[AgentMessage] = list(messages)
+        self.config = AgentLoopConfig(model_config=model_config, **settings)
+        self.steering_queue = MessageQueue(steering_mode)
+        self.follow_up_queue = MessageQueue(follow_up_mode)
+        self.agent_id = str(uuid.uuid4())
+        self.session_id = str(uuid.uuid4())
+        self.loop_counters: dict[str, int] = {}
+        self.last_loop_id: str | None = None
+        self.last_active_at: float | None = None
+        self._subscribers: list[Callable[[Any], None]] = []
+        self._lock = threading.Lock()
+        self._cancel: CancellationToken | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def __repr__(self) -> str:
+        return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
+                f"tools={[t.name for t in self.tools]}, messages={len(self.messages)}, streaming={self.is_streaming})")
+
+    # ----------------------------------------------------------------- settings
+
+    @property
+    def model_config(self) -> ModelConfig:
+        return self.config.model_config
+
+    @property
+    def is_streaming(self) -> bool:
+        return not self._idle.is_set()
+
+    def with_system_prompt(self, text: str) -> Agent:
+        self.system_prompt = text
+        return self
+
+    def with_tools(self, tools: Iterable[Any]) -> Agent:
+        self.tools = list(tools)
+        return self
+
+    def with_tool(self, tool: Any) -> Agent:
+        self.tools.append(tool)
+        return self
+
+    def with_model(self, model: str) -> Agent:
+        self.config.model_config = replace(self.config.model_config, id=model)
+        return self
+
+    def with_api_key(self, api_key: str) -> Agent:
+        self.config.model_config = replace(self.config.model_config, api_key=api_key)
+        return self
+
+    def with_provider_override(self, provider: Any) -> Agent:
+        self.config.provider = provider
+        return self
+
+    def with_steering_mode(self, mode: QueueMode) -> Agent:
+        self.steering_queue.mode = QueueMode(mode)
+        return self
+
+    def with_follow_up_mode(self, mode: QueueMode) -> Agent:
+        self.follow_up_queue.mode = QueueMode(mode)
+        return self
+
+    def with_input_filter(self, flt: Any) -> Agent:
+        self.config.input_filters = [*self.config.input_filters, flt]
+        return self
+
+    def with_skills(self, skill_set: Any) -> Agent:
+        """Append a skill set's ``<available_skills>`` index to the system prompt."""
+        block = skill_set.format_for_prompt()
+        self.system_prompt = f"{self.system_prompt}\n\n{block}" if self.system_prompt else block
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # with_<setting>(value) for every AgentLoopConfig setting (seed parity), e.g. with_retry_config
+        if name.startswith("with_") and name[5:] in _LOOP_SETTINGS:
+            setting = name[5:]
+
+            def setter(value: Any) -> Agent:
+                setattr(self.config, setting, value)
+                return self
+
+            setter.__name__ = name
+            return setter
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ----------------------------------------------------------------- queues
+
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a message to inject between tool executions of the current run."""
+        self.steering_queue.push(_as_message(message))
+
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message to process when the run would otherwise stop."""
+        self.follow_up_queue.push(_as_message(message))
+
+    def clear_steering(self) -> None:
+        self.steering_queue.clear()
+
+    def clear_follow_up(self) -> None:
+        self.follow_up_queue.clear()
+
+    def clear_queues(self) -> None:
+        self.clear_steering()
+        self.clear_follow_up()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self.steering_queue) or bool(self.follow_up_queue)
+
+    # ----------------------------------------------------------------- observing
+
+    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event of every run, synchronously, in order.
+
+        Returns a function that unsubscribes. A callback may call ``abort()``.
+        """
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    # ----------------------------------------------------------------- running
+
+    def prompt(self, text: str | AgentMessage | Sequence[AgentMessage],
+               images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[list[AgentMessage]]:
+        """Start a run with a new prompt; returns its live event stream at once."""
+        prompts = _as_prompts(text, images)
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, None)
+
+    def prompt_with_sender(self, text: str | AgentMessage | Sequence[AgentMessage], sender: Any,
+                           images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[list[AgentMessage]]:
+        """Like ``prompt``, but events go to ``sender`` (an EventChannel or callable) instead."""
+        prompts = _as_prompts(text, images)
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
+
+    def continue_loop(self, kind: ContinuationKind | str | None = None, sender: Any = None) -> EventStream[list[AgentMessage]]:
+        """Resume from the current history (``default``, ``rerun`` or ``branch``).
+
+        Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
+        """
+        if isinstance(kind, str):
+            kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
+                    "branch": ContinuationKind.branch}[kind]()
+        kind = kind or ContinuationKind.default()
+        check_can_continue(AgentContext(messages=self.messages, agent_id=self.agent_id, session_id=self.session_id))
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), kind, sender)
+
+    def run(self, text: str | AgentMessage | Sequence[AgentMessage] | None = None,
+            images: Sequence[ImageContent | tuple[str, str]] | None = None, timeout: float | None = None) -> AgentResult:
+        """Blocking: run a prompt (or continue, with ``text=None``) and return an AgentResult."""
+        stream = self.continue_loop() if text is None else self.prompt(text, images)
+        usage = Usage()
+        for event in stream:
+            if isinstance(event, AgentEnd):
+                usage = event.usage
+        messages = stream.result(timeout)
+        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+        stop = last.stop_reason if last is not None else None
+        error = last.error_message if last is not None and stop == StopReason.ERROR else None
+        return AgentResult(messages, stop, usage, error)
+
+    def run_structured(self, prompt: str, schema: Any, max_retries: int = 2) -> Any:
+        """Ask for an answer matching ``schema`` (a JSON Schema dict, a dataclass or a TypedDict).
+
+        Returns the validated value (an instance for dataclasses). Raises
+        :class:`~phi.errors.StructuredOutputFailed` after ``max_retries`` invalid answers.
+        """
+        from .agent_structured import run_structured
+
+        return run_structured(self, prompt, schema, max_retries)
+
+    def abort(self) -> None:
+        """Cancel the current run (safe from any thread and from event callbacks)."""
+        cancel = self._cancel
+        if cancel is not None:
+            cancel.cancel()
+
+    def wait_for_idle(self, timeout: float | None = None) -> bool:
+        """Block until no run is active; returns False if ``timeout`` passed first."""
+        return self._idle.wait(timeout)
+
+    def reset(self) -> None:
+        """Abort any run and forget the conversation and queued messages (identity stays)."""
+        self.abort()
+        self.wait_for_idle(5.0)
+        self.messages = []
+        self.clear_queues()
+
+    # ----------------------------------------------------------------- identity (REQ-187..193, 215)
+
+    def next_loop_id(self) -> str:
+        segment = config_segment(self.config)
+        key = f"{self.session_id}.{segment}"
+        self.loop_counters[key] = self.loop_counters.get(key, 0) + 1
+        return f"{key}.{self.loop_counters[key]}"
+
+    def new_session(self) -> str:
+        """Start a new session id at once; loop counters and last_loop_id are cleared."""
+        self.session_id = str(uuid.uuid4())
+        self.loop_counters = {}
+        self.last_loop_id = None
+        return self.session_id
+
+    def check_and_rotate(self, threshold: float) -> str | None:
+        """Rotate to a new session if idle for more than ``threshold`` seconds since the last run."""
+        if self.last_active_at is not None and time.time() - self.last_active_at > threshold:
+            return self.new_session()
+        return None
+
+    # ----------------------------------------------------------------- persistence
+
+    def save_messages(self) -> str:
+        """The history as a JSON string (SPEC DATA-6)."""
+        return json.dumps([message_to_json(m) for m in self.messages], ensure_ascii=False)
+
+    def restore_messages(self, text: str) -> None:
+        """Replace the history with one saved by ``save_messages``. Bad JSON raises DecodeError and
+        leaves the history unchanged."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise DecodeError("messages", text if isinstance(text, str) else type(text).__name__,
+                              f"a JSON list of messages ({error})") from None
+        self.messages = messages_from_json(data)
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint([message_to_json(m) for m in self.messages], self.agent_id, self.session_id,
+                          dict(self.loop_counters), self.last_loop_id)
+
+    def restore(self, checkpoint: Checkpoint) -> None:
+        """Return to a checkpoint: its messages and identity (refused while a run is active)."""
+        if self.is_streaming:
+            raise AlreadyRunning("cannot restore a checkpoint while a run is active; abort() and wait_for_idle() first")
+        self.messages = messages_from_json(checkpoint.messages)
+        self.agent_id, self.session_id = checkpoint.agent_id, checkpoint.session_id
+        self.loop_counters = dict(checkpoint.loop_counters)
+        self.last_loop_id = checkpoint.last_loop_id
+
+    # ----------------------------------------------------------------- the worker
+
+    def _start(self, body: Callable[..., list[AgentMessage]], kind: ContinuationKind | None,
+               sender: Any) -> EventStream[list[AgentMessage]]:
+        with self._lock:
+            if not self._idle.is_set():
+                raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
+                                     "or abort() and wait_for_idle() first")
+            self._idle.clear()
+            self._cancel = cancel = CancellationToken()
+        self.last_active_at = time.time()
+        loop_id = self.next_loop_id()
+        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools), self.agent_id,
+                               self.session_id, loop_id, self.last_loop_id if kind is not None else None, kind)
+        config = replace(self.config, get_steering_messages=self.steering_queue.drain,
+                         get_follow_up_messages=self.follow_up_queue.drain)
+        self.last_loop_id = loop_id
+        channel = EventChannel()
+        done = threading.Event()
+        stream: EventStream[list[AgentMessage]] = EventStream(channel, done, on_close=cancel.cancel)
+        forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
+        subscribers = self._subscribers
+
+        def sink(event: Any) -> None:
+            for callback in tuple(subscribers):
+                callback(event)
+            forward(event)
+
+        def work() -> None:
+            result, error = None, None
+            try:
+                result = body(context, config, sink, cancel)
+            except BaseException as exc:  # re-raised to the consumer by EventStream
+                error = exc
+                log.debug("run %s raised", loop_id, exc_info=exc)
+            finally:
+                self.messages = context.messages  # merged even if nobody read the events
+                self._cancel = None
+                self._idle.set()
+                stream._finish(result, error)
+
+        threading.Thread(target=work, name=f"phi-agent-{loop_id}", daemon=True).start()
+        return stream
+
+
+def _as_message(message: str | AgentMessage) -> AgentMessage:
+    return UserMessage([TextContent(message)]) if isinstance(message, str) else message
+
+
+def _as_prompts(text: Any, images: Sequence[ImageContent | tuple[str, str]] | None) -> list[AgentMessage]:
+    if isinstance(text, str):
+        content: list[Content] = [TextContent(text)]
+        for image in images or ():
+            content.append(image if isinstance(image, ImageContent) else ImageContent(image[0], image[1]))
+        return [UserMessage(content)]
+    if images:
+        raise TypeError("images= is only for text prompts; put ImageContent blocks into your messages instead")
+    if isinstance(text, (list, tuple)):
+        return list(text)
+    return [text]
+
+
+__all__ = ["Agent", "AgentResult", "Checkpoint", "ToolExecution", "ThinkingLevel"]
