@@ -1,0 +1,199 @@
+"""Search-and-replace editing: phi-core ``edit_file`` and the coding layer's ``edit_file``
+(SPEC §9.3, §9.4; REQ-050/101-103/137).
+
+The old text must match exactly once (or, with ``replace_all``, at least once). When it matches
+nowhere, the coding tool (and the phi-core tool when ``fuzzy=True``) retries ignoring whitespace
+differences and typographic punctuation and reports what it matched; otherwise the error carries a
+"Did you mean" hint with the most similar lines of the file. Several matches without
+``replace_all`` is an error asking for more context. Writes are confined to ``allowed_roots``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..agent_tool import ToolContext
+from ..errors import ToolError
+from ..types import ToolResult
+from ._common import check_cancel, check_writable, display_path, finish, get_env, number_lines, os_error
+from .text_match import fuzzy_find
+
+_HINT_SCAN_LINES = 20_000
+
+
+@dataclass
+class EditOutcome:
+    text: str
+    replacements: int
+    fuzzy_matched: str | None  # the original text a fuzzy match replaced, if any
+    first_line: int            # 1-based line of the first replacement
+
+
+def find_similar_text(content: str, needle: str) -> tuple[int, str] | None:
+    """(1-based line, snippet) of the lines of ``content`` most similar to ``needle``, if any."""
+    wanted = [line.strip() for line in needle.split("\n")]
+    anchor = next((w for w in wanted if w), "")
+    if not anchor:
+        return None
+    lines = content.split("\n")[:_HINT_SCAN_LINES]
+    best, best_ratio = -1, 0.6
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(anchor)
+    for i, line in enumerate(lines):
+        matcher.set_seq1(line.strip())
+        if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best_ratio:
+            best, best_ratio = i, ratio
+    if best < 0:
+        return None
+    start = max(best - wanted.index(anchor), 0)
+    window = lines[start:start + max(len(wanted), 1)]
+    return start + 1, number_lines(window, start + 1)
+
+
+def _not_found(content: str, old: str, shown: str, label: str) -> ToolError:
+    hint = find_similar_text(content, old)
+    message = f"{label} not found in {shown}."
+    if hint is not None:
+        message += f" Did you mean (line {hint[0]}):\n{hint[1]}"
+    else:
+        message += " Read the file to check the exact text, including indentation."
+    return ToolError(message)
+
+
+def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: bool, shown: str,
+              label: str = "old_string") -> EditOutcome:
+    """Apply one search-and-replace to ``content``; raises ToolError with a helpful message."""
+    if old == "":
+        raise ToolError(f"{label} must not be empty; use a file-writing tool to create or overwrite a file.")
+    if old == new:
+        raise ToolError(f"{label} and its replacement are identical; nothing to change.")
+    count = content.count(old)
+    if count == 1 or (count > 1 and replace_all):
+        first = content.index(old)
+        text = content.replace(old, new) if replace_all else content.replace(old, new, 1)
+        return EditOutcome(text, count if replace_all else 1, None, content.count("\n", 0, first) + 1)
+    if count > 1:
+        raise ToolError(f"{label} matches {count} locations in {shown}. Include more surrounding context "
+                        "to make it unique" + (", or set replace_all to true." if label == "old_string" else "."))
+    matches = fuzzy_find(content, old) if fuzzy else []
+    if not matches:
+        raise _not_found(content, old, shown, label)
+    if len(matches) > 1 and not replace_all:
+        raise ToolError(f"{label} was not found exactly, and matches {len(matches)} locations when ignoring "
+                        f"whitespace in {shown}. Include more surrounding context to make it unique.")
+    pieces, pos = [], 0
+    for match in matches:
+        pieces += [content[pos:match.start], new]
+        pos = match.end
+    pieces.append(content[pos:])
+    first = matches[0]
+    return EditOutcome("".join(pieces), len(matches), first.text(content), content.count("\n", 0, first.start) + 1)
+
+
+def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuzzy: bool,
+              allowed_roots: Sequence[str] | None, ctx: ToolContext, label: str) -> tuple[EditOutcome, dict]:
+    """Read, edit and write back ``path``; returns the outcome and the result details."""
+    check_cancel(ctx)
+    resolved = check_writable(env, path, allowed_roots)
+    shown = display_path(env, resolved)
+    try:
+        if env.is_dir(path):
+            raise ToolError(f"{shown} is a directory, not a file")
+        data = env.read_bytes(path)
+    except OSError as exc:
+        raise os_error(exc, shown) from None
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not valid UTF-8 text; it cannot be edited with this tool.") from None
+    outcome = edit_text(content, old, new, replace_all=replace_all, fuzzy=fuzzy, shown=shown, label=label)
+    check_cancel(ctx)
+    try:
+        env.write_file(path, outcome.text)
+    except OSError as exc:
+        raise os_error(exc, shown) from None
+    old_lines = (outcome.fuzzy_matched if outcome.fuzzy_matched is not None else old).count("\n") + 1
+    details = {"path": shown, "old_lines": old_lines, "new_lines": new.count("\n") + 1,
+               "replacements": outcome.replacements, "first_line": outcome.first_line,
+               "fuzzy": outcome.fuzzy_matched is not None}
+    return outcome, details
+
+
+def _message(outcome: EditOutcome, details: dict) -> str:
+    text = (f"Edited {details['path']}: replaced {details['old_lines']} line(s) with {details['new_lines']} "
+            f"line(s) at line {outcome.first_line}")
+    if outcome.replacements > 1:
+        text += f" ({outcome.replacements} replacements)"
+    if outcome.fuzzy_matched is not None:
+        text += ("\nNote: no exact match; matched while ignoring whitespace/Unicode punctuation differences. "
+                 f"The replaced text was:\n{outcome.fuzzy_matched}")
+    return text
+
+
+@dataclass
+class EditFileTool:
+    """phi-core's ``edit_file`` tool: ``path``, ``old_text``, ``new_text``; the match must be unique."""
+
+    env: Any = None
+    allowed_roots: Sequence[str] | None = None
+    fuzzy: bool = False
+    name: str = "edit_file"
+    label: str = "Edit file"
+    description: str = (
+        "Replace one exact occurrence of old_text with new_text in a file. old_text must match the file "
+        "exactly (including indentation) and must be unique; include surrounding lines to make it unique."
+    )
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "Path of the file to edit."},
+            "old_text": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
+            "new_text": {"type": "string", "description": "Replacement text."},
+        },
+        "required": ["path", "old_text", "new_text"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        env = get_env(self.env)
+        outcome, details = edit_file(env, args["path"], args["old_text"], args["new_text"], replace_all=False,
+                                     fuzzy=self.fuzzy, allowed_roots=self.allowed_roots, ctx=ctx, label="old_text")
+        return finish(_message(outcome, details), self.name, details)
+
+
+@dataclass
+class CodingEditFileTool:
+    """The coding layer's ``edit_file`` tool (seed 004 §3.3), with the tolerant fallback."""
+
+    env: Any = None
+    allowed_roots: Sequence[str] | None = None
+    fuzzy: bool = True
+    name: str = "edit_file"
+    label: str = "Edit file"
+    description: str = (
+        "Replace an exact string occurrence in a file. old_string must be unique unless replace_all is "
+        "true; include enough surrounding context to identify the location."
+    )
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string", "minLength": 1, "description": "Path of the file to edit."},
+            "old_string": {"type": "string", "minLength": 1, "description": "Exact text to find."},
+            "new_string": {"type": "string", "description": "Replacement text."},
+            "replace_all": {"type": "boolean", "default": False, "description": "Replace all occurrences."},
+        },
+        "required": ["file_path", "old_string", "new_string"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        env = get_env(self.env)
+        outcome, details = edit_file(env, args["file_path"], args["old_string"], args["new_string"],
+                                     replace_all=bool(args.get("replace_all", False)), fuzzy=self.fuzzy,
+                                     allowed_roots=self.allowed_roots, ctx=ctx, label="old_string")
+        return finish(_message(outcome, details), self.name, details)

@@ -1,0 +1,92 @@
+"""``read_many_files`` — several files (or glob patterns) in one call (SPEC §9.4; seed 004 §3.6).
+
+Each entry of ``paths`` is a file path or a glob pattern (``*``, ``?``, ``[``); matches are read as
+text and concatenated under ``--- path ---`` separators. Binary files, images, directories and files
+over the per-file size limit are listed as skipped instead of failing the whole call; a call where
+nothing could be read is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent_tool import ToolContext
+from ..errors import ToolError
+from ..types import ToolResult
+from ._common import check_cancel, display_path, finish, get_env
+from .read_file import IMAGE_MIME_TYPES, read_text_slice
+
+_GLOB_CHARS = set("*?[")
+
+
+def expand_paths(env: Any, entries: list[str], max_files: int) -> list[str]:
+    """Resolved, de-duplicated file paths for ``entries`` (globs expanded), at most ``max_files``."""
+    seen: dict[str, None] = {}
+    for entry in entries:
+        if _GLOB_CHARS & set(entry):
+            try:
+                found = sorted(env.glob(entry, None))
+            except (OSError, ValueError):
+                found = []
+        else:
+            found = [env.resolve_path(entry)]
+        for path in found:
+            seen.setdefault(path, None)
+            if len(seen) >= max_files:
+                return list(seen)
+    return list(seen)
+
+
+@dataclass
+class ReadManyFilesTool:
+    env: Any = None
+    max_files: int = 50
+    max_bytes_per_file: int = 1024 * 1024
+    name: str = "read_many_files"
+    label: str = "Read files"
+    description: str = (
+        "Read several text files at once. Each entry of paths is a file path or a glob pattern such as "
+        "'src/**/*.py'. Contents are returned one after another under '--- path ---' headers."
+    )
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+                      "description": "File paths or glob patterns."},
+        },
+        "required": ["paths"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        check_cancel(ctx)
+        env = get_env(self.env)
+        paths = expand_paths(env, list(args["paths"]), self.max_files)
+        parts: list[str] = []
+        read: list[str] = []
+        skipped: list[str] = []
+        for path in paths:
+            check_cancel(ctx)
+            shown = display_path(env, path)
+            if path.lower().endswith(tuple(IMAGE_MIME_TYPES)):
+                skipped.append(f"{shown} (image; use read_file)")
+                continue
+            try:
+                part = read_text_slice(env, path, None, None, ctx, self.max_bytes_per_file)
+            except ToolError as exc:
+                if ctx.cancelled:
+                    raise
+                skipped.append(f"{shown} ({exc})")
+                continue
+            parts.append(f"--- {shown} ---\n" + "\n".join(part.lines))
+            read.append(shown)
+        if not read:
+            reason = "; ".join(skipped) if skipped else "no file matched"
+            raise ToolError(f"No files could be read: {reason}")
+        text = "\n\n".join(parts)
+        if skipped:
+            text += "\n\n[Skipped: " + "; ".join(skipped) + "]"
+        if len(paths) >= self.max_files:
+            text += f"\n[Stopped at {self.max_files} files; use narrower patterns to see others]"
+        return finish(text, self.name, {"files": read, "skipped": skipped})

@@ -1,0 +1,125 @@
+"""Content search: phi-core ``search`` and the coding layer's ``grep`` (SPEC §9.3, §9.4;
+REQ-052/106).
+
+Both call the environment's ``grep`` (ripgrep when installed, else ``grep -r``; ``backend`` forces
+one) and return ``path:line:text`` lines, paths relative to the searched directory. Cancellation is
+checked before the search and interrupts it (the search process group is killed). An invalid
+regular expression or a missing path is a ToolError; no match is a normal, non-error result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent_tool import ToolContext
+from ..errors import ToolError
+from ..types import ToolResult
+from ._common import check_cancel, display_path, finish, get_env, os_error
+from .search_backend import OUTPUT_MODES, GrepOptions, SearchError
+
+
+def run_grep(env: Any, pattern: str, path: str, options: GrepOptions, ctx: ToolContext) -> tuple[list[str], bool]:
+    """Search and return (lines, truncated); at most ``options.max_results`` lines."""
+    check_cancel(ctx)
+    limit = options.max_results
+    options.max_results = limit + 1
+    try:
+        output = env.grep(pattern, path, options, cancel=ctx.cancel)
+    except SearchError as exc:
+        check_cancel(ctx)
+        raise ToolError(str(exc)) from None
+    except OSError as exc:
+        raise os_error(exc, path) from None
+    check_cancel(ctx)
+    lines = output.split("\n") if output else []
+    return lines[:limit], len(lines) > limit
+
+
+@dataclass
+class SearchTool:
+    """phi-core's ``search`` tool: ``pattern``, ``path``, ``include``, ``case_sensitive``."""
+
+    env: Any = None
+    max_results: int = 200
+    backend: str = "auto"
+    timeout_ms: int = 30_000
+    name: str = "search"
+    label: str = "Search"
+    description: str = (
+        "Search file contents for a regular expression (ripgrep syntax when available). Returns "
+        "matching lines as path:line:text. Use include to limit the files searched, e.g. '*.py'."
+    )
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
+            "path": {"type": "string", "description": "File or directory to search (default: working directory)."},
+            "include": {"type": "string", "description": "Glob of files to search, e.g. '*.rs'."},
+            "case_sensitive": {"type": "boolean", "default": True, "description": "Match case (default true)."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        env = get_env(self.env)
+        path = args.get("path") or "."
+        options = GrepOptions(glob_filter=args.get("include") or None,
+                              case_insensitive=not args.get("case_sensitive", True),
+                              max_results=self.max_results, backend=self.backend, timeout_ms=self.timeout_ms)
+        lines, truncated = run_grep(env, args["pattern"], path, options, ctx)
+        if not lines:
+            return finish(f"No matches found for {args['pattern']!r} in {path}", self.name,
+                          {"matches": 0, "truncated": False})
+        text = "\n".join(lines)
+        if truncated:
+            text += f"\n... (results truncated at {self.max_results} matches; narrow the pattern or path)"
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated})
+
+
+@dataclass
+class GrepTool:
+    """The coding layer's ``grep`` tool (seed 004 §3.3, ripgrep semantics)."""
+
+    env: Any = None
+    default_max_results: int = 100
+    backend: str = "auto"
+    timeout_ms: int = 30_000
+    name: str = "grep"
+    label: str = "Grep"
+    description: str = "Search file contents using regex patterns."
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "description": "Regex pattern."},
+            "path": {"type": "string", "description": "Directory or file to search (default: working dir)."},
+            "glob_filter": {"type": "string", "description": "File pattern filter, e.g. '*.py'."},
+            "case_insensitive": {"type": "boolean", "default": False},
+            "max_results": {"type": "integer", "minimum": 1, "default": 100},
+            "output_mode": {"type": "string", "enum": list(OUTPUT_MODES), "default": "content",
+                            "description": "content (matching lines), files_with_matches (paths) or count."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        env = get_env(self.env)
+        path = args.get("path") or "."
+        limit = int(args.get("max_results") or self.default_max_results)
+        options = GrepOptions(glob_filter=args.get("glob_filter") or None,
+                              case_insensitive=bool(args.get("case_insensitive", False)), max_results=limit,
+                              output_mode=args.get("output_mode") or "content", backend=self.backend,
+                              timeout_ms=self.timeout_ms)
+        lines, truncated = run_grep(env, args["pattern"], path, options, ctx)
+        shown = display_path(env, env.resolve_path(path))
+        if not lines:
+            return finish(f"No matches found in {shown}", self.name, {"matches": 0, "truncated": False})
+        text = "\n".join(lines)
+        if truncated:
+            text += f"\n[results limited to {limit}; raise max_results or narrow the search]"
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown})
+
+
+__all__ = ["SearchTool", "GrepTool", "run_grep"]

@@ -1,0 +1,185 @@
+"""Command tools: phi-core ``bash`` and the coding layer's ``shell`` (SPEC §9.3, §9.4).
+
+Both run the command through the environment's ``exec_command`` (``/bin/bash -c``, own process
+group, filtered environment) after two checks: the deny-pattern guardrail and the optional
+``confirm_fn``. They differ in names, defaults and output format:
+
+* ``bash`` (phi-core, REQ-047/094-097/137/139): ``command`` and optional ``timeout`` in seconds
+  (default 120 s); output ``Exit code: N`` + stdout (+ ``STDOUT:``/``STDERR:`` sections when stderr
+  is not empty), each stream cut at ``max_output_bytes`` (256 KB) with ``... (output truncated)``.
+* ``shell`` (seed 004 §3.3): ``command``, optional ``timeout_ms`` (default 10 s, capped at
+  ``max_timeout_ms``) and ``description``; output stdout+stderr then exit code and duration.
+
+A non-zero exit status is a normal result (``details.success`` is False). A timeout is an error
+whose text carries the partial output and the seed's timeout message; cancellation raises
+``ToolCancelled`` after the process group was killed.
+
+The deny list is a guardrail against accidents, not a sandbox: it is a case-insensitive substring
+match on the whitespace-normalised command (padded with one space at each end, so patterns ending in
+a space also match at the end of the command) and is trivially bypassed by a determined caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..agent_tool import ToolContext
+from ..errors import ToolCancelled, ToolError
+from ..types import ToolResult
+from ._common import check_cancel, finish, get_env
+from .truncation import truncate_tool_output
+
+log = logging.getLogger("phi.tools.shell")
+
+#: The default deny list (documented in docs/tools.md). Substring match, see the module docstring.
+DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
+    "rm -rf / ", "rm -rf /* ", "rm -fr / ", "rm -fr /* ", "rm -rf ~ ", "rm -rf ~/ ", "rm -rf ~/* ",
+    "rm -rf $home ", "rm -rf --no-preserve-root", "rm --no-preserve-root",
+    "mkfs", "wipefs", "of=/dev/sd", "of=/dev/hd", "of=/dev/nvme", "of=/dev/disk", "> /dev/sd", "> /dev/nvme",
+    ":(){ :|:& };:", ":(){:|:&};:",
+    "chmod -r 777 / ", "chmod -r 000 / ", "chown -r root / ",
+    " shutdown ", " reboot ", " poweroff ", " halt ", " init 0 ", " init 6 ", "kill -9 -1 ", "killall5",
+    "git push --force", "git push -f ", "git push origin --force",
+)
+
+TIMEOUT_MESSAGE = (
+    "[ERROR: Command timed out after {ms}ms. Partial output is shown above.\n"
+    "You can retry with a longer timeout by setting the timeout_ms parameter.]"
+)
+
+
+def _normalise(command: str) -> str:
+    return " " + " ".join(command.lower().split()) + " "
+
+
+def find_denied(command: str, patterns: Sequence[str]) -> str | None:
+    """The first deny pattern found in ``command``, or None."""
+    normalised = _normalise(command)
+    for pattern in patterns:
+        if pattern.lower() in normalised:
+            return pattern
+    return None
+
+
+def cap_bytes(text: str, max_bytes: int) -> str:
+    """``text`` cut at ``max_bytes`` UTF-8 bytes (on a character boundary) plus the REQ-096 marker."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", errors="ignore") + "\n... (output truncated)"
+
+
+def run_guarded(tool: Any, command: str, timeout_ms: int, ctx: ToolContext) -> Any:
+    """Deny check, confirmation, execution, cancellation: shared by ``bash`` and ``shell``."""
+    check_cancel(ctx)
+    if not command.strip():
+        raise ToolError("command must not be empty")
+    denied = find_denied(command, tool.deny_patterns)
+    if denied is not None:
+        raise ToolError(f"Command blocked: it matches the deny pattern {denied.strip()!r}. "
+                        "This command is not allowed; use a safer alternative.")
+    if tool.confirm_fn is not None and not tool.confirm_fn(command):
+        raise ToolError("Command was not confirmed by the user.")
+    env = get_env(tool.env)
+    check_cancel(ctx)
+    try:
+        result = env.exec_command(command, timeout_ms, tool.working_dir, tool.env_vars, cancel=ctx.cancel)
+    except OSError as exc:
+        raise ToolError(f"Could not run the command: {exc.strerror or exc}") from None
+    if result.cancelled:
+        raise ToolCancelled("Command cancelled; its process group was terminated.")
+    return result
+
+
+@dataclass
+class BashTool:
+    """phi-core's ``bash`` tool."""
+
+    env: Any = None
+    deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
+    confirm_fn: Callable[[str], bool] | None = None
+    timeout_s: int = 120
+    max_timeout_s: int = 600
+    max_output_bytes: int = 256 * 1024
+    max_chars: int | None = None
+    max_lines: int | None = None
+    working_dir: str | None = None
+    env_vars: dict[str, str] | None = None
+    name: str = "bash"
+    label: str = "Bash"
+    description: str = (
+        "Run a shell command with bash -c in the working directory and return its exit code, stdout "
+        "and stderr. Use for builds, tests, git and other command-line work. Commands that run longer "
+        "than the timeout are killed."
+    )
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
+            "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds (default 120)."},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        seconds = min(int(args.get("timeout") or self.timeout_s), self.max_timeout_s)
+        result = run_guarded(self, args["command"], seconds * 1000, ctx)
+        stdout = cap_bytes(result.stdout, self.max_output_bytes)
+        stderr = cap_bytes(result.stderr, self.max_output_bytes)
+        if stderr:
+            text = f"Exit code: {result.exit_code}\nSTDOUT:\n{stdout}\nSTDERR:\n{stderr}"
+        else:
+            text = f"Exit code: {result.exit_code}\n{stdout}"
+        if result.timed_out:
+            partial = truncate_tool_output(text, self.name)
+            raise ToolError(f"Command timed out after {seconds}s. Partial output:\n{partial}\n"
+                            + TIMEOUT_MESSAGE.format(ms=seconds * 1000).replace("timeout_ms", "timeout"))
+        details = {"exit_code": result.exit_code, "success": result.exit_code == 0,
+                   "duration_ms": result.duration_ms}
+        return finish(text, self.name, details, self.max_chars, self.max_lines)
+
+
+@dataclass
+class ShellTool:
+    """The coding layer's ``shell`` tool (seed 004 §3.3)."""
+
+    env: Any = None
+    deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
+    confirm_fn: Callable[[str], bool] | None = None
+    default_timeout_ms: int = 10_000
+    max_timeout_ms: int = 600_000
+    max_chars: int | None = None
+    max_lines: int | None = None
+    working_dir: str | None = None
+    env_vars: dict[str, str] | None = None
+    name: str = "shell"
+    label: str = "Shell"
+    description: str = "Execute a shell command. Returns stdout, stderr, and exit code."
+    parameters: dict = field(default_factory=lambda: {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "The command to run."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Override the default timeout (milliseconds)."},
+            "description": {"type": "string", "description": "Human-readable description of what this does."},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    })
+
+    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+        timeout_ms = min(int(args.get("timeout_ms") or self.default_timeout_ms), self.max_timeout_ms)
+        if args.get("description"):
+            ctx.progress(str(args["description"]))
+        result = run_guarded(self, args["command"], timeout_ms, ctx)
+        output = result.output
+        if result.timed_out:
+            partial = truncate_tool_output(output, self.name) if output else "(no output)"
+            raise ToolError(f"{partial}\n{TIMEOUT_MESSAGE.format(ms=timeout_ms)}")
+        sep = "" if not output or output.endswith("\n") else "\n"
+        text = f"{output}{sep}[exit code: {result.exit_code}, duration: {result.duration_ms}ms]"
+        details = {"exit_code": result.exit_code, "success": result.exit_code == 0,
+                   "duration_ms": result.duration_ms, "timed_out": False}
+        return finish(text, self.name, details, self.max_chars, self.max_lines)
