@@ -5,8 +5,9 @@ Each call of ``stream`` plays the next :class:`ScriptedResponse`: content blocks
 before or after N chunks, a delay per chunk, or a hang that lasts until the run is cancelled.
 Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``.
 
-A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), or a dict in the
-conformance fixture format (see ``conformance/README.md``), e.g.::
+A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), a dict in the
+conformance fixture format (see ``conformance/README.md``), or a callable that receives the call's
+StreamConfig and returns one of those (so a script can react to tool results), e.g.::
 
     {"blocks": [{"type": "text", "chunks": ["Hel", "lo"]},
                 {"type": "toolCall", "id": "t1", "name": "echo", "arguments": {"x": 1}}],
@@ -161,13 +162,16 @@ class ScriptedProvider:
                 raise ProviderError(
                     ErrorKind.OTHER, f"ScriptedProvider: script exhausted after {len(self._script)} responses"
                 )
+        if callable(response):
+            produced = response(config)
+            response = produced if isinstance(produced, ScriptedResponse) else ScriptedResponse.from_json(produced)
         return _play(response, on_event, cancel, response.model or config.model_config.id or self.model,
                      self.provider_id)
 
 
-def _coerce(item: ScriptItem) -> ScriptedResponse:
-    if isinstance(item, ScriptedResponse):
-        return item
+def _coerce(item: ScriptItem) -> Any:
+    if isinstance(item, ScriptedResponse) or callable(item):
+        return item  # a callable is asked for its response when its call comes
     return ScriptedResponse.from_json(item)
 
 
