@@ -51,7 +51,9 @@ from .schema import (
     to_jsonable,
     type_hints,
 )
-from .types import ToolResult
+from .types import ImageContent, TextContent, ThinkingContent, ToolCall, ToolResult
+
+_CONTENT_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall)
 
 __all__ = ["tool", "DecoratedTool", "validate_args"]
 
@@ -161,11 +163,10 @@ def validate_args(validator: Any, args: Any, tool_name: str) -> None:
 
 
 def _normalise_result(value: Any) -> ToolResult:
-    if isinstance(value, (str, ToolResult, list)) or value is None:
-        try:
-            return to_tool_result(value)
-        except TypeError:
-            pass
+    if value is None or isinstance(value, (str, ToolResult, *_CONTENT_TYPES)):
+        return to_tool_result(value)
+    if isinstance(value, list) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
+        return to_tool_result(value)
     try:
         jsonable = to_jsonable(value)
     except TypeError:

@@ -9,7 +9,8 @@ tries, in order, stopping at the first result that fits:
    message together with its tool results becomes one ``[Summary] ...`` user message.
 3. :func:`level3_drop_middle` — keep the first ``keep_first`` and last ``keep_recent`` messages,
    replace the middle by one ``[... N messages omitted ...]`` marker.
-4. :func:`keep_within_budget` — keep the newest messages that fit (plus a marker if room).
+4. :func:`keep_within_budget` on the level-2 result — the first ``keep_first`` messages when they
+   leave room, an omission marker, and the newest whole groups that fit.
 
 Every level treats an assistant message and the tool results answering its tool calls as one
 unit ("group"): they are kept, summarised or dropped together, so the result is always a valid
@@ -29,7 +30,7 @@ import logging
 from typing import Protocol, Sequence, runtime_checkable
 
 from ..errors import ConfigError
-from ..types import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from ..types import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, UserMessage, now_ms
 from .config import ContextConfig
 from .tokens import TokenCounter, message_tokens, total_tokens
 
@@ -199,9 +200,13 @@ def level2_summarize_old_turns(
 # --------------------------------------------------------------------------- level 3
 
 
-def _omission_marker(count: int) -> UserMessage:
+def _omission_marker(count: int, first_omitted: AgentMessage | None = None) -> UserMessage:
+    """The user message standing in for ``count`` dropped messages; it takes the timestamp of the
+    first dropped message (so compaction is deterministic)."""
     noun = "message" if count == 1 else "messages"
-    return UserMessage([TextContent(f"{OMISSION_PREFIX}{count} {noun} omitted to fit the context window ...]")])
+    text = f"{OMISSION_PREFIX}{count} {noun} omitted to fit the context window ...]"
+    timestamp = getattr(first_omitted, "timestamp", None)
+    return UserMessage([TextContent(text)], timestamp=timestamp if isinstance(timestamp, int) else now_ms())
 
 
 def _is_marker(message: AgentMessage) -> bool:
@@ -225,21 +230,16 @@ def level3_drop_middle(messages: Sequence[AgentMessage], keep_first: int, keep_r
     if tail_start <= head_end:
         return list(messages)
     dropped = tail_start - head_end
-    return [*messages[:head_end], _omission_marker(dropped), *messages[tail_start:]]
+    return [*messages[:head_end], _omission_marker(dropped, messages[head_end]), *messages[tail_start:]]
 
 
 # --------------------------------------------------------------------------- fallback
 
 
-def keep_within_budget(
-    messages: Sequence[AgentMessage], budget: int, counter: TokenCounter | None = None
-) -> list[AgentMessage]:
-    """The longest run of newest whole groups that fits ``budget``, plus a marker if room.
-
-    If even the newest group does not fit, it is returned alone (over budget) and a warning logged:
-    dropping the message the model must answer would be worse than a clear overflow error.
-    """
-    spans = message_groups(messages)
+def _newest_fitting(
+    messages: Sequence[AgentMessage], spans: list[tuple[int, int]], budget: int, counter: TokenCounter | None
+) -> tuple[int, int]:
+    """(index of the first kept message, tokens used) for the newest whole groups within budget."""
     used = 0
     first_kept = len(messages)
     for start, end in reversed(spans):
@@ -248,8 +248,28 @@ def keep_within_budget(
             break
         used += cost
         first_kept = start
-    if first_kept == len(messages) and spans:
-        start, _ = spans[-1]
+    return first_kept, used
+
+
+def keep_within_budget(
+    messages: Sequence[AgentMessage], budget: int, counter: TokenCounter | None = None, keep_first: int = 0
+) -> list[AgentMessage]:
+    """The newest whole groups that fit ``budget``, with an omission marker when room allows.
+
+    With ``keep_first`` > 0 the first messages (widened to whole groups) are kept too, ahead of the
+    marker, provided head + marker + the newest group fit; otherwise they are given up.
+    If even the newest group does not fit, it is returned alone (over budget) and a warning logged:
+    dropping the message the model must answer would be worse than a clear overflow error.
+    """
+    spans = message_groups(messages)
+    if not spans:
+        return []
+    head = _fit_with_head(messages, spans, budget, counter, keep_first)
+    if head is not None:
+        return head
+    first_kept, used = _newest_fitting(messages, spans, budget, counter)
+    if first_kept == len(messages):
+        start = spans[-1][0]
         log.warning(
             "newest message group alone needs %d tokens, more than the budget of %d; keeping it anyway",
             total_tokens(messages[start:], counter),
@@ -257,11 +277,34 @@ def keep_within_budget(
         )
         return list(messages[start:])
     kept = list(messages[first_kept:])
-    if first_kept > 0 and not (kept and _is_marker(kept[0])):
-        marker = _omission_marker(first_kept)
+    if first_kept > 0 and not _is_marker(kept[0]):
+        marker = _omission_marker(first_kept, messages[0])
         if used + message_tokens(marker, counter) <= budget:
             kept.insert(0, marker)
     return kept
+
+
+def _fit_with_head(
+    messages: Sequence[AgentMessage],
+    spans: list[tuple[int, int]],
+    budget: int,
+    counter: TokenCounter | None,
+    keep_first: int,
+) -> list[AgentMessage] | None:
+    head_end = _group_end(spans, min(keep_first, len(messages)))
+    if head_end == 0 or head_end >= len(messages):
+        return None
+    head = list(messages[:head_end])
+    reserve = total_tokens(head, counter) + message_tokens(_omission_marker(len(messages)), counter)
+    if reserve >= budget:
+        return None
+    tail_spans = [span for span in spans if span[0] >= head_end]
+    first_kept, _ = _newest_fitting(messages, tail_spans, budget - reserve, counter)
+    if first_kept == len(messages):
+        return None
+    if first_kept == head_end:
+        return list(messages)
+    return [*head, _omission_marker(first_kept - head_end, messages[head_end]), *messages[first_kept:]]
 
 
 # --------------------------------------------------------------------------- cascade
@@ -291,13 +334,16 @@ def compact_messages(
         ("level 2 (summarize old turns)", lambda m: level2_summarize_old_turns(m, config.keep_recent, counter)),
         ("level 3 (drop middle)", lambda m: level3_drop_middle(m, config.keep_first, config.keep_recent)),
     )
+    summarized = current
     for label, step in steps:
         current = step(current)
         after = total_tokens(current, counter)
         if after <= budget:
             log.debug("compaction %s: %d -> %d tokens (budget %d)", label, before, after, budget)
             return current
-    result = keep_within_budget(current, budget, counter)
+        if label.startswith("level 2"):
+            summarized = current
+    result = keep_within_budget(summarized, budget, counter, config.keep_first)
     log.debug("compaction fallback: %d -> %d tokens (budget %d)", before, total_tokens(result, counter), budget)
     return result
 
