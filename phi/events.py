@@ -294,16 +294,44 @@ def event_from_json(data: Any) -> AgentEvent:
     """Decode an event; raises :class:`DecodeError` naming the bad field."""
     if not isinstance(data, dict):
         raise DecodeError("event", data, "an event object")
-    cls = EVENT_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise DecodeError("event.type", data.get("type"), "one of " + ", ".join(EVENT_TYPES))
+        raise DecodeError("event.type", kind, "one of " + ", ".join(EVENT_TYPES))
     kwargs: dict[str, Any] = {}
     for f in fields(cls):
+        path = f"event.{f.name}"
         if f.name not in data:
             if f.default is MISSING and f.default_factory is MISSING:
-                raise DecodeError(f"event.{f.name}", None, f"a value (required by {cls.type})")
+                raise DecodeError(path, None, f"a value (required by {cls.type})")
             continue
         value = data[f.name]
+        annotation = str(f.type)
+        if value is None:
+            if "None" not in annotation and annotation != "Any":
+                raise DecodeError(path, None, f"a value (required by {cls.type})")
+            kwargs[f.name] = None
+            continue
         codec = _CODECS.get(f.name)
-        kwargs[f.name] = codec[1](value, f"event.{f.name}") if codec is not None and value is not None else value
+        if codec is not None:
+            kwargs[f.name] = codec[1](value, path)
+            continue
+        _check_plain(annotation.replace(" | None", ""), value, path)
+        kwargs[f.name] = value
     return cls(**kwargs)
+
+
+def _check_plain(annotation: str, value: Any, path: str) -> None:
+    """Type-check a field without a codec (str, int, bool, list[str]); ``Any`` passes."""
+    if annotation == "str":
+        ok = isinstance(value, str)
+    elif annotation == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif annotation == "bool":
+        ok = isinstance(value, bool)
+    elif annotation == "list[str]":
+        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    else:
+        return
+    if not ok:
+        raise DecodeError(path, value, f"a value of type {annotation}")
