@@ -15,13 +15,15 @@ whose text carries the partial output and the seed's timeout message; cancellati
 ``ToolCancelled`` after the process group was killed.
 
 The deny list is a guardrail against accidents, not a sandbox: it is a case-insensitive substring
-match on the whitespace-normalised command (padded with one space at each end, so patterns ending in
-a space also match at the end of the command) and is trivially bypassed by a determined caller.
+match on the whitespace-normalised command, where a leading or trailing space in a pattern stands for a
+word boundary (start or end of the command, whitespace, or one of ``; & | ( )``). It is trivially
+bypassed by a determined caller (quoting, variables, scripts).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -51,14 +53,23 @@ TIMEOUT_MESSAGE = (
 
 
 def _normalise(command: str) -> str:
-    return " " + " ".join(command.lower().split()) + " "
+    return " ".join(command.lower().split())
+
+
+def _pattern_regex(pattern: str) -> "re.Pattern[str]":
+    """A leading/trailing space in a pattern means "word boundary": start/end of the command, a
+    space, or a shell separator (``; & | ( )``); everything else is a literal substring."""
+    core = re.escape(" ".join(pattern.lower().split()))
+    before = r"(?:^|[\s;&|()])" if pattern.startswith(" ") else ""
+    after = r"(?=$|[\s;&|()])" if pattern.endswith(" ") else ""
+    return re.compile(before + core + after)
 
 
 def find_denied(command: str, patterns: Sequence[str]) -> str | None:
     """The first deny pattern found in ``command``, or None."""
     normalised = _normalise(command)
     for pattern in patterns:
-        if pattern.lower() in normalised:
+        if _pattern_regex(pattern).search(normalised):
             return pattern
     return None
 
@@ -130,7 +141,7 @@ class BashTool:
         stdout = cap_bytes(result.stdout, self.max_output_bytes)
         stderr = cap_bytes(result.stderr, self.max_output_bytes)
         if stderr:
-            text = f"Exit code: {result.exit_code}\nSTDOUT:\n{stdout}\nSTDERR:\n{stderr}"
+            text = f"Exit code: {result.exit_code}\nSTDOUT:\n{stdout.rstrip(chr(10))}\nSTDERR:\n{stderr}"
         else:
             text = f"Exit code: {result.exit_code}\n{stdout}"
         if result.timed_out:

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from phi.agent_tool import ToolContext
+from phi.cancel import CancellationToken
+from phi.tools.environment import LocalExecutionEnvironment
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def env(workdir: Path) -> LocalExecutionEnvironment:
+    return LocalExecutionEnvironment(str(workdir))
+
+
+@pytest.fixture
+def ctx() -> ToolContext:
+    return ToolContext("call-1", "tool", CancellationToken())
+
+
+@pytest.fixture
+def cancelled_ctx() -> ToolContext:
+    token = CancellationToken()
+    token.cancel()
+    return ToolContext("call-1", "tool", token)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
