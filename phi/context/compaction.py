@@ -15,7 +15,8 @@ tries, in order, stopping at the first result that fits:
 Every level treats an assistant message and the tool results answering its tool calls as one
 unit ("group"): they are kept, summarised or dropped together, so the result is always a valid
 conversation — no tool result without the assistant tool call before it, no tool call without its
-result. The only case where the result can exceed the budget is when the newest group alone (after
+result. The newest group (what the model is about to answer) is never summarised or dropped, only
+level-1 truncated. The only case where the result can exceed the budget is when the newest group alone (after
 level 1) is larger than the budget; it is then returned on its own and a warning is logged.
 
 A :class:`CompactionStrategy` replaces the cascade (``compact(messages, config)``); the loop uses
@@ -177,11 +178,14 @@ def level2_summarize_old_turns(
 ) -> list[AgentMessage]:
     """Replace each old assistant group by a one-line ``[Summary] ...`` user message.
 
-    The last ``keep_recent`` messages (widened to a whole group if the boundary falls inside one)
-    stay untouched, as do user messages. A group is only replaced when its summary is smaller.
+    The last ``keep_recent`` messages (widened to a whole group if the boundary falls inside one,
+    and always including the newest group, which the model is about to answer) stay untouched, as
+    do user messages. A group is only replaced when its summary is smaller.
     """
     spans = message_groups(messages)
     boundary = _group_start(spans, max(0, len(messages) - keep_recent))
+    if spans:
+        boundary = min(boundary, spans[-1][0])  # the newest group is never summarised
     out: list[AgentMessage] = []
     for start, end in spans:
         if start >= boundary:
@@ -221,12 +225,15 @@ def _is_marker(message: AgentMessage) -> bool:
 def level3_drop_middle(messages: Sequence[AgentMessage], keep_first: int, keep_recent: int) -> list[AgentMessage]:
     """Head (``keep_first``) + one omission marker + tail (``keep_recent``); middle dropped.
 
-    Head and tail are widened to whole groups. Nothing changes when they already cover everything.
+    Head and tail are widened to whole groups; the tail always holds at least the newest group.
+    Nothing changes when head and tail already cover everything.
     """
     spans = message_groups(messages)
     n = len(messages)
     head_end = _group_end(spans, min(keep_first, n))
     tail_start = _group_start(spans, max(0, n - keep_recent))
+    if spans:
+        tail_start = min(tail_start, spans[-1][0])  # the newest group is never dropped
     if tail_start <= head_end:
         return list(messages)
     dropped = tail_start - head_end

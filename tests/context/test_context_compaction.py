@@ -152,7 +152,7 @@ def test_level2_boundary_inside_a_group_keeps_the_whole_group():
 
 def test_level2_keeps_group_when_summary_would_be_larger():
     tiny = [AssistantMessage([TextContent("ok")])]
-    messages = [user("q"), *tiny, user("again"), *turn(2)]
+    messages = [user("q"), *tiny, user("again"), *turn(2), user("latest")]
     out = level2_summarize_old_turns(messages, keep_recent=0)
     assert out[1] is tiny[0]  # "ok" is cheaper than any summary
     assert text_of(out[3]).startswith(SUMMARY_PREFIX)
@@ -169,7 +169,7 @@ def test_level3_orders_head_marker_tail():
     assert out[3:] == messages[7:]
 
 
-@pytest.mark.parametrize("keep_first, keep_recent", [(5, 5), (10, 0), (0, 10), (8, 8), (3, 7)])
+@pytest.mark.parametrize("keep_first, keep_recent", [(5, 5), (10, 0), (9, 0), (0, 10), (8, 8), (3, 7)])
 def test_level3_nothing_to_drop_is_noop(keep_first, keep_recent):
     messages = [user(f"m{i}") for i in range(10)]
     assert level3_drop_middle(messages, keep_first, keep_recent) == messages
@@ -180,7 +180,15 @@ def test_level3_zero_head_and_zero_tail():
     out = level3_drop_middle(messages, keep_first=0, keep_recent=2)
     assert text_of(out[0]).startswith(OMISSION_PREFIX) and out[1:] == messages[4:]
     out = level3_drop_middle(messages, keep_first=2, keep_recent=0)
-    assert out[:2] == messages[:2] and len(out) == 3 and "4 messages" in text_of(out[2])
+    # the newest message is never dropped, even with keep_recent=0
+    assert out[:2] == messages[:2] and "3 messages" in text_of(out[2]) and out[3:] == messages[5:]
+
+
+def test_newest_group_is_never_summarized():
+    messages = [user("q"), *turn(1, output="x" * 400), *turn(2, calls=2, output="y" * 400)]
+    out = level2_summarize_old_turns(messages, keep_recent=0)
+    assert text_of(out[1]).startswith(SUMMARY_PREFIX)
+    assert out[2:] == messages[3:]
 
 
 def test_level3_widens_head_and_tail_to_whole_groups():
