@@ -63,3 +63,165 @@ class ModelConfig:
     def mock(cls, model: str = "mock-model") -> ModelConfig:
         """Identity for the scripted provider (no network)."""
         return cls(id=model, api=API_MOCK, provider="mock")
+
+    # ------------------------------------------------------------------ presets (SPEC §7.1)
+
+    @classmethod
+    def anthropic(cls, model: str = "claude-sonnet-4-5", *, api_key: str | None = None, reasoning: bool = True,
+                  **kwargs: Any) -> ModelConfig:
+        """Claude over the Messages API (key: ``ANTHROPIC_API_KEY``; OAuth tokens are detected)."""
+        kwargs.setdefault("context_window", 200_000)
+        kwargs.setdefault("max_tokens", 16_384)
+        return cls(id=model, api=API_ANTHROPIC, provider="anthropic", api_key=api_key, reasoning=reasoning, **kwargs)
+
+    @classmethod
+    def openai(cls, model: str = "gpt-4.1", *, api_key: str | None = None, reasoning: bool | None = None,
+               **kwargs: Any) -> ModelConfig:
+        """OpenAI Chat Completions (key: ``OPENAI_API_KEY``)."""
+        if reasoning is None:
+            reasoning = model.startswith(("o1", "o3", "o4", "gpt-5"))
+        kwargs.setdefault("compat", OpenAICompat(max_tokens_field="max_completion_tokens",
+                                                 supports_developer_role=True, supports_reasoning_effort=True))
+        return cls(id=model, api=API_OPENAI, provider="openai", api_key=api_key, reasoning=reasoning, **kwargs)
+
+    @classmethod
+    def openai_responses(cls, model: str = "gpt-5", *, api_key: str | None = None, reasoning: bool = True,
+                         **kwargs: Any) -> ModelConfig:
+        """OpenAI Responses API (key: ``OPENAI_API_KEY``)."""
+        return cls(id=model, api=API_OPENAI_RESPONSES, provider="openai", api_key=api_key, reasoning=reasoning,
+                   **kwargs)
+
+    @classmethod
+    def azure_openai(cls, deployment: str, *, base_url: str = "", resource: str | None = None,
+                     api_key: str | None = None, api_version: str | None = None, reasoning: bool = True,
+                     **kwargs: Any) -> ModelConfig:
+        """An Azure OpenAI deployment over the Responses API (key: ``AZURE_OPENAI_API_KEY``)."""
+        options = dict(kwargs.pop("options", {}))
+        if resource:
+            options["resource"] = resource
+        if api_version:
+            options["api_version"] = api_version
+        return cls(id=deployment, api=API_AZURE_OPENAI, provider="azure_openai", base_url=base_url,
+                   api_key=api_key, reasoning=reasoning, options=options, **kwargs)
+
+    @classmethod
+    def google(cls, model: str = "gemini-2.5-flash", *, api_key: str | None = None, reasoning: bool = True,
+               **kwargs: Any) -> ModelConfig:
+        """Gemini API (key: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``)."""
+        kwargs.setdefault("context_window", 1_048_576)
+        return cls(id=model, api=API_GOOGLE, provider="google", api_key=api_key, reasoning=reasoning, **kwargs)
+
+    @classmethod
+    def vertex(cls, model: str = "gemini-2.5-flash", *, project: str | None = None, location: str | None = None,
+               access_token: str | None = None, reasoning: bool = True, **kwargs: Any) -> ModelConfig:
+        """Gemini on Vertex AI (OAuth bearer token; project/location from args or GOOGLE_CLOUD_*)."""
+        options = dict(kwargs.pop("options", {}))
+        if project:
+            options["project"] = project
+        if location:
+            options["location"] = location
+        kwargs.setdefault("context_window", 1_048_576)
+        return cls(id=model, api=API_GOOGLE_VERTEX, provider="google_vertex", api_key=access_token,
+                   reasoning=reasoning, options=options, **kwargs)
+
+    @classmethod
+    def bedrock(cls, model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0", *, region: str | None = None,
+                api_key: str | None = None, reasoning: bool | None = None, **kwargs: Any) -> ModelConfig:
+        """Bedrock ConverseStream (``AWS_BEARER_TOKEN_BEDROCK`` or SigV4 from ``AWS_*``)."""
+        options = dict(kwargs.pop("options", {}))
+        if region:
+            options["region"] = region
+        if reasoning is None:
+            reasoning = "anthropic" in model
+        return cls(id=model, api=API_BEDROCK, provider="bedrock", api_key=api_key, reasoning=reasoning,
+                   options=options, **kwargs)
+
+    @classmethod
+    def proxy(cls, url: str, model: str, *, token: str | None = None, **kwargs: Any) -> ModelConfig:
+        """A model reached through a phi proxy server (token: ``PHI_PROXY_TOKEN``)."""
+        return cls(id=model, api=API_PROXY, provider=kwargs.pop("provider", "proxy"), base_url=url, api_key=token,
+                   **kwargs)
+
+    @classmethod
+    def openai_compatible(cls, base_url: str, model: str, *, provider: str | None = None,
+                          api_key: str | None = None, compat: OpenAICompat | None = None,
+                          **kwargs: Any) -> ModelConfig:
+        """Any Chat Completions server. ``base_url`` may be a preset name (see :data:`PRESETS`) or
+        a URL; a URL whose host matches a preset gets that preset's compat flags and key variable."""
+        preset = PRESETS.get(base_url) or _preset_for_url(base_url)
+        options = dict(kwargs.pop("options", {}))
+        if preset is not None:
+            url = base_url if base_url.startswith(("http://", "https://")) else preset.base_url
+            provider = provider or preset.name
+            compat = compat or preset.compat()
+            if preset.key_env:
+                options.setdefault("api_key_env", preset.key_env)
+            else:
+                options.setdefault("api_key_required", False)
+        else:
+            url = base_url
+            provider = provider or "openai_compatible"
+            compat = compat or OpenAICompat()
+        return cls(id=model, api=API_OPENAI, provider=provider, base_url=url, api_key=api_key, compat=compat,
+                   options=options, **kwargs)
+
+    @classmethod
+    def preset(cls, name: str, model: str, **kwargs: Any) -> ModelConfig:
+        """A known OpenAI-compatible service by name, e.g. ``ModelConfig.preset("groq", "llama-3.3-70b")``."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}")
+        return cls.openai_compatible(name, model, **kwargs)
+
+
+@dataclass(frozen=True)
+class CompatPreset:
+    """A known OpenAI-compatible service: where it is, its key variable and its quirks."""
+
+    name: str
+    base_url: str
+    key_env: str | None
+    max_tokens_field: str = "max_tokens"
+    developer_role: bool = False
+    reasoning_effort: bool = False
+    usage_in_streaming: bool = True
+    reasoning_field: str | None = None
+
+    def compat(self) -> OpenAICompat:
+        return OpenAICompat(self.max_tokens_field, self.developer_role, self.reasoning_effort,
+                            self.usage_in_streaming, self.reasoning_field)
+
+
+PRESETS: dict[str, CompatPreset] = {p.name: p for p in (
+    CompatPreset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "max_completion_tokens", True, True),
+    CompatPreset("xai", "https://api.x.ai/v1", "XAI_API_KEY", reasoning_field="reasoning_content"),
+    CompatPreset("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", reasoning_effort=True,
+                 reasoning_field="reasoning"),
+    CompatPreset("cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "max_completion_tokens",
+                 reasoning_effort=True, reasoning_field="reasoning"),
+    CompatPreset("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    CompatPreset("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", reasoning_field="reasoning_content"),
+    CompatPreset("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", reasoning_effort=True,
+                 reasoning_field="reasoning"),
+    CompatPreset("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    CompatPreset("fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+    CompatPreset("perplexity", "https://api.perplexity.ai", "PERPLEXITY_API_KEY"),
+    CompatPreset("zai", "https://api.z.ai/api/paas/v4", "ZAI_API_KEY", reasoning_field="reasoning_content"),
+    CompatPreset("moonshot", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", reasoning_field="reasoning_content"),
+    CompatPreset("nvidia", "https://integrate.api.nvidia.com/v1", "NVIDIA_API_KEY"),
+    CompatPreset("huggingface", "https://router.huggingface.co/v1", "HF_TOKEN"),
+    CompatPreset("github", "https://models.github.ai/inference", "GITHUB_TOKEN"),
+    CompatPreset("ollama", "http://localhost:11434/v1", None, reasoning_field="reasoning"),
+    CompatPreset("vllm", "http://localhost:8000/v1", None, reasoning_field="reasoning_content"),
+    CompatPreset("lmstudio", "http://localhost:1234/v1", None),
+    CompatPreset("llamacpp", "http://localhost:8080/v1", None, reasoning_field="reasoning_content"),
+)}
+
+
+def _preset_for_url(url: str) -> CompatPreset | None:
+    host = url.split("://", 1)[-1].split("/", 1)[0]
+    if not url.startswith(("http://", "https://")) or host.startswith(("localhost", "127.0.0.1")):
+        return None
+    for preset in PRESETS.values():
+        if preset.base_url.split("://", 1)[-1].split("/", 1)[0] == host:
+            return preset
+    return None

@@ -1,0 +1,315 @@
+"""Amazon Bedrock ConverseStream provider (SPEC §7; seed 001 §5 "Amazon Bedrock", REQ-122).
+
+``POST https://bedrock-runtime.{region}.amazonaws.com/model/{modelId}/converse-stream``. The reply
+is binary AWS event-stream (``application/vnd.amazon.eventstream``, decoded by
+:mod:`phi.providers.eventstream`), **not** SSE or NDJSON as the seed says. Events:
+``messageStart``, ``contentBlockStart`` (tool use only), ``contentBlockDelta`` (text,
+``toolUse.input`` fragments, ``reasoningContent`` text/signature/redactedContent),
+``contentBlockStop``, ``messageStop`` (stop reason) and ``metadata`` (usage, after messageStop).
+Exception frames (``:message-type: exception``) are classified by ``:exception-type``.
+
+Auth: a Bedrock API key as ``Authorization: Bearer`` (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``),
+else SigV4 (:mod:`phi.providers.sigv4`) from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` /
+``AWS_SESSION_TOKEN``. Region: ``options["region"]``, ``AWS_REGION``, ``AWS_DEFAULT_REGION``, else
+``us-east-1``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+from urllib.parse import quote
+
+from ..cancel import CancellationToken
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from . import convert
+from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .eventstream import EventStreamDecoder
+from .http import HttpRequest, StreamParser, json_bytes, make_builder, run_stream
+from .model_config import ModelConfig
+from .sigv4 import AwsCredentials, sign
+
+log = logging.getLogger("phi.providers.bedrock")
+
+STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.LENGTH,
+    "model_context_window_exceeded": StopReason.LENGTH,
+}
+
+EXCEPTION_KINDS: dict[str, tuple[ErrorKind, int]] = {
+    "throttlingException": (ErrorKind.RATE_LIMITED, 429),
+    "internalServerException": (ErrorKind.NETWORK, 500),
+    "serviceUnavailableException": (ErrorKind.NETWORK, 503),
+    "modelStreamErrorException": (ErrorKind.NETWORK, 424),
+    "validationException": (ErrorKind.API, 400),
+    "accessDeniedException": (ErrorKind.AUTH, 403),
+}
+
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
+                 "image/webp": "webp"}
+
+
+class BedrockProvider:
+    """Streams Bedrock models over ConverseStream."""
+
+    provider_id = "bedrock"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        request = build_request(config)
+        mc = config.model_config
+        parser = ConverseStreamParser(make_builder(on_event, mc.id, mc.provider or "bedrock"))
+        return run_stream(request, mc, cancel, parser)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def region_of(mc: ModelConfig) -> str:
+    return (mc.options.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1")
+
+
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    region = region_of(mc)
+    base = (mc.base_url or f"https://bedrock-runtime.{region}.amazonaws.com").rstrip("/")
+    url = f"{base}/model/{quote(mc.id, safe='')}/converse-stream"
+    body = json_bytes(build_body(config))
+    headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream"}
+    headers.update(mc.headers)
+    token = config.resolved_api_key() or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+        return HttpRequest(url, headers, body, (token,))
+    credentials = AwsCredentials.from_environment()
+    if credentials is None:
+        raise ProviderError(ErrorKind.AUTH, "no Bedrock credentials: set AWS_BEARER_TOKEN_BEDROCK (or pass api_key), "
+                                            "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+    signed = sign("POST", url, headers, body, credentials, region, mc.options.get("signing_service", "bedrock"))
+    secrets = tuple(s for s in (credentials.secret_key, credentials.session_token) if s)
+    return HttpRequest(url, signed, body, secrets)
+
+
+def build_body(config: StreamConfig) -> dict[str, Any]:
+    mc = config.model_config
+    caching = _caching(config)
+    body: dict[str, Any] = {"messages": convert_messages(config.messages, mc)}
+    if caching[2] and len(body["messages"]) >= 2:
+        body["messages"][-2]["content"].append({"cachePoint": {"type": "default"}})
+    if config.system_prompt:
+        body["system"] = [{"text": config.system_prompt}]
+        if caching[0]:
+            body["system"].append({"cachePoint": {"type": "default"}})
+    inference: dict[str, Any] = {"maxTokens": config.max_tokens or mc.max_tokens}
+    if config.temperature is not None:
+        inference["temperature"] = config.temperature
+    body["inferenceConfig"] = inference
+    if config.tools:
+        tools: list[dict[str, Any]] = [{"toolSpec": {"name": t.name, "description": t.description,
+                                                     "inputSchema": {"json": t.parameters}}} for t in config.tools]
+        if caching[1]:
+            tools.append({"cachePoint": {"type": "default"}})
+        body["toolConfig"] = {"tools": tools}
+    if mc.reasoning and config.thinking_level != ThinkingLevel.OFF and "anthropic" in mc.id:
+        budget = convert.thinking_budget(config.thinking_level, mc)
+        body["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        if inference["maxTokens"] <= budget:
+            inference["maxTokens"] = budget + max(1024, inference["maxTokens"])
+        inference.pop("temperature", None)
+    return body
+
+
+def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
+    """Cache points only for model families that accept them (Claude and Nova)."""
+    cc = config.cache_config
+    model = config.model_config.id
+    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED or not ("anthropic" in model or "nova" in model):
+        return False, False, False
+    if cc.strategy == CacheStrategy.MANUAL:
+        return cc.cache_system, cc.cache_tools, cc.cache_messages
+    return True, True, True
+
+
+def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            content = [b for b in (_block(c) for c in message.content) if b is not None]
+            if content:
+                out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            content = _assistant_blocks(message, mc)
+            if content:
+                out.append({"role": "assistant", "content": content})
+        elif isinstance(message, ToolResultMessage):
+            inner = [b for b in (_block(c) for c in message.content) if b is not None] or [{"text": "(no output)"}]
+            block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
+                                    "status": "error" if message.is_error else "success"}}
+            last = out[-1] if out else None
+            if last and last["role"] == "user" and "toolResult" in last["content"][-1]:
+                last["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+    return out
+
+
+def _block(block: Any) -> dict[str, Any] | None:
+    if isinstance(block, TextContent):
+        return {"text": block.text} if block.text else None
+    if isinstance(block, ImageContent):
+        fmt = IMAGE_FORMATS.get(block.mime_type.lower(), block.mime_type.split("/")[-1])
+        return {"image": {"format": fmt, "source": {"bytes": block.data}}}
+    return None
+
+
+def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
+    origin_ok = convert.same_origin(message, mc)
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"text": block.text})
+        elif isinstance(block, ThinkingContent):
+            if convert.replayable_thinking(block, origin_ok):
+                if block.redacted:
+                    blocks.append({"reasoningContent": {"redactedContent": block.thinking}})
+                else:
+                    blocks.append({"reasoningContent": {"reasoningText": {"text": block.thinking,
+                                                                          "signature": block.signature}}})
+            elif (text := convert.thinking_as_text(block)) is not None:
+                blocks.append({"text": text})
+        elif isinstance(block, ToolCall):
+            blocks.append({"toolUse": {"toolUseId": convert.safe_tool_id(block.id), "name": block.name,
+                                       "input": block.arguments}})
+    return blocks
+
+
+# --------------------------------------------------------------------------- response
+
+
+class ConverseStreamParser(StreamParser):
+    provider_name = "bedrock"
+
+    def __init__(self, builder: Any) -> None:
+        super().__init__(builder)
+        self.decoder = EventStreamDecoder()
+        self._tools: dict[int, int] = {}  # contentBlockIndex -> builder index
+        self._block: int | None = None  # contentBlockIndex of the last delta
+        self._redacted: dict[int, list[str]] = {}
+        self.frames = 0
+        self._handlers = {
+            "contentBlockDelta": self._on_delta,
+            "contentBlockStart": self._on_start,
+            "contentBlockStop": self._on_stop,
+            "messageStart": self._on_message_start,
+            "messageStop": self._on_message_stop,
+            "metadata": self._on_metadata,
+        }
+
+    def feed(self, chunk: bytes) -> None:
+        for message in self.decoder.feed(chunk):
+            self.frames += 1
+            kind = message.headers.get(":message-type", "event")
+            if kind == "event":
+                handler = self._handlers.get(message.headers.get(":event-type", ""))
+                if handler is not None:
+                    handler(self.loads(message.payload) if message.payload else {})
+            else:
+                raise self._exception(message.headers, message.payload)
+
+    def close(self) -> None:
+        if self.decoder.pending:
+            log.info("bedrock stream ended inside a frame (%d bytes pending)", self.decoder.pending)
+
+    def _exception(self, headers: dict[str, Any], payload: bytes) -> ProviderError:
+        name = str(headers.get(":exception-type") or headers.get(":error-code") or "unknown")
+        try:
+            text = json.loads(payload).get("message") or name
+        except (ValueError, AttributeError):
+            text = payload.decode("utf-8", "replace")[:500] or str(headers.get(":error-message", name))
+        kind, status = EXCEPTION_KINDS.get(name, (ErrorKind.API, None))
+        if kind is ErrorKind.API and convert.is_context_overflow(None, text):
+            kind = ErrorKind.CONTEXT_OVERFLOW
+        return ProviderError(kind, f"{name}: {text}", status=status, body=payload.decode("utf-8", "replace")[:4000])
+
+    def _on_message_start(self, data: dict[str, Any]) -> None:
+        self.builder.start()
+
+    def _on_start(self, data: dict[str, Any]) -> None:
+        start = data.get("start") or {}
+        tool = start.get("toolUse")
+        if tool is not None:
+            index = data.get("contentBlockIndex", len(self._tools))
+            self._tools[index] = self.builder.tool_call_start(tool.get("toolUseId", f"tooluse_{index}"),
+                                                              tool.get("name", ""))
+            self._block = index
+
+    def _on_delta(self, data: dict[str, Any]) -> None:
+        index = data.get("contentBlockIndex", 0)
+        fresh = index != self._block
+        self._block = index
+        delta = data.get("delta") or {}
+        builder = self.builder
+        if "text" in delta:
+            builder.text(delta["text"], fresh)
+        elif "toolUse" in delta:
+            tool = self._tools.get(index)
+            if tool is not None:
+                builder.tool_call_delta(tool, (delta["toolUse"] or {}).get("input", ""))
+        elif "reasoningContent" in delta:
+            reasoning = delta["reasoningContent"] or {}
+            if "text" in reasoning:
+                builder.thinking(reasoning["text"], None, fresh)
+            elif "signature" in reasoning:
+                if fresh:
+                    builder.thinking("", reasoning["signature"], True)
+                else:
+                    builder.thinking_signature(reasoning["signature"], append=True)
+            elif "redactedContent" in reasoning:
+                self._redacted.setdefault(index, []).append(reasoning["redactedContent"])
+
+    def _on_stop(self, data: dict[str, Any]) -> None:
+        index = data.get("contentBlockIndex", 0)
+        tool = self._tools.pop(index, None)
+        if tool is not None:
+            self.builder.tool_call_end(tool)
+        pieces = self._redacted.pop(index, None)
+        if pieces is not None:
+            self.builder.redacted_thinking("".join(pieces))
+
+    def _on_message_stop(self, data: dict[str, Any]) -> None:
+        for index in list(self._redacted):
+            self._on_stop({"contentBlockIndex": index})
+        self.builder.close_open_tool_calls()
+        reason = data.get("stopReason") or "end_turn"
+        stop = STOP_REASONS.get(reason)
+        if stop is None:
+            stop = StopReason.ERROR
+            self.error_message = f"generation stopped: {reason}"
+        self.stop_reason = stop
+
+    def _on_metadata(self, data: dict[str, Any]) -> None:
+        usage = data.get("usage") or {}
+        inp = usage.get("inputTokens") or 0
+        out = usage.get("outputTokens") or 0
+        read = usage.get("cacheReadInputTokens") or 0
+        write = usage.get("cacheWriteInputTokens") or 0
+        self.builder.usage = Usage(inp, out, 0, read, write, usage.get("totalTokens") or inp + out + read + write)
+        if self.stop_reason is not None:
+            self.done = True

@@ -1,0 +1,361 @@
+"""Google Gemini API provider (SPEC §7; seed 001 §5 "Google Generative AI", REQ-120).
+
+``POST {base_url}/models/{model}:streamGenerateContent?alt=sse`` (base
+``https://generativelanguage.googleapis.com/v1beta``) with the key in the ``x-goog-api-key`` header
+(``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) rather than the URL, so it never lands in logs. Each SSE
+event is a whole ``GenerateContentResponse``; the stream just ends (no ``[DONE]``), and
+``finishReason`` on the last candidate chunk is the terminal signal. Function calls arrive whole
+(ids generated as ``google-fc-{i}``); ``thoughtSignature`` may sit on any part and is kept as a
+thinking block (empty unless the part was a thought) placed before the part it came with, so it can
+be resent on that same part. :mod:`phi.providers.google_vertex` reuses all of this.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from ..cancel import CancellationToken
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from . import convert
+from .base import ProviderError, StreamConfig, StreamEventSink
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.google")
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+FINISH_REASONS: dict[str, StopReason] = {"STOP": StopReason.STOP, "MAX_TOKENS": StopReason.LENGTH}
+
+
+class GoogleProvider:
+    """Streams Gemini models over the Gemini API."""
+
+    provider_id = "google"
+    id_prefix = "google-fc"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        request = self.build_request(config)
+        mc = config.model_config
+        parser = GeminiParser(make_builder(on_event, mc.id, mc.provider or self.provider_id), self.id_prefix)
+        return run_stream(request, mc, cancel, parser)
+
+    def build_request(self, config: StreamConfig) -> HttpRequest:
+        mc = config.model_config
+        key = api_key(config.resolved_api_key(), "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "accept-encoding": "identity", "x-goog-api-key": str(key)}
+        headers.update(mc.headers)
+        url = join_url(mc.base_url or DEFAULT_BASE_URL, f"models/{mc.id}:streamGenerateContent?alt=sse")
+        return HttpRequest(url, headers, json_bytes(build_body(config)), (str(key),))
+
+
+# --------------------------------------------------------------------------- request
+
+
+def build_body(config: StreamConfig) -> dict[str, Any]:
+    mc = config.model_config
+    body: dict[str, Any] = {"contents": convert_messages(config.messages, mc)}
+    if config.system_prompt:
+        body["systemInstruction"] = {"parts": [{"text": config.system_prompt}]}
+    if config.tools:
+        body["tools"] = [{"functionDeclarations": [
+            {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters} for t in config.tools
+        ]}]
+    generation: dict[str, Any] = {}
+    max_tokens = config.max_tokens or mc.max_tokens
+    if max_tokens:
+        generation["maxOutputTokens"] = max_tokens
+    if config.temperature is not None:
+        generation["temperature"] = config.temperature
+    if mc.reasoning:
+        if config.thinking_level == ThinkingLevel.OFF:
+            generation["thinkingConfig"] = {"thinkingBudget": 0} if mc.options.get("can_disable_thinking") else None
+        else:
+            generation["thinkingConfig"] = {"includeThoughts": True,
+                                            "thinkingBudget": convert.thinking_budget(config.thinking_level, mc)}
+        if generation["thinkingConfig"] is None:
+            del generation["thinkingConfig"]
+    if generation:
+        body["generationConfig"] = generation
+    return body
+
+
+def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            parts = _user_parts(message.content)
+            if parts:
+                contents.append({"role": "user", "parts": parts})
+        elif isinstance(message, AssistantMessage):
+            parts = _model_parts(message, mc)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif isinstance(message, ToolResultMessage):
+            key = "error" if message.is_error else "output"
+            part: dict[str, Any] = {"functionResponse": {"name": message.tool_name,
+                                                         "response": {key: convert.result_text(message)}}}
+            if not message.tool_call_id.startswith(("google-fc-", "vertex-fc-")):
+                part["functionResponse"]["id"] = message.tool_call_id
+            parts = [part] + [{"inlineData": {"mimeType": i.mime_type, "data": i.data}}
+                              for i in convert.result_images(message)]
+            last = contents[-1] if contents else None
+            if last and last["role"] == "user" and any("functionResponse" in p for p in last["parts"]):
+                last["parts"].extend(parts)  # one user turn answers all calls of the model turn
+            else:
+                contents.append({"role": "user", "parts": parts})
+    return contents
+
+
+def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent) and block.text:
+            parts.append({"text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append({"inlineData": {"mimeType": block.mime_type, "data": block.data}})
+    return parts
+
+
+def _model_parts(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
+    """Model turn parts; a signature-only thinking block rides on the part that follows it."""
+    origin_ok = convert.same_origin(message, mc)
+    parts: list[dict[str, Any]] = []
+    carried: str | None = None
+    for block in message.content:
+        part: dict[str, Any] | None = None
+        if isinstance(block, ThinkingContent):
+            if block.redacted:
+                continue
+            if not block.thinking:
+                carried = block.signature if origin_ok else None
+                continue
+            if origin_ok:
+                part = {"text": block.thinking, "thought": True}
+                if block.signature:
+                    part["thoughtSignature"] = block.signature
+            elif (text := convert.thinking_as_text(block)) is not None:
+                part = {"text": text}
+        elif isinstance(block, TextContent):
+            part = {"text": block.text}
+        elif isinstance(block, ToolCall):
+            call: dict[str, Any] = {"name": block.name, "args": block.arguments}
+            if not block.id.startswith(("google-fc-", "vertex-fc-")):
+                call["id"] = block.id
+            part = {"functionCall": call}
+        if part is None:
+            continue
+        if carried:
+            part["thoughtSignature"] = carried
+            carried = None
+        if part.get("text") == "" and "thoughtSignature" not in part:
+            continue
+        parts.append(part)
+    if carried:
+        parts.append({"text": "", "thoughtSignature": carried})
+    return parts
+
+
+# --------------------------------------------------------------------------- response
+
+
+class GeminiParser(SSEParser):
+    provider_name = "google"
+
+    def __init__(self, builder: Any, id_prefix: str = "google-fc") -> None:
+        super().__init__(builder)
+        self.id_prefix = id_prefix
+        self._calls = 0
+        self._usage: dict[str, Any] = {}
+        self._streaming: int | None = None  # builder index of a call whose args are streamed (Vertex)
+        self._partial: dict[str, Any] = {}
+        self.finish_reason: str | None = None
+        self.response_id = ""
+
+    def handle(self, event: Any) -> None:
+        chunk = self.loads(event.data)
+        if isinstance(chunk, list):  # a non-SSE array body: accept each element
+            for item in chunk:
+                self._on_chunk(item)
+        else:
+            self._on_chunk(chunk)
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> None:
+        if "error" in chunk:
+            raise convert.error_from_payload(chunk["error"])
+        self.builder.start()
+        self.response_id = chunk.get("responseId", self.response_id)
+        if chunk.get("usageMetadata"):
+            self._set_usage(chunk["usageMetadata"])
+        candidates = chunk.get("candidates")
+        if not candidates:
+            block = (chunk.get("promptFeedback") or {}).get("blockReason")
+            if block:
+                self.stop_reason = StopReason.ERROR
+                self.error_message = f"the prompt was blocked: {block}"
+            return
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            self._on_part(part)
+        reason = candidate.get("finishReason")
+        if reason:
+            self._finish(reason, candidate.get("finishMessage"))
+
+    def _on_part(self, part: dict[str, Any]) -> None:
+        builder = self.builder
+        signature = part.get("thoughtSignature")
+        if "functionCall" in part:
+            if signature:
+                builder.thinking("", signature, True)
+            self._on_function_call(part["functionCall"])
+            return
+        text = part.get("text")
+        if text is None:
+            if signature:
+                builder.thinking("", signature, True)
+            return  # inlineData, executableCode, ... are not kept
+        if part.get("thought"):
+            builder.thinking(text, signature)
+            return
+        if signature:
+            builder.thinking("", signature, True)
+            if text:
+                builder.text(text, new_block=True)
+        elif text:
+            builder.text(text)
+
+    def _on_function_call(self, call: dict[str, Any]) -> None:
+        builder = self.builder
+        if self._streaming is not None and not call.get("name"):
+            for piece in call.get("partialArgs") or ():
+                self._apply_partial(piece)
+            if not call.get("willContinue") and not call.get("partialArgs"):
+                builder.tool_call_end(self._streaming, self._partial)
+                self._streaming = None
+            return
+        call_id = call.get("id") or f"{self.id_prefix}-{self._calls}"
+        self._calls += 1
+        index = builder.tool_call_start(call_id, call.get("name", ""))
+        if call.get("willContinue"):  # Vertex streamed arguments follow as partialArgs
+            self._streaming, self._partial = index, dict(call.get("args") or {})
+            for piece in call.get("partialArgs") or ():
+                self._apply_partial(piece)
+            return
+        args = call.get("args") or {}
+        if args:
+            builder.tool_call_delta(index, json.dumps(args))
+        builder.tool_call_end(index, args)
+
+    def _apply_partial(self, piece: dict[str, Any]) -> None:
+        path = _json_path(piece.get("jsonPath", "$"))
+        if "stringValue" in piece:
+            value: Any = piece["stringValue"]
+            current = _get_path(self._partial, path)
+            if isinstance(current, str):
+                value = current + value
+            delta = piece["stringValue"]
+        elif "numberValue" in piece:
+            value = piece["numberValue"]
+            delta = json.dumps(value)
+        elif "boolValue" in piece:
+            value = piece["boolValue"]
+            delta = json.dumps(value)
+        elif "nullValue" in piece:
+            value, delta = None, "null"
+        else:
+            return
+        _set_path(self._partial, path, value)
+        assert self._streaming is not None
+        self.builder.tool_call_delta(self._streaming, delta)
+
+    def _finish(self, reason: str, message: str | None) -> None:
+        self.finish_reason = reason
+        if self._streaming is not None:
+            self.builder.tool_call_end(self._streaming, self._partial)
+            self._streaming = None
+        stop = FINISH_REASONS.get(reason)
+        if stop is None:
+            self.stop_reason = StopReason.ERROR
+            self.error_message = f"generation stopped: {reason}" + (f" ({message})" if message else "")
+        elif stop is StopReason.STOP and self._calls:
+            self.stop_reason = StopReason.TOOL_USE  # Gemini says STOP after function calls
+        else:
+            self.stop_reason = stop
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        """Cumulative snapshots; Vertex sends chunks with only ``trafficType``, so merge."""
+        merged = self._usage
+        merged.update({k: v for k, v in usage.items() if v is not None})
+        prompt = merged.get("promptTokenCount") or 0
+        cached = merged.get("cachedContentTokenCount") or 0
+        thoughts = merged.get("thoughtsTokenCount") or 0
+        output = (merged.get("candidatesTokenCount") or 0) + thoughts
+        total = merged.get("totalTokenCount") or prompt + output
+        self.builder.usage = Usage(prompt - cached, output, thoughts, cached, 0, total)
+
+
+_PATH_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
+
+
+def _json_path(path: str) -> list[str | int]:
+    """RFC 9535 normalized paths as Vertex sends them: ``$.a.b[0]['c']``."""
+    if not path.startswith("$"):
+        raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path!r}")
+    keys: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        match = _PATH_TOKEN.match(path, pos)
+        if match is None:
+            raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path!r}")
+        name, number, single, double = match.groups()
+        keys.append(int(number) if number is not None else (name or single or double or ""))
+        pos = match.end()
+    return keys
+
+
+def _get_path(root: Any, path: list[str | int]) -> Any:
+    node = root
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(node, list) or key >= len(node):
+                return None
+        elif not isinstance(node, dict):
+            return None
+        node = node[key] if isinstance(key, int) else node.get(key)
+    return node
+
+
+def _set_path(root: dict[str, Any], path: list[str | int], value: Any) -> None:
+    if not path:
+        return
+    node: Any = root
+    for key, following in zip(path, path[1:]):
+        empty: Any = [] if isinstance(following, int) else {}
+        if isinstance(key, int):
+            while len(node) <= key:
+                node.append(None)
+            if node[key] is None:
+                node[key] = empty
+            node = node[key]
+        else:
+            node = node.setdefault(key, empty)
+    last = path[-1]
+    if isinstance(last, int):
+        while len(node) <= last:
+            node.append(None)
+    node[last] = value

@@ -1,0 +1,271 @@
+"""OpenAI Chat Completions provider, for api.openai.com and the OpenAI-compatible servers
+(SPEC §7; seed 001 §5 "OpenAI-Compatible APIs", REQ-041, REQ-130, REQ-131, REQ-147).
+
+``POST {base_url}/chat/completions`` with ``stream: true`` and, when the server supports it,
+``stream_options.include_usage``. Server differences come from :class:`OpenAICompat`:
+``max_tokens`` vs ``max_completion_tokens``, ``developer`` vs ``system`` role, ``reasoning_effort``,
+and where reasoning text arrives (``reasoning_content`` or ``reasoning``). The stream is
+``data: <chunk>`` lines ending in ``data: [DONE]``; tool-call fragments are keyed by ``index``;
+usage comes in a trailing chunk with empty ``choices``; any payload with an ``error`` key is an
+error (it may arrive after a ``finish_reason``, in which case the stop reason is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..cancel import CancellationToken
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from . import convert
+from .base import StreamConfig, StreamEventSink
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.openai")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+FINISH_REASONS: dict[str, StopReason] = {
+    "stop": StopReason.STOP,
+    "end_turn": StopReason.STOP,
+    "length": StopReason.LENGTH,
+    "max_tokens": StopReason.LENGTH,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "tool_use": StopReason.TOOL_USE,
+    "content_filter": StopReason.ERROR,
+}
+
+
+class OpenAIProvider:
+    """Streams any Chat Completions server."""
+
+    provider_id = "openai"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        request = build_request(config)
+        mc = config.model_config
+        parser = ChatCompletionsParser(make_builder(on_event, mc.id, mc.provider or "openai"), mc)
+        return run_stream(request, mc, cancel, parser)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def resolve_key(config: StreamConfig) -> str | None:
+    """Explicit key; else ``options["api_key_env"]``; else OPENAI_API_KEY for OpenAI itself only
+    (never send an OpenAI key to a third-party server). Local servers need no key."""
+    mc = config.model_config
+    env = mc.options.get("api_key_env")
+    names: tuple[str, ...] = (env,) if env else (("OPENAI_API_KEY",) if mc.provider == "openai" else ())
+    required = bool(mc.options.get("api_key_required", mc.provider == "openai" or bool(env)))
+    return api_key(config.resolved_api_key(), *names, required=required)
+
+
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    key = resolve_key(config)
+    headers = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": "identity"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    headers.update(mc.headers)
+    url = join_url(mc.base_url or DEFAULT_BASE_URL, "chat/completions")
+    return HttpRequest(url, headers, json_bytes(build_body(config)), (key,) if key else ())
+
+
+def build_body(config: StreamConfig) -> dict[str, Any]:
+    mc = config.model_config
+    compat = mc.compat
+    messages: list[dict[str, Any]] = []
+    if config.system_prompt:
+        role = "developer" if compat.supports_developer_role and mc.reasoning else "system"
+        messages.append({"role": role, "content": config.system_prompt})
+    messages.extend(convert_messages(config.messages, mc))
+    body: dict[str, Any] = {"model": mc.id, "messages": messages, "stream": True}
+    if compat.supports_usage_in_streaming:
+        body["stream_options"] = {"include_usage": True}
+    max_tokens = config.max_tokens or mc.max_tokens
+    if max_tokens:
+        body[compat.max_tokens_field or "max_tokens"] = max_tokens
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.tools:
+        body["tools"] = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in config.tools
+        ]
+    if config.thinking_level != ThinkingLevel.OFF and compat.supports_reasoning_effort and mc.reasoning:
+        body["reasoning_effort"] = convert.effort(config.thinking_level)
+    return body
+
+
+def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending_images: list[ImageContent] = []  # images from tool results, sent after the results
+    for message in messages:
+        if not isinstance(message, ToolResultMessage) and pending_images:
+            out.append(_image_followup(pending_images))
+            pending_images = []
+        if isinstance(message, UserMessage):
+            content = _user_content(message.content)
+            if content:
+                out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            converted = _assistant(message, mc)
+            if converted is not None:
+                out.append(converted)
+        elif isinstance(message, ToolResultMessage):
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": convert.result_text(message)})
+            pending_images.extend(convert.result_images(message))
+    if pending_images:
+        out.append(_image_followup(pending_images))
+    return out
+
+
+def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": "Images returned by the tool call(s) above:"}]
+    parts += [{"type": "image_url", "image_url": {"url": convert.data_url(i)}} for i in images]
+    return {"role": "user", "content": parts}
+
+
+def _user_content(blocks: list[Any]) -> str | list[dict[str, Any]] | None:
+    if all(isinstance(b, TextContent) for b in blocks):
+        text = "\n".join(b.text for b in blocks if b.text)
+        return text or None
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent) and block.text:
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append({"type": "image_url", "image_url": {"url": convert.data_url(block)}})
+    return parts or None
+
+
+def _assistant(message: AssistantMessage, mc: ModelConfig) -> dict[str, Any] | None:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent) and block.text:
+            texts.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            # Chat Completions has no field for replaying reasoning; foreign reasoning is dropped.
+            continue
+        elif isinstance(block, ToolCall):
+            calls.append({"id": block.id, "type": "function",
+                          "function": {"name": block.name, "arguments": json.dumps(block.arguments)}})
+    if not texts and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+# --------------------------------------------------------------------------- response
+
+
+class ChatCompletionsParser(SSEParser):
+    provider_name = "openai"
+
+    def __init__(self, builder: Any, mc: ModelConfig) -> None:
+        super().__init__(builder)
+        field = mc.compat.reasoning_field
+        self._reasoning_fields = (field,) if field else ("reasoning_content", "reasoning")
+        self._tools: dict[int, int] = {}  # wire tool-call index -> builder index
+        self._finish: str | None = None
+        self.model = ""
+
+    def handle(self, event: Any) -> None:
+        data = event.data
+        if data[:6] == "[DONE]":
+            self.done = True
+            if self.stop_reason is None and self._finish is None and self.error_message is None:
+                self._finalise("stop")
+            return
+        chunk = self.loads(data)
+        if event.event == "error" or "error" in chunk:
+            self._on_error(chunk.get("error", chunk))
+        choices = chunk.get("choices")
+        if choices:
+            self._on_choice(choices[0])
+        usage = chunk.get("usage")
+        if usage:
+            self._on_usage(usage)
+
+    def _on_choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta")
+        builder = self.builder
+        if delta:
+            content = delta.get("content")
+            if content:
+                builder.text(content)
+            for field in self._reasoning_fields:
+                reasoning = delta.get(field)
+                if reasoning and isinstance(reasoning, str):
+                    builder.thinking(reasoning)
+                    break
+            calls = delta.get("tool_calls")
+            if calls:
+                for call in calls:
+                    self._on_tool_call(call)
+        reason = choice.get("finish_reason")
+        if reason and self._finish is None:
+            self._finalise(reason)
+
+    def _on_tool_call(self, call: dict[str, Any]) -> None:
+        wire_index = call.get("index", len(self._tools))
+        function = call.get("function") or {}
+        index = self._tools.get(wire_index)
+        if index is None:
+            call_id = call.get("id") or f"call_{wire_index}"
+            index = self.builder.tool_call_start(call_id, function.get("name") or "")
+            self._tools[wire_index] = index
+        arguments = function.get("arguments")
+        if arguments:
+            self.builder.tool_call_delta(index, arguments)
+
+    def _finalise(self, reason: str) -> None:
+        self._finish = reason
+        self.builder.close_open_tool_calls()
+        stop = FINISH_REASONS.get(reason)
+        if stop is None:
+            log.warning("unknown finish_reason %r treated as stop", reason)
+            stop = StopReason.STOP
+        if stop is StopReason.STOP and self._tools:
+            stop = StopReason.TOOL_USE  # some compatible servers say "stop" after tool calls
+        if reason == "content_filter":
+            self.error_message = "the response was stopped by the content filter (finish_reason: content_filter)"
+        self.stop_reason = stop
+
+    def _on_error(self, error: Any) -> None:
+        problem = convert.error_from_payload(error)
+        if self.stop_reason is not None:  # e.g. OpenRouter's "Token limit reached" after finish_reason
+            self.error_message = problem.message
+            return
+        raise problem
+
+    def _on_usage(self, usage: dict[str, Any]) -> None:
+        prompt = usage.get("prompt_tokens") or 0
+        completion = usage.get("completion_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        total = usage.get("total_tokens") or prompt + completion
+        self.builder.usage = Usage(prompt - cached, completion, reasoning, cached, 0, total)
+
+    def result(self) -> AssistantMessage:
+        if self.stop_reason is None and self.error_message is None:
+            self.builder.close_open_tool_calls()
+        return super().result()

@@ -1,0 +1,297 @@
+"""OpenAI Responses API provider (SPEC §7; seed 001 §5 "OpenAI Responses API", REQ-123).
+
+``POST {base_url}/responses`` with ``stream: true`` and ``store: false``. The system prompt goes in
+``instructions``; history is a list of input items (messages, ``function_call``,
+``function_call_output``, and ``reasoning`` items replayed verbatim with their
+``encrypted_content``). The SSE stream has ``event: <type>`` lines and ends with exactly one of
+``response.completed`` / ``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
+a standalone ``error`` event may precede it. Function-call deltas reference the item id
+(``fc_…``); tool results go back with the ``call_id``, which is what :class:`ToolCall.id` holds.
+A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..cancel import CancellationToken
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from . import convert
+from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.openai_responses")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIResponsesProvider:
+    """Streams OpenAI models over the Responses API."""
+
+    provider_id = "openai_responses"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        request = self.build_request(config)
+        mc = config.model_config
+        parser = ResponsesParser(make_builder(on_event, mc.id, mc.provider or "openai"))
+        return run_stream(request, mc, cancel, parser)
+
+    def build_request(self, config: StreamConfig) -> HttpRequest:
+        mc = config.model_config
+        key = api_key(config.resolved_api_key(), mc.options.get("api_key_env") or "OPENAI_API_KEY")
+        assert key is not None
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "accept-encoding": "identity", "authorization": f"Bearer {key}"}
+        headers.update(mc.headers)
+        url = join_url(mc.base_url or DEFAULT_BASE_URL, "responses")
+        return HttpRequest(url, headers, json_bytes(build_body(config)), (key,))
+
+
+# --------------------------------------------------------------------------- request
+
+
+def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]:
+    mc = config.model_config
+    body: dict[str, Any] = {"model": model or mc.id, "input": convert_messages(config.messages, mc),
+                            "stream": True, "store": False}
+    if config.system_prompt:
+        body["instructions"] = config.system_prompt
+    max_tokens = config.max_tokens or mc.max_tokens
+    if max_tokens:
+        body["max_output_tokens"] = max_tokens
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.tools:
+        body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
+                          "parameters": t.parameters, "strict": False} for t in config.tools]
+    if mc.reasoning and config.thinking_level != ThinkingLevel.OFF:
+        body["reasoning"] = {"effort": convert.effort(config.thinking_level), "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    return body
+
+
+def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    pending_images: list[ImageContent] = []
+    for message in messages:
+        if not isinstance(message, ToolResultMessage) and pending_images:
+            items.append(_image_followup(pending_images))
+            pending_images = []
+        if isinstance(message, UserMessage):
+            parts = _user_parts(message.content)
+            if parts:
+                items.append({"role": "user", "content": parts})
+        elif isinstance(message, AssistantMessage):
+            items.extend(_assistant_items(message, mc))
+        elif isinstance(message, ToolResultMessage):
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id,
+                          "output": convert.result_text(message)})
+            pending_images.extend(convert.result_images(message))
+    if pending_images:
+        items.append(_image_followup(pending_images))
+    return items
+
+
+def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": "Images returned by the tool call(s) above:"}]
+    parts += [{"type": "input_image", "image_url": convert.data_url(i)} for i in images]
+    return {"role": "user", "content": parts}
+
+
+def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent) and block.text:
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append({"type": "input_image", "image_url": convert.data_url(block)})
+    return parts
+
+
+def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
+    origin_ok = convert.same_origin(message, mc)
+    items: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                items.append({"type": "message", "role": "assistant", "status": "completed",
+                              "content": [{"type": "output_text", "text": block.text, "annotations": []}]})
+        elif isinstance(block, ThinkingContent):
+            item = _reasoning_item(block) if origin_ok else None
+            if item is not None:
+                items.append(item)
+            elif not origin_ok and (text := convert.thinking_as_text(block)) is not None:
+                items.append({"type": "message", "role": "assistant", "status": "completed",
+                              "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        elif isinstance(block, ToolCall):
+            items.append({"type": "function_call", "call_id": block.id, "name": block.name,
+                          "arguments": json.dumps(block.arguments)})
+    return items
+
+
+def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
+    """The original reasoning item, stored as JSON in the signature, replayed verbatim."""
+    if not block.signature:
+        return None
+    try:
+        item = json.loads(block.signature)
+    except ValueError:
+        return None
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return None
+    item.pop("status", None)
+    return item
+
+
+# --------------------------------------------------------------------------- response
+
+
+class ResponsesParser(SSEParser):
+    provider_name = "openai_responses"
+
+    def __init__(self, builder: Any) -> None:
+        super().__init__(builder)
+        self._tools: dict[str, int] = {}  # item id (fc_…) -> builder index
+        self._fresh: set[str] = set()  # message/reasoning items without a delta yet
+        self._reasoning_open: set[str] = set()  # reasoning items that opened a thinking block
+        self._saw_tool = False
+        self.response_id = ""
+        self._handlers = {
+            "response.output_text.delta": self._on_text,
+            "response.refusal.delta": self._on_text,
+            "response.reasoning_summary_text.delta": self._on_reasoning,
+            "response.reasoning_text.delta": self._on_reasoning,
+            "response.reasoning_summary_part.added": self._on_summary_part,
+            "response.function_call_arguments.delta": self._on_args,
+            "response.output_item.added": self._on_item_added,
+            "response.output_item.done": self._on_item_done,
+            "response.created": self._on_created,
+            "response.completed": self._on_terminal,
+            "response.incomplete": self._on_terminal,
+            "response.failed": self._on_terminal,
+            "error": self._on_error,
+        }
+
+    def handle(self, event: Any) -> None:
+        data = self.loads(event.data)
+        handler = self._handlers.get(data.get("type") or event.event)
+        if handler is not None:  # unknown item and event types are ignored
+            handler(data)
+
+    def _on_created(self, data: dict[str, Any]) -> None:
+        self.response_id = (data.get("response") or {}).get("id", "")
+        self.builder.start()
+
+    def _on_item_added(self, data: dict[str, Any]) -> None:
+        item = data.get("item") or {}
+        kind = item.get("type")
+        item_id = item.get("id") or str(data.get("output_index"))
+        if kind == "function_call":
+            self._saw_tool = True
+            self._tools[item_id] = self.builder.tool_call_start(item.get("call_id") or item_id, item.get("name", ""))
+        elif kind in ("message", "reasoning"):
+            self._fresh.add(item_id)
+
+    def _take_fresh(self, item_id: str) -> bool:
+        if item_id in self._fresh:
+            self._fresh.discard(item_id)
+            return True
+        return False
+
+    def _on_text(self, data: dict[str, Any]) -> None:
+        self.builder.text(data.get("delta", ""), self._take_fresh(data.get("item_id", "")))
+
+    def _on_reasoning(self, data: dict[str, Any]) -> None:
+        item_id = data.get("item_id", "")
+        self._reasoning_open.add(item_id)
+        self.builder.thinking(data.get("delta", ""), None, self._take_fresh(item_id))
+
+    def _on_summary_part(self, data: dict[str, Any]) -> None:
+        if data.get("summary_index", 0) > 0 and data.get("item_id") in self._reasoning_open:
+            self.builder.thinking("\n\n")
+
+    def _on_args(self, data: dict[str, Any]) -> None:
+        index = self._tools.get(data.get("item_id", ""))
+        if index is not None:
+            self.builder.tool_call_delta(index, data.get("delta", ""))
+
+    def _on_item_done(self, data: dict[str, Any]) -> None:
+        item = data.get("item") or {}
+        kind = item.get("type")
+        item_id = item.get("id") or str(data.get("output_index"))
+        if kind == "function_call":
+            index = self._tools.pop(item_id, None)
+            if index is not None:
+                raw = item.get("arguments")
+                args = convert_arguments(raw) if isinstance(raw, str) else None
+                self.builder.tool_call_end(index, args)
+        elif kind == "reasoning":
+            signature = json.dumps(item, separators=(",", ":"))
+            if item_id in self._reasoning_open:
+                self.builder.thinking_signature(signature)
+            else:  # no summary was streamed: keep the item so it can be replayed
+                self._fresh.discard(item_id)
+                self.builder.thinking("", signature, True)
+
+    def _on_terminal(self, data: dict[str, Any]) -> None:
+        response = data.get("response") or {}
+        self._set_usage(response.get("usage"))
+        self.done = True
+        self.builder.close_open_tool_calls()
+        status = response.get("status") or data.get("type", "").rsplit(".", 1)[-1]
+        if status == "completed":
+            self.stop_reason = StopReason.TOOL_USE if self._saw_tool else StopReason.STOP
+        elif status == "incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+            if reason == "max_output_tokens":
+                self.stop_reason = StopReason.LENGTH
+            else:
+                self.stop_reason = StopReason.ERROR
+                self.error_message = f"response incomplete: {reason}"
+        else:
+            error = response.get("error") or {"message": f"response {status}"}
+            raise convert.error_from_payload(error)
+
+    def _on_error(self, data: dict[str, Any]) -> None:
+        error = data.get("error") if isinstance(data.get("error"), dict) else data  # nested (2025+) or flat
+        problem = convert.error_from_payload({k: error.get(k) for k in ("code", "message", "param", "type")})
+        if (data.get("code") or "") == "insufficient_quota":
+            problem.kind = ErrorKind.API  # retrying cannot help until the account is topped up
+        raise problem
+
+    def _set_usage(self, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        inp = usage.get("input_tokens") or 0
+        out = usage.get("output_tokens") or 0
+        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+        self.builder.usage = Usage(inp - cached, out, reasoning, cached, 0, usage.get("total_tokens") or inp + out)
+
+
+def convert_arguments(raw: str) -> dict[str, Any] | None:
+    """Parse the authoritative argument string; None lets the builder keep the raw text."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+__all__ = ["OpenAIResponsesProvider", "ResponsesParser", "build_body", "convert_messages", "ProviderError"]

@@ -1,0 +1,116 @@
+"""Proxy stream provider: forwards a model call to an HTTP proxy that speaks SSE (SPEC §7;
+seed 002 §7.4 "Proxy StreamFn").
+
+For environments without direct provider access. ``POST {base_url}`` with
+``Authorization: Bearer {token}`` (``api_key`` or ``PHI_PROXY_TOKEN``) and the JSON body
+``{"model": {id, api, provider}, "context": {systemPrompt, messages, tools}, "options":
+{thinkingLevel, maxTokens, temperature}}`` (messages in the SPEC §2.6 JSON shapes). The proxy answers
+with ``data: {json}`` events that carry *deltas only* (no partial message, to save bandwidth); the
+full message is rebuilt here:
+
+``start`` · ``text_start`` / ``text_delta {contentIndex, delta}`` / ``text_end`` ·
+``thinking_start`` / ``thinking_delta`` / ``thinking_end {signature?}`` ·
+``toolcall_start {contentIndex, id, toolName}`` / ``toolcall_delta {delta}`` / ``toolcall_end`` ·
+``done {reason, usage}`` · ``error {reason: "error"|"aborted", errorMessage, usage}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..cancel import CancellationToken
+from ..types import AssistantMessage, StopReason, Usage, message_to_json
+from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
+
+log = logging.getLogger("phi.providers.proxy")
+
+
+class ProxyProvider:
+    """Streams through a phi/pi-style proxy server."""
+
+    provider_id = "proxy"
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        mc = config.model_config
+        if not mc.base_url:
+            raise ProviderError(ErrorKind.OTHER, "the proxy provider needs ModelConfig.base_url (the proxy's URL)")
+        token = api_key(config.resolved_api_key(), "PHI_PROXY_TOKEN", what="proxy token")
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "accept-encoding": "identity", "authorization": f"Bearer {token}"}
+        headers.update(mc.headers)
+        request = HttpRequest(mc.base_url, headers, json_bytes(build_body(config)), (str(token),))
+        parser = ProxyParser(make_builder(on_event, mc.id, mc.provider or "proxy"))
+        return run_stream(request, mc, cancel, parser)
+
+
+def build_body(config: StreamConfig) -> dict[str, Any]:
+    mc = config.model_config
+    options: dict[str, Any] = {"thinkingLevel": config.thinking_level.value,
+                               "maxTokens": config.max_tokens or mc.max_tokens}
+    if config.temperature is not None:
+        options["temperature"] = config.temperature
+    return {
+        "model": {"id": mc.id, "api": mc.options.get("upstream_api", ""), "provider": mc.provider},
+        "context": {"systemPrompt": config.system_prompt,
+                    "messages": [message_to_json(m) for m in config.messages],
+                    "tools": [t.to_json() for t in config.tools]},
+        "options": options,
+    }
+
+
+class ProxyParser(SSEParser):
+    provider_name = "proxy"
+
+    def __init__(self, builder: Any) -> None:
+        super().__init__(builder)
+        self._tools: dict[int, int] = {}  # proxy contentIndex -> builder index
+        self._fresh: set[int] = set()
+
+    def handle(self, event: Any) -> None:
+        data = self.loads(event.data)
+        kind = data.get("type")
+        builder = self.builder
+        index = data.get("contentIndex", 0)
+        if kind == "start":
+            builder.start()
+        elif kind in ("text_start", "thinking_start"):
+            self._fresh.add(index)
+        elif kind == "text_delta":
+            builder.text(data.get("delta", ""), self._take(index))
+        elif kind == "thinking_delta":
+            builder.thinking(data.get("delta", ""), None, self._take(index))
+        elif kind == "thinking_end" and data.get("signature"):
+            builder.thinking_signature(data["signature"])
+        elif kind == "toolcall_start":
+            self._tools[index] = builder.tool_call_start(data.get("id", f"call_{index}"), data.get("toolName", ""))
+        elif kind == "toolcall_delta" and index in self._tools:
+            builder.tool_call_delta(self._tools[index], data.get("delta", ""))
+        elif kind == "toolcall_end" and index in self._tools:
+            builder.tool_call_end(self._tools.pop(index))
+        elif kind == "done":
+            self._usage(data.get("usage"))
+            reason = data.get("reason", "stop")
+            self.stop_reason = StopReason(reason) if reason in ("stop", "length", "toolUse") else StopReason.STOP
+            self.done = True
+        elif kind == "error":
+            self._usage(data.get("usage"))
+            message = data.get("errorMessage") or "proxy reported an error"
+            if data.get("reason") == "aborted":
+                self.stop_reason, self.error_message, self.done = StopReason.ABORTED, message, True
+                return
+            raise ProviderError(ErrorKind.API, message)
+
+    def _take(self, index: int) -> bool:
+        if index in self._fresh:
+            self._fresh.discard(index)
+            return True
+        return False
+
+    def _usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            try:
+                self.builder.usage = Usage.from_json(usage)
+            except ValueError:
+                log.debug("ignoring malformed proxy usage %r", usage)
