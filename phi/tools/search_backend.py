@@ -48,6 +48,8 @@ def rg_command(pattern: str, target: str, options: GrepOptions) -> list[str]:
         argv.append("--ignore-case")
     if options.glob_filter:
         argv += ["--glob", options.glob_filter]
+    for name in _EXCLUDED_DIRS:
+        argv += ["--glob", f"!{name}"]
     return argv + ["-e", pattern, "--", target]
 
 
