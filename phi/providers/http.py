@@ -173,9 +173,17 @@ class SSEParser(StreamParser):
                 return
 
     def close(self) -> None:
-        if not self.done:
-            for event in self.decoder.close():
+        """Flush an event left without its blank line; if it is cut short, the stream ended early."""
+        if self.done:
+            return
+        for event in self.decoder.close():
+            try:
                 self.handle(event)
+            except ProviderError as exc:
+                if "invalid JSON" not in exc.message:
+                    raise
+                raise ProviderError(ErrorKind.NETWORK,
+                                    f"{self.provider_name} stream ended in the middle of an event") from None
 
     @abc.abstractmethod
     def handle(self, event: Any) -> None:

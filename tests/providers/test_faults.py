@@ -1,0 +1,267 @@
+"""Fault tests for every provider: HTTP errors, resets, truncation, bad JSON, silence, abort.
+
+Policy under test (docs/providers.md "Failures"): a failure before anything reached the consumer
+raises ProviderError; after that the partial message is returned with stopReason ``error``;
+a cancelled stream returns stopReason ``aborted`` within 100 ms. Nothing hangs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from phi.cancel import CancellationToken
+from phi.providers.base import ErrorKind, ProviderError, StreamConfig
+from phi.providers.eventstream import encode_message
+from phi.providers.registry import get_provider
+from phi.types import StopReason, UserMessage
+
+from .conftest import Collector, Reply
+from .test_recordings import model_for, reply_for
+
+SAMPLES = {
+    "anthropic": "anthropic__thinking_signature_then_text.txt",
+    "openai": "openai_chat__tool_call_streamed_args.txt",
+    "openai_responses": "openai_responses__text.txt",
+    "azure_openai": "azure_responses__text.jsonl",
+    "google": "gemini__thought_summaries_then_text.txt",
+    "google_vertex": "vertex__thought_summaries_then_text.txt",
+    "bedrock": "bedrock__text_nova.bin",
+}
+PROVIDERS = sorted(SAMPLES)
+
+
+def start(server, provider: str, reply: Reply, read_timeout: float = 5.0, cancel: CancellationToken | None = None):
+    name = SAMPLES[provider]
+    server.queue(reply)
+    mc = model_for(name, server.url)
+    mc.options["read_timeout"] = read_timeout
+    mc.options["connect_timeout"] = 2.0
+    sink = Collector()
+    config = StreamConfig(mc, messages=[UserMessage.text("hi")])
+    return get_provider(mc), config, sink, cancel or CancellationToken()
+
+
+def stream(server, provider: str, reply: Reply, **kwargs):
+    prov, config, sink, cancel = start(server, provider, reply, **kwargs)
+    return prov.stream(config, sink, cancel), sink
+
+
+def sample_reply(provider: str, **changes) -> Reply:
+    reply = reply_for(SAMPLES[provider], 4096)
+    for key, value in changes.items():
+        setattr(reply, key, value)
+    return reply
+
+
+def deltas_seen(sink: Collector) -> bool:
+    return any(k not in ("start",) for k in sink.kinds())
+
+
+STATUS_KINDS = [(400, ErrorKind.API), (401, ErrorKind.AUTH), (403, ErrorKind.AUTH), (404, ErrorKind.API),
+                (413, ErrorKind.API), (429, ErrorKind.RATE_LIMITED), (500, ErrorKind.NETWORK),
+                (503, ErrorKind.NETWORK), (529, ErrorKind.NETWORK)]
+
+
+@pytest.mark.parametrize("status,kind", STATUS_KINDS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_http_errors_are_classified_with_body_and_retry_after(server, provider, status, kind) -> None:
+    body = b'{"error": {"type": "x", "message": "boom %d"}}' % status
+    reply = Reply(body, status=status, content_type="application/json", headers={"Retry-After": "7"})
+    with pytest.raises(ProviderError) as info:
+        stream(server, provider, reply)
+    error = info.value
+    assert (error.kind, error.status, error.message) == (kind, status, f"boom {status}")
+    assert error.retry_after_ms == 7000 and "boom" in (error.body or "")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_context_overflow_is_recognised(server, provider) -> None:
+    body = b'{"error": {"message": "prompt is too long: 250000 tokens > 200000 maximum"}}'
+    with pytest.raises(ProviderError) as info:
+        stream(server, provider, Reply(body, status=400, content_type="application/json"))
+    assert info.value.kind == ErrorKind.CONTEXT_OVERFLOW
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_reset_before_response_raises_network(server, provider) -> None:
+    with pytest.raises(ProviderError) as info:
+        stream(server, provider, Reply(reset_before=True))
+    assert info.value.kind == ErrorKind.NETWORK
+
+
+@pytest.mark.parametrize("mode", ["reset_after", "truncate_after"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stream_cut_short_keeps_partial_or_raises(server, provider, mode) -> None:
+    reply = sample_reply(provider, chunk_size=64)
+    setattr(reply, mode, len(reply.body) * 6 // 10)
+    try:
+        message, sink = stream(server, provider, reply)
+    except ProviderError as error:  # nothing had reached the consumer yet
+        assert error.kind == ErrorKind.NETWORK
+        return
+    assert message.stop_reason == StopReason.ERROR and message.error_message
+    assert message.content, "the partial content is kept"
+    assert sink.kinds()[-1] == "error"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stream_without_terminal_event(server, provider) -> None:
+    """A clean end of body that never delivered the final event is an error, not a success."""
+    reply = sample_reply(provider)
+    reply.body = reply.body[: len(reply.body) * 6 // 10]
+    if provider == "bedrock":  # cut at a frame boundary so only the terminal frames are missing
+        from phi.providers.eventstream import EventStreamDecoder
+
+        frames = EventStreamDecoder().feed(reply_for(SAMPLES[provider], 4096).body)
+        reply.body = b"".join(encode_message(f.headers, f.payload) for f in frames[:-3])
+    try:
+        message, _ = stream(server, provider, reply)
+    except ProviderError as error:
+        assert error.kind == ErrorKind.NETWORK and "ended" in error.message
+        return
+    assert message.stop_reason == StopReason.ERROR and "ended" in (message.error_message or "")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_invalid_json_event(server, provider) -> None:
+    if provider == "bedrock":
+        body = encode_message({":message-type": "event", ":event-type": "messageStart"}, b"{not json")
+        reply = Reply(body, content_type="application/vnd.amazon.eventstream")
+    else:
+        reply = Reply(b"data: {not json\n\n")
+    with pytest.raises(ProviderError) as info:
+        stream(server, provider, reply)
+    assert info.value.kind == ErrorKind.API and "invalid JSON" in info.value.message
+
+
+def test_bedrock_crc_mismatch_is_an_api_error(server) -> None:
+    body = bytearray(reply_for(SAMPLES["bedrock"], 4096).body)
+    body[20] ^= 0xFF
+    with pytest.raises(ProviderError) as info:
+        stream(server, "bedrock", Reply(bytes(body), content_type="application/vnd.amazon.eventstream"))
+    assert info.value.kind == ErrorKind.API and "CRC" in info.value.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_silent_server_hits_read_timeout(server, provider) -> None:
+    reply = sample_reply(provider, chunk_size=64)
+    reply.silent_after = len(reply.body) * 6 // 10
+    began = time.monotonic()
+    try:
+        message, sink = stream(server, provider, reply, read_timeout=0.3)
+    except ProviderError as error:
+        assert error.kind == ErrorKind.NETWORK and "timeout" in error.message
+    else:
+        assert message.stop_reason == StopReason.ERROR and "read timeout" in (message.error_message or "")
+    assert time.monotonic() - began < 3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_silent_before_headers_hits_read_timeout(server, provider) -> None:
+    with pytest.raises(ProviderError) as info:
+        stream(server, provider, Reply(silent_before_headers=True), read_timeout=0.3)
+    assert info.value.kind == ErrorKind.NETWORK and "0.3s" in info.value.message
+
+
+def _abort_after_first_event(prov, config, sink, cancel, wait_for_events: bool):
+    result: dict = {}
+
+    def target() -> None:
+        try:
+            result["message"] = prov.stream(config, sink, cancel)
+        except BaseException as exc:  # surfaced by the assertions below
+            result["error"] = exc
+        result["done"] = time.monotonic()
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 3
+    while wait_for_events and not sink.events and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    cancelled_at = time.monotonic()
+    cancel.cancel()
+    worker.join(2)
+    assert not worker.is_alive(), "stream() did not return after cancel"
+    return result, result["done"] - cancelled_at
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_abort_mid_stream_returns_within_100ms(server, provider) -> None:
+    reply = sample_reply(provider, chunk_size=64)
+    reply.silent_after = len(reply.body) * 6 // 10
+    prov, config, sink, cancel = start(server, provider, reply, read_timeout=30)
+    result, latency = _abort_after_first_event(prov, config, sink, cancel, True)
+    assert "error" not in result, result.get("error")
+    assert result["message"].stop_reason == StopReason.ABORTED
+    assert latency < 0.1
+    assert sink.kinds()[-1] == "error"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_abort_before_headers_returns_within_100ms(server, provider) -> None:
+    prov, config, sink, cancel = start(server, provider, Reply(silent_before_headers=True), read_timeout=30)
+    result, latency = _abort_after_first_event(prov, config, sink, cancel, False)
+    assert result["message"].stop_reason == StopReason.ABORTED and latency < 0.1
+
+
+def test_already_cancelled_token_sends_nothing(server) -> None:
+    prov, config, sink, cancel = start(server, "anthropic", Reply())
+    cancel.cancel()
+    message = prov.stream(config, sink, cancel)
+    assert message.stop_reason == StopReason.ABORTED and server.requests == []
+
+
+def test_anthropic_mid_stream_overloaded_error(server) -> None:
+    head = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c","usage":'
+            b'{"input_tokens":5,"output_tokens":1}}}\n\n')
+    text = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+            b'{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta",'
+            b'"index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n')
+    error = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    with pytest.raises(ProviderError) as info:  # nothing streamed yet: raised, retryable
+        stream(server, "anthropic", Reply(head + error))
+    assert info.value.kind == ErrorKind.NETWORK and info.value.is_retryable() and info.value.status == 529
+    message, _ = stream(server, "anthropic", Reply(head + text + error))  # after a delta: partial kept
+    assert message.stop_reason == StopReason.ERROR and message.text == "Hel"
+    assert message.error_message == "Overloaded"
+
+
+def test_bedrock_exception_frame(server) -> None:
+    frames = encode_message({":message-type": "event", ":event-type": "messageStart"}, b'{"role":"assistant"}')
+    frames += encode_message({":message-type": "exception", ":exception-type": "throttlingException"},
+                             b'{"message":"Too many requests"}')
+    with pytest.raises(ProviderError) as info:
+        stream(server, "bedrock", Reply(frames, content_type="application/vnd.amazon.eventstream"))
+    assert info.value.kind == ErrorKind.RATE_LIMITED and "Too many requests" in info.value.message
+
+
+def test_secrets_never_appear_in_errors(server) -> None:
+    body = b'{"error": {"message": "bad key sk-ant-test given"}}'
+    with pytest.raises(ProviderError) as info:
+        stream(server, "anthropic", Reply(body, status=401, content_type="application/json"))
+    assert "sk-ant-test" not in str(info.value) and "sk-ant-test" not in (info.value.body or "")
+    assert "sk-ant-test" not in repr(model_for(SAMPLES["anthropic"], server.url))
+
+
+def test_consumer_exceptions_propagate_unchanged(server) -> None:
+    prov, config, sink, cancel = start(server, "openai", sample_reply("openai"))
+
+    def explode(event) -> None:
+        raise RuntimeError("consumer bug")
+
+    with pytest.raises(RuntimeError, match="consumer bug"):
+        prov.stream(config, explode, cancel)
+
+
+def test_missing_api_key_is_an_auth_error(monkeypatch) -> None:
+    from phi.providers.model_config import ModelConfig
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    mc = ModelConfig.anthropic("claude", base_url="http://127.0.0.1:9")
+    with pytest.raises(ProviderError) as info:
+        get_provider(mc).stream(StreamConfig(mc), Collector(), CancellationToken())
+    assert info.value.kind == ErrorKind.AUTH and "ANTHROPIC_API_KEY" in info.value.message
