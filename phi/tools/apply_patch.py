@@ -31,7 +31,7 @@ from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
 from .environment import ExecutionEnvironment
 from .paths import check_write_allowed
-from .patch_parser import AddFile, DeleteFile, Hunk, PatchError, PatchParseError, UpdateChunk, UpdateFile, parse_patch
+from .patch_parser import AddFile, DeleteFile, Hunk, PatchError, UpdateChunk, UpdateFile, parse_patch
 from .text_match import seek_sequence
 
 log = logging.getLogger("phi.tools.apply_patch")

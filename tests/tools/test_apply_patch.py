@@ -6,7 +6,6 @@ scenario fixtures); the end-to-end scenarios themselves are in test_apply_patch_
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st

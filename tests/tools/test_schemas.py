@@ -102,3 +102,25 @@ def test_importing_phi_tools_is_light():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_tools_run_through_the_agent_loop(env, workdir):
+    """End to end: the loop validates arguments against the schemas and runs the real tools."""
+    from phi.agent import Agent
+    from phi.providers.mock import ScriptedProvider, ScriptedResponse
+    from phi.types import ToolResultMessage
+
+    script = [
+        ScriptedResponse.tool_call("bash", {"command": "echo via-loop > out.txt; cat out.txt"}, "c1"),
+        ScriptedResponse.tool_call("bash", {"command": "ls", "timeout": "soon"}, "c2"),
+        ScriptedResponse.tool_call("write_file", {"path": "../escape.txt", "content": "x"}, "c3"),
+        ScriptedResponse.text("done"),
+    ]
+    agent = Agent(provider=ScriptedProvider(script), tools=default_tools(env))
+    result = agent.run("go", timeout=60)
+    results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False, True, True]
+    assert results[0].text == "Exit code: 0\nvia-loop\n"
+    assert results[1].text.startswith("Invalid arguments for tool bash:")
+    assert "outside the allowed directories" in results[2].text
+    assert (workdir / "out.txt").read_text() == "via-loop\n"
