@@ -144,3 +144,34 @@ def test_follow_ups_are_not_polled_after_abort():
     out = run(["x"], cancel=cancel, get_follow_up_messages=lambda: polled.append(1) or [])
     assert polled == []
     assert out.provider.calls == []
+
+
+def test_abort_during_retry_backoff_ends_promptly_as_aborted():
+    from phi.providers.retry import RetryConfig
+
+    cancel = CancellationToken()
+    threading.Timer(0.05, cancel.cancel).start()
+    script = [{"error": {"kind": "rate_limited", "message": "wait", "retry_after_ms": 5000}}, "never"]
+    out = run(script, cancel=cancel, retry_config=RetryConfig(max_retries=3, initial_delay_ms=1, jitter=False))
+    assert out.elapsed < 1
+    assert len(out.provider.calls) == 1
+    reply = out.replies[-1]
+    assert reply.stop_reason == StopReason.ABORTED and reply.content == []
+    assert out.types[-4:] == ["MessageStart", "MessageEnd", "TurnEnd", "AgentEnd"]
+
+
+def test_abort_after_a_tool_use_reply_answers_every_call_as_aborted():
+    cancel = CancellationToken()
+    ran = []
+
+    def sink(event):
+        if event.type == "MessageEnd" and isinstance(event.message, AssistantMessage):
+            cancel.cancel()
+
+    script = [tool_turn(call("t1", "echo", {"a": 1}), call("t2", "echo", {"a": 2})), "never"]
+    out = run(script, [text_tool("echo", lambda a, c: ran.append(1) or "x")], cancel=cancel, sink=sink)
+    assert ran == [] and out.of("ToolExecutionStart") == []
+    assert [(r.tool_call_id, text_of(r), r.is_error) for r in out.results] == [("t1", ABORTED, True),
+                                                                                ("t2", ABORTED, True)]
+    assert len(out.provider.calls) == 1
+    assert isinstance(out.messages[-1], ToolResultMessage)

@@ -147,6 +147,13 @@ def _check_deltas(out):
             slot = pending.setdefault(event.delta.index, {"kind": event.delta.kind, "text": ""})
             assert slot["kind"] == event.delta.kind
             slot["text"] += event.delta.delta
+            partial = event.message.content[event.delta.index]  # the message so far
+            if slot["kind"] == "text":
+                assert partial.text == slot["text"]
+            elif slot["kind"] == "thinking":
+                assert partial.thinking == slot["text"]
+            else:
+                assert isinstance(partial, ToolCall)
         elif event.type == "MessageEnd":
             message = event.message
             if not isinstance(message, AssistantMessage):
