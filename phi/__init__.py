@@ -86,6 +86,13 @@ _EXPORTS: dict[str, str] = {
     # context management (SPEC §8)
     "ContextConfig": "phi.context.config",
     "ExecutionLimits": "phi.context.config",
+    "ExecutionTracker": "phi.context.tracker",
+    "ContextTracker": "phi.context.tracker",
+    "compact_messages": "phi.context.compaction",
+    "final_answer_tool": "phi.structured",
+    # built-in tools (SPEC §9)
+    "default_tools": "phi.tools",
+    "coding_tools": "phi.tools",
     # errors
     "PhiError": "phi.errors",
     "DecodeError": "phi.errors",
