@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Union
+from typing import Any, Callable, ClassVar, Union, get_args
 
 from .errors import DecodeError
 from .types import (
@@ -196,25 +196,7 @@ AgentEvent = Union[
     ParallelLoopEnd,
 ]
 
-EVENT_TYPES: dict[str, type] = {
-    cls.type: cls
-    for cls in (
-        AgentStart,
-        AgentEnd,
-        TurnStart,
-        TurnEnd,
-        MessageStart,
-        MessageUpdate,
-        MessageEnd,
-        ToolExecutionStart,
-        ToolExecutionUpdate,
-        ToolExecutionEnd,
-        ProgressMessage,
-        InputRejected,
-        ParallelLoopStart,
-        ParallelLoopEnd,
-    )
-}
+EVENT_TYPES: dict[str, type] = {cls.type: cls for cls in get_args(AgentEvent)}
 
 EventSink = Callable[[Any], None]
 
