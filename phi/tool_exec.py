@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -78,6 +79,9 @@ class ToolRunner:
         self.cancel = cancel
         self.loop_id = loop_id
         self._executor: ThreadPoolExecutor | None = None
+        # Held while a call is marked finished and its End emitted, and while an update or progress
+        # event of a call is emitted, so an abandoned tool can never report after its End.
+        self._finish_lock = threading.Lock()
 
     def close(self) -> None:
         if self._executor is not None:
@@ -224,9 +228,10 @@ class ToolRunner:
                 self._finish(ex, result, False)
 
     def _finish(self, ex: _Execution, result: ToolResult, is_error: bool) -> None:
-        ex.result, ex.is_error, ex.finished = result, is_error, True
         call = ex.call
-        self.emit(ToolExecutionEnd(self.loop_id, call.id, call.name, result, is_error, result.child_loop_id))
+        with self._finish_lock:
+            ex.result, ex.is_error, ex.finished = result, is_error, True
+            self.emit(ToolExecutionEnd(self.loop_id, call.id, call.name, result, is_error, result.child_loop_id))
         if self.config.after_tool_execution is not None:
             self.config.after_tool_execution(call.name, call.id, is_error)
 
@@ -241,7 +246,10 @@ class ToolRunner:
             text = _text_of(partial)
             if config.before_tool_execution_update is not None and config.before_tool_execution_update(call.name, call.id, text) is False:
                 return
-            self.emit(ToolExecutionUpdate(self.loop_id, call.id, call.name, partial))
+            with self._finish_lock:
+                if ex.finished:
+                    return
+                self.emit(ToolExecutionUpdate(self.loop_id, call.id, call.name, partial))
             if config.after_tool_execution_update is not None:
                 config.after_tool_execution_update(call.name, call.id, text)
 
@@ -251,8 +259,9 @@ class ToolRunner:
         call = ex.call
 
         def on_progress(text: str) -> None:
-            if not ex.finished:
-                self.emit(ProgressMessage(self.loop_id, call.id, call.name, text))
+            with self._finish_lock:
+                if not ex.finished:
+                    self.emit(ProgressMessage(self.loop_id, call.id, call.name, text))
 
         return on_progress
 

@@ -161,3 +161,24 @@ def test_updates_after_a_tool_finished_are_dropped():
     leaked["ctx"].update("too late")
     leaked["ctx"].progress("too late")
     assert out.of("ToolExecutionUpdate") == [] and out.of("ProgressMessage") == []
+
+
+def test_an_abandoned_tool_never_reports_after_its_end():
+    # regression: a timed-out tool that keeps calling update/progress could slip an event in
+    # between the loop marking it finished and emitting its ToolExecutionEnd
+    for _ in range(20):
+        stop = threading.Event()
+
+        def spam(args, ctx):
+            while not stop.is_set():
+                ctx.update("x")
+                ctx.progress("p")
+            return "done"
+
+        try:
+            out = run([tool_turn(call("t1", "spam")), "ok"], [text_tool("spam", spam)], tool_timeout_ms=15)
+        finally:
+            stop.set()
+        types = out.types
+        after_end = types[types.index("ToolExecutionEnd"):]
+        assert "ToolExecutionUpdate" not in after_end and "ProgressMessage" not in after_end
