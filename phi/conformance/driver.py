@@ -1,0 +1,166 @@
+"""The reference driver of the conformance suite (SPEC §10; protocol in conformance/README.md).
+
+Reads one fixture (JSON) on stdin, runs it against phi's loop and writes JSON lines on stdout::
+
+    {"kind": "event", "event": {...}}                  every AgentEvent, in emission order
+    {"kind": "hook", "name": "before_turn", "args": [...]}
+    {"kind": "provider_request", "index": 0, "request": {...}}
+    {"kind": "tool_executed", "name": "echo", "tool_call_id": "t1", "args": {...}}
+    {"kind": "result", "messages": [...]}               last line on success, or
+    {"kind": "error", "error": "InvalidContinue", "message": "..."}
+
+Usage: ``python -m phi.conformance.driver < fixture.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO, Any
+
+from ..cancel import CancellationToken
+from ..errors import ConfigError, PhiError
+from ..events import event_to_json
+from ..loop import agent_loop, agent_loop_continue
+from ..loop_config import AgentContext, AgentLoopConfig, ToolExecution
+from ..providers.model_config import API_MOCK, ModelConfig
+from ..providers.retry import RetryConfig
+from ..queues import MessageQueue
+from ..types import ContinuationKind, QueueMode, ThinkingLevel, TurnTrigger, message_to_json
+from .match import matches
+from .scripted import Recorder, ReportingProvider, ScriptedTool, make_filter, make_hook, message_of
+
+
+class Actions:
+    """Event-bound actions: each fires once, on the thread that emitted its triggering event."""
+
+    def __init__(self, specs: list[dict[str, Any]], steering: MessageQueue, follow_up: MessageQueue,
+                 cancel: CancellationToken) -> None:
+        self.pending = []
+        self.steering, self.follow_up, self.cancel = steering, follow_up, cancel
+        for spec in specs:
+            when = spec.get("when", "before_start")
+            if when == "before_start":
+                self.apply(spec["do"])
+            else:
+                pattern = {"type": when["event"], **when.get("where", {})}
+                self.pending.append([pattern, int(when.get("nth", 1)), spec["do"]])
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        for entry in self.pending:
+            pattern, nth, do = entry
+            if nth > 0 and matches(pattern, event):
+                entry[1] = nth = nth - 1
+                if nth == 0:
+                    self.apply(do)
+
+    def apply(self, do: Any) -> None:
+        if do == "abort" or (isinstance(do, dict) and do.get("abort")):
+            self.cancel.cancel()
+        elif isinstance(do, dict) and "steer" in do:
+            self.steering.push(message_of(do["steer"]))
+        elif isinstance(do, dict) and "follow_up" in do:
+            self.follow_up.push(message_of(do["follow_up"]))
+        else:
+            raise ConfigError(f"unknown action {do!r}")
+
+
+def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQueue,
+                 follow_up: MessageQueue) -> AgentLoopConfig:
+    spec = fixture.get("config", {})
+    model = spec.get("model", {})
+    model_config = ModelConfig(id=model.get("id", "mock-model"), api=API_MOCK, provider=model.get("provider", "mock"))
+    config = AgentLoopConfig(
+        model_config=model_config,
+        provider=ReportingProvider(fixture.get("provider", {}), recorder, model_config.provider),
+        thinking_level=ThinkingLevel(spec.get("thinking_level", "off")),
+        max_tokens=spec.get("max_tokens"),
+        temperature=spec.get("temperature"),
+        config_id=spec.get("config_id"),
+        first_turn_trigger=TurnTrigger(spec.get("first_turn_trigger", "User")),
+        metadata=spec.get("metadata"),
+        tool_execution=ToolExecution(spec.get("tool_execution", "parallel")),
+        batch_size=int(spec.get("batch_size", 4)),
+        tool_timeout_ms=spec.get("tool_timeout_ms"),
+        tool_abort_grace_ms=int(spec.get("tool_abort_grace_ms", 1000)),
+        retry_config=RetryConfig(max_retries=int(spec.get("retry", {}).get("max_retries", 0)), initial_delay_ms=0,
+                                 max_delay_ms=0, jitter=False),
+        get_steering_messages=steering.drain,
+        get_follow_up_messages=follow_up.drain,
+    )
+    if "context" in spec:
+        from ..context.config import ContextConfig
+
+        config.context_config = ContextConfig(**spec["context"])
+    if "limits" in spec:
+        from ..context.config import ExecutionLimits
+
+        limits = spec["limits"]
+        duration = limits.get("max_duration_ms")
+        config.execution_limits = ExecutionLimits(limits.get("max_turns"), limits.get("max_total_tokens"),
+                                                  None if duration is None else duration / 1000.0)
+    config.input_filters = [make_filter(i, f, recorder) for i, f in enumerate(spec.get("input_filters", []))]
+    for name, hook_spec in spec.get("hooks", {}).items():
+        setattr(config, name, make_hook(name, hook_spec, recorder))
+    return config
+
+
+def build_context(fixture: dict[str, Any], recorder: Recorder) -> AgentContext:
+    spec = fixture.get("context", {})
+    kind = spec.get("continuation_kind")
+    return AgentContext(
+        system_prompt=spec.get("system_prompt", ""),
+        messages=[message_of(m) for m in spec.get("messages", [])],
+        tools=[ScriptedTool(t, recorder) for t in fixture.get("tools", [])],
+        agent_id=spec.get("agent_id"),
+        session_id=spec.get("session_id"),
+        loop_id=spec.get("loop_id"),
+        parent_loop_id=spec.get("parent_loop_id"),
+        continuation_kind=None if kind is None else ContinuationKind.from_json(kind),
+    )
+
+
+def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
+    """Run one fixture, writing protocol lines to ``out`` (stdout by default)."""
+    recorder = Recorder(out)
+    config_spec = fixture.get("config", {})
+    steering = MessageQueue(QueueMode(config_spec.get("steering_mode", "one_at_a_time")))
+    follow_up = MessageQueue(QueueMode(config_spec.get("follow_up_mode", "one_at_a_time")))
+    cancel = CancellationToken()
+    try:
+        config = build_config(fixture, recorder, steering, follow_up)
+        context = build_context(fixture, recorder)
+        actions = Actions(fixture.get("actions", []), steering, follow_up, cancel)
+    except (PhiError, ValueError, KeyError, TypeError) as error:
+        recorder.write({"kind": "error", "error": "FixtureError", "message": f"{type(error).__name__}: {error}"})
+        return
+
+    def sink(event: Any) -> None:
+        data = event_to_json(event)
+        recorder.event(data)
+        actions.on_event(data)
+
+    prompts = [message_of(p) for p in fixture.get("prompts", [])]
+    try:
+        if fixture.get("entry", "agent_loop") == "agent_loop_continue":
+            messages = agent_loop_continue(context, config, sink, cancel)
+        else:
+            messages = agent_loop(prompts, context, config, sink, cancel)
+    except PhiError as error:
+        recorder.write({"kind": "error", "error": type(error).__name__, "message": str(error)})
+        return
+    recorder.write({"kind": "result", "messages": [message_to_json(m) for m in messages]})
+
+
+def main() -> int:
+    try:
+        fixture = json.load(sys.stdin)
+    except ValueError as error:
+        print(json.dumps({"kind": "error", "error": "FixtureError", "message": f"stdin is not JSON: {error}"}))
+        return 2
+    run_fixture(fixture)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Invariants checked on every fixture's event stream, whatever it expects (SPEC §10; DESIGN §5).
+
+These are the loop contract's structural rules; a fixture can switch them off with
+``"invariants": false`` (none of the shipped fixtures do).
+
+1. A run's events start with ``AgentStart`` (or are a lone ``AgentEnd`` after a ``before_loop``
+   veto) and end with ``AgentEnd``; every ``loop_id`` is the run's loop id.
+2. ``TurnStart``/``TurnEnd`` alternate and pair up.
+3. ``MessageStart``/``MessageEnd`` pair up without nesting; ``MessageUpdate`` only in between; the
+   text/thinking deltas of a message concatenate to its final content.
+4. The messages announced by ``MessageEnd`` are, in order, ``AgentEnd.messages`` and the returned
+   messages.
+5. Each tool call id has at most one ``ToolExecutionStart`` and one ``ToolExecutionEnd``, in that
+   order; updates and progress fall between them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def check(events: list[dict[str, Any]], result: list[Any] | None) -> list[str]:
+    problems: list[str] = []
+    if not events:
+        return problems
+    problems += _bracketing(events)
+    problems += _turns(events)
+    problems += _messages(events, result)
+    problems += _tools(events)
+    return problems
+
+
+def _bracketing(events: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    types = [e.get("type") for e in events]
+    if types[-1] != "AgentEnd":
+        problems.append(f"invariant: the last event must be AgentEnd, got {types[-1]}")
+    if types[0] != "AgentStart" and types != ["AgentEnd"]:
+        problems.append(f"invariant: the first event must be AgentStart, got {types[0]}")
+    loop_ids = {e["loop_id"] for e in events if "loop_id" in e}
+    if len(loop_ids) > 1:
+        problems.append(f"invariant: events carry different loop ids {sorted(map(str, loop_ids))}")
+    return problems
+
+
+def _turns(events: list[dict[str, Any]]) -> list[str]:
+    open_turn = False
+    for i, event in enumerate(events):
+        kind = event.get("type")
+        if kind == "TurnStart":
+            if open_turn:
+                return [f"invariant: events[{i}] TurnStart inside an open turn"]
+            open_turn = True
+        elif kind == "TurnEnd":
+            if not open_turn:
+                return [f"invariant: events[{i}] TurnEnd without TurnStart"]
+            open_turn = False
+    return ["invariant: a TurnStart has no TurnEnd"] if open_turn else []
+
+
+def _messages(events: list[dict[str, Any]], result: list[Any] | None) -> list[str]:
+    problems: list[str] = []
+    open_message: dict[str, Any] | None = None
+    deltas: dict[tuple[str, int], str] = {}
+    ended: list[Any] = []
+    for i, event in enumerate(events):
+        kind = event.get("type")
+        if kind == "MessageStart":
+            if open_message is not None:
+                problems.append(f"invariant: events[{i}] MessageStart while another message is open")
+            open_message, deltas = event, {}
+        elif kind == "MessageUpdate":
+            if open_message is None:
+                problems.append(f"invariant: events[{i}] MessageUpdate outside MessageStart/MessageEnd")
+                continue
+            delta = event.get("delta") or {}
+            if delta.get("type") in ("text", "thinking"):
+                key = (delta["type"], int(delta.get("index", 0)))
+                deltas[key] = deltas.get(key, "") + str(delta.get("delta", ""))
+        elif kind == "MessageEnd":
+            if open_message is None:
+                problems.append(f"invariant: events[{i}] MessageEnd without MessageStart")
+            problems += _deltas_concatenate(i, deltas, event.get("message") or {})
+            ended.append(event.get("message"))
+            open_message, deltas = None, {}
+    if open_message is not None:
+        problems.append("invariant: a MessageStart has no MessageEnd")
+    end = events[-1] if events[-1].get("type") == "AgentEnd" else None
+    if end is not None and isinstance(end.get("messages"), list) and end["messages"] != ended:
+        problems.append(
+            f"invariant: AgentEnd.messages ({len(end['messages'])}) are not the messages announced by "
+            f"MessageEnd ({len(ended)}), in order"
+        )
+    if end is not None and result is not None and isinstance(end.get("messages"), list) and result != end["messages"]:
+        problems.append("invariant: the returned messages differ from AgentEnd.messages")
+    return problems
+
+
+def _deltas_concatenate(i: int, deltas: dict[tuple[str, int], str], message: dict[str, Any]) -> list[str]:
+    content = message.get("content") or []
+    for (kind, index), text in deltas.items():
+        block = content[index] if isinstance(content, list) and 0 <= index < len(content) else None
+        final = block.get(kind) if isinstance(block, dict) else None
+        if final != text:
+            return [f"invariant: events[{i}] {kind} deltas of block {index} concatenate to {text!r}, "
+                    f"but the final block has {final!r}"]
+    return []
+
+
+def _tools(events: list[dict[str, Any]]) -> list[str]:
+    state: dict[str, str] = {}
+    for i, event in enumerate(events):
+        kind, call_id = event.get("type"), event.get("tool_call_id")
+        if kind == "ToolExecutionStart":
+            if call_id in state:
+                return [f"invariant: events[{i}] second ToolExecutionStart for {call_id}"]
+            state[call_id] = "running"
+        elif kind in ("ToolExecutionUpdate", "ProgressMessage"):
+            if state.get(call_id) != "running":
+                return [f"invariant: events[{i}] {kind} for {call_id} outside its Start/End"]
+        elif kind == "ToolExecutionEnd":
+            if state.get(call_id) != "running":
+                return [f"invariant: events[{i}] ToolExecutionEnd for {call_id} without a running start"]
+            state[call_id] = "ended"
+    running = [c for c, s in state.items() if s == "running"]
+    return [f"invariant: tool calls {running} started but never ended"] if running else []

@@ -1,0 +1,99 @@
+"""Draft a fixture's ``expect`` from the reference driver (a maintainer's tool, SPEC §10).
+
+``python -m phi.conformance record FIXTURE.json...`` runs each fixture through the reference driver
+and writes ``expect`` with the fields worth checking (timestamps, zero usage, null optionals and
+per-event loop ids are left out). The result is a draft: read it against SPEC.md before committing,
+and wrap completion-order groups in ``{"unordered": [...]}`` by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .runner import REFERENCE_DRIVER, parse_output, run_driver
+
+_ZERO_USAGE = {"input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0}
+
+
+def prune_message(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    out = {}
+    for key, value in message.items():
+        if key in ("timestamp", "model", "provider"):
+            continue
+        if key == "usage" and value == _ZERO_USAGE:
+            continue
+        if value is None:
+            continue
+        if key == "error_message":
+            # the wording is the implementation's; check the provider's message is in it
+            if value == "aborted":
+                continue
+            value = {"$contains": value.split(": ", 1)[-1]}
+        out[key] = value
+    return out
+
+
+def prune_event(event: dict[str, Any]) -> dict[str, Any]:
+    kind = event.get("type")
+    out: dict[str, Any] = {}
+    for key, value in event.items():
+        if key == "timestamp" or (key == "loop_id" and kind not in ("AgentStart", "AgentEnd")):
+            continue
+        if value is None and key not in ("parent_loop_id", "continuation_kind"):
+            continue
+        if key == "message" and kind == "MessageStart" and value.get("role") == "assistant":
+            value = {"role": "assistant"}  # the snapshot before the first delta is not specified
+        elif key == "message" and kind == "MessageUpdate":
+            value = {"role": value.get("role"), "content": value.get("content")}
+        elif key == "message":
+            value = prune_message(value)
+        elif key in ("messages", "tool_results"):
+            value = [prune_message(m) for m in value]
+        elif key in ("result", "partial_result") and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if v is not None}
+        elif key == "usage" and value == _ZERO_USAGE and kind == "TurnEnd":
+            continue
+        out[key] = value
+    return out
+
+
+def prune_request(request: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"messages": [prune_message(m) for m in request.get("messages", [])]}
+    if request.get("system_prompt"):
+        out["system_prompt"] = request["system_prompt"]
+    if request.get("tools"):
+        out["tools"] = [{"name": t.get("name")} for t in request["tools"]]
+    if request.get("api_key") is not None:
+        out["api_key"] = request["api_key"]
+    return out
+
+
+def draft_expect(fixture: dict[str, Any], command: str = REFERENCE_DRIVER) -> dict[str, Any]:
+    lines, stderr, failure = run_driver(command, fixture, 20.0)
+    if failure:
+        raise RuntimeError(f"{fixture.get('id')}: {failure}\n{stderr}")
+    output = parse_output(fixture, lines)
+    expect: dict[str, Any] = {}
+    final = output.final or {}
+    if final.get("kind") == "error":
+        expect["error"] = {"error": final.get("error")}
+    expect["events"] = [prune_event(e) for e in output.events]
+    if final.get("kind") == "result":
+        expect["messages"] = [prune_message(m) for m in final.get("messages", [])]
+    expect["provider_requests"] = [prune_request(r) for r in output.requests]
+    if output.hooks:
+        expect["hooks"] = output.hooks
+    expect["tools_executed"] = sorted(output.executed)
+    return expect
+
+
+def record(paths: list[Path], command: str = REFERENCE_DRIVER) -> None:
+    for path in paths:
+        fixture = json.loads(path.read_text(encoding="utf-8"))
+        fixture["expect"] = draft_expect(fixture, command)
+        path.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"recorded {path}")

@@ -1,0 +1,236 @@
+"""Scripted stand-ins the reference driver builds from a fixture (SPEC §10, conformance/README.md).
+
+Tools that play per-call steps, hooks that return scripted values, input filters with scripted
+results and a provider that reports each request. Everything reports to a :class:`Recorder`, which
+writes the driver protocol's JSON lines and keeps the event log that ``wait_for_event`` steps and
+event-bound actions look at.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import IO, Any, Callable
+
+from ..agent_tool import ToolContext
+from ..errors import ConfigError, ToolError
+from ..filters import FilterResult
+from ..providers.base import StreamConfig, StreamEventSink
+from ..providers.mock import ScriptedProvider
+from ..types import AssistantMessage, ToolResult, UserMessage, message_from_json, message_to_json
+from .match import matches
+
+WAIT_FOR_EVENT_TIMEOUT_S = 5.0
+
+# Exceptions a fixture may ask a tool to raise (``{"raise": {"type": ..., "message": ...}}``).
+RAISABLE: dict[str, type[BaseException]] = {
+    "ValueError": ValueError,
+    "RuntimeError": RuntimeError,
+    "KeyError": KeyError,
+    "TypeError": TypeError,
+    "ZeroDivisionError": ZeroDivisionError,
+    "Error": RuntimeError,
+}
+
+
+class Recorder:
+    """Writes protocol lines (thread-safe) and remembers every event for waits and actions."""
+
+    def __init__(self, out: IO[str] | None = None) -> None:
+        self.out = out or sys.stdout
+        self.lock = threading.Lock()
+        self.events: list[dict[str, Any]] = []
+        self.changed = threading.Condition()
+
+    def write(self, line: dict[str, Any]) -> None:
+        text = json.dumps(line, ensure_ascii=False, default=str)
+        with self.lock:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    def event(self, event: dict[str, Any]) -> None:
+        self.write({"kind": "event", "event": event})
+        with self.changed:
+            self.events.append(event)
+            self.changed.notify_all()
+
+    def wait_for_event(self, pattern: dict[str, Any], timeout: float = WAIT_FOR_EVENT_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not any(matches(pattern, e) for e in self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f"wait_for_event timed out waiting for {pattern}")
+                self.changed.wait(left)
+
+
+def message_of(data: Any) -> Any:
+    """A fixture message: a string is a user text message, an object is SPEC §2.6 JSON."""
+    if isinstance(data, str):
+        return UserMessage.text(data)
+    return message_from_json(data)
+
+
+def tool_result_of(data: Any) -> ToolResult:
+    if isinstance(data, str):
+        return ToolResult.text(data)
+    return ToolResult.from_json(data)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ScriptedTool:
+    """A tool whose calls play the fixture's steps (``calls[tool_call_id]`` or ``default``)."""
+
+    def __init__(self, spec: dict[str, Any], recorder: Recorder) -> None:
+        self.name: str = spec["name"]
+        self.description: str = spec.get("description", "")
+        self.parameters: dict[str, Any] = spec.get("parameters", {"type": "object"})
+        self.timeout_ms: int | None = spec.get("timeout_ms")
+        self.calls: dict[str, list[dict[str, Any]]] = spec.get("calls", {})
+        self.default: list[dict[str, Any]] = spec.get("default", [{"result": "ok"}])
+        self.recorder = recorder
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id, "args": args})
+        steps = self.calls.get(ctx.tool_call_id, self.default)
+        for step in steps:
+            outcome = self.play(step, ctx)
+            if outcome is not None:
+                return outcome
+        return ToolResult.text("")
+
+    def play(self, step: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
+        """One step; returns the tool's result for a terminal step, None to go on."""
+        if "update" in step:
+            ctx.update(tool_result_of(step["update"]))
+        elif "progress" in step:
+            ctx.progress(step["progress"])
+        elif "sleep_ms" in step:
+            time.sleep(step["sleep_ms"] / 1000.0)  # deliberately ignores cancellation
+        elif "wait_for_event" in step:
+            self.recorder.wait_for_event(step["wait_for_event"])
+        elif "block_until_cancelled" in step:
+            if not ctx.cancel.wait(WAIT_FOR_EVENT_TIMEOUT_S * 2):
+                raise RuntimeError("block_until_cancelled: never cancelled")
+        elif "result" in step:
+            return tool_result_of(step["result"])
+        elif "error" in step:
+            raise ToolError(step["error"])
+        elif "raise" in step:
+            spec = step["raise"]
+            raise RAISABLE.get(spec.get("type", "RuntimeError"), RuntimeError)(spec.get("message", ""))
+        else:
+            raise ConfigError(f"unknown tool step {step!r}")
+        return None
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+class ScriptedReturns:
+    """The values a hook returns, call by call: ``returns[n]`` for the n-th call, then ``default``."""
+
+    def __init__(self, spec: Any, default: Any) -> None:
+        if isinstance(spec, dict):
+            self.returns = list(spec.get("returns", []))
+            self.default = spec.get("default", default)
+        elif isinstance(spec, list):
+            self.returns, self.default = list(spec), default
+        else:
+            self.returns, self.default = [], spec
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def next(self) -> Any:
+        with self.lock:
+            n, self.count = self.count, self.count + 1
+        return self.returns[n] if n < len(self.returns) else self.default
+
+
+def _usage(usage: Any) -> Any:
+    return usage.to_json() if hasattr(usage, "to_json") else usage
+
+
+# hook name -> how its arguments are written on a "hook" line (messages are written as their count)
+HOOK_ARGS: dict[str, Callable[..., list[Any]]] = {
+    "before_loop": lambda messages, index: [len(messages), index],
+    "after_loop": lambda messages, usage: [len(messages), _usage(usage)],
+    "before_turn": lambda messages, index: [len(messages), index],
+    "after_turn": lambda messages, usage: [len(messages), _usage(usage)],
+    "on_error": lambda message: [message],
+    "before_tool_execution": lambda name, call_id, args: [name, call_id, args],
+    "after_tool_execution": lambda name, call_id, is_error: [name, call_id, is_error],
+    "before_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
+    "after_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
+    "get_api_key": lambda provider: [provider],
+    "transform_context": lambda messages: [len(messages)],
+}
+_DEFAULTS = {"get_api_key": None}
+
+
+def make_hook(name: str, spec: Any, recorder: Recorder) -> Callable[..., Any]:
+    if name not in HOOK_ARGS:
+        raise ConfigError(f"unknown hook {name!r}; known: {', '.join(HOOK_ARGS)}")
+    if name == "transform_context":
+        keep_last = int(spec.get("keep_last", 0)) if isinstance(spec, dict) else 0
+
+        def transform(messages: list[Any]) -> list[Any]:
+            recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](messages)})
+            return messages[-keep_last:] if keep_last else messages
+
+        return transform
+    returns = ScriptedReturns(spec if spec != {} else None, _DEFAULTS.get(name, True))
+
+    def hook(*args: Any) -> Any:
+        recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](*args)})
+        return returns.next()
+
+    return hook
+
+
+def make_filter(index: int, spec: dict[str, Any], recorder: Recorder) -> Callable[[str], FilterResult]:
+    """An input filter with a scripted result; ``if_contains`` makes it pass unless the text has it."""
+    result = FilterResult(spec.get("action", "pass"), spec.get("text", ""))
+    needle = spec.get("if_contains")
+
+    def flt(text: str) -> FilterResult:
+        recorder.write({"kind": "hook", "name": "input_filter", "args": [index, text]})
+        if needle is not None and needle not in text:
+            return FilterResult.passed()
+        return result
+
+    return flt
+
+
+# --------------------------------------------------------------------------- provider
+
+
+def request_to_json(config: StreamConfig) -> dict[str, Any]:
+    """What one provider call received, in the protocol's ``provider_request`` shape."""
+    return {
+        "system_prompt": config.system_prompt,
+        "messages": [message_to_json(m) for m in config.messages],
+        "tools": [t.to_json() for t in config.tools],
+        "model": config.model_config.id,
+        "provider": config.model_config.provider,
+        "thinking_level": config.thinking_level.value,
+        "max_tokens": config.max_tokens,
+        "temperature": config.temperature,
+        "api_key": config.api_key,
+    }
+
+
+class ReportingProvider(ScriptedProvider):
+    """A ScriptedProvider that writes a ``provider_request`` line for every call."""
+
+    def __init__(self, spec: dict[str, Any], recorder: Recorder, provider_id: str) -> None:
+        super().__init__(spec.get("responses", []), provider_id=provider_id, default=spec.get("default"))
+        self.recorder = recorder
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: Any) -> AssistantMessage:
+        self.recorder.write({"kind": "provider_request", "index": len(self.calls), "request": request_to_json(config)})
+        return super().stream(config, on_event, cancel)
