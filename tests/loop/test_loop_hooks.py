@@ -182,3 +182,28 @@ def test_an_abandoned_tool_never_reports_after_its_end():
         types = out.types
         after_end = types[types.index("ToolExecutionEnd"):]
         assert "ToolExecutionUpdate" not in after_end and "ProgressMessage" not in after_end
+
+
+def _after_loop_paths():
+    from phi.cancel import CancellationToken
+    from phi.context.config import ExecutionLimits
+
+    cancelled = CancellationToken()
+    cancelled.cancel()
+    limits = ExecutionLimits(max_turns=1, max_total_tokens=None, max_duration=None)
+    return {
+        "clean": (["ok"], {}),
+        "abort before start": (["never"], {"cancel": cancelled}),
+        "provider error": ([{"error": {"kind": "auth", "message": "no"}}], {}),
+        "limit": ([tool_turn(call("t1", "echo")), "never"], {"execution_limits": limits}),
+        "before_turn veto": (["never"], {"before_turn": lambda m, i: False}),
+    }
+
+
+def test_after_loop_runs_once_right_after_agent_end_on_every_exit_path():
+    for name, (script, settings) in _after_loop_paths().items():
+        log: list[str] = []
+        run(script, [text_tool("echo")], sink=lambda e: log.append(e.type),
+            after_loop=lambda messages, usage: log.append("after_loop"), **settings)
+        assert log.count("after_loop") == 1, name
+        assert log[-2:] == ["AgentEnd", "after_loop"], name
