@@ -235,7 +235,13 @@ class AnthropicParser(SSEParser):
 
     def handle(self, event: Any) -> None:
         data = self.loads(event.data)
-        handler = self._handlers.get(data.get("type") or event.event)
+        kind = data.get("type") or event.event
+        if kind == "content_block_delta":  # the hot path: one text delta of an open block
+            delta = data["delta"]
+            if delta.get("type") == "text_delta" and data["index"] not in self._fresh:
+                self.builder.text(delta["text"])
+                return
+        handler = self._handlers.get(kind)
         if handler is not None:  # ping and unknown event types are ignored (versioning policy)
             handler(data)
 

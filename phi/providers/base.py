@@ -312,6 +312,9 @@ class AssistantBuilder:
         self.emitted += 1
         self._on_event(StreamEvent(kind, self.snapshot(), index, delta))
 
+    # text() and thinking() are the hot path of every provider (one call per streamed delta), so
+    # they build the snapshot inline instead of going through _emit()/snapshot().
+
     def text(self, delta: str, new_block: bool = False) -> None:
         """Append text to the open text block (or open one)."""
         if not self._started:
@@ -321,7 +324,9 @@ class AssistantBuilder:
             content[-1] = TextContent(last.text + delta)
         else:
             content.append(TextContent(delta))
-        self._emit(StreamEventKind.TEXT_DELTA, len(content) - 1, delta)
+        self.emitted += 1
+        partial = AssistantMessage(content[:], _STOP, self.model, self.provider, self.usage, int(_time() * 1000), None)
+        self._on_event(StreamEvent(_TEXT_DELTA, partial, len(content) - 1, delta))
 
     def thinking(self, delta: str, signature: str | None = None, new_block: bool = False) -> None:
         """Append reasoning text to the open thinking block (or open one)."""
@@ -332,7 +337,9 @@ class AssistantBuilder:
             content[-1] = ThinkingContent(last.thinking + delta, signature or last.signature)
         else:
             content.append(ThinkingContent(delta, signature))
-        self._emit(StreamEventKind.THINKING_DELTA, len(content) - 1, delta)
+        self.emitted += 1
+        partial = AssistantMessage(content[:], _STOP, self.model, self.provider, self.usage, int(_time() * 1000), None)
+        self._on_event(StreamEvent(_THINKING_DELTA, partial, len(content) - 1, delta))
 
     def thinking_signature(self, signature: str, append: bool = False) -> None:
         """Set (or extend) the signature of the most recent thinking block; opens one if needed."""
@@ -402,6 +409,12 @@ class AssistantBuilder:
         kind = StreamEventKind.DONE if stop_reason not in (StopReason.ERROR, StopReason.ABORTED) else StreamEventKind.ERROR
         self._on_event(StreamEvent(kind, message))
         return message
+
+
+_STOP = StopReason.STOP
+_TEXT_DELTA = StreamEventKind.TEXT_DELTA
+_THINKING_DELTA = StreamEventKind.THINKING_DELTA
+_time = time.time
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import json
+import json.scanner
 import logging
 import os
 import socket
@@ -48,6 +49,8 @@ DEFAULT_READ_TIMEOUT = 120.0
 ABORTED_MESSAGE = "aborted"
 MAX_ERROR_BODY = 1 << 20
 USER_AGENT = "phi-agent/0.1 (python-requests)"
+
+_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner when available
 
 _session_lock = threading.Lock()
 _session: requests.Session | None = None
@@ -148,8 +151,19 @@ class StreamParser(abc.ABC):
         return self.builder.finish(self.stop_reason, self.error_message)
 
     def loads(self, data: str | bytes) -> Any:
-        """Parse one event's JSON, or fail with a clear API error."""
+        """Parse one event's JSON, or fail with a clear API error.
+
+        Calls the JSON scanner directly (the hot path: once per event); anything unusual — leading
+        whitespace, bytes, trailing text — goes through ``json.loads`` for the exact same result.
+        """
         try:
+            if type(data) is str:
+                try:
+                    value, end = _scan_once(data, 0)
+                except StopIteration:
+                    return json.loads(data)
+                if end == len(data) or not data[end:].strip():
+                    return value
             return json.loads(data)
         except ValueError:
             shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")

@@ -15,7 +15,7 @@ Unlike the standard (which drops it), a pending event at end of input is flushed
 :meth:`SSEDecoder.close`, because several providers end their stream without a final blank line.
 
 The decoder is written for throughput: it normalises line endings with ``bytes.replace`` and splits
-events with ``bytes.find``, so the Python-level work is a handful of operations per event.
+events with ``bytes.split``, so the Python-level work is a handful of operations per event.
 """
 
 from __future__ import annotations
@@ -86,17 +86,31 @@ class SSEDecoder:
             self._started = True
             if buf.startswith(_BOM):
                 buf = buf[3:]
-        events: list[SSEEvent] = []
-        start = 0
-        find = buf.find
-        end = find(b"\n\n", self._scan)
-        while end >= 0:
-            self._parse_block(buf[start:end], events)
-            start = end + 2
-            end = find(b"\n\n", start)
-        rest = buf[start:] if start else buf
+        if buf.find(b"\n\n", self._scan) < 0:
+            self._buf = buf
+            self._scan = max(0, len(buf) - 1)
+            return []
+        blocks = buf.split(b"\n\n")
+        rest = blocks.pop()  # the incomplete tail (or b"")
         self._buf = rest
         self._scan = max(0, len(rest) - 1)
+        events: list[SSEEvent] = []
+        append = events.append
+        last_id = self._last_id
+        for block in blocks:
+            # Fast paths: a lone ``data:`` line, or ``event:`` followed by one ``data:`` line.
+            if block[:6] == b"data: ":
+                if b"\n" not in block:
+                    append(SSEEvent("message", block[6:].decode("utf-8", "replace"), last_id))
+                    continue
+            elif block[:7] == b"event: ":
+                nl = block.find(b"\n")
+                if block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) < 0:
+                    append(SSEEvent(block[7:nl].decode("utf-8", "replace"),
+                                    block[nl + 7 :].decode("utf-8", "replace"), last_id))
+                    continue
+            self._parse_lines(block.split(b"\n"), events)
+            last_id = self._last_id
         return events
 
     def close(self) -> list[SSEEvent]:
@@ -105,24 +119,8 @@ class SSEDecoder:
         buf, self._buf, self._scan = self._buf, b"", 0
         events: list[SSEEvent] = []
         if buf.strip(b"\n"):
-            self._parse_block(buf.rstrip(b"\n"), events)
+            self._parse_lines(buf.rstrip(b"\n").split(b"\n"), events)
         return events
-
-    def _parse_block(self, block: bytes, out: list[SSEEvent]) -> None:
-        """Parse the lines of one event (``\\n``-separated, no trailing blank line)."""
-        # Fast paths: a lone ``data:`` line, or ``event:`` followed by one ``data:`` line.
-        if b"\n" not in block:
-            if block[:6] == b"data: ":
-                out.append(SSEEvent("message", block[6:].decode("utf-8", "replace"), self._last_id))
-                return
-        elif block[:7] == b"event: ":
-            nl = block.index(b"\n")
-            rest = block[nl + 1 :]
-            if rest[:6] == b"data: " and b"\n" not in rest:
-                name = block[7:nl].decode("utf-8", "replace")
-                out.append(SSEEvent(name, rest[6:].decode("utf-8", "replace"), self._last_id))
-                return
-        self._parse_lines(block.split(b"\n"), out)
 
     def _parse_lines(self, lines: Iterable[bytes], out: list[SSEEvent]) -> None:
         event = ""
