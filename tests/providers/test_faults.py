@@ -29,14 +29,30 @@ SAMPLES = {
     "google": "gemini__thought_summaries_then_text.txt",
     "google_vertex": "vertex__thought_summaries_then_text.txt",
     "bedrock": "bedrock__text_nova.bin",
+    "proxy": "(synthetic)",
 }
+
+
+def proxy_body() -> bytes:
+    """A proxy stream (the proxy has no public recordings; its format is phi's own, see proxy.py)."""
+    import json
+
+    events = [{"type": "start"}, {"type": "text_start", "contentIndex": 0}]
+    events += [{"type": "text_delta", "contentIndex": 0, "delta": f"word{i} "} for i in range(40)]
+    events += [{"type": "done", "reason": "stop", "usage": {"input": 1, "output": 40}}]
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
 PROVIDERS = sorted(SAMPLES)
 
 
 def start(server, provider: str, reply: Reply, read_timeout: float = 5.0, cancel: CancellationToken | None = None):
     name = SAMPLES[provider]
     server.queue(reply)
-    mc = model_for(name, server.url)
+    if provider == "proxy":
+        from phi.providers.model_config import ModelConfig
+
+        mc = ModelConfig.proxy(server.url + "/stream", "m", token="proxy-token")
+    else:
+        mc = model_for(name, server.url)
     mc.options["read_timeout"] = read_timeout
     mc.options["connect_timeout"] = 2.0
     sink = Collector()
@@ -50,7 +66,7 @@ def stream(server, provider: str, reply: Reply, **kwargs):
 
 
 def sample_reply(provider: str, **changes) -> Reply:
-    reply = reply_for(SAMPLES[provider], 4096)
+    reply = Reply(proxy_body()) if provider == "proxy" else reply_for(SAMPLES[provider], 4096)
     for key, value in changes.items():
         setattr(reply, key, value)
     return reply
@@ -117,6 +133,8 @@ def test_stream_without_terminal_event(server, provider) -> None:
 
         frames = EventStreamDecoder().feed(reply_for(SAMPLES[provider], 4096).body)
         reply.body = b"".join(encode_message(f.headers, f.payload) for f in frames[:-3])
+    if provider == "proxy":
+        reply.body = proxy_body()[:-60]
     try:
         message, _ = stream(server, provider, reply)
     except ProviderError as error:
@@ -265,3 +283,24 @@ def test_missing_api_key_is_an_auth_error(monkeypatch) -> None:
     with pytest.raises(ProviderError) as info:
         get_provider(mc).stream(StreamConfig(mc), Collector(), CancellationToken())
     assert info.value.kind == ErrorKind.AUTH and "ANTHROPIC_API_KEY" in info.value.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_events_are_live_while_the_body_is_still_arriving(server, provider) -> None:
+    """The first delta reaches the consumer while the server is still holding back the rest."""
+    reply = sample_reply(provider)
+    reply.chunk_size = len(reply.body) * 7 // 10
+    reply.delay = 0.4  # pause between the two halves
+    prov, config, sink, cancel = start(server, provider, reply)
+    first: list[float] = []
+
+    def on_event(event) -> None:
+        if not first and event.kind.value not in ("start",):
+            first.append(time.monotonic())
+        sink(event)
+
+    began = time.monotonic()
+    message = prov.stream(config, on_event, cancel)
+    ended = time.monotonic()
+    assert message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE)
+    assert first and first[0] - began < 0.3 and ended - began >= 0.4
