@@ -197,7 +197,6 @@ class _Run:
         self.usage = Usage()
         self.loop_id = ""
         self.tracker: Any = None
-        self.overflow_retried = False
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2
 
@@ -375,6 +374,7 @@ class _Run:
         config, context = self.config, self.context
         provider = _provider_for(config)
         attempt = 0
+        overflow_retried = False  # ERR-4: one compaction retry per request
         while True:
             stream = _ReplyStream(self.emit, self.loop_id)
             request = self.build_request()
@@ -397,8 +397,8 @@ class _Run:
                     if not self.cancel.wait(delay):
                         continue
                 elif failure.kind == ErrorKind.CONTEXT_OVERFLOW and config.context_config is not None \
-                        and not self.overflow_retried:
-                    self.overflow_retried = True
+                        and not overflow_retried:
+                    overflow_retried = True
                     log.warning("context overflow; compacting and retrying once")
                     self.compact_if_configured(tighter=True)
                     continue
