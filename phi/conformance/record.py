@@ -32,7 +32,7 @@ def prune_message(message: Any) -> Any:
             # the wording is the implementation's; check the provider's message is in it
             if value == "aborted":
                 continue
-            value = {"$contains": value.split(": ", 1)[-1]}
+            value = {"$contains": value.rsplit(": ", 1)[-1]}
         out[key] = value
     return out
 

@@ -1,0 +1,321 @@
+// Conformance driver for @mariozechner/pi-agent-core (TypeScript), see README.md in this directory.
+// Reads one fixture on stdin, runs it through pi's runAgentLoop / runAgentLoopContinue with a
+// scripted stream function, and writes the driver protocol's JSON lines (conformance/README.md).
+import { randomUUID } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const CACHE = process.env.PI_CACHE || join(homedir(), ".cache", "phi-conformance", "node-pi");
+const mod = (pkg, file) => pathToFileURL(join(CACHE, "node_modules", "@mariozechner", pkg, "dist", file)).href;
+const { runAgentLoop, runAgentLoopContinue } = await import(mod("pi-agent-core", "index.js"));
+const { createAssistantMessageEventStream, parseStreamingJson } = await import(mod("pi-ai", "index.js"));
+
+const out = (line) => process.stdout.write(JSON.stringify(line) + "\n");
+// JSON text as the fixtures define it for tool-call arguments given as an object (Python json.dumps
+// separators: ", " and ": "), so argument deltas compare equal across implementations.
+const pyJson = (v) => Array.isArray(v) ? `[${v.map(pyJson).join(", ")}]`
+  : v && typeof v === "object" ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyJson(x)}`).join(", ")}}`
+  : JSON.stringify(v);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ------------------------------------------------------------------ features pi does not have
+const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "transform_context", "get_api_key"]);
+const ADAPTER_ONLY = new Set(["LOOP-13", "EVT-2", "EVT-5"]);
+
+function unsupported(f) {
+  const c = f.config || {};
+  if ((f.spec || []).every((id) => ADAPTER_ONLY.has(id)))
+    return "pi has no loop identity or turn triggers; this adapter synthesises them, so the fixture proves nothing";
+  if (c.input_filters) return "pi has no input filters";
+  if (c.limits) return "pi has no execution limits";
+  if (c.context) return "pi has no built-in compaction / context-overflow recovery";
+  if (c.tool_execution === "batched") return "pi has no batched tool mode";
+  if (c.tool_timeout_ms || (f.tools || []).some((t) => t.timeout_ms)) return "pi has no tool timeouts";
+  if (c.first_turn_trigger && c.first_turn_trigger !== "User") return "pi has no turn triggers";
+  for (const name of Object.keys(c.hooks || {}))
+    if (!SUPPORTED_HOOKS.has(name)) return `pi has no ${name} hook`;
+  const steps = (f.tools || []).flatMap((t) => [...Object.values(t.calls || {}).flat(), ...(t.default || [])]);
+  if (steps.some((s) => "progress" in s)) return "pi has no progress messages";
+  const responses = (f.provider || {}).responses || [];
+  if ((c.retry?.max_retries || 0) > 0 && responses.some((r) => r.error && ["rate_limited", "network"].includes(r.error.kind)))
+    return "pi-agent-core does not retry provider errors (retries live in pi's Agent/app layer)";
+  return null;
+}
+
+// ------------------------------------------------------------------ JSON shapes (phi <-> pi)
+const zeroCost = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+const piUsage = (u = {}) => ({ input: u.input || 0, output: u.output || 0, cacheRead: u.cache_read || 0,
+  cacheWrite: u.cache_write || 0, totalTokens: u.total_tokens || 0, cost: { ...zeroCost } });
+const phiUsage = (u = {}) => ({ input: u.input || 0, output: u.output || 0, reasoning: 0, cache_read: u.cacheRead || 0,
+  cache_write: u.cacheWrite || 0, total_tokens: u.totalTokens || 0 });
+const addUsage = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, a[k] + b[k]]));
+
+function piBlock(b) {
+  if (b.type === "thinking") return { type: "thinking", thinking: b.thinking, ...(b.signature ? { thinkingSignature: b.signature } : {}) };
+  return { ...b };
+}
+function phiBlock(b) {
+  if (b.type === "text") return { type: "text", text: b.text };
+  if (b.type === "thinking") return { type: "thinking", thinking: b.thinking, ...(b.thinkingSignature ? { signature: b.thinkingSignature } : {}) };
+  if (b.type === "toolCall") return { type: "toolCall", id: b.id, name: b.name, arguments: b.arguments };
+  if (b.type === "image") return { type: "image", data: b.data, mimeType: b.mimeType };
+  return b;
+}
+function piMessage(m) {
+  if (typeof m === "string") return { role: "user", content: [{ type: "text", text: m }], timestamp: Date.now() };
+  if (m.role === "assistant")
+    return { role: "assistant", content: m.content.map(piBlock), api: "mock", provider: m.provider || "", model: m.model || "",
+      usage: piUsage(m.usage), stopReason: m.stopReason || "stop", timestamp: m.timestamp || 0,
+      ...(m.error_message ? { errorMessage: m.error_message } : {}) };
+  if (m.role === "extension") return { ...m };
+  return { ...m, content: (m.content || []).map(piBlock) };
+}
+function phiMessage(m) {
+  if (m.role === "assistant") {
+    const out = { role: "assistant", content: m.content.map(phiBlock), stopReason: m.stopReason, model: m.model,
+      provider: m.provider, usage: phiUsage(m.usage), timestamp: m.timestamp };
+    if (m.errorMessage !== undefined) out.error_message = m.errorMessage;
+    return out;
+  }
+  if (m.role === "toolResult")
+    return { role: "toolResult", toolCallId: m.toolCallId, toolName: m.toolName, content: m.content.map(phiBlock),
+      isError: m.isError, timestamp: m.timestamp, ...(m.details !== undefined ? { details: m.details } : {}) };
+  if (m.role === "user") return { role: "user", content: (typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content).map(phiBlock), timestamp: m.timestamp };
+  return m;
+}
+const phiResult = (r) => ({ content: (r?.content || []).map(phiBlock), details: r?.details ?? null });
+
+// ------------------------------------------------------------------ matching (for actions and waits)
+function matches(expected, actual) {
+  if (expected && typeof expected === "object" && !Array.isArray(expected)) {
+    if (!actual || typeof actual !== "object") return false;
+    return Object.entries(expected).every(([k, v]) => matches(v, actual[k]));
+  }
+  if (Array.isArray(expected)) return Array.isArray(actual) && expected.length === actual.length && expected.every((e, i) => matches(e, actual[i]));
+  return expected === actual;
+}
+
+// ------------------------------------------------------------------ the run
+const fixture = JSON.parse(await new Promise((resolve) => {
+  let data = ""; process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (c) => (data += c)); process.stdin.on("end", () => resolve(data));
+}));
+const reason = unsupported(fixture);
+if (reason) { out({ kind: "unsupported", reason }); process.exit(0); }
+
+const cfg = fixture.config || {};
+const ctxSpec = fixture.context || {};
+const model = { id: cfg.model?.id || "mock-model", provider: cfg.model?.provider || "mock", api: "mock", name: "mock" };
+const agentId = ctxSpec.agent_id || randomUUID();
+const sessionId = ctxSpec.session_id || randomUUID();
+const slug = model.id.replace(/[^A-Za-z0-9-]/g, "-");
+const configId = cfg.config_id || `${model.provider}.${slug}${cfg.thinking_level && cfg.thinking_level !== "off" ? ".thinking" : ""}`;
+const loopId = ctxSpec.loop_id || `${sessionId}.${configId}.1`;
+const isContinue = fixture.entry === "agent_loop_continue";
+const controller = new AbortController();
+const queues = { steer: [], follow_up: [] };
+const drain = (q, mode) => (mode === "all" ? q.splice(0, q.length) : q.splice(0, 1));
+const events = [];
+const waiters = [];
+let streamSeen = 0;
+
+const actions = [];
+for (const a of fixture.actions || []) {
+  if (!a.when || a.when === "before_start") apply(a.do);
+  else actions.push({ pattern: { type: a.when.event, ...(a.when.where || {}) }, left: a.when.nth || 1, do: a.do });
+}
+function apply(action) {
+  if (action === "abort" || action?.abort) controller.abort();
+  else if (action.steer !== undefined) queues.steer.push(piMessage(action.steer));
+  else if (action.follow_up !== undefined) queues.follow_up.push(piMessage(action.follow_up));
+}
+
+let turnIndex = 0;
+function toPhiEvent(e) {
+  switch (e.type) {
+    case "agent_start":
+      return { type: "AgentStart", agent_id: agentId, session_id: sessionId, loop_id: loopId, parent_loop_id: ctxSpec.parent_loop_id ?? null,
+        continuation_kind: isContinue ? (ctxSpec.continuation_kind ?? "Default") : null, metadata: cfg.metadata ?? null };
+    case "agent_end": {
+      const messages = e.messages.map(phiMessage);
+      const usage = messages.filter((m) => m.role === "assistant").map((m) => m.usage).reduce(addUsage, phiUsage());
+      return { type: "AgentEnd", loop_id: loopId, messages, usage, rejection: null };
+    }
+    case "turn_start": {
+      const kind = ctxSpec.continuation_kind;
+      const first = isContinue ? (kind && kind.Branch ? "Branch" : "Continuation") : "User";
+      return { type: "TurnStart", loop_id: loopId, turn_index: turnIndex, triggered_by: turnIndex++ === 0 ? first : "Continuation" };
+    }
+    case "turn_end":
+      return { type: "TurnEnd", loop_id: loopId, message: phiMessage(e.message), usage: phiUsage(e.message.usage), tool_results: e.toolResults.map(phiMessage) };
+    case "message_start": return { type: "MessageStart", loop_id: loopId, message: phiMessage(e.message) };
+    case "message_end": return { type: "MessageEnd", loop_id: loopId, message: phiMessage(e.message) };
+    case "message_update": {
+      const ev = e.assistantMessageEvent;
+      const kind = { text_delta: "text", thinking_delta: "thinking", toolcall_delta: "toolCall" }[ev.type];
+      if (!kind) return null; // pi's *_start/*_end updates carry no delta; phi has no such event
+      return { type: "MessageUpdate", loop_id: loopId, message: phiMessage(e.message), delta: { type: kind, delta: ev.delta, index: ev.contentIndex } };
+    }
+    case "tool_execution_start": return { type: "ToolExecutionStart", loop_id: loopId, tool_call_id: e.toolCallId, tool_name: e.toolName, args: e.args };
+    case "tool_execution_update": return { type: "ToolExecutionUpdate", loop_id: loopId, tool_call_id: e.toolCallId, tool_name: e.toolName, partial_result: phiResult(e.partialResult) };
+    case "tool_execution_end": return { type: "ToolExecutionEnd", loop_id: loopId, tool_call_id: e.toolCallId, tool_name: e.toolName, result: phiResult(e.result), is_error: e.isError, child_loop_id: null };
+    default: return null;
+  }
+}
+
+async function emit(e) {
+  if ((e.type === "message_start" && e.message.role === "assistant") || e.type === "message_update") streamSeen++;
+  const event = toPhiEvent(e);
+  if (event) {
+    out({ kind: "event", event });
+    events.push(event);
+    for (const a of actions) if (a.left > 0 && matches(a.pattern, event) && --a.left === 0) apply(a.do);
+  }
+  for (const w of [...waiters]) w();
+}
+function waitFor(test) {
+  return new Promise((resolve) => {
+    const check = () => { if (test()) { waiters.splice(waiters.indexOf(check), 1); resolve(); } };
+    waiters.push(check); check();
+  });
+}
+
+// ------------------------------------------------------------------ scripted provider (StreamFn)
+const responses = fixture.provider?.responses || [];
+let calls = 0;
+function streamFn(m, context, options) {
+  out({ kind: "provider_request", index: calls, request: { system_prompt: context.systemPrompt, messages: context.messages.map(phiMessage),
+    tools: (context.tools || []).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    model: m.id, provider: m.provider, thinking_level: cfg.thinking_level || "off", max_tokens: cfg.max_tokens ?? null,
+    temperature: cfg.temperature ?? null, api_key: options.apiKey ?? null } });
+  const spec = calls < responses.length ? responses[calls] : fixture.provider?.default;
+  calls++;
+  const stream = createAssistantMessageEventStream();
+  play(typeof spec === "string" ? { blocks: [{ type: "text", chunks: [spec] }] } : spec, stream, options.signal, m);
+  return stream;
+}
+
+async function play(spec, stream, signal, m) {
+  const msg = { role: "assistant", content: [], api: "mock", provider: m.provider, model: m.id, usage: piUsage(), stopReason: "stop", timestamp: Date.now() };
+  const snap = () => ({ ...msg, content: msg.content.map((b) => ({ ...b })) });
+  let pushed = 0;
+  const push = async (ev) => { stream.push(ev); pushed++; const target = streamSeen + 1; await waitFor(() => streamSeen >= target); };
+  const finish = (stopReason, errorMessage) => {
+    msg.stopReason = stopReason; if (errorMessage) msg.errorMessage = errorMessage;
+    const final = snap();
+    stream.push(stopReason === "error" || stopReason === "aborted" ? { type: "error", reason: stopReason, error: final } : { type: "done", reason: stopReason, message: final });
+    stream.end(final);
+  };
+  if (!spec) return finish("error", `other: script exhausted after ${responses.length} responses`);
+  const error = spec.error;
+  let sent = 0;
+  const checkpoint = async () => {
+    if (error && sent === (error.after_chunks || 0)) { finish("error", `${error.kind || "api"}: ${error.message || "scripted error"}`); return true; }
+    if (spec.hang_after_chunks !== undefined && sent === spec.hang_after_chunks && !signal?.aborted)
+      await new Promise((r) => signal?.addEventListener("abort", r, { once: true }));
+    if (signal?.aborted) { finish("aborted", "aborted"); return true; }
+    return false;
+  };
+  await push({ type: "start", partial: snap() });
+  for (const block of spec.blocks || []) {
+    const i = msg.content.length;
+    if (block.type === "toolCall") {
+      const pieces = block.chunks ?? (block.arguments && Object.keys(block.arguments).length ? [pyJson(block.arguments)] : []);
+      if (await checkpoint()) return;
+      msg.content.push({ type: "toolCall", id: block.id, name: block.name, arguments: {} });
+      await push({ type: "toolcall_start", contentIndex: i, partial: snap() });
+      let raw = "";
+      for (const piece of pieces) {
+        if (await checkpoint()) return;
+        raw += piece; msg.content[i].arguments = parseStreamingJson(raw);
+        await push({ type: "toolcall_delta", contentIndex: i, delta: piece, partial: snap() }); sent++;
+      }
+      if (block.arguments && !block.chunks) msg.content[i].arguments = block.arguments;
+      await push({ type: "toolcall_end", contentIndex: i, toolCall: { ...msg.content[i] }, partial: snap() });
+      continue;
+    }
+    const key = block.type === "text" ? "text" : "thinking";
+    const chunks = block.chunks ?? (block.text !== undefined ? [block.text] : [""]);
+    if (await checkpoint()) return;
+    msg.content.push({ type: block.type, [key]: "", ...(block.signature ? { thinkingSignature: block.signature } : {}) });
+    await push({ type: `${key}_start`, contentIndex: i, partial: snap() });
+    for (const piece of chunks) {
+      if (sent > 0 && await checkpoint()) return;
+      msg.content[i][key] += piece;
+      await push({ type: `${key}_delta`, contentIndex: i, delta: piece, partial: snap() }); sent++;
+    }
+    await push({ type: `${key}_end`, contentIndex: i, content: msg.content[i][key], partial: snap() });
+  }
+  if (await checkpoint()) return;
+  msg.usage = piUsage(spec.usage);
+  const hasCalls = (spec.blocks || []).some((b) => b.type === "toolCall");
+  finish(spec.stop_reason || (hasCalls ? "toolUse" : "stop"), spec.error_message);
+}
+
+// ------------------------------------------------------------------ scripted tools and hooks
+function tool(t) {
+  return {
+    name: t.name, label: t.name, description: t.description || "", parameters: t.parameters || { type: "object" },
+    async execute(toolCallId, params, signal, onUpdate) {
+      out({ kind: "tool_executed", name: t.name, tool_call_id: toolCallId, args: params });
+      for (const step of (t.calls || {})[toolCallId] || t.default || [{ result: "ok" }]) {
+        if ("update" in step) onUpdate?.(toolResult(step.update));
+        else if ("sleep_ms" in step) await sleep(step.sleep_ms);
+        else if ("wait_for_event" in step) await waitFor(() => events.some((e) => matches(step.wait_for_event, e)));
+        else if ("block_until_cancelled" in step) { if (!signal?.aborted) await new Promise((r) => signal?.addEventListener("abort", r, { once: true })); }
+        else if ("result" in step) return toolResult(step.result);
+        else if ("error" in step) throw new Error(step.error);
+        else if ("raise" in step) throw new Error(step.raise.message || "");
+      }
+      return toolResult("");
+    },
+  };
+}
+const toolResult = (r) => (typeof r === "string" ? { content: [{ type: "text", text: r }], details: undefined } : { content: r.content, details: r.details });
+
+function scripted(spec, fallback) {
+  const returns = Array.isArray(spec) ? spec : spec && typeof spec === "object" ? spec.returns || [] : [];
+  const dflt = spec === null || typeof spec !== "object" ? (spec ?? fallback) : Array.isArray(spec) ? fallback : (spec.default ?? fallback);
+  let n = 0;
+  return () => (n < returns.length ? returns[n++] : dflt);
+}
+const hooks = cfg.hooks || {};
+const hook = (name, args) => out({ kind: "hook", name, args });
+const config = {
+  model, apiKey: undefined,
+  convertToLlm: (messages) => messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role)),
+  toolExecution: cfg.tool_execution === "sequential" ? "sequential" : "parallel",
+  getSteeringMessages: async () => drain(queues.steer, cfg.steering_mode),
+  getFollowUpMessages: async () => drain(queues.follow_up, cfg.follow_up_mode),
+};
+if ("transform_context" in hooks) {
+  const keep = hooks.transform_context?.keep_last || 0;
+  config.transformContext = async (messages) => { hook("transform_context", [messages.length]); return keep ? messages.slice(-keep) : messages; };
+}
+if ("get_api_key" in hooks) {
+  const next = scripted(hooks.get_api_key, undefined);
+  config.getApiKey = (provider) => { hook("get_api_key", [provider]); return next() ?? undefined; };
+}
+if ("before_tool_execution" in hooks) {
+  const next = scripted(hooks.before_tool_execution, true);
+  config.beforeToolCall = async ({ toolCall, args }) => {
+    hook("before_tool_execution", [toolCall.name, toolCall.id, args]);
+    return next() === false ? { block: true, reason: "Tool execution skipped by before_tool_execution hook." } : undefined;
+  };
+}
+if ("after_tool_execution" in hooks) {
+  config.afterToolCall = async ({ toolCall, isError }) => { hook("after_tool_execution", [toolCall.name, toolCall.id, isError]); return undefined; };
+}
+
+const context = { systemPrompt: ctxSpec.system_prompt || "", messages: (ctxSpec.messages || []).map(piMessage), tools: (fixture.tools || []).map(tool) };
+try {
+  const result = isContinue
+    ? await runAgentLoopContinue(context, config, emit, controller.signal, streamFn)
+    : await runAgentLoop((fixture.prompts || []).map(piMessage), context, config, emit, controller.signal, streamFn);
+  out({ kind: "result", messages: result.map(phiMessage) });
+} catch (err) {
+  const message = err instanceof Error ? err.message : String(err);
+  out({ kind: "error", error: /^Cannot continue/.test(message) ? "InvalidContinue" : "Error", message });
+}
+process.exit(0);

@@ -1,0 +1,77 @@
+"""The conformance suite (SPEC §10) against the reference driver, plus its coverage table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from phi.conformance import coverage, default_conformance_dir
+from phi.conformance.match import mismatches, sequence_mismatches
+from phi.conformance.runner import REFERENCE_DRIVER, load_fixtures, run_all
+
+CONFORMANCE = default_conformance_dir()
+FIXTURES = load_fixtures(CONFORMANCE / "fixtures")
+SPEC = CONFORMANCE.parent / "SPEC.md"
+
+
+def test_fixtures_follow_the_schema() -> None:
+    schema = json.loads((CONFORMANCE / "schema" / "fixture.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for fixture in FIXTURES:
+        data = {k: v for k, v in fixture.items() if not k.startswith("_")}
+        problems += [f"{fixture['id']}: {e.message}" for e in validator.iter_errors(data)]
+        if Path(fixture["_path"]).stem != fixture["id"]:
+            problems.append(f"{fixture['id']}: file name differs from id")
+    assert not problems, "\n".join(problems[:20])
+    assert len(FIXTURES) >= 60
+
+
+def test_every_fixture_passes_with_the_reference_driver() -> None:
+    outcomes = run_all(REFERENCE_DRIVER, FIXTURES, jobs=4)
+    failed = [f"{o.fixture_id}: " + "; ".join(o.problems[:5]) for o in outcomes if o.status != "pass"]
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="SPEC.md not present")
+def test_every_tested_requirement_has_a_fixture_and_coverage_is_current() -> None:
+    text = SPEC.read_text(encoding="utf-8")
+    assert coverage.missing(text, FIXTURES) == []
+    assert coverage.unknown(text, FIXTURES) == []
+    committed = (CONFORMANCE / "COVERAGE.md").read_text(encoding="utf-8")
+    assert committed == coverage.render(text, FIXTURES), "run: python -m phi.conformance coverage --write"
+
+
+def test_matching_rules() -> None:
+    assert not list(mismatches({"a": 1}, {"a": 1, "b": 2}))
+    assert list(mismatches({"a": 1}, {"a": 2}))
+    assert list(mismatches([1], [1, 2]))
+    assert list(mismatches(True, 1))
+    assert not list(mismatches({"x": {"$regex": "^ab"}}, {"x": "abc"}))
+    assert not list(mismatches({"x": None}, {}))
+    seq = [{"t": 0}, {"unordered": [{"t": 1}, {"t": 2}]}, {"t": 3}]
+    assert sequence_mismatches(seq, [{"t": 0}, {"t": 2}, {"t": 1}, {"t": 3}], "s") == []
+    assert sequence_mismatches(seq, [{"t": 0}, {"t": 1}, {"t": 3}, {"t": 2}], "s")
+
+
+def test_a_wrong_expectation_fails(tmp_path: Path) -> None:
+    """The suite can fail: change one expected text and the fixture must not pass."""
+    fixture = json.loads((CONFORMANCE / "fixtures" / "basic-text-reply.json").read_text(encoding="utf-8"))
+    fixture["expect"]["messages"][-1]["content"][0]["text"] = "Goodbye"
+    fixture["id"] = "broken"
+    outcome = run_all(REFERENCE_DRIVER, [fixture], jobs=1)[0]
+    assert outcome.status == "fail"
+    assert any("Goodbye" in p for p in outcome.problems)
+
+
+def test_cli_prints_summary_line() -> None:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "phi.conformance", "run", "--filter", "basic-*"],
+                          capture_output=True, text=True, cwd=CONFORMANCE.parent, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "1 passed, 0 failed"
