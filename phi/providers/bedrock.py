@@ -223,7 +223,10 @@ class ConverseStreamParser(StreamParser):
         }
 
     def feed(self, chunk: bytes) -> None:
+        cancelled = self.cancel.is_cancelled
         for message in self.decoder.feed(chunk):
+            if cancelled():
+                return
             self.frames += 1
             kind = message.headers.get(":message-type", "event")
             if kind == "event":

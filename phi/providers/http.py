@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 import requests
+import requests.adapters
 import urllib3.exceptions
 
 from ..cancel import CancellationToken
@@ -119,6 +120,9 @@ def _get_session() -> requests.Session:
     with _session_lock:
         if _session is None:
             _session = requests.Session()
+            adapter = requests.adapters.HTTPAdapter(pool_connections=16, pool_maxsize=64)
+            _session.mount("https://", adapter)
+            _session.mount("http://", adapter)
         return _session
 
 
@@ -136,6 +140,7 @@ class StreamParser(abc.ABC):
         self.stop_reason: StopReason | None = None
         self.error_message: str | None = None
         self.done = False
+        self.cancel: CancellationToken = CancellationToken()  # set by run_stream
 
     @abc.abstractmethod
     def feed(self, chunk: bytes) -> None:
@@ -181,9 +186,10 @@ class SSEParser(StreamParser):
 
     def feed(self, chunk: bytes) -> None:
         handle = self.handle
+        cancelled = self.cancel.is_cancelled  # a consumer may cancel from inside on_event
         for event in self.decoder.feed(chunk):
             handle(event)
-            if self.done:
+            if self.done or cancelled():
                 return
 
     def close(self) -> None:
@@ -258,6 +264,7 @@ def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: Cancella
 def _run(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
          parser: StreamParser) -> AssistantMessage:
     builder = parser.builder
+    parser.cancel = cancel
     if cancel.is_cancelled():
         return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
     connect_timeout, read_timeout = timeouts(model_config)

@@ -14,8 +14,9 @@ directly on bytes, so it does not depend on how ``requests`` guesses the charset
 Unlike the standard (which drops it), a pending event at end of input is flushed by
 :meth:`SSEDecoder.close`, because several providers end their stream without a final blank line.
 
-The decoder is written for throughput: it normalises line endings with ``bytes.replace`` and splits
-events with ``bytes.split``, so the Python-level work is a handful of operations per event.
+The decoder is written for throughput: it normalises line endings with ``bytes.replace``, decodes
+all complete events of a chunk in one call and splits them with ``str.split``, so the Python-level
+work is a handful of operations per event.
 """
 
 from __future__ import annotations
@@ -86,30 +87,31 @@ class SSEDecoder:
             self._started = True
             if buf.startswith(_BOM):
                 buf = buf[3:]
-        if buf.find(b"\n\n", self._scan) < 0:
+        cut = buf.rfind(b"\n\n")
+        if cut < self._scan:  # no new blank line: keep buffering
             self._buf = buf
             self._scan = max(0, len(buf) - 1)
             return []
-        blocks = buf.split(b"\n\n")
-        rest = blocks.pop()  # the incomplete tail (or b"")
+        rest = buf[cut + 2 :]
         self._buf = rest
         self._scan = max(0, len(rest) - 1)
+        # Everything before the last blank line is whole events, so it decodes as one piece.
+        text = buf[:cut].decode("utf-8", "replace")
         events: list[SSEEvent] = []
         append = events.append
         last_id = self._last_id
-        for block in blocks:
+        for block in text.split("\n\n"):
             # Fast paths: a lone ``data:`` line, or ``event:`` followed by one ``data:`` line.
-            if block[:6] == b"data: ":
-                if b"\n" not in block:
-                    append(SSEEvent("message", block[6:].decode("utf-8", "replace"), last_id))
+            if block[:6] == "data: ":
+                if "\n" not in block:
+                    append(SSEEvent("message", block[6:], last_id))
                     continue
-            elif block[:7] == b"event: ":
-                nl = block.find(b"\n")
-                if block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) < 0:
-                    append(SSEEvent(block[7:nl].decode("utf-8", "replace"),
-                                    block[nl + 7 :].decode("utf-8", "replace"), last_id))
+            elif block[:7] == "event: ":
+                nl = block.find("\n")
+                if block[nl + 1 : nl + 7] == "data: " and block.find("\n", nl + 1) < 0:
+                    append(SSEEvent(block[7:nl], block[nl + 7 :], last_id))
                     continue
-            self._parse_lines(block.split(b"\n"), events)
+            self._parse_lines(block.split("\n"), events)
             last_id = self._last_id
         return events
 
@@ -119,43 +121,39 @@ class SSEDecoder:
         buf, self._buf, self._scan = self._buf, b"", 0
         events: list[SSEEvent] = []
         if buf.strip(b"\n"):
-            self._parse_lines(buf.rstrip(b"\n").split(b"\n"), events)
+            self._parse_lines(buf.rstrip(b"\n").decode("utf-8", "replace").split("\n"), events)
         return events
 
-    def _parse_lines(self, lines: Iterable[bytes], out: list[SSEEvent]) -> None:
+    def _parse_lines(self, lines: Iterable[str], out: list[SSEEvent]) -> None:
         event = ""
-        data: list[bytes] = []
+        data: list[str] = []
         retry: int | None = None
         for line in lines:
             if not line:  # a blank line inside the block (e.g. leading "\n"): dispatch
                 if data:
-                    out.append(self._make(event, data, retry))
+                    out.append(SSEEvent(event or "message", "\n".join(data), self._last_id, retry))
                 event, data, retry = "", [], None
                 continue
-            if line[0] == 58:  # ":" comment
+            if line[0] == ":":  # comment
                 self._comments += 1
                 continue
-            name, colon, value = line.partition(b":")
-            if colon and value[:1] == b" ":
+            name, colon, value = line.partition(":")
+            if colon and value[:1] == " ":
                 value = value[1:]
-            if name == b"data":
+            if name == "data":
                 data.append(value)
-            elif name == b"event":
-                event = value.decode("utf-8", "replace")
-            elif name == b"id":
-                if b"\x00" not in value:
-                    self._last_id = value.decode("utf-8", "replace")
-            elif name == b"retry":
-                if value.isdigit():
+            elif name == "event":
+                event = value
+            elif name == "id":
+                if "\x00" not in value:
+                    self._last_id = value
+            elif name == "retry":
+                if value.isascii() and value.isdigit():
                     retry = int(value)
             else:
                 log.debug("ignoring unknown SSE field %r", name[:40])
         if data:
-            out.append(self._make(event, data, retry))
-
-    def _make(self, event: str, data: list[bytes], retry: int | None) -> SSEEvent:
-        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
-        return SSEEvent(event or "message", text, self._last_id, retry)
+            out.append(SSEEvent(event or "message", "\n".join(data), self._last_id, retry))
 
 
 def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:

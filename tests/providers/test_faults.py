@@ -304,3 +304,19 @@ def test_events_are_live_while_the_body_is_still_arriving(server, provider) -> N
     ended = time.monotonic()
     assert message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE)
     assert first and first[0] - began < 0.3 and ended - began >= 0.4
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_from_inside_the_consumer_stops_events_at_once(server, provider) -> None:
+    """A consumer that aborts on its first delta sees no further deltas, and gets ``aborted``."""
+    prov, config, sink, cancel = start(server, provider, sample_reply(provider, chunk_size=65536))
+    seen: list[str] = []
+
+    def on_event(event) -> None:
+        seen.append(event.kind.value)
+        if event.kind.value.endswith("delta") and not cancel.is_cancelled():
+            cancel.cancel()
+
+    message = prov.stream(config, on_event, cancel)
+    assert message.stop_reason == StopReason.ABORTED
+    assert len([k for k in seen if k.endswith("delta")]) == 1 and seen[-1] == "error"
