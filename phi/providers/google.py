@@ -82,14 +82,11 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
         generation["maxOutputTokens"] = max_tokens
     if config.temperature is not None:
         generation["temperature"] = config.temperature
-    if mc.reasoning:
-        if config.thinking_level == ThinkingLevel.OFF:
-            generation["thinkingConfig"] = {"thinkingBudget": 0} if mc.options.get("can_disable_thinking") else None
-        else:
-            generation["thinkingConfig"] = {"includeThoughts": True,
-                                            "thinkingBudget": convert.thinking_budget(config.thinking_level, mc)}
-        if generation["thinkingConfig"] is None:
-            del generation["thinkingConfig"]
+    if mc.reasoning and config.thinking_level != ThinkingLevel.OFF:
+        generation["thinkingConfig"] = {"includeThoughts": True,
+                                        "thinkingBudget": convert.thinking_budget(config.thinking_level, mc)}
+    elif mc.reasoning and mc.options.get("can_disable_thinking"):  # e.g. 2.5 Flash; 2.5 Pro cannot
+        generation["thinkingConfig"] = {"thinkingBudget": 0}
     if generation:
         body["generationConfig"] = generation
     return body
