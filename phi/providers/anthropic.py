@@ -38,6 +38,8 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 OAUTH_BETAS = "claude-code-20250219,oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14"
 OAUTH_USER_AGENT = "claude-cli/2.1.2"
+# Requests made with a Claude Code OAuth token must open the system prompt with this identity line.
+OAUTH_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 EPHEMERAL = {"type": "ephemeral"}
 
 STOP_REASONS: dict[str, StopReason] = {
@@ -103,19 +105,21 @@ def build_request(config: StreamConfig) -> HttpRequest:
         headers["x-api-key"] = key
     headers.update(mc.headers)
     url = join_url(mc.base_url or DEFAULT_BASE_URL, "v1/messages")
-    return HttpRequest(url, headers, json_bytes(build_body(config)), (key,))
+    return HttpRequest(url, headers, json_bytes(build_body(config, oauth=is_oauth(mc, key))), (key,))
 
 
-def build_body(config: StreamConfig) -> dict[str, Any]:
+def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     mc = config.model_config
     max_tokens = config.max_tokens or mc.max_tokens
     body: dict[str, Any] = {"model": mc.id, "max_tokens": max_tokens, "stream": True}
     cache = _cache_flags(config)
+    system = [{"type": "text", "text": OAUTH_IDENTITY}] if oauth else []
     if config.system_prompt:
-        block: dict[str, Any] = {"type": "text", "text": config.system_prompt}
+        system.append({"type": "text", "text": config.system_prompt})
+    if system:
         if cache[0]:
-            block["cache_control"] = EPHEMERAL
-        body["system"] = [block]
+            system[-1]["cache_control"] = EPHEMERAL
+        body["system"] = system
     messages = convert_messages(config.messages, mc)
     if cache[2] and len(messages) >= 2:
         _mark_cache(messages[-2])

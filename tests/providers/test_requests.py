@@ -105,7 +105,10 @@ def test_anthropic_oauth_headers_and_foreign_thinking() -> None:
     assert request.headers["anthropic-beta"] == anthropic.OAUTH_BETAS
     assert (request.headers["x-app"], request.headers["user-agent"]) == ("cli", "claude-cli/2.1.2")
     assert request.headers["anthropic-dangerous-direct-browser-access"] == "true"
-    assistant = request.json_body()["messages"][1]["content"]
+    body = request.json_body()
+    assert body["system"][0] == {"type": "text", "text": anthropic.OAUTH_IDENTITY}
+    assert body["system"][1]["text"] == "Be brief."
+    assistant = body["messages"][1]["content"]
     assert assistant[0] == {"type": "text", "text": "Let me look."} and len(assistant) == 3
     assert "sk-ant-oat01-secret" not in repr(request)
 
