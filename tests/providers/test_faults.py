@@ -320,3 +320,41 @@ def test_cancel_from_inside_the_consumer_stops_events_at_once(server, provider) 
     message = prov.stream(config, on_event, cancel)
     assert message.stop_reason == StopReason.ABORTED
     assert len([k for k in seen if k.endswith("delta")]) == 1 and seen[-1] == "error"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock", "google"])
+def test_body_without_chunked_encoding_is_read_live(server, provider) -> None:
+    """HTTP/1.1 bodies delimited by connection close (no Transfer-Encoding) stream live too."""
+    reply = sample_reply(provider, chunked=False)
+    reply.chunk_size = len(reply.body) * 7 // 10
+    reply.delay = 0.4
+    prov, config, sink, cancel = start(server, provider, reply)
+    first: list[float] = []
+
+    def on_event(event) -> None:
+        if not first and event.kind.value != "start":
+            first.append(time.monotonic())
+        sink(event)
+
+    began = time.monotonic()
+    message = prov.stream(config, on_event, cancel)
+    assert message.stop_reason == StopReason.STOP
+    assert first and first[0] - began < 0.3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_secrets_never_logged(server, provider, caplog) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="phi")
+    reply = sample_reply(provider, chunk_size=64)
+    reply.reset_after = len(reply.body) // 2
+    prov, config, sink, cancel = start(server, provider, reply)
+    secret = config.model_config.api_key
+    assert secret
+    try:
+        prov.stream(config, sink, cancel)
+    except ProviderError as error:
+        assert secret not in str(error) and secret not in repr(error)
+    assert caplog.records and secret not in caplog.text
+    assert secret not in repr(config) and secret not in repr(config.model_config)
