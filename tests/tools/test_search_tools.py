@@ -78,9 +78,8 @@ def test_grep_modes_and_max_results(env, ctx, tree, backend):
     assert out.split("\n") == ["main.py:3:def main():", "util.py:2:    return 'Main'"]
 
 
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep not installed (the grep fallback is tested below)")
 def test_rg_is_preferred_when_installed(env, ctx, tree):
-    if not HAVE_RG:
-        pytest.skip("ripgrep not installed")
     (tree / ".gitignore").write_text("ignored.py\n")
     (tree / "ignored.py").write_text("def main(): pass\n")
     # rg honours .gitignore (grep does not): proves the auto backend chose rg
