@@ -147,20 +147,25 @@ def _ensure_identity(context: AgentContext, config: AgentLoopConfig) -> int:
 # --------------------------------------------------------------------------- LLM view of the context
 
 
+_FAILED = (StopReason.ERROR, StopReason.ABORTED)
+
+
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """SPEC LOOP-12: drop extension messages; strip tool calls from error/aborted replies (and drop
     such a reply if nothing is left), so the history is always a valid conversation."""
     out: list[Message] = []
-    for message in messages:
-        if isinstance(message, ExtensionMessage):
+    keep = out.append
+    for message in messages:  # runs before every model call: kept to plain type checks
+        kind = type(message)
+        if kind is ExtensionMessage:
             continue
-        if isinstance(message, AssistantMessage) and message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+        if kind is AssistantMessage and message.stop_reason in _FAILED:  # type: ignore[union-attr]
             kept = [b for b in message.content if not isinstance(b, ToolCall)]
             if not kept:
                 continue
             if len(kept) != len(message.content):
-                message = replace(message, content=kept)
-        out.append(message)
+                message = replace(message, content=kept)  # type: ignore[type-var]
+        keep(message)  # type: ignore[arg-type]
     return out
 
 
@@ -416,7 +421,10 @@ class _Run:
         messages = context.messages
         if config.transform_context is not None:
             messages = config.transform_context(list(messages))
-        llm_messages = (config.convert_to_llm or default_convert_to_llm)(list(messages))
+        if config.convert_to_llm is None:
+            llm_messages = default_convert_to_llm(messages)  # builds a new list; no copy needed
+        else:
+            llm_messages = config.convert_to_llm(list(messages))
         api_key = config.get_api_key(config.model_config.provider) if config.get_api_key is not None else None
         from .agent_tool import tool_definition
 
