@@ -18,6 +18,8 @@ This is the machinery behind :func:`phi.tool` and the structured-output helpers 
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import enum
 import inspect
@@ -251,10 +253,9 @@ def _object_fields(tp: Any, hints: dict[str, Any]) -> list[tuple[str, Any, str |
 
 
 def _add_default(schema: dict[str, Any], default: Any) -> None:
-    try:
+    # a default with no JSON form is simply not advertised
+    with contextlib.suppress(TypeError):
         schema["default"] = to_jsonable(default)
-    except TypeError:
-        pass  # a default with no JSON form is simply not advertised
 
 
 # --------------------------------------------------------------------------- python -> JSON

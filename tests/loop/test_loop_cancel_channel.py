@@ -210,5 +210,6 @@ def test_result_timeout():
     stream: EventStream = EventStream(channel, done)
     with pytest.raises(TimeoutError):
         stream.result(timeout=0.01)
-    with stream:
-        pass  # close without on_close is fine
+    with stream:  # close without on_close is fine
+        assert not stream.done
+    assert not stream.done
