@@ -74,7 +74,7 @@ def test_run_reports_provider_error():
 def test_prompt_with_images_builds_one_user_message():
     provider = ScriptedProvider(["ok"])
     agent = Agent(provider=provider)
-    agent.run("what is this?") if False else agent.prompt("what is this?", images=[("aGk=", "image/png")]).result()
+    agent.prompt("what is this?", images=[("aGk=", "image/png")]).result(timeout=5)
     content = provider.calls[0].messages[0].content
     assert [b.type for b in content] == ["text", "image"]
     assert content[1].mime_type == "image/png"
