@@ -97,6 +97,8 @@ _EXPORTS: dict[str, str] = {
     "PhiError": "phi.errors",
     "DecodeError": "phi.errors",
     "InvalidContinue": "phi.errors",
+    "InvalidPrompt": "phi.errors",
+    "RunOutcome": "phi.types",
     "AlreadyRunning": "phi.errors",
     "ConfigError": "phi.errors",
     "ToolError": "phi.errors",

@@ -34,6 +34,10 @@ class InvalidContinue(PhiError):
     """``agent_loop_continue`` was called on a context it cannot continue (SPEC LOOP-3)."""
 
 
+class InvalidPrompt(PhiError, ValueError):
+    """``agent_loop`` was called without prompts (SPEC LOOP-20)."""
+
+
 class AlreadyRunning(PhiError):
     """A second run was started on an Agent that is still running."""
 

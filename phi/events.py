@@ -15,7 +15,11 @@ from typing import Any, Callable, ClassVar, Union, get_args
 from .errors import DecodeError
 from .types import (
     AgentMessage,
+    AssistantMessage,
     ContinuationKind,
+    RunOutcome,
+    TextContent,
+    ThinkingContent,
     ToolResult,
     ToolResultMessage,
     TurnTrigger,
@@ -72,6 +76,7 @@ class AgentEnd:
     usage: Usage = field(default_factory=Usage)
     timestamp: float = field(default_factory=_now)
     rejection: str | None = None
+    outcome: RunOutcome = RunOutcome.COMPLETED
     type: ClassVar[str] = "AgentEnd"
 
 
@@ -101,12 +106,119 @@ class MessageStart:
     type: ClassVar[str] = "MessageStart"
 
 
-@dataclass(slots=True)
 class MessageUpdate:
-    loop_id: str
-    message: AgentMessage
-    delta: StreamDelta
+    """One delta of a streaming assistant message and the message so far (SPEC EVT-6).
+
+    ``MessageUpdate(loop_id, message, delta)``. Updates made by the loop are cheap: they keep only
+    their own delta text and share a :class:`UpdateSegment` with the other updates of the same
+    content block; ``message`` is assembled from those deltas when it is first read. So a reply
+    streamed in N deltas costs O(N) memory even when nobody reads the events, instead of one full
+    copy of the message per delta.
+    """
+
+    __slots__ = ("_segment", "_text", "_prev")
     type: ClassVar[str] = "MessageUpdate"
+
+    def __init__(self, loop_id: str, message: AgentMessage, delta: StreamDelta) -> None:
+        self._segment: Any = _FixedSegment(loop_id, message, delta.kind, delta.index)
+        self._text = delta.delta
+        self._prev: MessageUpdate | None = None
+
+    @classmethod
+    def chained(cls, segment: UpdateSegment, text: str, prev: MessageUpdate | None) -> MessageUpdate:
+        """The next update of ``segment`` (``prev``: the one before it in the segment, or None)."""
+        update = object.__new__(cls)
+        update._segment, update._text, update._prev = segment, text, prev
+        return update
+
+    @property
+    def loop_id(self) -> str:
+        return self._segment.loop_id
+
+    @property
+    def delta(self) -> StreamDelta:
+        segment = self._segment
+        return StreamDelta(segment.kind, self._text, segment.index)
+
+    @property
+    def message(self) -> AgentMessage:
+        """A snapshot of the message up to and including this delta."""
+        return self._segment.message_at(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageUpdate):
+            return NotImplemented
+        return (self.loop_id, self.delta, self.message) == (other.loop_id, other.delta, other.message)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageUpdate(loop_id={self.loop_id!r}, delta={self.delta!r})"
+
+
+class _FixedSegment:
+    """The segment of an update made from a complete message (decoded JSON, application code)."""
+
+    __slots__ = ("loop_id", "message", "kind", "index")
+
+    def __init__(self, loop_id: str, message: AgentMessage, kind: str, index: int) -> None:
+        self.loop_id, self.message, self.kind, self.index = loop_id, message, kind, index
+
+    def message_at(self, update: MessageUpdate) -> AgentMessage:
+        return self.message
+
+
+class UpdateSegment:
+    """What the updates of one streamed content block share.
+
+    ``base`` is the message when the block's first delta arrived and ``prefix`` the block's text
+    before that delta; the snapshot at a later update is ``base`` with the block's text replaced by
+    ``prefix`` + the deltas of the segment up to that update. The last snapshot built is kept, so
+    reading the newest event's message twice costs nothing.
+    """
+
+    __slots__ = ("loop_id", "kind", "index", "base", "prefix", "_last_update", "_last_message")
+
+    def __init__(self, loop_id: str, kind: str, index: int, base: AssistantMessage, prefix: str) -> None:
+        self.loop_id, self.kind, self.index, self.base, self.prefix = loop_id, kind, index, base, prefix
+        self._last_update: MessageUpdate | None = None
+        self._last_message: AssistantMessage | None = None
+
+    @classmethod
+    def start(cls, loop_id: str, kind: str, index: int, partial: AssistantMessage, delta: str) -> UpdateSegment | None:
+        """A segment for a block whose first delta is ``delta``; None if ``partial`` does not end that
+        block with ``delta`` (then each update must carry its own snapshot)."""
+        if not 0 <= index < len(partial.content):
+            return None
+        block = partial.content[index]
+        if kind == "toolCall":
+            return cls(loop_id, kind, index, partial, "")  # argument text is not part of the snapshot
+        text = block.text if kind == "text" and type(block) is TextContent else \
+            block.thinking if kind == "thinking" and type(block) is ThinkingContent else None
+        if text is None or not text.endswith(delta):
+            return None
+        return cls(loop_id, kind, index, partial, text[:len(text) - len(delta)])
+
+    def message_at(self, update: MessageUpdate) -> AgentMessage:
+        if update is self._last_update:
+            return self._last_message  # type: ignore[return-value]
+        base = self.base
+        content = list(base.content)
+        if self.kind != "toolCall":
+            pieces = []
+            node: MessageUpdate | None = update
+            while node is not None:
+                pieces.append(node._text)
+                node = node._prev
+            pieces.append(self.prefix)
+            text = "".join(reversed(pieces))
+            block = content[self.index]
+            content[self.index] = TextContent(text) if self.kind == "text" else \
+                ThinkingContent(text, block.signature, block.redacted)  # type: ignore[union-attr]
+        message = AssistantMessage(content, base.stop_reason, base.model, base.provider, base.usage, base.timestamp,
+                                   base.error_message)
+        self._last_update, self._last_message = update, message
+        return message
 
 
 @dataclass(slots=True)
@@ -221,13 +333,6 @@ def parse_timestamp(text: Any, path: str) -> float:
         raise DecodeError(path, text, "an RFC 3339 timestamp") from None
 
 
-def _turn_trigger(value: Any, path: str) -> TurnTrigger:
-    try:
-        return TurnTrigger(value)
-    except ValueError:
-        raise DecodeError(path, value, "one of " + ", ".join(t.value for t in TurnTrigger)) from None
-
-
 def _tool_results(value: Any, path: str) -> list[ToolResultMessage]:
     if not isinstance(value, list):
         raise DecodeError(path, value, "a list of toolResult messages")
@@ -257,18 +362,37 @@ _CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, str], Any]]] = {
     "partial_result": (ToolResult.to_json, ToolResult.from_json),
     "result": (ToolResult.to_json, ToolResult.from_json),
     "delta": (StreamDelta.to_json, StreamDelta.from_json),
-    "triggered_by": (lambda t: t.value, _turn_trigger),
+    "triggered_by": (lambda t: t.value, lambda value, path: _enum(TurnTrigger, value, path)),
     "continuation_kind": (lambda k: k.to_json(), ContinuationKind.from_json),
+    "outcome": (lambda o: o.value, lambda value, path: _enum(RunOutcome, value, path)),
 }
+
+# Field names of each event in JSON order (MessageUpdate is not a dataclass: see its docstring).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {MessageUpdate: ("loop_id", "message", "delta")}
+
+
+def event_field_names(cls: type) -> tuple[str, ...]:
+    """The JSON field names of an event class, in order (``type`` not included)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _enum(kind: Any, value: Any, path: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise DecodeError(path, value, "one of " + ", ".join(item.value for item in kind)) from None
 
 
 def event_to_json(event: AgentEvent) -> dict[str, Any]:
     """An event as a JSON-ready dict (SPEC §3.3)."""
     out: dict[str, Any] = {"type": event.type}
-    for f in fields(event):  # type: ignore[arg-type]
-        value = getattr(event, f.name)
-        codec = _CODECS.get(f.name)
-        out[f.name] = codec[0](value) if codec is not None and value is not None else value
+    for name in event_field_names(type(event)):
+        value = getattr(event, name)
+        codec = _CODECS.get(name)
+        out[name] = codec[0](value) if codec is not None and value is not None else value
     return out
 
 
@@ -280,6 +404,14 @@ def event_from_json(data: Any) -> AgentEvent:
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise DecodeError("event.type", kind, "one of " + ", ".join(EVENT_TYPES))
+    if cls is MessageUpdate:
+        for name in ("loop_id", "message", "delta"):
+            if data.get(name) is None:
+                raise DecodeError(f"event.{name}", data.get(name), "a value (required by MessageUpdate)")
+        if not isinstance(data["loop_id"], str):
+            raise DecodeError("event.loop_id", data["loop_id"], "a value of type str")
+        return MessageUpdate(data["loop_id"], message_from_json(data["message"], "event.message"),
+                             StreamDelta.from_json(data["delta"], "event.delta"))
     kwargs: dict[str, Any] = {}
     for f in fields(cls):
         path = f"event.{f.name}"

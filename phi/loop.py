@@ -17,49 +17,34 @@ A run, in order (SPEC LOOP-1..LOOP-14):
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable
 
 from .cancel import CancellationToken
-from .errors import InvalidContinue
-from .events import (
-    AgentEnd,
-    AgentStart,
-    InputRejected,
-    MessageEnd,
-    MessageStart,
-    MessageUpdate,
-    StreamDelta,
-    TurnEnd,
-    TurnStart,
-)
+from .errors import InvalidContinue, InvalidPrompt
+from .events import AgentEnd, AgentStart, InputRejected, MessageEnd, MessageStart, TurnEnd, TurnStart
 from .filters import run_filter
 from .loop_config import AgentContext, AgentLoopConfig
-from .providers.base import (
-    ErrorKind,
-    ProviderError,
-    StreamConfig,
-    StreamEvent,
-    StreamEventKind,
-    StreamProvider,
-    is_context_overflow,
-)
-from .tool_exec import ToolRunner, announce
+from .providers.base import ErrorKind, ProviderError, StreamConfig, StreamProvider, is_context_overflow
+from .reply_stream import ReplyStream
+from .tool_exec import ToolRunner, unanswered_call_results
 from .types import (
     AgentMessage,
     AssistantMessage,
     ContinuationKind,
     ExtensionMessage,
     Message,
+    RunOutcome,
     StopReason,
     TextContent,
     ThinkingLevel,
     ToolCall,
+    ToolResultMessage,
     TurnTrigger,
     Usage,
     UserMessage,
@@ -75,7 +60,14 @@ Sink = Callable[[Any], None]
 
 def agent_loop(prompts: list[AgentMessage], context: AgentContext, config: AgentLoopConfig, sink: Sink,
                cancel: CancellationToken | None = None) -> list[AgentMessage]:
-    """Run the loop from new ``prompts`` (SPEC §4.2). Returns every message the run added."""
+    """Run the loop from new ``prompts`` (SPEC §4.2). Returns every message the run added.
+
+    Raises :class:`~phi.errors.InvalidPrompt` before emitting anything if ``prompts`` is empty
+    (SPEC LOOP-20): to resume from the context as it is, use :func:`agent_loop_continue`.
+    """
+    if not prompts:
+        raise InvalidPrompt("agent_loop needs at least one prompt message; to resume from the context as it is, "
+                            "use agent_loop_continue (Agent.continue_loop)")
     return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run(list(prompts))
 
 
@@ -112,7 +104,8 @@ def check_can_continue(context: AgentContext) -> None:
 # --------------------------------------------------------------------------- identity (SPEC §4.4)
 
 _counter_lock = threading.Lock()
-_loop_counters: dict[str, itertools.count[int]] = {}
+_LOOP_COUNTERS_MAX = 4096
+_loop_counters: OrderedDict[str, int] = OrderedDict()  # "{session}.{config}" -> last N, least recent first
 
 
 def config_segment(config: AgentLoopConfig) -> str:
@@ -127,10 +120,18 @@ def config_segment(config: AgentLoopConfig) -> str:
 
 
 def next_loop_number(session_id: str, segment: str) -> int:
-    """N of ``{session_id}.{config_id}.{N}``: 1, 2, ... per session and config, process-wide."""
+    """N of ``{session_id}.{config_id}.{N}``: 1, 2, ... per session and config, process-wide.
+
+    Only runs given no loop id use this (an Agent counts its own). The table keeps the most recently
+    used 4096 session/config pairs, so short-lived sessions do not make it grow without bound.
+    """
+    key = f"{session_id}.{segment}"
     with _counter_lock:
-        counter = _loop_counters.setdefault(f"{session_id}.{segment}", itertools.count(1))
-        return next(counter)
+        number = _loop_counters.pop(key, 0) + 1
+        _loop_counters[key] = number
+        if len(_loop_counters) > _LOOP_COUNTERS_MAX:
+            _loop_counters.popitem(last=False)
+        return number
 
 
 def _ensure_identity(context: AgentContext, config: AgentLoopConfig) -> int:
@@ -179,9 +180,15 @@ def _provider_for(config: AgentLoopConfig) -> StreamProvider:
 
 # --------------------------------------------------------------------------- one run
 
+STEERING, FOLLOW_UP = "steering", "follow_up"
+
 
 class _Run:
-    """The state of one loop run. Methods are the steps of SPEC §4, in the order they happen."""
+    """The state of one loop run. Methods are the steps of SPEC §4, in the order they happen.
+
+    Everything a run emits, and every hook it calls, happens on the thread that called
+    ``agent_loop`` (tools post what they report to it; see :mod:`phi.tool_exec`), with no lock held.
+    """
 
     def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: Sink, cancel: CancellationToken,
                  continuation: bool) -> None:
@@ -189,28 +196,22 @@ class _Run:
         self.config = config
         self.cancel = cancel
         self.continuation = continuation
-        send = sink.send if hasattr(sink, "send") else sink
-        lock = threading.Lock()  # tools emit from worker threads
-
-        def emit(event: Any) -> None:
-            with lock:
-                send(event)
-
-        self.emit = emit
+        self.emit: Sink = sink.send if hasattr(sink, "send") else sink
         self.new_messages: list[AgentMessage] = []
         self.unannounced: list[AgentMessage] = []  # prompts wait for the first TurnStart
+        self.pending: list[tuple[str, AgentMessage]] = []  # taken from a queue, not yet delivered
         self.usage = Usage()
         self.loop_id = ""
         self.tracker: Any = None
 
-    # ----------------------------------------------------------------- SPEC LOOP-1..2
+    # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
     def run(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
         context, config = self.context, self.config
         loop_index = _ensure_identity(context, config)
         self.loop_id = loop_id = context.loop_id  # type: ignore[assignment]
         if config.before_loop is not None and config.before_loop(context.messages, loop_index) is False:
-            self.emit(AgentEnd(loop_id, [], Usage()))
+            self.emit(AgentEnd(loop_id, [], Usage(), outcome=RunOutcome.VETOED))
             return []
         self.emit(AgentStart(context.agent_id, context.session_id, loop_id, context.parent_loop_id,  # type: ignore[arg-type]
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
@@ -218,17 +219,19 @@ class _Run:
             rejection = self.apply_input_filters(prompts)
             if rejection is not None:
                 self.emit(InputRejected(loop_id, rejection))
-                self.emit(AgentEnd(loop_id, [], Usage(), rejection=rejection))
+                self.emit(AgentEnd(loop_id, [], Usage(), rejection=rejection, outcome=RunOutcome.REJECTED))
                 return []
         for prompt in prompts:
-            self.append(prompt, announce_now=False)
-        runner = ToolRunner(context.tools, config, self.emit, self.cancel, loop_id)
+            self.record(prompt)
+            self.unannounced.append(prompt)
         try:
-            self.run_turns(runner)
-        finally:
-            runner.close()
-        self.announce_prompts()  # if no turn started, prompts are announced before AgentEnd
-        self.emit(AgentEnd(loop_id, list(self.new_messages), self.usage))
+            outcome = self.run_turns(ToolRunner(context.tools, config, self.emit, self.cancel, loop_id))
+            self.announce_prompts()  # if no turn started, prompts are announced before AgentEnd
+            self.give_back_pending(announce=True)
+            self.emit(AgentEnd(loop_id, list(self.new_messages), self.usage, outcome=outcome))
+        except BaseException:
+            self.unwind()
+            raise
         if config.after_loop is not None:
             config.after_loop(context.messages, self.usage)
         return self.new_messages
@@ -255,68 +258,63 @@ class _Run:
                     break
         return None
 
+    def unwind(self) -> None:
+        """An exception is ending the run (SPEC LOOP-5): nothing more is emitted and no hook runs,
+        but queued input is given back (LOOP-18) and every tool call of the last reply gets a
+        result, so the history stays a valid conversation."""
+        try:
+            self.give_back_pending(announce=False)
+        except Exception:  # the original exception is the one the caller must see
+            log.exception("could not give back queued messages while ending run %s", self.loop_id)
+        for message in unanswered_call_results(self.context.messages):
+            self.record(message)
+
     # ----------------------------------------------------------------- SPEC LOOP-4: the turns
 
-    def run_turns(self, runner: ToolRunner) -> None:
+    def run_turns(self, runner: ToolRunner) -> RunOutcome:
         config, context = self.config, self.context
         if config.execution_limits is not None:
             from .context.tracker import ExecutionTracker
 
-            self.tracker = ExecutionTracker(config.execution_limits)
+            self.tracker = ExecutionTracker(config.execution_limits, config.clock)
         turn_index = 0
         trigger = self.first_turn_trigger()
-        pending = self.poll(config.get_steering_messages)  # steering queued before the run
+        self.take(STEERING)  # steering queued before the run is announced in the first turn (LOOP-8)
         more_tool_calls = True
         while True:
-            while more_tool_calls or pending:
+            while more_tool_calls or self.pending:
                 if self.cancel.is_cancelled():
-                    return
+                    return RunOutcome.ABORTED
                 if self.limit_reached():
-                    return
+                    return RunOutcome.LIMIT
                 if config.before_turn is not None and config.before_turn(context.messages, turn_index) is False:
-                    return
+                    return RunOutcome.VETOED
                 self.emit(TurnStart(self.loop_id, turn_index, trigger))
                 self.announce_prompts()
-                for message in pending:
-                    self.append(message)
-                pending = []
+                self.deliver_pending()
                 self.compact_if_configured()
 
                 reply = self.stream_assistant_response()
                 if self.tracker is not None:
                     self.tracker.record_turn(reply.usage.tokens())
-                if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                if reply.stop_reason in _FAILED:
                     if reply.stop_reason == StopReason.ERROR and config.on_error is not None:
                         config.on_error(reply.error_message or "")
                     self.end_turn(reply, [])
-                    return  # no follow-up polling after an error or abort
-
-                calls = reply.tool_calls
-                results: list[AgentMessage] = []
-                steering: list[AgentMessage] = []
-
-                def on_result(message: AgentMessage) -> None:
-                    results.append(message)
-                    self.append(message)
-
-                if reply.stop_reason == StopReason.LENGTH:
-                    runner.answer_truncated(calls, on_result)
-                elif calls:
-                    steering = runner.run(calls, lambda: self.poll(config.get_steering_messages), on_result)
-                self.end_turn(reply, results)  # type: ignore[arg-type]
+                    # no queue is read after an error or abort (LOOP-17)
+                    return RunOutcome.ERROR if reply.stop_reason == StopReason.ERROR else RunOutcome.ABORTED
+                self.end_turn(reply, self.run_tools(reply, runner))
                 turn_index += 1
                 trigger = TurnTrigger.CONTINUATION
-                more_tool_calls = bool(calls)
+                more_tool_calls = bool(reply.tool_calls)
                 if self.cancel.is_cancelled():
-                    return
-                if not calls:
-                    steering = self.poll(config.get_steering_messages)
-                pending = steering
+                    return RunOutcome.ABORTED
+                if not more_tool_calls or reply.stop_reason == StopReason.LENGTH:
+                    self.take(STEERING)  # no tool ran, so the steering source was not read (LOOP-8)
             if self.cancel.is_cancelled():
-                return
-            pending = self.poll(config.get_follow_up_messages)
-            if not pending:
-                return
+                return RunOutcome.ABORTED
+            if not self.take(FOLLOW_UP):
+                return RunOutcome.COMPLETED
 
     def first_turn_trigger(self) -> TurnTrigger:
         kind = self.context.continuation_kind if self.continuation else None
@@ -332,8 +330,24 @@ class _Run:
         if reason is None:
             return False
         self.announce_prompts()
+        self.give_back_pending(announce=True)
         self.append(UserMessage([TextContent(f"[Agent stopped: {reason}]")]))
         return True
+
+    def run_tools(self, reply: AssistantMessage, runner: ToolRunner) -> list[ToolResultMessage]:
+        """SPEC §5: answer every tool call of ``reply``, in call order; returns the results."""
+        results: list[ToolResultMessage] = []
+
+        def on_result(message: ToolResultMessage) -> None:
+            results.append(message)
+            self.append(message)
+
+        calls = reply.tool_calls
+        if reply.stop_reason == StopReason.LENGTH:
+            runner.answer_truncated(calls, on_result)
+        elif calls:
+            runner.run(calls, lambda: self.take(STEERING), on_result)
+        return results
 
     def end_turn(self, reply: AssistantMessage, tool_results: list[Any]) -> None:
         self.usage = self.usage.combine(reply.usage)
@@ -341,24 +355,50 @@ class _Run:
         if self.config.after_turn is not None:
             self.config.after_turn(self.context.messages, reply.usage)
 
-    # ----------------------------------------------------------------- messages
+    # ----------------------------------------------------------------- messages and queues
 
-    def append(self, message: AgentMessage, announce_now: bool = True) -> None:
+    def record(self, message: AgentMessage) -> None:
+        """Append ``message`` to the context and to the run's new messages."""
         self.context.messages.append(message)
         self.new_messages.append(message)
-        if announce_now:
-            announce(self.emit, self.loop_id, message)
-        else:
-            self.unannounced.append(message)
+
+    def append(self, message: AgentMessage) -> None:
+        """Append and announce (SPEC EVT-4)."""
+        self.record(message)
+        announce(self.emit, self.loop_id, message)
 
     def announce_prompts(self) -> None:
-        for message in self.unannounced:
-            announce(self.emit, self.loop_id, message)
-        self.unannounced = []
+        while self.unannounced:
+            announce(self.emit, self.loop_id, self.unannounced.pop(0))
 
-    @staticmethod
-    def poll(source: Callable[[], list[AgentMessage]] | None) -> list[AgentMessage]:
-        return list(source() or []) if source is not None else []
+    def take(self, queue: str) -> list[AgentMessage]:
+        """Read the steering or follow-up source; what it gives is pending until delivered."""
+        source = self.config.get_steering_messages if queue == STEERING else self.config.get_follow_up_messages
+        messages = list(source() or []) if source is not None else []
+        self.pending.extend((queue, message) for message in messages)
+        return messages
+
+    def deliver_pending(self) -> None:
+        """Append and announce the pending queued messages (at the start of a turn)."""
+        while self.pending:
+            self.append(self.pending.pop(0)[1])
+
+    def give_back_pending(self, announce: bool) -> None:
+        """SPEC LOOP-18: the run is ending; queued messages it took but did not deliver go back to
+        the front of their queue, in order — or into the history where the source cannot take them
+        back (announced unless an exception is ending the run)."""
+        pending, self.pending = self.pending, []
+        for queue, put_back in ((STEERING, self.config.put_back_steering_messages),
+                                (FOLLOW_UP, self.config.put_back_follow_up_messages)):
+            messages = [message for source, message in pending if source == queue]
+            if messages and put_back is not None:
+                put_back(messages)
+                continue
+            for message in messages:
+                if announce:
+                    self.append(message)
+                else:
+                    self.record(message)
 
     # ----------------------------------------------------------------- SPEC §8: compaction
 
@@ -372,28 +412,20 @@ class _Run:
         budget = overflow_budget(self.context.messages, cfg) if tighter else None
         self.context.messages[:] = compact_with(self.config.compaction_strategy, self.context.messages, cfg, budget)
 
-    # ----------------------------------------------------------------- SPEC §4.5: one reply
+    # ----------------------------------------------------------------- SPEC §7: one reply
 
     def stream_assistant_response(self) -> AssistantMessage:
         """Call the model once (with retries) and stream the reply as MessageStart/Update/End."""
-        config, context = self.config, self.context
-        provider = _provider_for(config)
+        config = self.config
         attempt = 0
         overflow_retried = False  # ERR-4: one compaction retry per request
         while True:
-            stream = _ReplyStream(self.emit, self.loop_id)
-            request = self.build_request()
-            failure: ProviderError | None = None
-            try:
-                reply = provider.stream(request, stream.on_event, self.cancel)
-            except ProviderError as error:
-                failure, reply = error, None  # type: ignore[assignment]
-            except Exception as error:  # a provider bug still ends as an error message
-                log.exception("provider %s raised", getattr(provider, "provider_id", provider))
-                failure, reply = ProviderError(ErrorKind.OTHER, f"{type(error).__name__}: {error}"), None  # type: ignore[assignment]
+            stream = ReplyStream(self.emit, self.loop_id)
+            request = self.build_request()  # runs user hooks: their exceptions reach the caller
+            reply, failure = self.call_provider(request, stream)
             if failure is None and reply.stop_reason == StopReason.ERROR and not stream.visible \
-                    and is_context_overflow(None, reply.error_message):
-                failure = ProviderError(ErrorKind.CONTEXT_OVERFLOW, reply.error_message or "context overflow")
+                    and is_context_overflow(None, reply.error_message):  # type: ignore[union-attr]
+                failure = ProviderError(ErrorKind.CONTEXT_OVERFLOW, reply.error_message or "context overflow")  # type: ignore[union-attr]
             if failure is not None and not stream.visible and not self.cancel.is_cancelled():
                 if failure.is_retryable() and attempt < config.retry_config.max_retries:
                     attempt += 1
@@ -407,13 +439,37 @@ class _Run:
                     log.warning("context overflow; compacting and retrying once")
                     self.compact_if_configured(tighter=True)
                     continue
-            if failure is not None or reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
-                reply = stream.failed(reply, failure, self.cancel.is_cancelled(), config, provider)
+            if failure is not None or reply.stop_reason in _FAILED:  # type: ignore[union-attr]
+                reply = stream.failed(reply, failure, self.cancel.is_cancelled(), config.model_config.id,
+                                      self.provider_id())
             break
-        stream.end(reply)
-        context.messages.append(reply)
-        self.new_messages.append(reply)
-        return reply
+        stream.end(reply)  # type: ignore[arg-type]
+        self.record(reply)  # type: ignore[arg-type]
+        return reply  # type: ignore[return-value]
+
+    def call_provider(self, request: StreamConfig, stream: ReplyStream) -> tuple[AssistantMessage | None, ProviderError | None]:
+        """One attempt. Provider failures — a missing provider and provider bugs included — come back
+        as a ProviderError; an exception raised by the event sink is re-raised unchanged (LOOP-5)."""
+        reply: Any = None
+        failure: ProviderError | None = None
+        try:
+            reply = _provider_for(self.config).stream(request, stream.on_event, self.cancel)
+        except ProviderError as error:
+            failure = error
+        except Exception as error:
+            if stream.sink_error is None:
+                log.exception("provider %s raised", self.provider_id())
+            failure = ProviderError(ErrorKind.OTHER, f"{type(error).__name__}: {error}")
+        if stream.sink_error is not None:
+            raise stream.sink_error
+        if failure is None and not isinstance(reply, AssistantMessage):
+            failure, reply = ProviderError(ErrorKind.OTHER, f"the provider returned {type(reply).__name__}, "
+                                                            "not an AssistantMessage"), None
+        return reply, failure
+
+    def provider_id(self) -> str:
+        provider = self.config.provider
+        return provider.provider_id if provider is not None else self.config.model_config.provider
 
     def build_request(self) -> StreamConfig:
         """SPEC LOOP-11: transform_context → convert_to_llm → get_api_key, then the StreamConfig."""
@@ -441,59 +497,7 @@ class _Run:
         )
 
 
-class _ReplyStream:
-    """Turns a provider's StreamEvents into MessageStart / MessageUpdate events.
-
-    MessageStart is held back until the first delta, so that a failed attempt that showed nothing
-    can be retried without the consumer ever seeing it (SPEC ERR-2).
-    """
-
-    __slots__ = ("emit", "loop_id", "partial", "visible")
-
-    _DELTA_KINDS = {
-        StreamEventKind.TEXT_DELTA: "text",
-        StreamEventKind.THINKING_DELTA: "thinking",
-        StreamEventKind.TOOLCALL_DELTA: "toolCall",
-    }
-
-    def __init__(self, emit: Sink, loop_id: str) -> None:
-        self.emit = emit
-        self.loop_id = loop_id
-        self.partial: AssistantMessage | None = None
-        self.visible = False  # MessageStart has been emitted
-
-    def on_event(self, event: StreamEvent) -> None:
-        before, self.partial = self.partial, event.partial
-        kind = self._DELTA_KINDS.get(event.kind)
-        if kind is None:
-            return
-        if not self.visible:
-            self.visible = True
-            self.emit(MessageStart(self.loop_id, before if before is not None else event.partial))
-        self.emit(MessageUpdate(self.loop_id, event.partial, StreamDelta(kind, event.delta, event.index)))
-
-    def failed(self, reply: AssistantMessage | None, failure: ProviderError | None, cancelled: bool,
-               config: AgentLoopConfig, provider: StreamProvider) -> AssistantMessage:
-        """The reply of a failed or aborted call: whatever content arrived, and the reason."""
-        base = reply or self.partial
-        content = list(base.content) if base is not None else []
-        if cancelled or (failure is not None and failure.kind == ErrorKind.CANCELLED) or \
-                (reply is not None and reply.stop_reason == StopReason.ABORTED):
-            stop, text = StopReason.ABORTED, (reply.error_message if reply is not None else None) or "aborted"
-        else:
-            stop = StopReason.ERROR
-            text = str(failure) if failure is not None else (reply.error_message if reply is not None else None) or "error"
-        return AssistantMessage(
-            content,
-            stop,
-            base.model if base is not None and base.model else config.model_config.id,
-            base.provider if base is not None and base.provider else getattr(provider, "provider_id", ""),
-            base.usage if base is not None else Usage(),
-            error_message=text,
-        )
-
-    def end(self, reply: AssistantMessage) -> None:
-        if not self.visible:
-            self.visible = True
-            self.emit(MessageStart(self.loop_id, reply))
-        self.emit(MessageEnd(self.loop_id, reply))
+def announce(emit: Sink, loop_id: str, message: AgentMessage) -> None:
+    """SPEC EVT-4: a message is announced by its MessageStart and MessageEnd."""
+    emit(MessageStart(loop_id, message))
+    emit(MessageEnd(loop_id, message))

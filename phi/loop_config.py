@@ -20,6 +20,7 @@ A hook that returns ``None`` counts as True; only an explicit ``False`` vetoes.
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -80,8 +81,14 @@ class AgentLoopConfig:
     execution_limits: Any = None  # phi.context.ExecutionLimits; None: no limits
     input_filters: Sequence[InputFilter | Callable[[str], Any]] = ()
 
+    # Queue sources (SPEC LOOP-8, LOOP-9): ``get_*`` takes messages; ``put_back_*`` returns messages
+    # the run took but could not deliver to the front of the queue, in order (LOOP-18). Without a
+    # put-back, such messages are appended and announced before AgentEnd instead.
     get_steering_messages: Callable[[], list[AgentMessage]] | None = None
     get_follow_up_messages: Callable[[], list[AgentMessage]] | None = None
+    put_back_steering_messages: Callable[[list[AgentMessage]], None] | None = None
+    put_back_follow_up_messages: Callable[[list[AgentMessage]], None] | None = None
+    clock: Callable[[], float] = time.monotonic  # seconds; what the duration limit is measured with
 
     transform_context: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None
     convert_to_llm: Callable[[list[AgentMessage]], list[Message]] | None = None

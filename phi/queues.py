@@ -1,7 +1,9 @@
-"""Steering and follow-up queues (SPEC LOOP-9).
+"""Steering and follow-up queues (SPEC LOOP-9, LOOP-18).
 
 A :class:`MessageQueue` is written by the application (from any thread) and read by the loop at
-fixed points. ``one_at_a_time`` hands out one message per read; ``all`` drains the queue.
+fixed points. ``one_at_a_time`` hands out one message per read; ``all`` drains the queue. Messages
+the loop took but could not deliver before its run ended come back with :meth:`put_back`, at the
+front and in their order, so no queued input is ever lost.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ class MessageQueue:
                 self._items.clear()
                 return items
             return [self._items.popleft()]
+
+    def put_back(self, messages: list[AgentMessage]) -> None:
+        """Return messages taken by :meth:`drain` to the front of the queue, in their order."""
+        with self._lock:
+            self._items.extendleft(reversed(messages))
+
+    def snapshot(self) -> list[AgentMessage]:
+        """The queued messages, oldest first (the queue is unchanged)."""
+        with self._lock:
+            return list(self._items)
 
     def clear(self) -> None:
         with self._lock:

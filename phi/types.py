@@ -51,6 +51,17 @@ class QueueMode(str, enum.Enum):
     ALL = "all"
 
 
+class RunOutcome(str, enum.Enum):
+    """Why a run ended (SPEC EVT-9): carried by ``AgentEnd.outcome`` and ``AgentResult.outcome``."""
+
+    COMPLETED = "completed"  # the model answered and nothing was left to do
+    ABORTED = "aborted"  # the run was cancelled
+    ERROR = "error"  # the model call failed (the last reply has stop reason error)
+    LIMIT = "limit"  # an execution limit was reached (LOOP-10)
+    REJECTED = "rejected"  # an input filter rejected the prompts (LOOP-2)
+    VETOED = "vetoed"  # before_loop or before_turn returned false (LOOP-1, LOOP-15)
+
+
 class TurnTrigger(str, enum.Enum):
     """What started a turn (SPEC EVT-5)."""
 
@@ -253,8 +264,14 @@ class UserMessage:
     role: ClassVar[str] = "user"
 
     @classmethod
-    def text(cls, text: str) -> UserMessage:
+    def from_text(cls, text: str) -> UserMessage:
+        """A user message with one text block."""
         return cls([TextContent(text)])
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined (no separator), like ``AssistantMessage.text``."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
 @dataclass(slots=True)

@@ -144,7 +144,7 @@ def test_follow_up_queue_modes():
         provider = ScriptedProvider(["first", "second", "third"])
         agent = Agent(provider=provider, follow_up_mode=mode)
         agent.follow_up("more 1")
-        agent.follow_up(UserMessage.text("more 2"))
+        agent.follow_up(UserMessage.from_text("more 2"))
         assert agent.has_queued_messages()
         agent.run("start")
         assert len(provider.calls) == expected_calls
@@ -197,7 +197,7 @@ def test_continue_loop_kinds_and_identity():
     assert first == f"{agent.session_id}.cfg.1"
     with pytest.raises(InvalidContinue, match="assistant"):
         agent.continue_loop()
-    agent.messages.append(UserMessage.text("go on"))
+    agent.messages.append(UserMessage.from_text("go on"))
     events = list(agent.continue_loop(ContinuationKind.branch("2026-01-01T00:00:00Z")))
     start = events[0]
     assert start.parent_loop_id == first

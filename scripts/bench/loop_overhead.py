@@ -63,7 +63,7 @@ def _start(provider: ScriptedProvider, tools: list, prompt: str) -> EventStream:
 
     def work() -> None:
         try:
-            result = agent_loop([UserMessage.text(prompt)], context, config, channel, cancel)
+            result = agent_loop([UserMessage.from_text(prompt)], context, config, channel, cancel)
         except BaseException as error:  # re-raised to the consumer
             stream._finish(None, error)
         else:

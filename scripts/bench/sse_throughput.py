@@ -115,7 +115,7 @@ def bench_phi(url: str, kind: str, repeat: int) -> dict[str, float]:
     else:
         mc = ModelConfig.anthropic("claude-bench", api_key="sk-bench", base_url=url)
     provider = get_provider(mc)
-    config = StreamConfig(mc, messages=[UserMessage.text("go")])
+    config = StreamConfig(mc, messages=[UserMessage.from_text("go")])
     best = float("inf")
     events = 0
     for _ in range(repeat):

@@ -87,7 +87,7 @@ def run(script: Iterable[Any] = (), tools: Iterable[Any] = (), prompts: Iterable
     config = make_config(provider, **settings)
     if context is None:
         context = AgentContext(messages=[], tools=list(tools))
-    prompt_messages = [UserMessage.text(p) if isinstance(p, str) else p for p in prompts]
+    prompt_messages = [UserMessage.from_text(p) if isinstance(p, str) else p for p in prompts]
     events: list[Any] = []
 
     def record(event: Any) -> None:

@@ -156,7 +156,7 @@ def _start(provider_script, tools=(), fail=False):
 
     def worker():
         try:
-            result = agent_loop([UserMessage.text("hi")], context, AgentLoopConfig(provider=provider), sink, cancel)
+            result = agent_loop([UserMessage.from_text("hi")], context, AgentLoopConfig(provider=provider), sink, cancel)
         except BaseException as error:
             stream._finish(None, error)
         else:

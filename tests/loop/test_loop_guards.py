@@ -24,7 +24,7 @@ def test_input_filter_reject_ends_before_any_turn():
         seen.append(text)
         return FilterResult.reject("contains a secret") if "password" in text else None
 
-    out = run(["never"], prompts=["my password is x", UserMessage.text("second")], input_filters=[no_secrets],
+    out = run(["never"], prompts=["my password is x", UserMessage.from_text("second")], input_filters=[no_secrets],
               after_loop=lambda m, u: after_loop.append(1))
     assert seen == ["my password is x\nsecond"]
     assert out.types == ["AgentStart", "InputRejected", "AgentEnd"]

@@ -89,17 +89,17 @@ def test_first_turn_trigger_from_config_then_continuation():
 
 
 def _continuable(kind=None, **fields):
-    return AgentContext(messages=[UserMessage.text("resume me")], agent_id="agent-1",
+    return AgentContext(messages=[UserMessage.from_text("resume me")], agent_id="agent-1",
                         session_id=f"s-{uuid.uuid4().hex[:8]}", continuation_kind=kind, **fields)
 
 
 @pytest.mark.parametrize("context,needle", [
-    (AgentContext(messages=[UserMessage.text("x")], session_id="s"), "agent_id"),
-    (AgentContext(messages=[UserMessage.text("x")], agent_id="a"), "session_id"),
+    (AgentContext(messages=[UserMessage.from_text("x")], session_id="s"), "agent_id"),
+    (AgentContext(messages=[UserMessage.from_text("x")], agent_id="a"), "session_id"),
     (AgentContext(messages=[], agent_id="a", session_id="s"), "no messages"),
     (AgentContext(messages=[ExtensionMessage("note")], agent_id="a", session_id="s"), "no messages"),
-    (AgentContext(messages=[UserMessage.text("x"), AssistantMessage()], agent_id="a", session_id="s"), "assistant"),
-    (AgentContext(messages=[UserMessage.text("x"), AssistantMessage(), ExtensionMessage("n")], agent_id="a",
+    (AgentContext(messages=[UserMessage.from_text("x"), AssistantMessage()], agent_id="a", session_id="s"), "assistant"),
+    (AgentContext(messages=[UserMessage.from_text("x"), AssistantMessage(), ExtensionMessage("n")], agent_id="a",
                   session_id="s"), "assistant"),
 ])
 def test_continue_preconditions_raise_invalid_continue(context, needle):
@@ -133,7 +133,7 @@ def test_branch_continuation_triggers_branch_then_continuation():
 
 def test_continue_from_tool_results():
     ctx = _continuable()
-    ctx.messages = [UserMessage.text("q"), AssistantMessage([], model="m"),
+    ctx.messages = [UserMessage.from_text("q"), AssistantMessage([], model="m"),
                     ToolResultMessage("t1", "echo", [])]
     out = run(["ok"], context=ctx, continue_=True)
     assert out.messages[-1].text == "ok"

@@ -76,7 +76,7 @@ def _tools(steering: MessageQueue, budget: list[int]):
     def steer(args, ctx):
         if budget[0] > 0:
             budget[0] -= 1
-            steering.push(UserMessage.text("steer!"))
+            steering.push(UserMessage.from_text("steer!"))
         return "steered"
 
     def fail(args, ctx):
@@ -96,7 +96,7 @@ def test_loop_invariants_hold_for_random_scripts(scenario):
     steering = MessageQueue(QueueMode.ONE_AT_A_TIME)
     follow = MessageQueue(scenario["follow_mode"])
     for i in range(scenario["follow_ups"]):
-        follow.push(UserMessage.text(f"follow {i}"))
+        follow.push(UserMessage.from_text(f"follow {i}"))
     cancel = CancellationToken()
     counter = [0]
 

@@ -9,6 +9,7 @@ import pytest
 from phi.errors import DecodeError
 from phi.events import (
     EVENT_TYPES,
+    event_field_names,
     AgentEnd,
     AgentStart,
     InputRejected,
@@ -107,7 +108,7 @@ def test_event_round_trip(event):
     assert data["type"] == event.type
     back = event_from_json(data)
     assert type(back) is type(event)
-    for name in event.__dataclass_fields__:
+    for name in event_field_names(type(event)):
         got, want = getattr(back, name), getattr(event, name)
         if name == "timestamp":
             assert abs(got - want) < 0.001

@@ -15,7 +15,7 @@ def _steering_tool(queue: MessageQueue, ran: list[str]):
     def fn(args, ctx):
         ran.append(ctx.tool_call_id)
         if ctx.tool_call_id == "t1":
-            queue.push(UserMessage.text("change of plan"))
+            queue.push(UserMessage.from_text("change of plan"))
         return f"done {ctx.tool_call_id}"
 
     return text_tool("work", fn)
@@ -66,7 +66,7 @@ def test_steering_skips_the_remaining_calls(mode, batch_size, executed):
 
 def test_steering_after_a_text_reply_starts_another_turn():
     queue = MessageQueue()
-    queue.push(UserMessage.text("steer"))
+    queue.push(UserMessage.from_text("steer"))
     polls = []
 
     def steering():
@@ -82,7 +82,7 @@ def test_steering_after_a_text_reply_starts_another_turn():
 
 def test_steering_queued_before_the_run_is_announced_in_the_first_turn():
     queue = MessageQueue()
-    queue.push(UserMessage.text("early steer"))
+    queue.push(UserMessage.from_text("early steer"))
     out = run(["ok"], get_steering_messages=queue.drain)
     assert [text_of(m) for m in out.provider.calls[0].messages] == ["hi", "early steer"]
     check_announcements(out)
@@ -91,8 +91,8 @@ def test_steering_queued_before_the_run_is_announced_in_the_first_turn():
 @pytest.mark.parametrize("mode,expected_calls", [(QueueMode.ONE_AT_A_TIME, 3), (QueueMode.ALL, 2)])
 def test_follow_ups_in_both_queue_modes(mode, expected_calls):
     queue = MessageQueue(mode)
-    queue.push(UserMessage.text("f1"))
-    queue.push(UserMessage.text("f2"))
+    queue.push(UserMessage.from_text("f1"))
+    queue.push(UserMessage.from_text("f2"))
     out = run(["r1", "r2", "r3"], get_follow_up_messages=queue.drain)
     assert len(out.provider.calls) == expected_calls
     last_context = out.provider.calls[-1].messages
@@ -104,7 +104,7 @@ def test_follow_ups_in_both_queue_modes(mode, expected_calls):
 
 def test_follow_ups_wait_until_tool_calls_are_done():
     queue = MessageQueue(QueueMode.ALL)
-    queue.push(UserMessage.text("later"))
+    queue.push(UserMessage.from_text("later"))
     out = run([tool_turn(call("t1", "echo")), "after tool", "after follow-up"], [text_tool("echo")],
               get_follow_up_messages=queue.drain)
     assert len(out.provider.calls) == 3
@@ -115,6 +115,6 @@ def test_follow_ups_wait_until_tool_calls_are_done():
 def test_follow_ups_are_not_polled_after_an_error():
     polled = []
     out = run([{"error": {"kind": "auth", "message": "bad key"}}],
-              get_follow_up_messages=lambda: polled.append(1) or [UserMessage.text("x")])
+              get_follow_up_messages=lambda: polled.append(1) or [UserMessage.from_text("x")])
     assert polled == []
     assert out.replies[-1].stop_reason.value == "error"

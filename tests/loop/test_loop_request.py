@@ -35,7 +35,7 @@ class LoggingProvider(ScriptedProvider):
 
 def test_transform_convert_and_api_key_run_in_order_before_each_call():
     log: list[str] = []
-    marker = UserMessage.text("added by transform")
+    marker = UserMessage.from_text("added by transform")
     converted_views = []
 
     def transform(messages):
@@ -75,7 +75,7 @@ def test_system_prompt_and_settings_reach_the_provider():
 
 
 def test_default_convert_to_llm_strips_tool_calls_from_error_and_aborted_replies():
-    user = UserMessage.text("q")
+    user = UserMessage.from_text("q")
     errored = AssistantMessage([TextContent("partial"), ToolCall("t1", "echo", {})], StopReason.ERROR)
     aborted_only_call = AssistantMessage([ToolCall("t2", "echo", {})], StopReason.ABORTED)
     good = AssistantMessage([TextContent("fine"), ToolCall("t3", "echo", {})], StopReason.TOOL_USE)
@@ -102,7 +102,7 @@ def test_aborted_tool_call_never_reaches_the_next_request():
     aborted = first.replies[-1]
     assert aborted.stop_reason == StopReason.ABORTED
     ctx = first.context
-    ctx.messages.append(UserMessage.text("go on"))
+    ctx.messages.append(UserMessage.from_text("go on"))
     second = run(["continued"], context=ctx, continue_=True)
     sent = second.provider.calls[0].messages
     assert not any(isinstance(b, ToolCall) for m in sent for b in getattr(m, "content", []))

@@ -56,7 +56,7 @@ def start(server, provider: str, reply: Reply, read_timeout: float = 5.0, cancel
     mc.options["read_timeout"] = read_timeout
     mc.options["connect_timeout"] = 2.0
     sink = Collector()
-    config = StreamConfig(mc, messages=[UserMessage.text("hi")])
+    config = StreamConfig(mc, messages=[UserMessage.from_text("hi")])
     return get_provider(mc), config, sink, cancel or CancellationToken()
 
 

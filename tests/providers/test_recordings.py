@@ -57,7 +57,7 @@ def run(server, name: str, chunk_size: int):
     server.queue(reply_for(name, chunk_size))
     mc = model_for(name, server.url)
     sink = Collector()
-    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.text("hi")]), sink, CancellationToken())
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), sink, CancellationToken())
     return message, sink
 
 

@@ -40,7 +40,7 @@ def conversation(provider: str, model: str) -> list:
                           TextContent("A cat. Checking weather."), ToolCall("call_1", "get_weather", {"city": "Paris"})],
                          StopReason.TOOL_USE, model, provider),
         ToolResultMessage("call_1", "get_weather", [TextContent("18C, sunny"), IMAGE]),
-        UserMessage.text("Thanks!"),
+        UserMessage.from_text("Thanks!"),
     ]
 
 
