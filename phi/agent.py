@@ -2,8 +2,11 @@
 
 An Agent owns a conversation, its tools and settings, the steering and follow-up queues, and its
 identity (agent id, session id, loop counters). ``prompt`` starts a run on a worker thread and
-returns an :class:`~phi.channel.EventStream` at once; ``run`` is the blocking convenience. The new
-messages of a run join the history when the run ends, whether or not anyone read its events.
+returns an :class:`~phi.channel.EventStream` at once; ``run`` is the blocking convenience. Both give
+an :class:`AgentResult`. The new messages of a run join the history when the run ends, whether or
+not anyone read its events — and before anyone hears of it: by the time ``AgentEnd`` reaches a
+subscriber (or ``after_loop`` runs) the history is updated and the agent is idle, so a new prompt may
+start right there (SPEC LOOP-21).
 
     agent = Agent(provider=ScriptedProvider(["Hello!"]), system_prompt="Be brief.")
     for event in agent.prompt("Hi"):
@@ -20,13 +23,14 @@ import uuid
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Sequence
 
+from .agent_settings import AgentSettings
 from .cancel import CancellationToken
 from .channel import EventChannel, EventStream
-from .errors import AlreadyRunning, DecodeError
+from .errors import AlreadyRunning, ConfigError, DecodeError
 from .events import AgentEnd
 from .loop import agent_loop, agent_loop_continue, check_can_continue, config_segment
 from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
-from .providers.model_config import ModelConfig
+from .providers.model_config import API_MOCK, ModelConfig
 from .queues import MessageQueue
 from .types import (
     AgentMessage,
@@ -35,6 +39,7 @@ from .types import (
     ContinuationKind,
     ImageContent,
     QueueMode,
+    RunOutcome,
     StopReason,
     TextContent,
     ThinkingLevel,
@@ -46,21 +51,27 @@ from .types import (
 
 log = logging.getLogger("phi.agent")
 
-PromptInput = "str | AgentMessage | Sequence[AgentMessage]"
-
-# Settings that go straight into AgentLoopConfig (each also gets a chainable ``with_<name>``).
+# Settings that go straight into AgentLoopConfig (each also has a chainable ``with_<name>``).
 _LOOP_SETTINGS = tuple(f.name for f in fields(AgentLoopConfig) if f.name not in (
-    "get_steering_messages", "get_follow_up_messages"))
+    "get_steering_messages", "get_follow_up_messages", "put_back_steering_messages", "put_back_follow_up_messages"))
 
 
 @dataclass
 class AgentResult:
-    """What a blocking ``run`` returns."""
+    """What a run of an Agent gives: ``Agent.run(...)`` and ``Agent.prompt(...).result()`` alike.
+
+    ``outcome`` says why the run ended (SPEC EVT-9); ``stop_reason`` is the last reply's, ``error``
+    its error message when the model call failed; ``timed_out`` is set when ``run(timeout=...)``
+    aborted the run at its deadline.
+    """
 
     messages: list[AgentMessage]
-    stop_reason: StopReason | None
-    usage: Usage
+    outcome: RunOutcome
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason | None = None
     error: str | None = None
+    rejection: str | None = None
+    timed_out: bool = False
 
     @property
     def text(self) -> str:
@@ -69,6 +80,14 @@ class AgentResult:
             if isinstance(message, AssistantMessage):
                 return message.text
         return ""
+
+    @classmethod
+    def of(cls, end: AgentEnd) -> AgentResult:
+        """The result a run's ``AgentEnd`` describes."""
+        last = next((m for m in reversed(end.messages) if isinstance(m, AssistantMessage)), None)
+        stop = last.stop_reason if last is not None else None
+        error = last.error_message if last is not None and stop == StopReason.ERROR else None
+        return cls(list(end.messages), end.outcome, end.usage, stop, error, end.rejection)
 
 
 @dataclass
@@ -83,8 +102,15 @@ class Checkpoint:
     created_at: float = field(default_factory=time.time)
 
 
-class Agent:
-    """A conversation with a model, its tools and its settings. See the module docstring."""
+class Agent(AgentSettings):
+    """A conversation with a model, its tools and its settings. See the module docstring.
+
+    ``model`` picks the protocol from the model name (``"claude-..."``, ``"gpt-..."``,
+    ``"gemini-..."`` or ``"<provider>:<model>"``, see :mod:`phi.providers.model_names`);
+    ``model_config`` gives it in full; ``provider=`` (e.g. a ScriptedProvider) overrides both.
+    Every :class:`~phi.loop_config.AgentLoopConfig` setting is also a keyword argument here and a
+    ``with_<setting>`` method (:class:`~phi.agent_settings.AgentSettings`).
+    """
 
     def __init__(self, *, system_prompt: str = "", model: str | None = None, api_key: str | None = None,
                  model_config: ModelConfig | None = None, tools: Iterable[Any] = (),
@@ -94,14 +120,19 @@ class Agent:
         if unknown:
             raise TypeError(f"Agent() got unknown settings {sorted(unknown)}; known: {sorted(_LOOP_SETTINGS)}")
         if model_config is None:
-            model_config = ModelConfig.mock() if model is None else ModelConfig(id=model)
-        if model is not None:
+            if model is None:
+                model_config = ModelConfig.mock()
+            else:
+                from .providers.model_names import model_config_for
+
+                model_config = model_config_for(model)
+        elif model is not None:
             model_config = replace(model_config, id=model)
         if api_key is not None:
             model_config = replace(model_config, api_key=api_key)
         self.system_prompt = system_prompt
         self.tools: list[Any] = list(tools)
-        self.messages: list[AgentMessage] = list(messages)
+        self._messages: list[AgentMessage] = list(messages)
         self.config = AgentLoopConfig(model_config=model_config, **settings)
         self.steering_queue = MessageQueue(steering_mode)
         self.follow_up_queue = MessageQueue(follow_up_mode)
@@ -113,14 +144,27 @@ class Agent:
         self._subscribers: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
         self._cancel: CancellationToken | None = None
+        self._worker: threading.Thread | None = None
+        self._generation = 0  # bumped by reset(): a run started before it merges nothing
         self._idle = threading.Event()
         self._idle.set()
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
-                f"tools={[t.name for t in self.tools]}, messages={len(self.messages)}, streaming={self.is_streaming})")
+                f"tools={[t.name for t in self.tools]}, messages={len(self._messages)}, streaming={self.is_streaming})")
 
-    # ----------------------------------------------------------------- settings
+    # ----------------------------------------------------------------- state
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        """The conversation. While a run is active it is the history as the run started; the run's
+        new messages join it when the run ends."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._refuse_while_running("replace the messages")
+        self._messages = list(messages)
 
     @property
     def model_config(self) -> ModelConfig:
@@ -129,6 +173,13 @@ class Agent:
     @property
     def is_streaming(self) -> bool:
         return not self._idle.is_set()
+
+    def _refuse_while_running(self, what: str) -> None:
+        if self.is_streaming:
+            raise AlreadyRunning(f"cannot {what} while a run is active; abort() and wait_for_idle() first, "
+                                 "or reset() to drop the run and the conversation")
+
+    # ----------------------------------------------------------------- settings
 
     def with_system_prompt(self, text: str) -> Agent:
         self.system_prompt = text
@@ -143,6 +194,7 @@ class Agent:
         return self
 
     def with_model(self, model: str) -> Agent:
+        """Another model of the same protocol and service (only the model id changes)."""
         self.config.model_config = replace(self.config.model_config, id=model)
         return self
 
@@ -151,8 +203,8 @@ class Agent:
         return self
 
     def with_provider_override(self, provider: Any) -> Agent:
-        self.config.provider = provider
-        return self
+        """Seed 001 name of :meth:`with_provider`."""
+        return self.with_provider(provider)
 
     def with_steering_mode(self, mode: QueueMode) -> Agent:
         self.steering_queue.mode = QueueMode(mode)
@@ -171,19 +223,6 @@ class Agent:
         block = skill_set.format_for_prompt()
         self.system_prompt = f"{self.system_prompt}\n\n{block}" if self.system_prompt else block
         return self
-
-    def __getattr__(self, name: str) -> Any:
-        # with_<setting>(value) for every AgentLoopConfig setting (seed parity), e.g. with_retry_config
-        if name.startswith("with_") and name[5:] in _LOOP_SETTINGS:
-            setting = name[5:]
-
-            def setter(value: Any) -> Agent:
-                setattr(self.config, setting, value)
-                return self
-
-            setter.__name__ = name
-            return setter
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ----------------------------------------------------------------- queues
 
@@ -228,18 +267,18 @@ class Agent:
     # ----------------------------------------------------------------- running
 
     def prompt(self, text: str | AgentMessage | Sequence[AgentMessage],
-               images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[list[AgentMessage]]:
+               images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
         """Start a run with a new prompt; returns its live event stream at once."""
         prompts = _as_prompts(text, images)
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, None)
 
     def prompt_with_sender(self, text: str | AgentMessage | Sequence[AgentMessage], sender: Any,
-                           images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[list[AgentMessage]]:
+                           images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
         """Like ``prompt``, but events go to ``sender`` (an EventChannel or callable) instead."""
         prompts = _as_prompts(text, images)
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
 
-    def continue_loop(self, kind: ContinuationKind | str | None = None, sender: Any = None) -> EventStream[list[AgentMessage]]:
+    def continue_loop(self, kind: ContinuationKind | str | None = None, sender: Any = None) -> EventStream[AgentResult]:
         """Resume from the current history (``default``, ``rerun`` or ``branch``).
 
         Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
@@ -248,22 +287,24 @@ class Agent:
             kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
                     "branch": ContinuationKind.branch}[kind]()
         kind = kind or ContinuationKind.default()
-        check_can_continue(AgentContext(messages=self.messages, agent_id=self.agent_id, session_id=self.session_id))
+        check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), kind, sender)
 
     def run(self, text: str | AgentMessage | Sequence[AgentMessage] | None = None,
             images: Sequence[ImageContent | tuple[str, str]] | None = None, timeout: float | None = None) -> AgentResult:
-        """Blocking: run a prompt (or continue, with ``text=None``) and return an AgentResult."""
+        """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
+
+        With ``timeout`` (seconds) the run is aborted at the deadline; the result then says
+        ``timed_out`` (and ``outcome`` aborted). An exception from the run is raised here unchanged.
+        """
         stream = self.continue_loop() if text is None else self.prompt(text, images)
-        usage = Usage()
-        for event in stream:
-            if isinstance(event, AgentEnd):
-                usage = event.usage
-        messages = stream.result(timeout)
-        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-        stop = last.stop_reason if last is not None else None
-        error = last.error_message if last is not None and stop == StopReason.ERROR else None
-        return AgentResult(messages, stop, usage, error)
+        if timeout is None or stream.wait(timeout):
+            return stream.result()
+        stream.abort()
+        grace = self.config.tool_abort_grace_ms / 1000.0
+        result = stream.result(timeout=grace + 5.0)  # aborting ends a run within the tool grace period
+        result.timed_out = True
+        return result
 
     def run_structured(self, prompt: str, schema: Any, max_retries: int = 2) -> Any:
         """Ask for an answer matching ``schema`` (a JSON Schema dict, a dataclass or a TypedDict).
@@ -276,7 +317,7 @@ class Agent:
         return run_structured(self, prompt, schema, max_retries)
 
     def abort(self) -> None:
-        """Cancel the current run (safe from any thread and from event callbacks)."""
+        """Cancel the current run: safe from any thread and from any callback, hook or tool."""
         cancel = self._cancel
         if cancel is not None:
             cancel.cancel()
@@ -286,11 +327,18 @@ class Agent:
         return self._idle.wait(timeout)
 
     def reset(self) -> None:
-        """Abort any run and forget the conversation and queued messages (identity stays)."""
+        """Abort any run and forget the conversation and the queued messages (identity stays).
+
+        Takes effect at once: a run still winding down merges nothing into the history. Outside the
+        run's own callbacks, waits (up to 5 s) for that run to end.
+        """
+        with self._lock:
+            self._generation += 1
+            self._messages = []
         self.abort()
-        self.wait_for_idle(5.0)
-        self.messages = []
         self.clear_queues()
+        if threading.current_thread() is not self._worker:
+            self.wait_for_idle(5.0)
 
     # ----------------------------------------------------------------- identity (REQ-187..193, 215)
 
@@ -317,55 +365,91 @@ class Agent:
 
     def save_messages(self) -> str:
         """The history as a JSON string (SPEC DATA-6)."""
-        return json.dumps([message_to_json(m) for m in self.messages], ensure_ascii=False)
+        return json.dumps([message_to_json(m) for m in self._messages], ensure_ascii=False)
 
     def restore_messages(self, text: str) -> None:
-        """Replace the history with one saved by ``save_messages``. Bad JSON raises DecodeError and
-        leaves the history unchanged."""
+        """Replace the history with one saved by ``save_messages`` (refused while a run is active).
+        Bad JSON raises DecodeError and leaves the history unchanged."""
+        self._refuse_while_running("restore messages")
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as error:
             raise DecodeError("messages", text if isinstance(text, str) else type(text).__name__,
                               f"a JSON list of messages ({error})") from None
-        self.messages = messages_from_json(data)
+        self._messages = messages_from_json(data)
 
     def checkpoint(self) -> Checkpoint:
-        return Checkpoint([message_to_json(m) for m in self.messages], self.agent_id, self.session_id,
+        return Checkpoint([message_to_json(m) for m in self._messages], self.agent_id, self.session_id,
                           dict(self.loop_counters), self.last_loop_id)
 
     def restore(self, checkpoint: Checkpoint) -> None:
         """Return to a checkpoint: its messages and identity (refused while a run is active)."""
-        if self.is_streaming:
-            raise AlreadyRunning("cannot restore a checkpoint while a run is active; abort() and wait_for_idle() first")
-        self.messages = messages_from_json(checkpoint.messages)
+        self._refuse_while_running("restore a checkpoint")
+        self._messages = messages_from_json(checkpoint.messages)
         self.agent_id, self.session_id = checkpoint.agent_id, checkpoint.session_id
         self.loop_counters = dict(checkpoint.loop_counters)
         self.last_loop_id = checkpoint.last_loop_id
 
     # ----------------------------------------------------------------- the worker
 
+    def _check_provider(self) -> None:
+        """Fail at once, not in the middle of a turn, when no provider can serve the run."""
+        if self.config.provider is not None:
+            return
+        api = self.config.model_config.api
+        if api == API_MOCK:
+            raise ConfigError("this Agent has no model: pass model='claude-sonnet-4-5' (or 'gpt-5', 'gemini-2.5-flash', "
+                              "'<provider>:<model>'), model_config=ModelConfig.<preset>(...), or, offline, "
+                              "provider=ScriptedProvider([...])")
+        from .providers.registry import default_registry
+
+        if api not in default_registry().apis():
+            raise ConfigError(f"no provider for api {api!r} (known: {', '.join(default_registry().apis())}); "
+                              "register one with phi.providers.registry.default_registry().register(...) "
+                              "or pass provider=...")
+
     def _start(self, body: Callable[..., list[AgentMessage]], kind: ContinuationKind | None,
-               sender: Any) -> EventStream[list[AgentMessage]]:
+               sender: Any) -> EventStream[AgentResult]:
+        self._check_provider()
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
                                      "or abort() and wait_for_idle() first")
             self._idle.clear()
             self._cancel = cancel = CancellationToken()
+            generation = self._generation
+            context = AgentContext(self.system_prompt, list(self._messages), list(self.tools), self.agent_id,
+                                   self.session_id, self.next_loop_id(), self.last_loop_id if kind is not None else None,
+                                   kind)
         self.last_active_at = time.time()
-        loop_id = self.next_loop_id()
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools), self.agent_id,
-                               self.session_id, loop_id, self.last_loop_id if kind is not None else None, kind)
+        self.last_loop_id = context.loop_id
         config = replace(self.config, get_steering_messages=self.steering_queue.drain,
-                         get_follow_up_messages=self.follow_up_queue.drain)
-        self.last_loop_id = loop_id
+                         put_back_steering_messages=self.steering_queue.put_back,
+                         get_follow_up_messages=self.follow_up_queue.drain,
+                         put_back_follow_up_messages=self.follow_up_queue.put_back)
         channel = EventChannel()
-        done = threading.Event()
-        stream: EventStream[list[AgentMessage]] = EventStream(channel, done, on_close=cancel.cancel)
+        stream: EventStream[AgentResult] = EventStream(channel, threading.Event(), abort=cancel.cancel)
         forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
         subscribers = self._subscribers
+        ends: list[AgentEnd] = []
+        settled = threading.Event()
+
+        def settle() -> None:
+            """The run is over: merge its history and go idle (once, before AgentEnd is heard)."""
+            if settled.is_set():
+                return
+            settled.set()
+            with self._lock:
+                if self._generation == generation:
+                    self._messages = list(context.messages)
+                self._cancel = None
+                self._worker = None
+                self._idle.set()
 
         def sink(event: Any) -> None:
+            if type(event) is AgentEnd:
+                ends.append(event)
+                settle()
             for callback in tuple(subscribers):
                 callback(event)
             forward(event)
@@ -373,17 +457,19 @@ class Agent:
         def work() -> None:
             result, error = None, None
             try:
-                result = body(context, config, sink, cancel)
+                body(context, config, sink, cancel)
+                result = AgentResult.of(ends[0])
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
-                log.debug("run %s raised", loop_id, exc_info=exc)
+                log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
-                self.messages = context.messages  # merged even if nobody read the events
-                self._cancel = None
-                self._idle.set()
+                settle()
                 stream._finish(result, error)
 
-        threading.Thread(target=work, name=f"phi-agent-{loop_id}", daemon=True).start()
+        worker = threading.Thread(target=work, name=f"phi-agent-{context.loop_id}", daemon=True)
+        with self._lock:
+            self._worker = worker
+        worker.start()
         return stream
 
 
@@ -404,4 +490,4 @@ def _as_prompts(text: Any, images: Sequence[ImageContent | tuple[str, str]] | No
     return [text]
 
 
-__all__ = ["Agent", "AgentResult", "Checkpoint", "ToolExecution", "ThinkingLevel"]
+__all__ = ["Agent", "AgentResult", "Checkpoint", "RunOutcome", "ToolExecution", "ThinkingLevel"]

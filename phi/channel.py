@@ -34,11 +34,19 @@ class EventChannel:
 
     __call__ = send
 
-    def close(self) -> None:
-        """No more events; iteration ends once the queued ones are read."""
-        if not self._closed:
-            self._closed = True
-            self._queue.put(_CLOSED)
+    def close(self, discard: bool = False) -> None:
+        """No more events: later sends are dropped. Iteration ends once the queued events are read,
+        or at once with ``discard=True`` (the queued events are dropped too)."""
+        if self._closed:
+            return
+        self._closed = True
+        if discard:
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+        self._queue.put(_CLOSED)
 
     @property
     def closed(self) -> bool:
@@ -72,12 +80,13 @@ class EventStream(Generic[T]):
     is fine: the run goes on and its result stays available.
     """
 
-    def __init__(self, channel: EventChannel, done: threading.Event, on_close: Callable[[], None] | None = None) -> None:
+    def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None) -> None:
         self._channel = channel
         self._done = done
         self._result: Any = None
         self._error: BaseException | None = None
-        self._on_close = on_close
+        self._abort = abort
+        self._closed = False
 
     # called by the worker thread
     def _finish(self, result: T | None, error: BaseException | None) -> None:
@@ -88,6 +97,8 @@ class EventStream(Generic[T]):
     def __iter__(self) -> Iterator[AgentEvent]:
         for event in self._channel:
             yield event
+        if self._closed:
+            return  # closed by the consumer: no more events, and no error either
         self._done.wait()
         if self._error is not None:
             raise self._error
@@ -105,9 +116,20 @@ class EventStream(Generic[T]):
         return self._done.is_set()
 
     def close(self) -> None:
-        """Abort the run (if it is still going) and stop delivering events."""
-        if self._on_close is not None and not self._done.is_set():
-            self._on_close()
+        """Abort the run (if it is still going) and stop delivering events: the events not read yet
+        are dropped and iteration ends. :meth:`result` still gives the run's result."""
+        self._closed = True
+        self.abort()
+        self._channel.close(discard=True)
+
+    def abort(self) -> None:
+        """Abort the run if it is still going (events keep coming until it has ended)."""
+        if self._abort is not None and not self._done.is_set():
+            self._abort()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run has finished; returns False if ``timeout`` passed first."""
+        return self._done.wait(timeout)
 
     def __enter__(self) -> EventStream[T]:
         return self

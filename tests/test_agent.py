@@ -98,7 +98,7 @@ def test_abort_from_another_thread_mid_stream_is_fast():
     assert seen.wait(5)
     started = time.monotonic()
     threading.Thread(target=agent.abort).start()
-    messages = stream.result(timeout=5)
+    messages = stream.result(timeout=5).messages
     assert time.monotonic() - started < 0.5
     assert messages[-1].stop_reason == StopReason.ABORTED
     assert messages[-1].text == "partial"
@@ -108,7 +108,7 @@ def test_abort_from_inside_an_event_callback():
     agent = Agent(provider=ScriptedProvider([{"blocks": [{"type": "text", "chunks": ["a", "b", "c"]}],
                                               "chunk_delay_ms": 20}]))
     agent.subscribe(lambda e: agent.abort() if isinstance(e, MessageUpdate) else None)
-    messages = agent.prompt("hi").result(timeout=5)
+    messages = agent.prompt("hi").result(timeout=5).messages
     assert messages[-1].stop_reason == StopReason.ABORTED
     assert messages[-1].text == "a"
 
@@ -132,7 +132,7 @@ def test_steer_from_another_thread_while_tool_runs():
     stream = agent.prompt("go")
     assert started.wait(5)
     threading.Thread(target=agent.steer, args=("change of plan",)).start()
-    messages = stream.result(timeout=5)
+    messages = stream.result(timeout=5).messages
     texts = [m.content[0].text for m in messages if isinstance(m, UserMessage)]
     assert texts == ["go", "change of plan"]
     # the steering message reached the second model call

@@ -57,7 +57,7 @@ def _start(provider: ScriptedProvider, tools: list, prompt: str) -> EventStream:
     channel = EventChannel()
     done = threading.Event()
     cancel = CancellationToken()
-    stream: EventStream = EventStream(channel, done, on_close=cancel.cancel)
+    stream: EventStream = EventStream(channel, done, abort=cancel.cancel)
     context = AgentContext(system_prompt="bench", messages=[], tools=tools)
     config = AgentLoopConfig(provider=provider)
 

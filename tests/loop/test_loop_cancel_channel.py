@@ -145,7 +145,7 @@ def _start(provider_script, tools=(), fail=False):
     channel = EventChannel()
     done = threading.Event()
     cancel = CancellationToken()
-    stream: EventStream = EventStream(channel, done, on_close=cancel.cancel)
+    stream: EventStream = EventStream(channel, done, abort=cancel.cancel)
     provider = ScriptedProvider(provider_script)
     context = AgentContext(messages=[], tools=list(tools))
 
@@ -210,6 +210,6 @@ def test_result_timeout():
     stream: EventStream = EventStream(channel, done)
     with pytest.raises(TimeoutError):
         stream.result(timeout=0.01)
-    with stream:  # close without on_close is fine
+    with stream:  # close without an abort function is fine
         assert not stream.done
     assert not stream.done
