@@ -203,6 +203,7 @@ class _Run:
         self.usage = Usage()
         self.loop_id = ""
         self.tracker: Any = None
+        self.runner: ToolRunner | None = None
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
@@ -224,8 +225,9 @@ class _Run:
         for prompt in prompts:
             self.record(prompt)
             self.unannounced.append(prompt)
+        self.runner = ToolRunner(context.tools, config, self.emit, self.cancel, loop_id)
         try:
-            outcome = self.run_turns(ToolRunner(context.tools, config, self.emit, self.cancel, loop_id))
+            outcome = self.run_turns(self.runner)
             self.announce_prompts()  # if no turn started, prompts are announced before AgentEnd
             self.give_back_pending(announce=True)
             self.emit(AgentEnd(loop_id, list(self.new_messages), self.usage, outcome=outcome))
@@ -266,7 +268,8 @@ class _Run:
             self.give_back_pending(announce=False)
         except Exception:  # the original exception is the one the caller must see
             log.exception("could not give back queued messages while ending run %s", self.loop_id)
-        for message in unanswered_call_results(self.context.messages):
+        known = self.runner.answered if self.runner is not None else None
+        for message in unanswered_call_results(self.context.messages, known):
             self.record(message)
 
     # ----------------------------------------------------------------- SPEC LOOP-4: the turns

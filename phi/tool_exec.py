@@ -85,6 +85,7 @@ class ToolRunner:
         self.emit = emit
         self.cancel = cancel
         self.loop_id = loop_id
+        self.answered: dict[str, ToolResultMessage] = {}  # results of the current reply, once known
 
     # ----------------------------------------------------------------- entry points
 
@@ -95,6 +96,7 @@ class ToolRunner:
         ``poll_steering`` reads the steering source (after the batch, each call or each group);
         when it returns messages in sequential or batched mode, the remaining calls are skipped.
         """
+        self.answered = {}
         mode = self.config.tool_execution
         if mode == ToolExecution.PARALLEL:
             groups = [calls]
@@ -233,6 +235,7 @@ class ToolRunner:
     def _finish(self, ex: _Execution, result: ToolResult, is_error: bool) -> None:
         call = ex.call
         ex.result, ex.is_error, ex.finished = result, is_error, True
+        self.answered[call.id] = _message(ex)
         if ex.token is not None:
             ex.token.release()
         self.emit(ToolExecutionEnd(self.loop_id, call.id, call.name, result, is_error, result.child_loop_id))
@@ -287,12 +290,15 @@ def _message_for(call: ToolCall, result: ToolResult, is_error: bool) -> ToolResu
     return ToolResultMessage(call.id, call.name, list(result.content), is_error, details=result.details)
 
 
-def unanswered_call_results(messages: Sequence[AgentMessage]) -> list[ToolResultMessage]:
-    """Error results for the tool calls of the last reply that have none yet, in call order.
+def unanswered_call_results(messages: Sequence[AgentMessage],
+                            known: dict[str, ToolResultMessage] | None = None) -> list[ToolResultMessage]:
+    """Results for the tool calls of the last reply that have none in ``messages`` yet, in call
+    order: the ``known`` result of a call that finished, else an error result.
 
     Used when a run ends by an exception in the middle of a turn (SPEC LOOP-5): appending them keeps
     the history a valid conversation. Calls of an error/aborted reply need none (LOOP-12).
     """
+    known = known or {}
     answered: set[str] = set()
     for message in reversed(messages):
         if isinstance(message, ToolResultMessage):
@@ -303,7 +309,7 @@ def unanswered_call_results(messages: Sequence[AgentMessage]) -> list[ToolResult
         if message.stop_reason.value in ("error", "aborted"):  # type: ignore[union-attr]
             return []
         text = TRUNCATED_CALL if message.stop_reason.value == "length" else ABORTED  # type: ignore[union-attr]
-        return [_message_for(call, error_result(text), True)
+        return [known.get(call.id) or _message_for(call, error_result(text), True)
                 for call in message.tool_calls if call.id not in answered]  # type: ignore[union-attr]
     return []
 

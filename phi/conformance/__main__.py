@@ -57,8 +57,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                        progress=lambda o: print(format_outcome(o, args.verbose), flush=True))
     passed = sum(o.status == "pass" for o in outcomes)
     failed = sum(o.status == "fail" for o in outcomes)
+    timed_out = sum(o.status == "timeout" for o in outcomes)
     unsupported = sum(o.status == "unsupported" for o in outcomes)
-    status = 1 if failed else 0
+    status = 1 if failed or timed_out else 0
     spec = coverage.find_spec(directory.parent)
     if args.filter is None and spec is not None and args.driver == REFERENCE_DRIVER:
         gaps = coverage.missing(spec.read_text(encoding="utf-8"), fixtures)
@@ -70,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unsupported:
         print(f"{unsupported} unsupported by this driver")
     print(f"time: {time.monotonic() - started:.1f}s")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {timed_out} timed out" if timed_out else ""))
     return status
 
 

@@ -6,6 +6,8 @@ Reads one fixture (JSON) on stdin, runs it against phi's loop and writes JSON li
     {"kind": "hook", "name": "before_turn", "args": [...]}
     {"kind": "provider_request", "index": 0, "request": {...}}
     {"kind": "tool_executed", "name": "echo", "tool_call_id": "t1", "args": {...}}
+    {"kind": "queues", "steering": [...], "follow_up": [...]}   what the queues hold after the run
+    {"kind": "context", "messages": [...]}              the context's messages after the run
     {"kind": "result", "messages": [...]}               last line on success, or
     {"kind": "error", "error": "InvalidContinue", "message": "..."}
 
@@ -28,16 +30,25 @@ from ..providers.retry import RetryConfig
 from ..queues import MessageQueue
 from ..types import ContinuationKind, QueueMode, ThinkingLevel, TurnTrigger, message_to_json
 from .match import matches
-from .scripted import Recorder, ReportingProvider, ScriptedTool, make_filter, make_hook, message_of
+from .scripted import (
+    Recorder,
+    ReportingProvider,
+    ScriptedFailure,
+    ScriptedTool,
+    VirtualClock,
+    make_filter,
+    make_hook,
+    message_of,
+)
 
 
 class Actions:
     """Event-bound actions: each fires once, on the thread that emitted its triggering event."""
 
     def __init__(self, specs: list[dict[str, Any]], steering: MessageQueue, follow_up: MessageQueue,
-                 cancel: CancellationToken) -> None:
+                 cancel: CancellationToken, clock: VirtualClock) -> None:
         self.pending = []
-        self.steering, self.follow_up, self.cancel = steering, follow_up, cancel
+        self.steering, self.follow_up, self.cancel, self.clock = steering, follow_up, cancel, clock
         for spec in specs:
             when = spec.get("when", "before_start")
             if when == "before_start":
@@ -61,12 +72,16 @@ class Actions:
             self.steering.push(message_of(do["steer"]))
         elif isinstance(do, dict) and "follow_up" in do:
             self.follow_up.push(message_of(do["follow_up"]))
+        elif isinstance(do, dict) and "advance_clock_ms" in do:
+            self.clock.advance(float(do["advance_clock_ms"]) / 1000.0)
+        elif isinstance(do, dict) and "raise" in do:
+            raise ScriptedFailure(str(do["raise"]))
         else:
             raise ConfigError(f"unknown action {do!r}")
 
 
 def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQueue,
-                 follow_up: MessageQueue) -> AgentLoopConfig:
+                 follow_up: MessageQueue, clock: VirtualClock) -> AgentLoopConfig:
     spec = fixture.get("config", {})
     model = spec.get("model", {})
     model_config = ModelConfig(id=model.get("id", "mock-model"), api=API_MOCK, provider=model.get("provider", "mock"))
@@ -87,6 +102,9 @@ def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQ
                                  max_delay_ms=0, jitter=False),
         get_steering_messages=steering.drain,
         get_follow_up_messages=follow_up.drain,
+        put_back_steering_messages=steering.put_back,
+        put_back_follow_up_messages=follow_up.put_back,
+        clock=clock.now,
     )
     if "context" in spec:
         from ..context.config import ContextConfig
@@ -127,10 +145,11 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
     steering = MessageQueue(QueueMode(config_spec.get("steering_mode", "one_at_a_time")))
     follow_up = MessageQueue(QueueMode(config_spec.get("follow_up_mode", "one_at_a_time")))
     cancel = CancellationToken()
+    clock = VirtualClock()
     try:
-        config = build_config(fixture, recorder, steering, follow_up)
+        config = build_config(fixture, recorder, steering, follow_up, clock)
         context = build_context(fixture, recorder)
-        actions = Actions(fixture.get("actions", []), steering, follow_up, cancel)
+        actions = Actions(fixture.get("actions", []), steering, follow_up, cancel, clock)
     except (PhiError, ValueError, KeyError, TypeError) as error:
         recorder.write({"kind": "error", "error": "FixtureError", "message": f"{type(error).__name__}: {error}"})
         return
@@ -146,10 +165,14 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
             messages = agent_loop_continue(context, config, sink, cancel)
         else:
             messages = agent_loop(prompts, context, config, sink, cancel)
-    except PhiError as error:
-        recorder.write({"kind": "error", "error": type(error).__name__, "message": str(error)})
-        return
-    recorder.write({"kind": "result", "messages": [message_to_json(m) for m in messages]})
+    except (PhiError, ScriptedFailure) as error:
+        final: dict[str, Any] = {"kind": "error", "error": type(error).__name__, "message": str(error)}
+    else:
+        final = {"kind": "result", "messages": [message_to_json(m) for m in messages]}
+    recorder.write({"kind": "queues", "steering": [message_to_json(m) for m in steering.snapshot()],
+                    "follow_up": [message_to_json(m) for m in follow_up.snapshot()]})
+    recorder.write({"kind": "context", "messages": [message_to_json(m) for m in context.messages]})
+    recorder.write(final)
 
 
 def main() -> int:

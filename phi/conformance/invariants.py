@@ -12,6 +12,12 @@ These are the loop contract's structural rules; a fixture can switch them off wi
    messages.
 5. Each tool call id has at most one ``ToolExecutionStart`` and one ``ToolExecutionEnd``, in that
    order; updates and progress fall between them.
+6. The context after the run (the driver's ``context`` line) is a valid conversation: every tool
+   call of an assistant message that did not fail is answered by one toolResult, in call order,
+   before anything else follows (SPEC LOOP-5, TOOL-5).
+
+When the run ended by raising (an ``error`` line), the events simply stop (SPEC LOOP-5): rules 1-5
+then only forbid what is out of order, not what was left open.
 """
 
 from __future__ import annotations
@@ -19,21 +25,46 @@ from __future__ import annotations
 from typing import Any
 
 
-def check(events: list[dict[str, Any]], result: list[Any] | None) -> list[str]:
+def check(events: list[dict[str, Any]], result: list[Any] | None, raised: bool = False,
+          context: list[Any] | None = None) -> list[str]:
     problems: list[str] = []
+    if context is not None:
+        problems += _valid_conversation(context)
     if not events:
         return problems
-    problems += _bracketing(events)
-    problems += _turns(events)
-    problems += _messages(events, result)
-    problems += _tools(events)
+    problems += _bracketing(events, raised)
+    problems += [p for p in _turns(events) if not (raised and "has no" in p)]
+    problems += [p for p in _messages(events, result) if not (raised and "has no" in p)]
+    problems += [p for p in _tools(events) if not (raised and "never ended" in p)]
     return problems
 
 
-def _bracketing(events: list[dict[str, Any]]) -> list[str]:
+def _valid_conversation(messages: list[Any]) -> list[str]:
+    waiting: list[str] = []  # call ids of the last assistant message still without a result
+    for i, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "extension":
+            continue
+        if role == "toolResult":
+            call_id = message.get("toolCallId")
+            if not waiting or waiting[0] != call_id:
+                return [f"invariant: context[{i}] is a result for {call_id!r}, but the next unanswered call is "
+                        f"{waiting[0] if waiting else None!r}"]
+            waiting.pop(0)
+            continue
+        if waiting:
+            return [f"invariant: context[{i}] ({role}) comes before the results of tool calls {waiting}"]
+        if role == "assistant" and message.get("stopReason") not in ("error", "aborted"):
+            waiting = [b.get("id") for b in message.get("content") or [] if b.get("type") == "toolCall"]
+    return [f"invariant: the context ends with tool calls {waiting} unanswered"] if waiting else []
+
+
+def _bracketing(events: list[dict[str, Any]], raised: bool = False) -> list[str]:
     problems = []
     types = [e.get("type") for e in events]
-    if types[-1] != "AgentEnd":
+    if "AgentEnd" in types[:-1]:
+        problems.append("invariant: an event follows AgentEnd")
+    if types[-1] != "AgentEnd" and not raised:
         problems.append(f"invariant: the last event must be AgentEnd, got {types[-1]}")
     if types[0] != "AgentStart" and types != ["AgentEnd"]:
         problems.append(f"invariant: the first event must be AgentStart, got {types[0]}")

@@ -88,6 +88,12 @@ def draft_expect(fixture: dict[str, Any], command: str = REFERENCE_DRIVER) -> di
     if output.hooks:
         expect["hooks"] = output.hooks
     expect["tools_executed"] = sorted(output.executed)
+    queued = any(isinstance(a.get("do"), dict) and ("steer" in a["do"] or "follow_up" in a["do"])
+                 for a in fixture.get("actions", []))
+    if output.queues is not None and (queued or any(output.queues.values())):
+        expect["queues"] = {name: [prune_message(m) for m in messages] for name, messages in output.queues.items()}
+    if output.context is not None and final.get("kind") == "error":
+        expect["context"] = [prune_message(m) for m in output.context]
     return expect
 
 

@@ -11,13 +11,14 @@ from .runner import Outcome
 def write_report(path: Path, driver: str, fixtures: list[dict[str, Any]], outcomes: list[Outcome]) -> None:
     titles = {f["id"]: f.get("title", "") for f in fixtures}
     specs = {f["id"]: ", ".join(f.get("spec", [])) for f in fixtures}
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "unsupported")}
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "timeout", "unsupported")}
     lines = [
         "# Conformance run",
         "",
         f"Driver: `{driver}`",
         "",
-        f"{counts['pass']} passed, {counts['fail']} failed, {counts['unsupported']} unsupported "
+        f"{counts['pass']} passed, {counts['fail']} failed, {counts['timeout']} timed out, "
+        f"{counts['unsupported']} unsupported "
         f"(of {len(outcomes)} fixtures).",
         "",
         "| Fixture | Requirements | Result |",
@@ -25,7 +26,7 @@ def write_report(path: Path, driver: str, fixtures: list[dict[str, Any]], outcom
     ]
     for outcome in outcomes:
         lines.append(f"| `{outcome.fixture_id}` | {specs.get(outcome.fixture_id, '')} | {outcome.status} |")
-    failed = [o for o in outcomes if o.status == "fail"]
+    failed = [o for o in outcomes if o.status in ("fail", "timeout")]
     if failed:
         lines += ["", "## Differences", ""]
         for outcome in failed:

@@ -31,7 +31,7 @@ REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m phi.conformance.driver"
 @dataclass
 class Outcome:
     fixture_id: str
-    status: str  # "pass" | "fail" | "unsupported"
+    status: str  # "pass" | "fail" | "timeout" | "unsupported"
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stderr: str = ""
@@ -43,6 +43,8 @@ class DriverOutput:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     executed: list[str] = field(default_factory=list)
+    queues: dict[str, Any] | None = None
+    context: list[Any] | None = None
     final: dict[str, Any] | None = None
     unsupported: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -62,6 +64,9 @@ def load_fixtures(directory: Path, pattern: str | None = None) -> list[dict[str,
     return fixtures
 
 
+TIMED_OUT = "driver did not finish within"
+
+
 def run_driver(command: str, fixture: dict[str, Any], timeout_s: float) -> tuple[list[str], str, str | None]:
     """Run the driver on one fixture; returns (stdout lines, stderr, failure or None)."""
     payload = json.dumps({k: v for k, v in fixture.items() if not k.startswith("_")})
@@ -73,7 +78,7 @@ def run_driver(command: str, fixture: dict[str, Any], timeout_s: float) -> tuple
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        return out.splitlines(), err, f"driver did not finish within {timeout_s:g}s"
+        return out.splitlines(), err, f"{TIMED_OUT} {timeout_s:g}s"
     failure = None if proc.returncode == 0 else f"driver exited with status {proc.returncode}"
     return out.splitlines(), err, failure
 
@@ -105,6 +110,10 @@ def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
             output.requests.append(item.get("request", {}))
         elif kind == "tool_executed":
             output.executed.append(str(item.get("tool_call_id")))
+        elif kind == "queues":
+            output.queues = {"steering": item.get("steering", []), "follow_up": item.get("follow_up", [])}
+        elif kind == "context":
+            output.context = item.get("messages")
         elif kind in ("result", "error"):
             output.final = item
         elif kind == "unsupported":
@@ -138,9 +147,16 @@ def compare(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
         problems += sequence_mismatches(expect["hooks"], output.hooks, "hooks")
     if "tools_executed" in expect and sorted(expect["tools_executed"]) != sorted(output.executed):
         problems.append(f"tools_executed: expected {sorted(expect['tools_executed'])}, got {sorted(output.executed)}")
+    for name, got in (("queues", output.queues), ("context", output.context)):
+        if name in expect:
+            if got is None:
+                problems.append(f"protocol: the fixture checks {name}, but the driver wrote no {name!r} line")
+            else:
+                problems += list(mismatches(expect[name], got, name))[:8]
     if fixture.get("invariants", True):
+        raised = final is not None and final["kind"] == "error"
         result = final.get("messages") if final is not None and final["kind"] == "result" else None
-        problems += invariants.check(output.events, result)
+        problems += invariants.check(output.events, result, raised=raised, context=output.context)
     return problems
 
 
@@ -173,6 +189,8 @@ def run_one(command: str, fixture: dict[str, Any], timeout_ms: int | None = None
     if output.unsupported is not None:
         return Outcome(fixture["id"], "unsupported", [output.unsupported], elapsed, stderr)
     problems = ([failure] if failure else []) + compare(fixture, output)
+    if failure is not None and failure.startswith(TIMED_OUT):
+        return Outcome(fixture["id"], "timeout", problems, elapsed, stderr)
     return Outcome(fixture["id"], "fail" if problems else "pass", problems, elapsed, stderr)
 
 
@@ -191,13 +209,13 @@ def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = 4, timeout
 
 
 def format_outcome(outcome: Outcome, verbose: bool = False) -> str:
-    head = {"pass": "PASS", "fail": "FAIL", "unsupported": "UNSUPPORTED"}[outcome.status]
+    head = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "unsupported": "UNSUPPORTED"}[outcome.status]
     text = f"{head:<11} {outcome.fixture_id}  ({outcome.seconds:.2f}s)"
     if outcome.status == "unsupported":
         return f"{text}  {outcome.problems[0]}"
-    if outcome.status == "fail" or verbose:
+    if outcome.status in ("fail", "timeout") or verbose:
         details = [f"    {p}" for p in outcome.problems[:40]]
-        if outcome.status == "fail" and outcome.stderr.strip():
+        if outcome.status in ("fail", "timeout") and outcome.stderr.strip():
             tail = outcome.stderr.strip().splitlines()[-6:]
             details += ["    driver stderr:"] + [f"      {line}" for line in tail]
         text = "\n".join([text, *details])

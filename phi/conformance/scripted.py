@@ -35,6 +35,26 @@ RAISABLE: dict[str, type[BaseException]] = {
 }
 
 
+class ScriptedFailure(Exception):
+    """What a fixture's ``raise`` makes application code (a hook, an event consumer) throw."""
+
+
+class VirtualClock:
+    """The clock the duration limit is measured with: it moves only when an action advances it."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+
 class Recorder:
     """Writes protocol lines (thread-safe) and remembers every event for waits and actions."""
 
@@ -146,9 +166,13 @@ class ScriptedReturns:
         self.lock = threading.Lock()
 
     def next(self) -> Any:
+        """The next value; a value ``{"raise": message}`` makes the hook raise instead."""
         with self.lock:
             n, self.count = self.count, self.count + 1
-        return self.returns[n] if n < len(self.returns) else self.default
+        value = self.returns[n] if n < len(self.returns) else self.default
+        if isinstance(value, dict) and set(value) == {"raise"}:
+            raise ScriptedFailure(str(value["raise"]))
+        return value
 
 
 def _usage(usage: Any) -> Any:
