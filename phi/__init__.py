@@ -1,7 +1,38 @@
 """phi: a synchronous, thread-based, dependency-light LLM agent loop.
 
-The public API is listed in ``__all__``. Names are loaded on first use (PEP 562), so ``import phi``
-stays fast and never imports ``requests``, ``jsonschema`` or ``yaml``.
+A map of the API (SPEC.md gives the rules; each module's docstring names the ones it implements):
+
+Run an agent
+    Agent(model="claude-sonnet-4-5" | model_config=ModelConfig.<preset>(...) | provider=..., tools=[...])
+    agent.prompt(text) -> EventStream (iterate for live events; .result() -> AgentResult)
+    agent.run(text, timeout=None) -> AgentResult(messages, outcome, usage, stop_reason, error, ...)
+    agent.steer(text) / agent.follow_up(text) / agent.abort() / agent.reset()
+    agent.subscribe(callback); agent.with_<setting>(value) for every AgentLoopConfig setting
+    agent.run_structured(prompt, schema) -> a validated value
+
+Tools
+    @tool (typed function -> tool), FunctionTool, AgentTool (protocol), ToolContext, ToolResult,
+    ToolError; built-ins: default_tools(), coding_tools()
+
+The loop itself (SPEC §4)
+    agent_loop(prompts, context, config, sink, cancel) / agent_loop_continue(context, config, sink, cancel)
+    AgentContext, AgentLoopConfig, ToolExecution, CancellationToken, MessageQueue, default_convert_to_llm
+
+Data (SPEC §2) and events (SPEC §3)
+    UserMessage, AssistantMessage, ToolResultMessage, ExtensionMessage; TextContent, ImageContent,
+    ThinkingContent, ToolCall; Usage, StopReason, RunOutcome; message_to_json / messages_from_json
+    AgentStart, TurnStart, MessageStart, MessageUpdate, MessageEnd, ToolExecutionStart/Update/End,
+    ProgressMessage, TurnEnd, AgentEnd, InputRejected; event_to_json / event_from_json
+
+Models (SPEC §7)
+    ModelConfig (anthropic, openai, openai_responses, google, vertex, bedrock, preset, ...),
+    ScriptedProvider / ScriptedResponse (offline), RetryConfig, ProviderError, ErrorKind
+
+Context (SPEC §8)
+    ContextConfig, compact_messages, ExecutionLimits, ExecutionTracker, ContextTracker
+
+Names are loaded on first use (PEP 562), so ``import phi`` stays fast and never imports
+``requests``, ``jsonschema`` or ``yaml``. Errors derive from :class:`PhiError`.
 """
 
 from __future__ import annotations

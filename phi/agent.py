@@ -6,7 +6,7 @@ returns an :class:`~phi.channel.EventStream` at once; ``run`` is the blocking co
 an :class:`AgentResult`. The new messages of a run join the history when the run ends, whether or
 not anyone read its events — and before anyone hears of it: by the time ``AgentEnd`` reaches a
 subscriber (or ``after_loop`` runs) the history is updated and the agent is idle, so a new prompt may
-start right there (SPEC LOOP-21).
+start right there (SPEC AGENT-1).
 
     agent = Agent(provider=ScriptedProvider(["Hello!"]), system_prompt="Be brief.")
     for event in agent.prompt("Hi"):

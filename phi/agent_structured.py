@@ -1,4 +1,4 @@
-"""``Agent.run_structured``: ask for an answer of a given shape (SPEC §5.5).
+"""``Agent.run_structured``: ask for an answer of a given shape (SPEC AGENT-4, TOOL-2).
 
 A synthetic final-answer tool (:func:`phi.structured.final_answer_tool`) is added for the run. The
 model answers by calling it; the loop validates the arguments against the schema, so an invalid

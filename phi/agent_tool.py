@@ -1,4 +1,4 @@
-"""Tools as the loop sees them (SPEC §5.1): the AgentTool protocol, ToolContext, FunctionTool.
+"""Tools as the loop sees them (SPEC TOOL-1): the AgentTool protocol, ToolContext, FunctionTool.
 
 An AgentTool has a ``name``, a ``description``, a JSON Schema ``parameters`` object and
 ``execute(args, ctx)``. ``execute`` returns a :class:`~phi.types.ToolResult` (or, for convenience,

@@ -1,4 +1,4 @@
-"""Delivering events to the application (SPEC §3.1).
+"""Delivering events to the application (SPEC §3; the sink of §1).
 
 :class:`EventChannel` is the sink a loop writes to: ``send`` never blocks, so a slow consumer can
 never stall the loop or a provider's stream. :class:`EventStream` is what ``Agent.prompt`` returns:

@@ -2,7 +2,7 @@
 
 Each event is a small dataclass; ``type`` is its PascalCase variant name. Every variant except
 ``AgentStart`` and the parallel pair carries ``loop_id``. ``event_to_json``/``event_from_json`` give
-the SPEC §3.3 JSON shape: ``{"type": "TurnStart", "loop_id": ..., ...}`` with snake_case fields.
+the SPEC EVT-1 JSON shape: ``{"type": "TurnStart", "loop_id": ..., ...}`` with snake_case fields.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ EVENT_TYPES: dict[str, type] = {cls.type: cls for cls in get_args(AgentEvent)}
 EventSink = Callable[[Any], None]
 
 
-# --------------------------------------------------------------------------- JSON (SPEC §3.3)
+# --------------------------------------------------------------------------- JSON (SPEC EVT-1)
 
 
 def format_timestamp(seconds: float) -> str:
@@ -387,7 +387,7 @@ def _enum(kind: Any, value: Any, path: str) -> Any:
 
 
 def event_to_json(event: AgentEvent) -> dict[str, Any]:
-    """An event as a JSON-ready dict (SPEC §3.3)."""
+    """An event as a JSON-ready dict (SPEC EVT-1)."""
     out: dict[str, Any] = {"type": event.type}
     for name in event_field_names(type(event)):
         value = getattr(event, name)

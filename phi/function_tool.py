@@ -1,4 +1,4 @@
-"""Tools from typed Python functions: the ``@tool`` decorator (SPEC §5.4).
+"""Tools from typed Python functions: the ``@tool`` decorator (SPEC TOOL-1, TOOL-2).
 
 ::
 

@@ -101,7 +101,7 @@ def check_can_continue(context: AgentContext) -> None:
         )
 
 
-# --------------------------------------------------------------------------- identity (SPEC §4.4)
+# --------------------------------------------------------------------------- identity (SPEC LOOP-13)
 
 _counter_lock = threading.Lock()
 _LOOP_COUNTERS_MAX = 4096

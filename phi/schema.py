@@ -1,6 +1,6 @@
-"""Python annotations as JSON Schema, and JSON values back as typed Python values (SPEC §5.4).
+"""Python annotations as JSON Schema, and JSON values back as typed Python values (SPEC TOOL-1, TOOL-2).
 
-This is the machinery behind :func:`phi.tool` and the structured-output helpers (SPEC §5.5):
+This is the machinery behind :func:`phi.tool` and the structured-output helpers (SPEC AGENT-4):
 
 * :func:`json_schema_for` maps an annotation to a JSON Schema: ``str``, ``int``, ``float``,
   ``bool``, ``None``, ``Any``, ``list[T]``, ``set[T]``, ``tuple[A, B]`` / ``tuple[T, ...]``,

@@ -1,4 +1,4 @@
-"""Schema helpers for structured output (SPEC §5.5).
+"""Schema helpers for structured output (SPEC AGENT-4, TOOL-2).
 
 ``Agent.run_structured(prompt, schema, max_retries=2)`` asks the model for a JSON value of a given
 shape. It works by adding a synthetic tool, built here by :func:`final_answer_tool`, that the model

@@ -2,7 +2,7 @@
 
 Everything here is a plain dataclass. Objects that have been announced in an event are never
 mutated afterwards; build a new one instead. ``to_json``/``from_json`` give exactly the JSON shapes
-of SPEC §2.6 (the same shapes phi-core 0.9 writes), so histories move freely between the two.
+of SPEC DATA-6 (the same shapes phi-core 0.9 writes), so histories move freely between the two.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# --------------------------------------------------------------------------- enums (SPEC §2.3)
+# --------------------------------------------------------------------------- enums (SPEC DATA-4)
 
 
 class StopReason(str, enum.Enum):
@@ -119,7 +119,7 @@ def _rfc3339_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-# --------------------------------------------------------------------------- content (SPEC §2.1)
+# --------------------------------------------------------------------------- content (SPEC DATA-1)
 
 
 @dataclass(slots=True)
@@ -158,7 +158,7 @@ Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall]
 
 
 def content_to_json(block: Content) -> dict[str, Any]:
-    """One content block in its SPEC §2.6 JSON shape."""
+    """One content block in its SPEC DATA-6 JSON shape."""
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolCall):
@@ -197,7 +197,7 @@ def content_from_json(data: Any, path: str = "content") -> Content:
     raise DecodeError(path + ".type", kind, '"text", "image", "thinking" or "toolCall"')
 
 
-# --------------------------------------------------------------------------- usage (SPEC §2.4)
+# --------------------------------------------------------------------------- usage (SPEC DATA-5)
 
 
 @dataclass(slots=True)
@@ -254,7 +254,7 @@ class Usage:
         return cls(*values)
 
 
-# --------------------------------------------------------------------------- messages (SPEC §2.2)
+# --------------------------------------------------------------------------- messages (SPEC DATA-2)
 
 
 @dataclass(slots=True)
@@ -324,7 +324,7 @@ AgentMessage = Union[UserMessage, AssistantMessage, ToolResultMessage, Extension
 
 
 def message_to_json(message: AgentMessage) -> dict[str, Any]:
-    """One message in its SPEC §2.6 JSON shape."""
+    """One message in its SPEC DATA-6 JSON shape."""
     if isinstance(message, AssistantMessage):
         out: dict[str, Any] = {
             "role": "assistant",

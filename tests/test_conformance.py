@@ -75,3 +75,28 @@ def test_cli_prints_summary_line() -> None:
                           capture_output=True, text=True, cwd=CONFORMANCE.parent, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_a_driver_that_runs_out_of_time_is_reported_as_timeout() -> None:
+    import shlex
+
+    from phi.conformance.runner import format_outcome, run_one
+
+    fixture = json.loads((CONFORMANCE / "fixtures" / "basic-text-reply.json").read_text(encoding="utf-8"))
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(30)'"
+    outcome = run_one(sleeper, fixture, timeout_ms=300)
+    assert outcome.status == "timeout"
+    assert format_outcome(outcome).startswith("TIMEOUT")
+
+
+def test_a_context_left_with_unanswered_calls_breaks_an_invariant() -> None:
+    from phi.conformance import invariants
+
+    call = {"role": "assistant", "stopReason": "toolUse", "content": [{"type": "toolCall", "id": "t1"},
+                                                                      {"type": "toolCall", "id": "t2"}]}
+    result = {"role": "toolResult", "toolCallId": "t1"}
+    assert invariants.check([], None, context=[call, result])
+    assert invariants.check([], None, context=[call, result, {"role": "user"}])
+    assert not invariants.check([], None, context=[call, result, {"role": "toolResult", "toolCallId": "t2"}])
+    failed = {**call, "stopReason": "aborted"}
+    assert not invariants.check([], None, context=[failed, {"role": "user"}])

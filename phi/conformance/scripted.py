@@ -87,7 +87,7 @@ class Recorder:
 
 
 def message_of(data: Any) -> Any:
-    """A fixture message: a string is a user text message, an object is SPEC §2.6 JSON."""
+    """A fixture message: a string is a user text message, an object is SPEC DATA-6 JSON."""
     if isinstance(data, str):
         return UserMessage.from_text(data)
     return message_from_json(data)

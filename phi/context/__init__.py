@@ -1,10 +1,10 @@
 """Context management: token estimates, compaction, trackers and limits (SPEC §8).
 
-* §8.1 tokens — :func:`estimate_tokens`, :func:`content_tokens`, :func:`message_tokens`,
+* CTX-1 tokens — :func:`estimate_tokens`, :func:`content_tokens`, :func:`message_tokens`,
   :class:`TokenCounter`, :class:`HeuristicTokenCounter`;
-* §8.2 compaction — :class:`ContextConfig`, :func:`compact_messages` and its levels,
+* CTX-2 compaction — :class:`ContextConfig`, :func:`compact_messages` and its levels,
   :class:`CompactionStrategy`, :class:`DefaultCompaction`;
-* §8.3 trackers and limits — :class:`ContextTracker`, :class:`ExecutionTracker`,
+* CTX-1 / LOOP-10 trackers and limits — :class:`ContextTracker`, :class:`ExecutionTracker`,
   :class:`ExecutionLimits`.
 """
 

@@ -1,4 +1,4 @@
-"""Tiered context compaction (SPEC §8.2; seed REQ-056–059, REQ-023, REQ-146).
+"""Tiered context compaction (SPEC CTX-2; seed REQ-056–059, REQ-023, REQ-146).
 
 :func:`compact_messages` returns the history unchanged when it fits the budget. Otherwise it
 tries, in order, stopping at the first result that fits:

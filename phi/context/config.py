@@ -1,4 +1,4 @@
-"""Context and execution-limit settings (SPEC §8.2, §8.3).
+"""Context and execution-limit settings (SPEC CTX-2, LOOP-10).
 
 :class:`ContextConfig` tunes compaction. Its defaults are phi-core's: a 100,000-token window of
 which 4,000 are reserved for the system prompt (so the message budget is 96,000), the first 2 and

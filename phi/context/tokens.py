@@ -1,4 +1,4 @@
-"""Token estimates for text, content blocks and messages (SPEC §8.1).
+"""Token estimates for text, content blocks and messages (SPEC CTX-1).
 
 The default is a heuristic, deliberately dependency-free:
 

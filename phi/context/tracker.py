@@ -1,4 +1,4 @@
-"""Context-size and execution-limit trackers (SPEC §8.3).
+"""Context-size and execution-limit trackers (SPEC CTX-1, LOOP-10).
 
 :class:`ContextTracker` (seed REQ-136) answers "how big is the context now?" by trusting the most
 recent provider-reported usage and adding heuristic estimates only for the messages appended since

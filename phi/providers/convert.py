@@ -1,4 +1,4 @@
-"""Helpers shared by the request builders of the wire protocols (SPEC §7.1, §7.2).
+"""Helpers shared by the request builders of the wire protocols (SPEC PROV-1).
 
 Small, protocol-neutral pieces: which thinking blocks may be replayed, text of tool results,
 thinking budgets per level, tool-call id sanitising, and error payloads found inside a stream.

@@ -1,4 +1,4 @@
-"""AWS event-stream binary framing decoder, used by Bedrock ConverseStream (SPEC §7.2).
+"""AWS event-stream binary framing decoder, used by Bedrock ConverseStream (SPEC PROV-1).
 
 Bedrock's streaming body is ``application/vnd.amazon.eventstream``, not SSE. Each message is::
 

@@ -1,4 +1,4 @@
-"""Shared HTTP plumbing for the wire-protocol providers (SPEC §7.2 streaming, §7.3 errors).
+"""Shared HTTP plumbing for the wire-protocol providers (SPEC PROV-1 streaming, PROV-2 and ERR-1 errors).
 
 Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`, then calls
 :func:`run_stream`, which owns everything they have in common:

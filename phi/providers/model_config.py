@@ -1,4 +1,4 @@
-"""Model identity: which wire protocol, which service, which model, and how to authenticate (SPEC §7.1).
+"""Model identity: which wire protocol, which service, which model, and how to authenticate (SPEC §7, PROV-1).
 
 ``api`` selects the wire protocol (one provider module each); ``provider`` names the service
 (``anthropic``, ``openai``, ``groq``...) and becomes the first segment of derived loop ids.
@@ -64,7 +64,7 @@ class ModelConfig:
         """Identity for the scripted provider (no network)."""
         return cls(id=model, api=API_MOCK, provider="mock")
 
-    # ------------------------------------------------------------------ presets (SPEC §7.1)
+    # ------------------------------------------------------------------ presets (SPEC §7)
 
     @classmethod
     def anthropic(cls, model: str = "claude-sonnet-4-5", *, api_key: str | None = None, reasoning: bool = True,

@@ -1,4 +1,4 @@
-"""AWS Signature Version 4 request signing with the standard library only (SPEC §7.1 auth).
+"""AWS Signature Version 4 request signing with the standard library only (SPEC §7: authentication).
 
 Used by the Bedrock provider when no Bedrock API key is set. Credentials come from the standard
 environment variables ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` and (for temporary

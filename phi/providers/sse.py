@@ -1,4 +1,4 @@
-"""Byte-level Server-Sent Events decoder shared by every SSE provider (SPEC §7.2).
+"""Byte-level Server-Sent Events decoder shared by every SSE provider (SPEC PROV-1).
 
 Implements the event-stream parsing rules of the WHATWG HTML standard ("9.2 Server-sent events")
 directly on bytes, so it does not depend on how ``requests`` guesses the charset:

@@ -1,0 +1,128 @@
+"""Threads and memory a run owns (SPEC TOOL-6, LOOP-19; issue 9 item 6).
+
+A tool that is timed out or abandoned must not keep the interpreter alive; a call's timeout counts
+from when it starts; nothing a tool reports after its call was answered is emitted; process-wide
+tables stay bounded however many short-lived agents come and go.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+from loop_helpers import call, run, text_tool, tool_turn
+
+import phi.tool_exec as tool_exec
+from phi.agent_tool import FunctionTool
+from phi.cancel import CancellationToken
+from phi.loop import _loop_counters, next_loop_number
+from phi.tool_exec import _validators, validate_arguments
+from phi.workers import WorkerPool
+
+
+def test_an_abandoned_tool_does_not_keep_the_process_alive():
+    script = textwrap.dedent("""
+        import time
+        from phi import Agent, FunctionTool, ScriptedProvider
+        stuck = FunctionTool("stuck", "ignores cancellation", {"type": "object"}, lambda a, c: time.sleep(30))
+        agent = Agent(provider=ScriptedProvider([{"blocks": [{"type": "toolCall", "id": "t1", "name": "stuck",
+                                                             "arguments": {}}]}, "done"]),
+                      tools=[stuck], tool_timeout_ms=200)
+        print(agent.run("go").text)
+    """)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+    assert elapsed < 6, f"the process took {elapsed:.1f}s to exit: a tool thread kept it alive"
+
+
+def test_a_timeout_counts_from_when_the_call_starts(monkeypatch):
+    small = WorkerPool(max_workers=2, idle_seconds=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    calls = [call(f"t{i}", "nap") for i in range(16)]  # 8 waves of 2 on the small pool
+    nap = text_tool("nap", lambda args, ctx: time.sleep(0.05) or "rested", timeout_ms=400)
+    out = run([tool_turn(*calls), "done"], [nap], timeout=30)
+    assert [m.text for m in out.results] == ["rested"] * 16
+
+
+def test_nothing_is_emitted_for_a_call_after_it_was_answered():
+    stop = threading.Event()
+
+    def chatty(args, ctx):
+        while not stop.is_set():
+            ctx.update("still going")
+            ctx.progress("p")
+            time.sleep(0.001)
+        return "finally"
+
+    try:
+        out = run([tool_turn(call("t1", "chatty")), "done"], [text_tool("chatty", chatty)], tool_timeout_ms=50)
+        time.sleep(0.05)  # the tool keeps reporting after it was abandoned
+        late = list(out.events)
+    finally:
+        stop.set()
+    end = [i for i, e in enumerate(late) if e.type == "ToolExecutionEnd"][0]
+    assert not [e for e in late[end:] if e.type in ("ToolExecutionUpdate", "ProgressMessage")]
+    assert late[-1].type == "AgentEnd"
+
+
+def test_events_and_hooks_happen_on_the_run_thread():
+    threads = set()
+
+    def note(*args):
+        threads.add(threading.current_thread().name)
+
+    def tool(args, ctx):
+        ctx.update("u")
+        ctx.progress("p")
+        return "ok"
+
+    out = run([tool_turn(call("t1", "t"), call("t2", "t")), "done"], [text_tool("t", tool)], sink=note,
+              before_tool_execution_update=note, after_tool_execution_update=note, after_tool_execution=note)
+    assert threads == {"test-loop"}, threads
+    assert out.of("ToolExecutionUpdate") and out.of("ProgressMessage")
+
+
+def test_tool_tokens_are_released_after_each_call():
+    cancel = CancellationToken()
+    out = run([tool_turn(*[call(f"t{i}", "t") for i in range(20)]), tool_turn(call("u1", "t")), "done"],
+              [text_tool("t")], cancel=cancel)
+    assert len(out.results) == 21
+    assert len(cancel._callbacks) == 0  # no child token of a finished call stays registered
+
+
+def test_the_validator_cache_is_bounded():
+    before = len(_validators)
+    for i in range(tool_exec._VALIDATORS_MAX + 200):
+        tool = FunctionTool(f"t{i}", "", {"type": "object", "properties": {f"p{i}": {"type": "integer"}}}, lambda a, c: "")
+        assert validate_arguments(tool, {f"p{i}": 1}) is None
+        assert validate_arguments(tool, {f"p{i}": "x"}) is not None
+    assert before <= len(_validators) <= tool_exec._VALIDATORS_MAX
+
+
+def test_the_loop_counter_table_is_bounded():
+    for i in range(5000):
+        assert next_loop_number(f"short-lived-session-{i}", "mock.m") == 1
+    assert len(_loop_counters) <= 4096
+    assert next_loop_number("short-lived-session-4999", "mock.m") == 2
+
+
+def test_the_worker_pool_grows_on_demand_and_shrinks_when_idle():
+    pool = WorkerPool(max_workers=8, idle_seconds=0.05)
+    gate = threading.Event()
+    finished = []
+    for _ in range(20):
+        pool.submit(lambda: gate.wait(5) and finished.append(1))
+    time.sleep(0.05)
+    assert pool.size == 8
+    gate.set()
+    deadline = time.monotonic() + 5
+    while (len(finished) < 20 or pool.size) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(finished) == 20 and pool.size == 0
+    assert all(t.daemon for t in threading.enumerate() if t.name == "phi-tool")

@@ -1,0 +1,68 @@
+"""Usable without reading the source (issue 9 item 10): typing marker, honest names, explicit
+setters, docstrings that cite SPEC sections and requirements that exist, and a map in help(phi)."""
+
+from __future__ import annotations
+
+import pydoc
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import phi
+from phi.agent import Agent, _LOOP_SETTINGS
+from phi.types import AssistantMessage, TextContent, UserMessage
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
+REQUIREMENT = re.compile(r"\b(?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT)-\d+\b")
+SECTION = re.compile(r"SPEC §(\d+(?:\.\d+)?)")
+
+
+def test_the_package_is_typed():
+    assert (ROOT / "phi" / "py.typed").is_file()
+    assert 'phi = ["py.typed"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_user_message_text_is_the_text_like_assistant_message_text():
+    message = UserMessage([TextContent("a"), TextContent("b")])
+    assert message.text == AssistantMessage([TextContent("a"), TextContent("b")]).text == "ab"
+    assert UserMessage.from_text("hi").content == [TextContent("hi")]
+
+
+def test_every_loop_setting_has_an_explicit_typed_setter():
+    assert "__getattr__" not in vars(Agent)
+    for name in _LOOP_SETTINGS:
+        if name == "clock":
+            continue
+        method = getattr(Agent, f"with_{name}", None)
+        assert method is not None, f"Agent.with_{name} is missing"
+        assert method.__annotations__, f"Agent.with_{name} has no type hints"
+    agent = Agent().with_max_tokens(99).with_temperature(0.5).with_batch_size(3)
+    assert (agent.config.max_tokens, agent.config.temperature, agent.config.batch_size) == (99, 0.5, 3)
+
+
+def test_docstrings_cite_only_what_spec_defines():
+    defined = set(re.findall(r"\*\*((?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT)-\d+)", SPEC))
+    sections = set(re.findall(r"^##+ (\d+(?:\.\d+)?)\.? ", SPEC, flags=re.M))
+    bad = []
+    for path in sorted((ROOT / "phi").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for ident in set(REQUIREMENT.findall(text)) - defined:
+            bad.append(f"{path.relative_to(ROOT)}: {ident}")
+        for section in set(SECTION.findall(text)) - sections:
+            bad.append(f"{path.relative_to(ROOT)}: SPEC §{section}")
+    assert not bad, "citations of things SPEC.md does not have:\n" + "\n".join(bad)
+
+
+def test_help_starts_with_a_map_of_the_api():
+    text = pydoc.render_doc(phi, renderer=pydoc.plaintext)
+    head = text[:3000]
+    for name in ("Agent(", "agent.run(", "@tool", "agent_loop(", "AgentEnd", "ModelConfig", "ContextConfig"):
+        assert name in head, name
+    for name in re.findall(r"\b[A-Z][a-z]+[A-Z][A-Za-z]*\b", phi.__doc__.split("Names are loaded")[0]):
+        assert name in phi.__all__, f"the map names {name}, which phi does not export"
+
+
+def test_every_export_resolves():
+    for name in phi.__all__:
+        assert getattr(phi, name) is not None, name
