@@ -2,7 +2,8 @@
 
 Each call of ``stream`` plays the next :class:`ScriptedResponse`: content blocks streamed in chunks
 (text, thinking, tool calls with argument chunks), a stop reason and usage, optionally an error
-before or after N chunks, a delay per chunk, or a hang that lasts until the run is cancelled.
+before or after N chunks (a classified ProviderError, or with ``throw`` a plain exception, as a
+buggy provider would raise), a delay per chunk, or a hang that lasts until the run is cancelled.
 Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``.
 
 A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), a dict in the
@@ -59,6 +60,7 @@ class ScriptedResponse:
     hang_after_chunks: int | None = None  # block until cancelled once this many chunks are out
     model: str = ""
     error_message: str | None = None
+    throw: ScriptedError | None = None  # a provider bug: a plain exception (not a ProviderError)
 
     @classmethod
     def text(cls, *chunks: str, **kwargs: Any) -> ScriptedResponse:
@@ -96,18 +98,7 @@ class ScriptedResponse:
                     raw.get("arguments"),
                 )
             )
-        err = data.get("error")
-        error = None
-        if err is not None:
-            if not isinstance(err, dict):
-                raise ConfigError(f"error must be an object, got {err!r}")
-            error = ScriptedError(
-                err.get("kind", "api"),
-                err.get("message", "scripted error"),
-                int(err.get("after_chunks", 0)),
-                err.get("status"),
-                err.get("retry_after_ms"),
-            )
+        error = _scripted_error(data.get("error"), "error")
         stop = data.get("stop_reason")
         return cls(
             blocks,
@@ -118,10 +109,20 @@ class ScriptedResponse:
             data.get("hang_after_chunks"),
             data.get("model", ""),
             data.get("error_message"),
+            _scripted_error(data.get("throw"), "throw"),
         )
 
 
 ScriptItem = Any  # ScriptedResponse | str | dict
+
+
+def _scripted_error(err: Any, name: str) -> ScriptedError | None:
+    if err is None:
+        return None
+    if not isinstance(err, dict):
+        raise ConfigError(f"{name} must be an object, got {err!r}")
+    return ScriptedError(err.get("kind", "api"), err.get("message", "scripted error"), int(err.get("after_chunks", 0)),
+                         err.get("status"), err.get("retry_after_ms"))
 
 
 class ScriptedProvider:
@@ -194,6 +195,8 @@ def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: Cancell
         if error is not None and sent == error.after_chunks:
             # after deltas the loop ends the message as an error, keeping what was sent
             raise ProviderError(error.kind, error.message, status=error.status, retry_after_ms=error.retry_after_ms)
+        if response.throw is not None and sent == response.throw.after_chunks:
+            raise RuntimeError(response.throw.message)
         if hang_at is not None and sent == hang_at:
             builder.start()
             cancel.wait()

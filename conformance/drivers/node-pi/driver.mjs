@@ -18,6 +18,8 @@ const pyJson = (v) => Array.isArray(v) ? `[${v.map(pyJson).join(", ")}]`
   : v && typeof v === "object" ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyJson(x)}`).join(", ")}}`
   : JSON.stringify(v);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// What a fixture's "raise" makes application code (a hook, the event consumer) throw.
+class ScriptedFailure extends Error {}
 
 // ------------------------------------------------------------------ features pi does not have
 const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "transform_context", "get_api_key"]);
@@ -117,6 +119,7 @@ const controller = new AbortController();
 const queues = { steer: [], follow_up: [] };
 const drain = (q, mode) => (mode === "all" ? q.splice(0, q.length) : q.splice(0, 1));
 const events = [];
+const announced = []; // messages pi ended with message_end, in order (pi copies the context of runAgentLoop)
 const waiters = [];
 let streamSeen = 0;
 
@@ -129,6 +132,8 @@ function apply(action) {
   if (action === "abort" || action?.abort) controller.abort();
   else if (action.steer !== undefined) queues.steer.push(piMessage(action.steer));
   else if (action.follow_up !== undefined) queues.follow_up.push(piMessage(action.follow_up));
+  else if (action.raise !== undefined) throw new ScriptedFailure(action.raise);
+  // advance_clock_ms only matters for execution limits, which pi does not have (such fixtures are unsupported)
 }
 
 let turnIndex = 0;
@@ -150,7 +155,7 @@ function toPhiEvent(e) {
     case "turn_end":
       return { type: "TurnEnd", loop_id: loopId, message: phiMessage(e.message), usage: phiUsage(e.message.usage), tool_results: e.toolResults.map(phiMessage) };
     case "message_start": return { type: "MessageStart", loop_id: loopId, message: phiMessage(e.message) };
-    case "message_end": return { type: "MessageEnd", loop_id: loopId, message: phiMessage(e.message) };
+    case "message_end": announced.push(e.message); return { type: "MessageEnd", loop_id: loopId, message: phiMessage(e.message) };
     case "message_update": {
       const ev = e.assistantMessageEvent;
       const kind = { text_delta: "text", thinking_delta: "thinking", toolcall_delta: "toolCall" }[ev.type];
@@ -193,7 +198,23 @@ function streamFn(m, context, options) {
   calls++;
   const stream = createAssistantMessageEventStream();
   play(typeof spec === "string" ? { blocks: [{ type: "text", chunks: [spec] }] } : spec, stream, options.signal, m);
-  return stream;
+  return spec?.throw ? throwing(stream, spec.throw) : stream;
+}
+
+// A stream that throws (a provider bug, not a reported error) once `after_chunks` deltas went out.
+function throwing(stream, spec) {
+  const fail = () => { throw new Error(spec.message || "scripted failure"); };
+  return {
+    async *[Symbol.asyncIterator]() {
+      let deltas = 0;
+      if ((spec.after_chunks || 0) === 0) fail();
+      for await (const event of stream) {
+        yield event;
+        if (/_delta$/.test(event.type) && ++deltas === (spec.after_chunks || 0)) fail();
+      }
+    },
+    result: async () => fail(),
+  };
 }
 
 async function play(spec, stream, signal, m) {
@@ -278,7 +299,11 @@ function scripted(spec, fallback) {
   const returns = Array.isArray(spec) ? spec : spec && typeof spec === "object" ? spec.returns || [] : [];
   const dflt = spec === null || typeof spec !== "object" ? (spec ?? fallback) : Array.isArray(spec) ? fallback : (spec.default ?? fallback);
   let n = 0;
-  return () => (n < returns.length ? returns[n++] : dflt);
+  return () => {
+    const value = n < returns.length ? returns[n++] : dflt;
+    if (value && typeof value === "object" && "raise" in value) throw new ScriptedFailure(value.raise);
+    return value;
+  };
 }
 const hooks = cfg.hooks || {};
 const hook = (name, args) => out({ kind: "hook", name, args });
@@ -305,17 +330,26 @@ if ("before_tool_execution" in hooks) {
   };
 }
 if ("after_tool_execution" in hooks) {
-  config.afterToolCall = async ({ toolCall, isError }) => { hook("after_tool_execution", [toolCall.name, toolCall.id, isError]); return undefined; };
+  const next = scripted(hooks.after_tool_execution, true);
+  config.afterToolCall = async ({ toolCall, isError }) => { hook("after_tool_execution", [toolCall.name, toolCall.id, isError]); next(); return undefined; };
 }
 
 const context = { systemPrompt: ctxSpec.system_prompt || "", messages: (ctxSpec.messages || []).map(piMessage), tools: (fixture.tools || []).map(tool) };
+const initial = [...context.messages];
+let final;
 try {
   const result = isContinue
     ? await runAgentLoopContinue(context, config, emit, controller.signal, streamFn)
     : await runAgentLoop((fixture.prompts || []).map(piMessage), context, config, emit, controller.signal, streamFn);
-  out({ kind: "result", messages: result.map(phiMessage) });
+  final = { kind: "result", messages: result.map(phiMessage) };
 } catch (err) {
   const message = err instanceof Error ? err.message : String(err);
-  out({ kind: "error", error: /^Cannot continue/.test(message) ? "InvalidContinue" : "Error", message });
+  const error = err instanceof ScriptedFailure ? "ScriptedFailure" : /^Cannot continue/.test(message) ? "InvalidContinue" : "Error";
+  final = { kind: "error", error, message };
 }
+out({ kind: "queues", steering: queues.steer.map(phiMessage), follow_up: queues.follow_up.map(phiMessage) });
+// runAgentLoopContinue works on the context's own array; runAgentLoop on a copy, seen through its announcements
+const after = isContinue ? context.messages : [...initial, ...announced];
+out({ kind: "context", messages: after.map(phiMessage) });
+out(final);
 process.exit(0);
