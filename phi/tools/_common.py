@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
-from .fs_safe import ConfinementError, FileTooLargeError, NotRegularFileError
+from .fs_safe import ConfinementError, FileTooLargeError, NotRegularFileError, check_path_text
 from .paths import check_write_allowed
 from .truncation import HEAD_TAIL, Omitted, Part, clip, render, tool_limits
 
@@ -55,10 +55,11 @@ def os_error(exc: OSError, path: str) -> ToolError:
 
 def resolve(env: Any, path: str) -> tuple[str, str]:
     """(absolute path, path as shown to the model); a path no system call could take is a ToolError."""
+    resolved = env.resolve_path(path)
     try:
-        resolved = env.resolve_path(path)
+        check_path_text(resolved)
     except OSError as exc:
-        raise ToolError(f"Invalid path {path[:200]!r}: {exc.strerror or exc}") from None
+        raise ToolError(f"Invalid path {path[:200]!r}: {exc.strerror}") from None
     return resolved, display_path(env, resolved)
 
 

@@ -179,16 +179,23 @@ class LocalExecutionEnvironment:
         """Nothing to release: every command's process group is reaped when it finishes."""
 
     def resolve_path(self, path: str) -> str:
+        """``path`` made absolute and normalised (a string operation; nothing is checked)."""
         return resolve_against(self._cwd, path)
+
+    def _checked(self, path: str) -> str:
+        """The resolved path, or OSError for one no system call could take (NUL byte, too long)."""
+        resolved = resolve_against(self._cwd, path)
+        check_path_text(resolved)
+        return resolved
 
     # -- files ---------------------------------------------------------------------------------
     def open_read(self, path: str) -> BinaryIO:
         """A binary file object for ``path``; only regular files (FIFOs, devices, ... are refused)."""
-        return open_regular(self.resolve_path(path))
+        return open_regular(self._checked(path))
 
     def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes:
         """The content of ``path``; FileTooLargeError beyond ``max_bytes`` (default ``max_read_bytes``)."""
-        target = self.resolve_path(path)
+        target = self._checked(path)
         with open_regular(target) as fh:
             return read_limited(fh, self.max_read_bytes if max_bytes is None else max_bytes, target)
 
@@ -206,7 +213,7 @@ class LocalExecutionEnvironment:
 
     def _write_location(self, path: str, roots: Sequence[str] | None) -> tuple[str, list[str], str]:
         """(root, components beneath it, absolute path) a write to ``path`` is resolved from."""
-        target = self.resolve_path(path)
+        target = self._checked(path)
         in_force = self.allowed_write_roots if roots is None else [resolve_against(self._cwd, r) for r in roots]
         located = locate_beneath(target, in_force)
         if located is not None:
@@ -240,7 +247,7 @@ class LocalExecutionEnvironment:
         return os.path.isdir(self.resolve_path(path))
 
     def file_size(self, path: str) -> int:
-        return os.stat(self.resolve_path(path)).st_size
+        return os.stat(self._checked(path)).st_size
 
     def list_directory(self, path: str, depth: int = 1, max_entries: int = 5000) -> list[DirEntry]:
         """Entries of ``path`` down to ``depth`` levels, directories first, then by name."""
@@ -313,8 +320,7 @@ class LocalExecutionEnvironment:
              cancel: CancellationToken | None = None) -> str:
         """Matching lines as ``path:line:text`` (paths relative to ``path`` when it is a directory)."""
         options = options or GrepOptions()
-        target = self.resolve_path(path)
-        check_path_text(target)
+        target = self._checked(path)
         mode = os.stat(target).st_mode
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # a FIFO would block the search
             raise NotRegularFileError(target, mode)

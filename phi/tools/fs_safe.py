@@ -108,15 +108,26 @@ def open_regular(path: str) -> BinaryIO:
 
 
 def read_limited(fh: BinaryIO, limit: int, path: str) -> bytes:
-    """All of ``fh`` if it holds at most ``limit`` bytes, else FileTooLargeError (reads limit + 1)."""
-    data = fh.read(limit + 1)
-    if len(data) > limit:
-        try:
-            size: int | None = os.fstat(fh.fileno()).st_size
-        except (OSError, AttributeError, ValueError):
-            size = None
-        raise FileTooLargeError(path, size if size and size > limit else None, limit)
-    return data
+    """All of ``fh`` if it holds at most ``limit`` bytes, else FileTooLargeError.
+
+    Reads no more than ``limit + 1`` bytes, and allocates for the file's size rather than for the
+    limit (a file that grows meanwhile is read on in 1 MiB steps).
+    """
+    try:
+        expected = os.fstat(fh.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        expected = 0
+    chunks = [fh.read(min(limit, expected) + 1)]
+    total = len(chunks[0])
+    while total <= limit:
+        more = fh.read(min(1 << 20, limit + 1 - total))
+        if not more:
+            break
+        chunks.append(more)
+        total += len(more)
+    if total > limit:
+        raise FileTooLargeError(path, expected if expected > limit else None, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 # -- walking beneath a root ----------------------------------------------------------------------

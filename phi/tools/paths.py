@@ -20,7 +20,6 @@ from .fs_safe import check_path_text, split_parts
 
 def resolve_against(base: str, path: str) -> str:
     """``path`` made absolute against ``base`` (``~`` expanded, ``.``/``..`` collapsed)."""
-    check_path_text(path)
     path = os.path.expanduser(path)
     if not os.path.isabs(path):
         path = os.path.join(base, path)
@@ -39,7 +38,14 @@ def is_within(path: str, root: str) -> bool:
 
 
 def check_write_allowed(path: str, roots: Iterable[str], what: str = "Write") -> None:
-    """Raise :class:`ToolError` unless the absolute ``path`` lies inside one of ``roots``."""
+    """Raise :class:`ToolError` unless the absolute ``path`` lies inside one of ``roots``.
+
+    A path no system call could take (a NUL byte, longer than PATH_MAX) is a ToolError too.
+    """
+    try:
+        check_path_text(path)
+    except OSError as exc:
+        raise ToolError(f"{what} to {path[:200]!r} refused: {exc.strerror}.") from None
     roots = list(roots)
     if any(is_within(path, root) for root in roots):
         return

@@ -35,7 +35,7 @@ def expand_paths(env: Any, entries: list[str], max_files: int, ctx: ToolContext)
             else:
                 found = [resolve(env, entry)[0]]
         except (OSError, ValueError, ToolError) as exc:
-            problems.append(f"{entry[:200]} ({getattr(exc, 'strerror', None) or exc})")
+            problems.append(f"{entry[:200]!r} ({getattr(exc, 'strerror', None) or exc})")
             continue
         for path in found:
             seen.setdefault(path, None)

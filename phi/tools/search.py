@@ -77,7 +77,8 @@ class SearchTool:
         text = "\n".join(lines)
         if truncated:
             text += f"\n... (results truncated at {self.max_results} matches; narrow the pattern or path)"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated})
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated},
+                      max_lines=self.max_results + 1)  # the results plus the note; max_results bounds them
 
 
 @dataclass
@@ -121,7 +122,8 @@ class GrepTool:
         text = "\n".join(lines)
         if truncated:
             text += f"\n[results limited to {limit}; raise max_results or narrow the search]"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown})
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown},
+                      max_lines=limit + 1)
 
 
 __all__ = ["SearchTool", "GrepTool", "run_grep"]

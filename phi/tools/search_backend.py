@@ -112,13 +112,15 @@ class LineCollector:
         self.partial_len += len(piece)
 
     def _end_line(self) -> None:
-        text = bytes(self.partial).decode("utf-8", errors="replace")
-        if len(text) > MAX_LINE_CHARS or self.partial_len > len(self.partial):
-            rest = self.partial_len - len(text[:MAX_LINE_CHARS].encode("utf-8", "replace"))
-            text = text[:MAX_LINE_CHARS] + f" [... line cut: {rest} more bytes]"
+        raw, size = bytes(self.partial), self.partial_len
         self.partial = bytearray()
         self.partial_len = 0
-        text = _strip_dot_slash(text)
+        if raw.startswith(b"./"):
+            raw, size = raw[2:], size - 2
+        text = raw.decode("utf-8", errors="replace")
+        if len(text) > MAX_LINE_CHARS or size > len(raw):
+            rest = size - len(text[:MAX_LINE_CHARS].encode("utf-8", "replace"))
+            text = text[:MAX_LINE_CHARS] + f" [... line cut: {rest} more bytes]"
         if text and self.keep(text):
             self.lines.append(text)
 
@@ -126,10 +128,6 @@ class LineCollector:
         if self.partial_len and not self.full:
             self._end_line()
         return self.lines
-
-
-def _strip_dot_slash(line: str) -> str:
-    return line[2:] if line.startswith("./") else line
 
 
 def run_search(

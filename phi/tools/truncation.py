@@ -4,7 +4,8 @@ One pass applies both the character limit and the line limit and leaves exactly 
 removed region that says how many lines and bytes it stands for, so nothing is removed silently and
 no marker is cut away by a later step. ``head_tail`` keeps the first and the last part of the output
 (half of each limit each; the end is where build summaries and test totals are), ``tail`` keeps only
-the end. Cuts fall on line boundaries unless a single line is longer than the character budget.
+the end. Cuts fall on line boundaries, unless that would waste more than half of the character
+budget (very long lines are cut in the middle instead).
 
 Text can arrive with holes already in it: :class:`Omitted` stands for bytes a producer dropped
 before the text was built (a command's output beyond its capture buffer). When a cut covers a hole,
@@ -77,7 +78,8 @@ def render(parts: Sequence[Part]) -> str:
 
 
 def _head_cut(text: str, chars: float, lines: float) -> int:
-    """How much of ``text`` fits ``chars`` characters and ``lines`` newlines, ending on a line end."""
+    """How much of ``text`` fits ``chars`` characters and ``lines`` newlines, ending on a line end
+    when one is in the second half of the budget."""
     limit = int(min(len(text), chars))
     pos = count = 0
     while count < lines:
@@ -88,11 +90,12 @@ def _head_cut(text: str, chars: float, lines: float) -> int:
     if count >= lines or limit == len(text):
         return pos if count >= lines else limit
     found = text.rfind("\n", 0, limit)
-    return found + 1 if found >= 0 else limit
+    return found + 1 if found >= 0 and found + 1 >= limit // 2 else limit
 
 
 def _tail_cut(text: str, chars: float, lines: float) -> int:
-    """Where the part of ``text``'s end that fits ``chars`` and ``lines`` begins (on a line start)."""
+    """Where the part of ``text``'s end that fits ``chars`` and ``lines`` begins (on a line start
+    when one is in the first half of the budget)."""
     low = int(max(0, len(text) - chars))
     pos = len(text) - 1 if text.endswith("\n") else len(text)
     count = 0
@@ -107,7 +110,9 @@ def _tail_cut(text: str, chars: float, lines: float) -> int:
     if low == 0:
         return 0
     found = text.find("\n", low)
-    return found + 1 if 0 <= found < len(text) - 1 else low
+    if 0 <= found < len(text) - 1 and len(text) - found - 1 >= (len(text) - low) // 2:
+        return found + 1
+    return low
 
 
 def _walk(parts: Sequence[Part], chars: float, lines: float, from_end: bool) -> tuple[int, int]:
