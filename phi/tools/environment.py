@@ -250,24 +250,22 @@ class LocalExecutionEnvironment:
         return os.stat(self._checked(path)).st_size
 
     def list_directory(self, path: str, depth: int = 1, max_entries: int = 5000) -> list[DirEntry]:
-        """Entries of ``path`` down to ``depth`` levels, directories first, then by name."""
-        root = self.resolve_path(path)
+        """Entries of ``path`` down to ``depth`` levels, directories first, then by name.
+
+        Symlinked directories are listed but not entered, so links cannot make it loop; the walk
+        keeps its own stack, so no depth of tree can exhaust Python's recursion limit.
+        """
+        root = self._checked(path)
         if not os.path.isdir(root):
             raise NotADirectoryError(20, "Not a directory", root) if os.path.exists(root) else FileNotFoundError(2, "No such file or directory", root)
         out: list[DirEntry] = []
-        self._walk(root, "", max(depth, 1), out, max_entries)
-        return out
-
-    def _walk(self, directory: str, prefix: str, depth: int, out: list[DirEntry], max_entries: int) -> None:
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
-        except OSError as exc:
-            log.debug("cannot list %s: %s", directory, exc)
-            return
-        for entry in entries:
-            if len(out) >= max_entries:
-                return
+        stack = [(iter(_sorted_entries(root)), "", max(depth, 1))]
+        while stack and len(out) < max_entries:
+            entries, prefix, levels = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             is_dir = entry.is_dir(follow_symlinks=False)
             size = None
             if not is_dir:
@@ -275,10 +273,10 @@ class LocalExecutionEnvironment:
                     size = entry.stat(follow_symlinks=False).st_size
                 except OSError:
                     size = None
-            rel = prefix + entry.name
-            out.append(DirEntry(entry.name, is_dir, size, rel))
-            if is_dir and depth > 1 and entry.name not in _NOT_DESCENDED:
-                self._walk(entry.path, rel + "/", depth - 1, out, max_entries)
+            out.append(DirEntry(entry.name, is_dir, size, prefix + entry.name))
+            if is_dir and levels > 1 and entry.name not in _NOT_DESCENDED:
+                stack.append((iter(_sorted_entries(entry.path)), prefix + entry.name + "/", levels - 1))
+        return out
 
     # -- commands ------------------------------------------------------------------------------
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -358,6 +356,15 @@ class LocalExecutionEnvironment:
             files.append((mtime, match))
         files.sort(key=lambda item: (-item[0], item[1]))
         return [p for _, p in files]
+
+
+def _sorted_entries(directory: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+    except OSError as exc:
+        log.debug("cannot list %s: %s", directory, exc)
+        return []
 
 
 class _Wrapper:

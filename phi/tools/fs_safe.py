@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from typing import BinaryIO, Sequence
 
@@ -238,7 +237,7 @@ def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str) -> No
 
 
 def _replace(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
-    temp = f".phi-{secrets.token_hex(6)}.tmp"
+    temp = f".phi-{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
     try:
         try:

@@ -144,6 +144,8 @@ def test_deep_path_below_the_limit_is_written_without_recursion(env, ctx, workdi
     try:
         all_tools["write_file"].execute({"path": rel, "content": "deep"}, ctx)
         assert (workdir / rel).read_text() == "deep"
+        entries = env.list_directory(".", depth=depth + 10)
+        assert len(entries) == depth + 1 and entries[-1].path == rel
     finally:  # remove iteratively: shutil.rmtree would recurse as deep as the tree
         if (workdir / rel).exists():
             os.unlink(workdir / rel)
