@@ -97,8 +97,9 @@ def finish(
     """Truncate ``text`` for the model (SPEC §9.2) and wrap it with ``details``.
 
     ``text`` may carry holes (:class:`~phi.tools.truncation.Omitted`). When truncation happened here
-    or before (a hole), ``details["truncated_output"]`` is True and, when it happened here, with ``keep_full_output``, ``details["full_output"]``
-    holds the text before truncation, itself cut to :data:`FULL_OUTPUT_MAX_CHARS` (head and tail).
+    or before (a hole), ``details["truncated_output"]`` is True and, when it happened here, with
+    ``keep_full_output``, ``details["full_output"]`` holds the text before truncation, itself cut to
+    :data:`FULL_OUTPUT_MAX_CHARS` (head and tail).
     """
     parts = [text] if isinstance(text, str) else list(text)
     chars, lines, mode = tool_limits(tool_name, {tool_name: max_chars} if max_chars is not None else None,

@@ -26,7 +26,8 @@ from ..cancel import CancellationToken
 from ..errors import ConfigError
 from .env_filter import CORE_ENV_VARS, ENV_POLICIES, filter_environment, is_secret_variable
 from .fs_safe import (
-    ConfinementError, NotRegularFileError, check_path_text, delete_beneath, open_regular, read_limited, split_parts, write_beneath,
+    ConfinementError, NotRegularFileError, check_path_text, delete_beneath, open_regular, read_limited,
+    split_parts, write_beneath,
 )
 from .globbing import glob_files
 from .paths import locate_beneath, resolve_against
@@ -143,9 +144,8 @@ class LocalExecutionEnvironment:
         self._cwd = os.path.abspath(os.path.expanduser(working_dir or os.getcwd()))
         self.env_policy = env_policy
         self.secret_patterns = None if secret_patterns is None else tuple(secret_patterns)
-        self.allowed_write_roots = tuple(
-            resolve_against(self._cwd, r) for r in (allowed_write_roots if allowed_write_roots is not None else [self._cwd])
-        )
+        roots = allowed_write_roots if allowed_write_roots is not None else [self._cwd]
+        self.allowed_write_roots = tuple(resolve_against(self._cwd, r) for r in roots)
         self.shell = shell
         self.max_capture_bytes = max_capture_bytes
         self.max_read_bytes = max_read_bytes
@@ -257,7 +257,9 @@ class LocalExecutionEnvironment:
         """
         root = self._checked(path)
         if not os.path.isdir(root):
-            raise NotADirectoryError(20, "Not a directory", root) if os.path.exists(root) else FileNotFoundError(2, "No such file or directory", root)
+            if os.path.exists(root):
+                raise NotADirectoryError(20, "Not a directory", root)
+            raise FileNotFoundError(2, "No such file or directory", root)
         out: list[DirEntry] = []
         stack = [(iter(_sorted_entries(root)), "", max(depth, 1))]
         while stack and len(out) < max_entries:

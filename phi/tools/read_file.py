@@ -66,7 +66,8 @@ def _check_not_dir(env: Any, path: str, shown: str) -> None:
         raise os_error(exc, shown) from None
 
 
-def read_image(env: Any, path: str, shown: str, ctx: ToolContext, max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
+def read_image(env: Any, path: str, shown: str, ctx: ToolContext,
+               max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
     """An ImageContent result for an image path, or None when ``path`` is not an image."""
     mime = IMAGE_MIME_TYPES.get(os.path.splitext(path)[1].lower())
     if mime is None:
@@ -77,7 +78,8 @@ def read_image(env: Any, path: str, shown: str, ctx: ToolContext, max_bytes: int
         data = env.read_bytes(path, max_bytes)
     except OSError as exc:
         if getattr(exc, "limit", None) is not None:
-            raise ToolError(f"Image too large: {shown} is over {max_bytes} bytes; the limit is {max_bytes} bytes.") from None
+            raise ToolError(f"Image too large: {shown} is over {max_bytes} bytes; "
+                            f"the limit is {max_bytes} bytes.") from None
         raise os_error(exc, shown) from None
     encoded = base64.b64encode(data).decode("ascii")
     return ToolResult([TextContent(f"Image file {shown} ({mime}, {len(data)} bytes)"), ImageContent(encoded, mime)],

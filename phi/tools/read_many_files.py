@@ -77,7 +77,8 @@ class ReadManyFilesTool:
             check_cancel(ctx)
             shown = display_path(env, path)
             if budget <= 0:
-                skipped.append(f"{shown} (not read: {self.max_total_bytes} bytes were already read; read it separately)")
+                skipped.append(f"{shown} (not read: {self.max_total_bytes} bytes were already read; "
+                               "read it separately)")
                 continue
             if path.lower().endswith(tuple(IMAGE_MIME_TYPES)):
                 skipped.append(f"{shown} (image; use read_file)")

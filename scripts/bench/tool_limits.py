@@ -74,7 +74,8 @@ def main() -> None:
         with open(os.path.join(root, "log.txt"), "w") as fh:
             for block in range(64):
                 fh.write("".join(f"{block:02d}-{i:06d} {'.' * 48}\n" for i in range(16_384)))
-        used, seconds = peak(lambda: ReadFileTool(env=env).execute({"path": "log.txt", "offset": 900_000, "limit": 50}, ctx()))
+        used, seconds = peak(lambda: ReadFileTool(env=env).execute(
+            {"path": "log.txt", "offset": 900_000, "limit": 50}, ctx()))
         figures["ranged_read_64mb_peak_mb"] = round(used / 2**20, 2)
         figures["ranged_read_64mb_s"] = round(seconds, 3)
         print(f"read_file offset=900000 limit=50 in a 64 MB file: peak {used / 2**20:.2f} MiB, {seconds:.3f} s")

@@ -61,7 +61,8 @@ FIFO_CALLS = {
     "read_file": lambda env, ctx: ReadFileTool(env=env).execute({"path": "pipe"}, ctx),
     "read_file ranged": lambda env, ctx: ReadFileTool(env=env).execute({"path": "pipe", "offset": 2}, ctx),
     "coding read_file": lambda env, ctx: CodingReadFileTool(env=env).execute({"file_path": "pipe"}, ctx),
-    "edit_file": lambda env, ctx: EditFileTool(env=env).execute({"path": "pipe", "old_text": "a", "new_text": "b"}, ctx),
+    "edit_file": lambda env, ctx: EditFileTool(env=env).execute(
+        {"path": "pipe", "old_text": "a", "new_text": "b"}, ctx),
     "coding edit_file": lambda env, ctx: CodingEditFileTool(env=env).execute(
         {"file_path": "pipe", "old_string": "a", "new_string": "b"}, ctx),
     "write_file": lambda env, ctx: WriteFileTool(env=env).execute({"path": "pipe", "content": "x"}, ctx),

@@ -27,7 +27,8 @@ def test_short_output_is_untouched():
 
 def test_head_tail_keeps_both_ends_with_marker():
     out = truncate_output("A" * 50 + "B" * 50, 20, "head_tail")
-    assert out.startswith("A" * 10 + "\n[WARNING: Tool output was truncated. 0 lines (80 bytes) were removed from the middle.")
+    assert out.startswith("A" * 10 + "\n[WARNING: Tool output was truncated. "
+                          "0 lines (80 bytes) were removed from the middle.")
     assert out.endswith("]\n" + "B" * 10)
     assert "The full output is available in the event stream." in out
 
