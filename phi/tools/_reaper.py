@@ -1,7 +1,9 @@
 """Process-tree keeper for one command (SPEC §9.1 "Command execution"; Linux only).
 
-Run as ``python -I -S _reaper.py GRACE_SECONDS PROGRAM [ARGS...]``; standard library only, never
-imports phi. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
+Run as ``python -I -S _reaper.py GRACE_SECONDS LC_CTYPE PROGRAM [ARGS...]``; standard library only,
+never imports phi. ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else
+``=`` followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it
+in this process's environment, and the program must get the environment it was given. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
 process the command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double
 fork or ``start_new_session=True``: when such a process's parent exits it is re-parented here rather
 than to init. Then it spawns the program and waits:
@@ -110,12 +112,21 @@ def exit_code(status) -> int:
     return os.WEXITSTATUS(status)
 
 
+def program_env(lc_ctype: str) -> dict:
+    env = dict(os.environ)
+    if lc_ctype == "-":
+        env.pop("LC_CTYPE", None)
+    else:
+        env["LC_CTYPE"] = lc_ctype[1:]
+    return env
+
+
 def main(argv: list) -> int:
-    grace, program = float(argv[1]), argv[2:]
+    grace, env, program = float(argv[1]), program_env(argv[2]), argv[3:]
     become_subreaper()
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
     try:
-        child = os.posix_spawnp(program[0], program, dict(os.environ), setsigmask=())
+        child = os.posix_spawnp(program[0], program, env, setsigmask=())
     except OSError as exc:
         os.write(2, f"cannot run {program[0]}: {exc.strerror}\n".encode())
         return 127

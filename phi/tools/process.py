@@ -246,7 +246,11 @@ def run_process(
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms is not None and timeout_ms > 0 else None
     reaper = kill_descendants and reaper_available()
-    command = [sys.executable, "-I", "-S", _REAPER, str(KILL_GRACE_SECONDS), *argv] if reaper else list(argv)
+    command = list(argv)
+    if reaper:
+        lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
+        command = [sys.executable, "-I", "-S", _REAPER, str(KILL_GRACE_SECONDS),
+                   "-" if lc_ctype is None else "=" + lc_ctype, *argv]
     proc = subprocess.Popen(
         command,
         cwd=cwd,

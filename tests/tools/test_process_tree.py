@@ -99,3 +99,14 @@ def test_normal_exit_keeps_exit_status_and_signals(env):
     assert env.exec_command("echo out; echo err >&2", 5000).output == "out\nerr\n"
     missing = env.exec_command("no-such-command-phi", 5000)
     assert missing.exit_code == 127 and "not found" in missing.stderr
+
+
+@pytest.mark.parametrize("given", [{}, {"LC_CTYPE": "C", "LANG": "C"}, {"LC_CTYPE": "C.UTF-8", "X": "1"}])
+def test_the_command_gets_exactly_its_environment(workdir, given):
+    """Python's locale coercion in the reaper (PEP 538) must not leak into the command."""
+    from phi.tools.process import run_process
+
+    runs = [run_process(["/usr/bin/env"], cwd=str(workdir), env=given, timeout_ms=5000, kill_descendants=kd)
+            for kd in (False, True)]
+    assert runs[0].stdout == runs[1].stdout
+    assert sorted(runs[1].stdout.split()) == sorted(f"{k}={v}" for k, v in given.items())
