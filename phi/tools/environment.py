@@ -203,7 +203,8 @@ class LocalExecutionEnvironment:
         """Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count.
 
         A whole-file read is bounded by ``max_read_bytes``; a ranged one streams the file and returns
-        at most ``max_read_bytes`` of lines, whatever the file's size.
+        at most ``max_read_bytes`` of lines, whatever the file's size, each ending in ``\n`` (a
+        ``\r`` before it is dropped).
         """
         if offset is None and limit is None:
             return self.read_bytes(path).decode("utf-8", errors="replace")
