@@ -207,3 +207,9 @@ def test_environment_roots(workdir, tmp_path):
     (tmp_path / "door").symlink_to(workdir)
     env.write_file(str(tmp_path / "door" / "z.txt"), "z")
     assert (workdir / "z.txt").read_text() == "z"
+
+
+def test_dotdot_above_the_filesystem_root_stays_there(tmp_path):
+    (tmp_path / "up").symlink_to("../../../../../../../../../../.." + str(tmp_path))
+    write_beneath("/", [*str(tmp_path).strip("/").split("/"), "up", "x.txt"], b"x", "up/x.txt")
+    assert (tmp_path / "x.txt").read_bytes() == b"x"
