@@ -117,8 +117,8 @@ def _strip_prefixes(words: list[str]) -> list[str]:
             i += 1
             continue
         wrapper = _WRAPPERS.get(os.path.basename(word))
-        if wrapper is None:
-            break
+        if wrapper is None or (word == "command" and words[i + 1:i + 2] in (["-v"], ["-V"])):
+            break  # "command -v NAME" only looks NAME up
         takes_value, positional = wrapper
         i += 1
         while i < len(words) and words[i].startswith("-") and words[i] != "-":

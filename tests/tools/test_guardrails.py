@@ -75,6 +75,7 @@ ALLOWED = [
     "rm -rf ./dist", "rm -f /tmp/x", "rm -r build/", "ls /", "git push origin main", "git log --grep=force",
     "kill -9 1234", "python -m pytest -k reboot", "cat <<'EOF'\nthen reboot the server; it's fine\nEOF",
     "git commit -m 'handle halt and shutdown'", "echo '#'; ls", "chmod 777 ./script.sh", "dd if=a of=b",
+    "command -v shutdown", "which reboot", "apt-get install mkfs-tools", "echo rm -rf /",
 ]
 
 
