@@ -1,16 +1,20 @@
 """Helpers shared by the built-in tools (SPEC §9.3, §9.4): environment lookup, cancellation checks,
-OS-error translation, line numbering and the final truncate-and-wrap step."""
+path resolution and OS-error translation, line numbering and the final truncate-and-wrap step."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
+from .fs_safe import ConfinementError, FileTooLargeError, NotRegularFileError, check_path_text
 from .paths import check_write_allowed
-from .truncation import truncate_tool_output
+from .truncation import HEAD_TAIL, Omitted, Part, clip, render, tool_limits
+
+#: ``details["full_output"]`` keeps at most this many characters (head and tail, with a marker).
+FULL_OUTPUT_MAX_CHARS = 1_000_000
 
 
 def get_env(env: Any) -> Any:
@@ -30,6 +34,13 @@ def check_cancel(ctx: ToolContext) -> None:
 
 def os_error(exc: OSError, path: str) -> ToolError:
     """A clear ToolError for a failed file operation on ``path``."""
+    if isinstance(exc, ConfinementError):
+        return ToolError(f"Write to {path} {exc.strerror}. Use a path inside the allowed directories.")
+    if isinstance(exc, NotRegularFileError):
+        return ToolError(f"{path} is {exc.strerror.split('(', 1)[-1].rstrip(')')}, not a regular file; "
+                         "only regular files can be read or written.")
+    if isinstance(exc, FileTooLargeError):
+        return ToolError(f"File too large: {path} is {exc.strerror.split('(', 1)[-1].rstrip(')')}.")
     if isinstance(exc, FileNotFoundError):
         return ToolError(f"File not found: {path}")
     if isinstance(exc, IsADirectoryError):
@@ -42,11 +53,28 @@ def os_error(exc: OSError, path: str) -> ToolError:
     return ToolError(f"Cannot access {path}: {exc.strerror or exc}")
 
 
-def check_writable(env: Any, path: str, allowed_roots: Sequence[str] | None) -> str:
-    """Resolve ``path`` in ``env`` and refuse it unless it is inside the allowed roots."""
+def resolve(env: Any, path: str) -> tuple[str, str]:
+    """(absolute path, path as shown to the model); a path no system call could take is a ToolError."""
     resolved = env.resolve_path(path)
-    roots = list(allowed_roots) if allowed_roots is not None else list(env.allowed_write_roots)
-    check_write_allowed(resolved, roots)
+    try:
+        check_path_text(resolved)
+    except OSError as exc:
+        raise ToolError(f"Invalid path {path[:200]!r}: {exc.strerror}") from None
+    return resolved, display_path(env, resolved)
+
+
+def write_roots(env: Any, allowed_roots: Sequence[str] | None) -> list[str]:
+    return list(allowed_roots) if allowed_roots is not None else list(env.allowed_write_roots)
+
+
+def check_writable(env: Any, path: str, allowed_roots: Sequence[str] | None) -> str:
+    """Resolve ``path`` in ``env`` and refuse it unless it is inside the allowed roots.
+
+    This is the early check with a helpful message; the write itself is confined again by the
+    environment (``env.write_file(..., roots=...)``), without a window between check and use.
+    """
+    resolved, _ = resolve(env, path)
+    check_write_allowed(resolved, write_roots(env, allowed_roots))
     return resolved
 
 
@@ -59,7 +87,7 @@ def number_lines(lines: Sequence[str], first_number: int) -> str:
 
 
 def finish(
-    text: str,
+    text: str | Sequence[Part],
     tool_name: str,
     details: dict[str, Any] | None = None,
     max_chars: int | None = None,
@@ -68,18 +96,21 @@ def finish(
 ) -> ToolResult:
     """Truncate ``text`` for the model (SPEC §9.2) and wrap it with ``details``.
 
-    When truncation happened, ``details["truncated_output"]`` is True and, with
-    ``keep_full_output``, ``details["full_output"]`` holds the untruncated text for the application.
+    ``text`` may carry holes (:class:`~phi.tools.truncation.Omitted`). When truncation happened here
+    or before (a hole), ``details["truncated_output"]`` is True and, when it happened here, with
+    ``keep_full_output``, ``details["full_output"]`` holds the text before truncation, itself cut to
+    :data:`FULL_OUTPUT_MAX_CHARS` (head and tail).
     """
-    limits: Mapping[str, int] | None = {tool_name: max_chars} if max_chars is not None else None
-    line_limits: Mapping[str, int | None] | None = {tool_name: max_lines} if max_lines is not None else None
-    shown = truncate_tool_output(text, tool_name, limits, line_limits)
+    parts = [text] if isinstance(text, str) else list(text)
+    chars, lines, mode = tool_limits(tool_name, {tool_name: max_chars} if max_chars is not None else None,
+                                     {tool_name: max_lines} if max_lines is not None else None)
+    shown = clip(parts, chars, lines, mode)
     details = dict(details or {})
-    if shown != text:
+    if shown != parts or any(isinstance(p, Omitted) for p in parts):
         details["truncated_output"] = True
-        if keep_full_output:
-            details["full_output"] = text
-    return ToolResult.text(shown, details)
+        if keep_full_output and shown != parts:
+            details["full_output"] = render(clip(parts, FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
+    return ToolResult.text(render(shown), details)
 
 
 def display_path(env: Any, resolved: str) -> str:

@@ -6,21 +6,67 @@ nowhere, the coding tool (and the phi-core tool when ``fuzzy=True``) retries ign
 differences and typographic punctuation and reports what it matched; otherwise the error carries a
 "Did you mean" hint with the most similar lines of the file. Several matches without
 ``replace_all`` is an error asking for more context. Writes are confined to ``allowed_roots``.
+
+Memory stays at a few times the file's size: the tolerant match is one regular expression run over
+the original text (no per-character tables), and files over ``max_bytes`` (10 MiB) are refused.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..agent_tool import ToolContext
 from ..errors import ToolError
 from ..types import ToolResult
-from ._common import check_cancel, check_writable, display_path, finish, get_env, number_lines, os_error
-from .text_match import fuzzy_find
+from ._common import check_cancel, check_writable, display_path, finish, get_env, number_lines, os_error, write_roots
+from .text_match import _WS, PUNCTUATION_TABLE
 
 _HINT_SCAN_LINES = 20_000
+MAX_EDIT_BYTES = 10 * 1024 * 1024
+
+
+def _equivalents() -> tuple[str, dict[str, str]]:
+    """The whitespace class and, per ASCII punctuation mark, the class of characters equal to it."""
+    spaces = set(_WS)
+    classes: dict[str, set[str]] = {}
+    for source, target in PUNCTUATION_TABLE.items():
+        if target == " ":
+            spaces.add(chr(source))
+        else:
+            classes.setdefault(target, {target}).add(chr(source))
+    as_class = lambda chars: "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"  # noqa: E731
+    return as_class(spaces), {k: as_class(v) for k, v in classes.items()}
+
+
+_SPACE_CLASS, _PUNCT_CLASSES = _equivalents()
+
+
+def fuzzy_regex(needle: str) -> "re.Pattern[str] | None":
+    """A pattern matching ``needle`` modulo whitespace runs and typographic punctuation, or None
+    when the needle is only whitespace. Matches start and end on a non-space character."""
+    pieces: list[str] = []
+    for ch in needle.translate(PUNCTUATION_TABLE):
+        if ch in _WS or ch == " ":
+            if pieces and pieces[-1] != _SPACE_CLASS + "+":
+                pieces.append(_SPACE_CLASS + "+")
+            continue
+        pieces.append(_PUNCT_CLASSES.get(ch) or re.escape(ch))
+    if pieces and pieces[-1] == _SPACE_CLASS + "+":
+        pieces.pop()
+    return re.compile("".join(pieces)) if pieces else None
+
+
+def _head_lines(content: str, count: int) -> list[str]:
+    """The first ``count`` lines of ``content`` without splitting the whole text."""
+    end = -1
+    for _ in range(count):
+        end = content.find("\n", end + 1)
+        if end < 0:
+            return content.split("\n")
+    return content[:end].split("\n")
 
 
 @dataclass
@@ -37,7 +83,7 @@ def find_similar_text(content: str, needle: str) -> tuple[int, str] | None:
     anchor = next((w for w in wanted if w), "")
     if not anchor:
         return None
-    lines = content.split("\n")[:_HINT_SCAN_LINES]
+    lines = _head_lines(content, _HINT_SCAN_LINES)
     best, best_ratio = -1, 0.6
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(anchor)
@@ -80,23 +126,25 @@ def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: boo
     if count > 1:
         raise ToolError(f"{label} matches {count} locations in {shown}. Include more surrounding context "
                         "to make it unique" + (", or set replace_all to true." if label == "old_string" else "."))
-    matches = fuzzy_find(content, old) if fuzzy else []
+    pattern = fuzzy_regex(old) if fuzzy else None
+    matches = [m.span() for m in pattern.finditer(content)] if pattern is not None else []
     if not matches:
         raise _not_found(content, old, shown, label)
     if len(matches) > 1 and not replace_all:
         raise ToolError(f"{label} was not found exactly, and matches {len(matches)} locations when ignoring "
                         f"whitespace in {shown}. Include more surrounding context to make it unique.")
     pieces, pos = [], 0
-    for match in matches:
-        pieces += [content[pos:match.start], new]
-        pos = match.end
+    for start, end in matches:
+        pieces += [content[pos:start], new]
+        pos = end
     pieces.append(content[pos:])
-    first = matches[0]
-    return EditOutcome("".join(pieces), len(matches), first.text(content), content.count("\n", 0, first.start) + 1)
+    first, first_end = matches[0]
+    return EditOutcome("".join(pieces), len(matches), content[first:first_end], content.count("\n", 0, first) + 1)
 
 
 def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuzzy: bool,
-              allowed_roots: Sequence[str] | None, ctx: ToolContext, label: str) -> tuple[EditOutcome, dict]:
+              allowed_roots: Sequence[str] | None, ctx: ToolContext, label: str,
+              max_bytes: int = MAX_EDIT_BYTES) -> tuple[EditOutcome, dict]:
     """Read, edit and write back ``path``; returns the outcome and the result details."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
@@ -104,17 +152,19 @@ def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuz
     try:
         if env.is_dir(path):
             raise ToolError(f"{shown} is a directory, not a file")
-        data = env.read_bytes(path)
+        data = env.read_bytes(path, max_bytes)
     except OSError as exc:
         raise os_error(exc, shown) from None
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not valid UTF-8 text; it cannot be edited with this tool.") from None
+    del data
     outcome = edit_text(content, old, new, replace_all=replace_all, fuzzy=fuzzy, shown=shown, label=label)
+    del content
     check_cancel(ctx)
     try:
-        env.write_file(path, outcome.text)
+        env.write_file(path, outcome.text, roots=write_roots(env, allowed_roots))
     except OSError as exc:
         raise os_error(exc, shown) from None
     old_lines = (outcome.fuzzy_matched if outcome.fuzzy_matched is not None else old).count("\n") + 1
@@ -142,6 +192,7 @@ class EditFileTool:
     env: Any = None
     allowed_roots: Sequence[str] | None = None
     fuzzy: bool = False
+    max_bytes: int = MAX_EDIT_BYTES
     name: str = "edit_file"
     label: str = "Edit file"
     description: str = (
@@ -162,7 +213,8 @@ class EditFileTool:
     def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
         outcome, details = edit_file(env, args["path"], args["old_text"], args["new_text"], replace_all=False,
-                                     fuzzy=self.fuzzy, allowed_roots=self.allowed_roots, ctx=ctx, label="old_text")
+                                     fuzzy=self.fuzzy, allowed_roots=self.allowed_roots, ctx=ctx, label="old_text",
+                                     max_bytes=self.max_bytes)
         return finish(_message(outcome, details), self.name, details)
 
 
@@ -173,6 +225,7 @@ class CodingEditFileTool:
     env: Any = None
     allowed_roots: Sequence[str] | None = None
     fuzzy: bool = True
+    max_bytes: int = MAX_EDIT_BYTES
     name: str = "edit_file"
     label: str = "Edit file"
     description: str = (
@@ -195,5 +248,6 @@ class CodingEditFileTool:
         env = get_env(self.env)
         outcome, details = edit_file(env, args["file_path"], args["old_string"], args["new_string"],
                                      replace_all=bool(args.get("replace_all", False)), fuzzy=self.fuzzy,
-                                     allowed_roots=self.allowed_roots, ctx=ctx, label="old_string")
+                                     allowed_roots=self.allowed_roots, ctx=ctx, label="old_string",
+                                     max_bytes=self.max_bytes)
         return finish(_message(outcome, details), self.name, details)

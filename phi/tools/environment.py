@@ -3,54 +3,49 @@
 Every file operation, command and search a built-in tool performs goes through an
 :class:`ExecutionEnvironment`, so the same tools can run locally, in a container or over SSH.
 :class:`LocalExecutionEnvironment` is the required implementation: paths are resolved against its
-working directory; commands run under ``/bin/bash -c`` in a new process group with a timeout
-(SIGTERM to the group, 2 s grace, SIGKILL) and cancellation; the child's environment is filtered
-(policies ``inherit_all``, ``core_only``, ``none``; variables that look like secrets are removed by
-default). :class:`ReadOnlyEnvironment` and :class:`LoggingEnvironment` wrap any environment (§4.4).
+working directory; reads open only regular files and are bounded (:mod:`phi.tools.fs_safe`);
+writes are resolved beneath their root without a check-then-use window; commands run under
+``/bin/bash -c`` with a timeout and cancellation that end every process the command started
+(:mod:`phi.tools.process`); the child's environment is filtered (:mod:`phi.tools.env_filter`).
+:class:`ReadOnlyEnvironment` and :class:`LoggingEnvironment` wrap any environment (§4.4).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import glob as _glob
 import logging
 import os
 import platform as _platform
 import shlex
 import shutil
+import stat
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..cancel import CancellationToken
 from ..errors import ConfigError
-from .paths import resolve_against
+from .env_filter import CORE_ENV_VARS, ENV_POLICIES, filter_environment, is_secret_variable
+from .fs_safe import (
+    ConfinementError, NotRegularFileError, check_path_text, delete_beneath, open_regular, read_limited,
+    split_parts, write_beneath,
+)
+from .globbing import glob_files
+from .paths import locate_beneath, resolve_against
 from .process import run_process
 from .search_backend import GrepOptions, SearchError, run_search
+from .text_lines import scan_lines
+from .truncation import Part
 
 log = logging.getLogger("phi.tools.environment")
 
 __all__ = [
     "ExecResult", "DirEntry", "GrepOptions", "SearchError", "ExecutionEnvironment",
     "LocalExecutionEnvironment", "ReadOnlyEnvironment", "LoggingEnvironment", "filter_environment",
-    "ENV_POLICIES", "DEFAULT_SECRET_PATTERNS", "CORE_ENV_VARS",
+    "is_secret_variable", "ENV_POLICIES", "CORE_ENV_VARS", "DEFAULT_MAX_READ_BYTES",
 ]
 
-ENV_POLICIES = ("inherit_all", "core_only", "none")
-
-#: Variable names (matched case-insensitively) that are removed from a command's environment.
-DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY", "*_SECRET", "*_TOKEN", "*_PASSWORD", "*_CREDENTIAL",
-    "*_CREDENTIALS", "*_SECRET_KEY", "*_SECRET_ACCESS_KEY", "*_PRIVATE_KEY", "*_APIKEY",
-    "API_KEY", "SECRET", "TOKEN", "PASSWORD",
-)
-
-#: Variables kept by the ``core_only`` policy (plus every ``LC_*``).
-CORE_ENV_VARS: tuple[str, ...] = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "PWD",
-    "GOPATH", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "NODE_PATH", "PYENV_ROOT",
-    "VIRTUAL_ENV", "CONDA_PREFIX", "JAVA_HOME", "GEM_HOME", "GEM_PATH", "DENO_DIR", "BUN_INSTALL",
-)
+#: What ``read_bytes`` reads at most unless told otherwise (64 MiB).
+DEFAULT_MAX_READ_BYTES = 64 << 20
 
 _NOT_DESCENDED = (".git", "node_modules", "__pycache__")
 
@@ -63,6 +58,9 @@ class ExecResult:
     timed_out: bool
     duration_ms: int
     cancelled: bool = False
+    #: stdout/stderr with what the capture dropped as ``Omitted`` holes (None: the text is complete)
+    stdout_parts: list[Part] | None = field(default=None, repr=False)
+    stderr_parts: list[Part] | None = field(default=None, repr=False)
 
     @property
     def output(self) -> str:
@@ -71,6 +69,11 @@ class ExecResult:
             sep = "" if self.stdout.endswith("\n") else "\n"
             return self.stdout + sep + self.stderr
         return self.stdout or self.stderr
+
+    def parts(self, stream: str) -> list[Part]:
+        """``stdout`` or ``stderr`` as text parts with holes (see :mod:`phi.tools.truncation`)."""
+        given = self.stdout_parts if stream == "stdout" else self.stderr_parts
+        return list(given) if given is not None else [self.stdout if stream == "stdout" else self.stderr]
 
 
 @dataclass
@@ -81,44 +84,21 @@ class DirEntry:
     path: str = ""  # relative to the listed directory ("sub/file.txt"); equals name at depth 1
 
 
-def _is_secret(name: str, patterns: Iterable[str]) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
-
-
-def filter_environment(
-    source: Mapping[str, str],
-    policy: str = "inherit_all",
-    secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
-    core_vars: Iterable[str] = CORE_ENV_VARS,
-) -> dict[str, str]:
-    """The environment a command sees: ``source`` reduced by ``policy``, then secrets removed."""
-    if policy not in ENV_POLICIES:
-        raise ConfigError(f"unknown env policy {policy!r}; use one of {', '.join(ENV_POLICIES)}")
-    patterns = tuple(secret_patterns)
-    if policy == "none":
-        return {}
-    core = set(core_vars)
-    out: dict[str, str] = {}
-    for name, value in source.items():
-        if policy == "core_only" and name not in core and not name.startswith("LC_"):
-            continue
-        if _is_secret(name, patterns):
-            continue
-        out[name] = value
-    return out
-
-
 @runtime_checkable
 class ExecutionEnvironment(Protocol):
-    """Where tools run (seed 004 §4.1), plus the byte-level file operations apply_patch needs."""
+    """Where tools run (seed 004 §4.1), plus the byte-level file operations apply_patch needs.
+
+    ``roots`` on the writing methods: the directories the write must stay beneath (default
+    ``allowed_write_roots``); see :meth:`LocalExecutionEnvironment.write_file`.
+    """
 
     allowed_write_roots: tuple[str, ...]
 
     def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str: ...
-    def read_bytes(self, path: str) -> bytes: ...
-    def write_file(self, path: str, content: str | bytes) -> None: ...
-    def delete_file(self, path: str) -> None: ...
+    def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes: ...
+    def open_read(self, path: str) -> BinaryIO: ...
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None) -> None: ...
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None: ...
     def file_exists(self, path: str) -> bool: ...
     def is_dir(self, path: str) -> bool: ...
     def file_size(self, path: str) -> int: ...
@@ -128,7 +108,7 @@ class ExecutionEnvironment(Protocol):
                      on_output: Callable[[str, bytes], None] | None = None) -> ExecResult: ...
     def grep(self, pattern: str, path: str, options: GrepOptions | None = None, *,
              cancel: CancellationToken | None = None) -> str: ...
-    def glob(self, pattern: str, path: str | None = None) -> list[str]: ...
+    def glob(self, pattern: str, path: str | None = None, *, cancel: CancellationToken | None = None) -> list[str]: ...
     def resolve_path(self, path: str) -> str: ...
     def initialize(self) -> None: ...
     def cleanup(self) -> None: ...
@@ -140,10 +120,11 @@ class ExecutionEnvironment(Protocol):
 class LocalExecutionEnvironment:
     """Runs everything on this machine (seed 004 §4.2).
 
-    ``env_policy`` is ``inherit_all`` (default), ``core_only`` or ``none``; ``secret_patterns`` are
-    removed under every policy (pass ``()`` to keep them). ``allowed_write_roots`` is the default
-    write confinement of the writing tools (default: the working directory). ``max_capture_bytes``
-    bounds how much of each output stream is kept in memory (head and tail).
+    ``env_policy`` is ``inherit_all`` (default), ``core_only`` or ``none``; variables that look like
+    secrets (:func:`is_secret_variable`, or the name globs in ``secret_patterns``; ``()`` keeps all)
+    are removed under every policy. ``allowed_write_roots`` confines writes (default: the working
+    directory). ``max_capture_bytes`` bounds how much of each output stream is kept in memory (head
+    and tail); ``max_read_bytes`` bounds :meth:`read_bytes`.
     """
 
     def __init__(
@@ -151,22 +132,23 @@ class LocalExecutionEnvironment:
         working_dir: str | None = None,
         *,
         env_policy: str = "inherit_all",
-        secret_patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+        secret_patterns: Iterable[str] | None = None,
         allowed_write_roots: Sequence[str] | None = None,
         shell: str = "/bin/bash",
         max_capture_bytes: int = 1 << 20,
         base_env: Mapping[str, str] | None = None,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
     ) -> None:
         if env_policy not in ENV_POLICIES:
             raise ConfigError(f"unknown env_policy {env_policy!r}; use one of {', '.join(ENV_POLICIES)}")
         self._cwd = os.path.abspath(os.path.expanduser(working_dir or os.getcwd()))
         self.env_policy = env_policy
-        self.secret_patterns = tuple(secret_patterns)
-        self.allowed_write_roots = tuple(
-            resolve_against(self._cwd, r) for r in (allowed_write_roots if allowed_write_roots is not None else [self._cwd])
-        )
+        self.secret_patterns = None if secret_patterns is None else tuple(secret_patterns)
+        roots = allowed_write_roots if allowed_write_roots is not None else [self._cwd]
+        self.allowed_write_roots = tuple(resolve_against(self._cwd, r) for r in roots)
         self.shell = shell
         self.max_capture_bytes = max_capture_bytes
+        self.max_read_bytes = max_read_bytes
         self._base_env = base_env
         self._grep_perl: bool | None = None
 
@@ -197,37 +179,67 @@ class LocalExecutionEnvironment:
         """Nothing to release: every command's process group is reaped when it finishes."""
 
     def resolve_path(self, path: str) -> str:
+        """``path`` made absolute and normalised (a string operation; nothing is checked)."""
         return resolve_against(self._cwd, path)
 
+    def _checked(self, path: str) -> str:
+        """The resolved path, or OSError for one no system call could take (NUL byte, too long)."""
+        resolved = resolve_against(self._cwd, path)
+        check_path_text(resolved)
+        return resolved
+
     # -- files ---------------------------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes:
-        with open(self.resolve_path(path), "rb") as fh:
-            return fh.read()
+    def open_read(self, path: str) -> BinaryIO:
+        """A binary file object for ``path``; only regular files (FIFOs, devices, ... are refused)."""
+        return open_regular(self._checked(path))
+
+    def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes:
+        """The content of ``path``; FileTooLargeError beyond ``max_bytes`` (default ``max_read_bytes``)."""
+        target = self._checked(path)
+        with open_regular(target) as fh:
+            return read_limited(fh, self.max_read_bytes if max_bytes is None else max_bytes, target)
 
     def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        """Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count."""
-        text = self.read_bytes(path).decode("utf-8", errors="replace")
+        """Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count.
+
+        A whole-file read is bounded by ``max_read_bytes``; a ranged one streams the file and returns
+        at most ``max_read_bytes`` of lines, whatever the file's size, each ending in ``\n`` (a
+        ``\r`` before it is dropped).
+        """
         if offset is None and limit is None:
-            return text
-        lines = text.splitlines(keepends=True)
-        start = max((offset or 1) - 1, 0)
-        end = len(lines) if limit is None else start + max(limit, 0)
-        return "".join(lines[start:end])
+            return self.read_bytes(path).decode("utf-8", errors="replace")
+        with self.open_read(path) as fh:
+            part = scan_lines(fh, offset or 1, limit, self.max_read_bytes)
+        return "".join(line + "\n" for line in part.lines)
 
-    def write_file(self, path: str, content: str | bytes) -> None:
-        target = self.resolve_path(path)
-        parent = os.path.dirname(target)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
+    def _write_location(self, path: str, roots: Sequence[str] | None) -> tuple[str, list[str], str]:
+        """(root, components beneath it, absolute path) a write to ``path`` is resolved from."""
+        target = self._checked(path)
+        in_force = self.allowed_write_roots if roots is None else [resolve_against(self._cwd, r) for r in roots]
+        located = locate_beneath(target, in_force)
+        if located is not None:
+            return located[0], located[1], target
+        if roots is not None:
+            raise ConfinementError(target, ", ".join(in_force) or "(none)", "the path")
+        return "/", split_parts(target), target
+
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None) -> None:
+        """Create or replace ``path`` (parents created) without ever leaving its root.
+
+        The path is resolved beneath the root that contains it (see :mod:`phi.tools.fs_safe`): a
+        symlink or ``..`` leading out, even one swapped in while the write runs, raises
+        ConfinementError (a PermissionError). With ``roots`` a path outside all of them is refused;
+        without, a path outside ``allowed_write_roots`` is written as named (tools always pass their
+        roots). The file is replaced by rename: hard links to it keep the old content.
+        """
+        root, parts, target = self._write_location(path, roots)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        with open(target, "wb") as fh:
-            fh.write(data)
+        write_beneath(root, parts, data, target)
 
-    def delete_file(self, path: str) -> None:
-        target = self.resolve_path(path)
-        if os.path.isdir(target) and not os.path.islink(target):
-            raise IsADirectoryError(21, "Is a directory", target)
-        os.remove(target)
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None:
+        """Remove the file ``path`` (a symlink itself, not its target); directories are refused."""
+        root, parts, target = self._write_location(path, roots)
+        delete_beneath(root, parts, target)
 
     def file_exists(self, path: str) -> bool:
         return os.path.exists(self.resolve_path(path))
@@ -236,27 +248,27 @@ class LocalExecutionEnvironment:
         return os.path.isdir(self.resolve_path(path))
 
     def file_size(self, path: str) -> int:
-        return os.stat(self.resolve_path(path)).st_size
+        return os.stat(self._checked(path)).st_size
 
     def list_directory(self, path: str, depth: int = 1, max_entries: int = 5000) -> list[DirEntry]:
-        """Entries of ``path`` down to ``depth`` levels, directories first, then by name."""
-        root = self.resolve_path(path)
-        if not os.path.isdir(root):
-            raise NotADirectoryError(20, "Not a directory", root) if os.path.exists(root) else FileNotFoundError(2, "No such file or directory", root)
-        out: list[DirEntry] = []
-        self._walk(root, "", max(depth, 1), out, max_entries)
-        return out
+        """Entries of ``path`` down to ``depth`` levels, directories first, then by name.
 
-    def _walk(self, directory: str, prefix: str, depth: int, out: list[DirEntry], max_entries: int) -> None:
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
-        except OSError as exc:
-            log.debug("cannot list %s: %s", directory, exc)
-            return
-        for entry in entries:
-            if len(out) >= max_entries:
-                return
+        Symlinked directories are listed but not entered, so links cannot make it loop; the walk
+        keeps its own stack, so no depth of tree can exhaust Python's recursion limit.
+        """
+        root = self._checked(path)
+        if not os.path.isdir(root):
+            if os.path.exists(root):
+                raise NotADirectoryError(20, "Not a directory", root)
+            raise FileNotFoundError(2, "No such file or directory", root)
+        out: list[DirEntry] = []
+        stack = [(iter(_sorted_entries(root)), "", max(depth, 1))]
+        while stack and len(out) < max_entries:
+            entries, prefix, levels = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             is_dir = entry.is_dir(follow_symlinks=False)
             size = None
             if not is_dir:
@@ -264,10 +276,10 @@ class LocalExecutionEnvironment:
                     size = entry.stat(follow_symlinks=False).st_size
                 except OSError:
                     size = None
-            rel = prefix + entry.name
-            out.append(DirEntry(entry.name, is_dir, size, rel))
-            if is_dir and depth > 1 and entry.name not in _NOT_DESCENDED:
-                self._walk(entry.path, rel + "/", depth - 1, out, max_entries)
+            out.append(DirEntry(entry.name, is_dir, size, prefix + entry.name))
+            if is_dir and levels > 1 and entry.name not in _NOT_DESCENDED:
+                stack.append((iter(_sorted_entries(entry.path)), prefix + entry.name + "/", levels - 1))
+        return out
 
     # -- commands ------------------------------------------------------------------------------
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -296,7 +308,7 @@ class LocalExecutionEnvironment:
             cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output,
         )
         return ExecResult(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.timed_out,
-                          outcome.duration_ms, outcome.cancelled)
+                          outcome.duration_ms, outcome.cancelled, outcome.stdout_parts, outcome.stderr_parts)
 
     # -- search --------------------------------------------------------------------------------
     def _grep_supports_perl(self) -> bool:
@@ -309,9 +321,10 @@ class LocalExecutionEnvironment:
              cancel: CancellationToken | None = None) -> str:
         """Matching lines as ``path:line:text`` (paths relative to ``path`` when it is a directory)."""
         options = options or GrepOptions()
-        target = self.resolve_path(path)
-        if not os.path.exists(target):
-            raise FileNotFoundError(2, "No such file or directory", target)
+        target = self._checked(path)
+        mode = os.stat(target).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # a FIFO would block the search
+            raise NotRegularFileError(target, mode)
         backend = options.backend
         if backend == "auto":
             backend = "rg" if shutil.which("rg") else "grep"
@@ -325,27 +338,36 @@ class LocalExecutionEnvironment:
         lines = run_search(self.exec_command, pattern, directory, rel_target, options, backend, perl, cancel)
         return "\n".join(lines[: max(options.max_results, 0)] if options.max_results else lines)
 
-    def glob(self, pattern: str, path: str | None = None) -> list[str]:
-        """Absolute paths of files matching ``pattern`` under ``path``, newest first."""
+    def glob(self, pattern: str, path: str | None = None, *, cancel: CancellationToken | None = None) -> list[str]:
+        """Absolute paths of regular files matching ``pattern`` under ``path``, newest first.
+
+        ``**`` does not follow symlinked directories; see :mod:`phi.tools.globbing`.
+        """
         base = self.resolve_path(path) if path else self._cwd
+        check_path_text(pattern)
         if not os.path.isdir(base):
             raise FileNotFoundError(2, "No such directory", base)
-        if os.path.isabs(pattern):
-            matches = _glob.glob(pattern, recursive=True)
-        else:
-            matches = [os.path.join(base, m) for m in _glob.glob(pattern, root_dir=base, recursive=True)]
+        should_stop = cancel.is_cancelled if cancel is not None else None
         files = []
-        for match in matches:
-            parts = set(os.path.normpath(match).split(os.sep))
-            if parts & {".git", "node_modules"} or not os.path.isfile(match):
+        for match in glob_files(pattern, base, should_stop=should_stop):
+            if set(match.split(os.sep)) & {".git", "node_modules"}:
                 continue
             try:
                 mtime = os.stat(match).st_mtime
             except OSError:
                 continue
-            files.append((mtime, os.path.normpath(match)))
+            files.append((mtime, match))
         files.sort(key=lambda item: (-item[0], item[1]))
         return [p for _, p in files]
+
+
+def _sorted_entries(directory: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
+    except OSError as exc:
+        log.debug("cannot list %s: %s", directory, exc)
+        return []
 
 
 class _Wrapper:
@@ -371,10 +393,10 @@ class ReadOnlyEnvironment(_Wrapper):
         super().__init__(inner)
         self.allow_commands = allow_commands
 
-    def write_file(self, path: str, content: str | bytes) -> None:
+    def write_file(self, path: str, content: str | bytes, **kwargs: Any) -> None:
         raise PermissionError(13, self.MESSAGE, path)
 
-    def delete_file(self, path: str) -> None:
+    def delete_file(self, path: str, **kwargs: Any) -> None:
         raise PermissionError(13, self.MESSAGE, path)
 
     def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
@@ -400,14 +422,14 @@ class LoggingEnvironment(_Wrapper):
                         " (timed out)" if result.timed_out else "")
         return result
 
-    def write_file(self, path: str, content: str | bytes) -> None:
+    def write_file(self, path: str, content: str | bytes, **kwargs: Any) -> None:
         self.logger.log(self.level, "write: %s (%d bytes)", path,
                         len(content.encode("utf-8") if isinstance(content, str) else content))
-        self.inner.write_file(path, content)
+        self.inner.write_file(path, content, **kwargs)
 
-    def delete_file(self, path: str) -> None:
+    def delete_file(self, path: str, **kwargs: Any) -> None:
         self.logger.log(self.level, "delete: %s", path)
-        self.inner.delete_file(path)
+        self.inner.delete_file(path, **kwargs)
 
 
 def quote_command(argv: Sequence[str]) -> str:

@@ -4,7 +4,8 @@
 * ``list_files`` runs ``find`` through the environment (so it honours the environment's timeout,
   default 10 s, and cancellation), prunes ``.git``, ``node_modules`` and ``target``, and stops at
   ``max_results`` (200) with a note saying how many more there were.
-* ``glob`` matches a glob pattern (``**`` recursive) and lists files newest first.
+* ``glob`` matches a glob pattern (``**`` recursive, never through symlinked directories, so a
+  symlink loop cannot stall it) and lists files newest first.
 * ``list_dir`` shows a directory tree down to ``depth`` levels with file sizes.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env, os_error
+from ._common import check_cancel, display_path, finish, get_env, os_error, resolve
 from .environment import quote_command
 
 PRUNED_DIRS = (".git", "node_modules", "target")
@@ -37,8 +38,7 @@ def find_command(max_depth: int | None, pattern: str | None) -> str:
 
 
 def _require_dir(env: Any, path: str) -> str:
-    resolved = env.resolve_path(path)
-    shown = display_path(env, resolved)
+    _, shown = resolve(env, path)
     if not env.file_exists(path):
         raise ToolError(f"Directory not found: {shown}")
     if not env.is_dir(path):
@@ -124,7 +124,7 @@ class GlobTool:
         path = args.get("path") or "."
         shown = _require_dir(env, path)
         try:
-            matches = env.glob(args["pattern"], path)
+            matches = env.glob(args["pattern"], path, cancel=ctx.cancel)
         except OSError as exc:
             raise os_error(exc, shown) from None
         except ValueError as exc:

@@ -1,10 +1,16 @@
-"""Running a command in its own process group (SPEC §9.1 "Command execution").
+"""Running a command and everything it starts (SPEC §9.1 "Command execution").
 
 :func:`run_process` starts ``argv`` in a new session (so it leads a fresh process group), captures
 stdout and stderr separately through one ``selectors`` loop (no deadlock however much either stream
-produces), keeps at most ``max_capture_bytes`` of each stream in memory (head and tail, the middle is
-counted and dropped), and stops the whole group on timeout or cancellation: SIGTERM, up to
-:data:`KILL_GRACE_SECONDS` for the group to go away, then SIGKILL.
+produces), keeps at most ``max_capture_bytes`` of the head and of the tail of each stream in memory
+(the middle is counted — bytes and newlines — and becomes an :class:`~phi.tools.truncation.Omitted`
+hole), and stops the command on timeout or cancellation.
+
+On Linux the command runs under :mod:`phi.tools._reaper`, a small child subreaper: processes the
+command detaches with ``setsid``, ``nohup ... &`` or ``start_new_session=True`` cannot leave its
+tree, and on timeout or cancellation all of them get SIGTERM, then after
+:data:`KILL_GRACE_SECONDS` SIGKILL. Elsewhere (macOS) the command's process group gets the same
+treatment, which misses processes that started a new session.
 """
 
 from __future__ import annotations
@@ -14,25 +20,36 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..cancel import CancellationToken
+from .truncation import Omitted, Part, render
 
 log = logging.getLogger("phi.tools.process")
 
 KILL_GRACE_SECONDS = 2.0
+# The parent's last resort (SIGKILL to the process group) if the reaper itself does not finish.
+_REAPER_MARGIN_SECONDS = 2.0
 _POLL_SECONDS = 0.05
 _READ_CHUNK = 65536
 # How long to keep reading after the main process exited while a background child still holds the
 # pipes open. Output written later than this is not captured; the background process keeps running.
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
+_REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
+
+
+def reaper_available() -> bool:
+    """Whether commands run under the subreaper (Linux with /proc)."""
+    return sys.platform.startswith("linux") and os.path.isdir("/proc/self") and bool(sys.executable)
 
 
 class _Capture:
-    """Bounded capture of one stream: the first ``limit`` bytes and the last ``limit`` bytes."""
+    """Bounded capture of one stream: the first ``limit`` bytes, the last ``limit`` bytes, and the
+    size (bytes and newlines) of what was dropped between them."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(0, limit)
@@ -40,6 +57,8 @@ class _Capture:
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.total = 0
+        self.dropped_bytes = 0
+        self.dropped_lines = 0
 
     def add(self, data: bytes) -> None:
         self.total += len(data)
@@ -52,34 +71,45 @@ class _Capture:
         self.tail.append(data)
         self.tail_size += len(data)
         while self.tail and self.tail_size - len(self.tail[0]) >= self.limit:
-            self.tail_size -= len(self.tail.popleft())
+            self._drop(self.tail.popleft())
 
-    @property
-    def dropped(self) -> int:
-        return self.total - len(self.head) - min(self.tail_size, self.limit)
+    def _drop(self, data: bytes) -> None:
+        self.tail_size -= len(data)
+        self.dropped_bytes += len(data)
+        self.dropped_lines += data.count(b"\n")
 
-    def text(self) -> str:
-        """The captured bytes as text (invalid UTF-8 replaced), with a marker where bytes were dropped."""
+    def parts(self) -> list[Part]:
+        """The captured text (invalid UTF-8 replaced) with a hole where bytes were dropped."""
         tail = b"".join(self.tail)
+        dropped, lines = self.dropped_bytes, self.dropped_lines
         if len(tail) > self.limit:
-            tail = tail[len(tail) - self.limit:]
-        head_text = bytes(self.head).decode("utf-8", errors="replace")
-        tail_text = tail.decode("utf-8", errors="replace")
-        if self.dropped <= 0:
-            return (bytes(self.head) + tail).decode("utf-8", errors="replace")
-        return f"{head_text}\n\n[... {self.dropped} bytes of output omitted ...]\n\n{tail_text}"
+            cut = len(tail) - self.limit
+            dropped, lines = dropped + cut, lines + tail.count(b"\n", 0, cut)
+            tail = tail[cut:]
+        if not dropped:
+            return [(bytes(self.head) + tail).decode("utf-8", errors="replace")]
+        return [bytes(self.head).decode("utf-8", errors="replace"), Omitted(dropped, lines),
+                tail.decode("utf-8", errors="replace")]
 
 
 @dataclass
 class ProcessOutcome:
-    stdout: str
-    stderr: str
+    stdout_parts: list[Part]
+    stderr_parts: list[Part]
     exit_code: int
     timed_out: bool
     cancelled: bool
     duration_ms: int
     stdout_bytes: int
     stderr_bytes: int
+
+    @property
+    def stdout(self) -> str:
+        return render(self.stdout_parts)
+
+    @property
+    def stderr(self) -> str:
+        return render(self.stderr_parts)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -102,9 +132,11 @@ def _signal_group(pgid: int, sig: int) -> None:
 class _Runner:
     """One execution: the select loop plus the termination state machine."""
 
-    def __init__(self, proc: subprocess.Popen, capture_limit: int, on_output: Callable[[str, bytes], None] | None):
+    def __init__(self, proc: subprocess.Popen, capture_limit: int,
+                 on_output: Callable[[str, bytes], None] | None, reaper: bool):
         self.proc = proc
         self.pgid = proc.pid  # start_new_session makes the child its own group leader
+        self.reaper = reaper
         self.out = _Capture(capture_limit)
         self.err = _Capture(capture_limit)
         self.on_output = on_output
@@ -136,15 +168,26 @@ class _Runner:
     def terminate(self) -> None:
         if self.term_sent_at is None:
             self.term_sent_at = time.monotonic()
-            _signal_group(self.pgid, signal.SIGTERM)
+            if self.reaper:  # the reaper signals the whole tree, then escalates by itself
+                try:
+                    self.proc.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            else:
+                _signal_group(self.pgid, signal.SIGTERM)
 
     def _escalate(self, now: float) -> None:
         if self.term_sent_at is None or self.killed:
             return
-        if now - self.term_sent_at >= KILL_GRACE_SECONDS or (self.proc.poll() is not None and not _group_alive(self.pgid)):
+        grace = KILL_GRACE_SECONDS + (_REAPER_MARGIN_SECONDS if self.reaper else 0.0)
+        exited = self.proc.poll() is not None
+        if now - self.term_sent_at >= grace or (exited and not _group_alive(self.pgid)):
             if _group_alive(self.pgid):
                 log.debug("process group %d survived SIGTERM; sending SIGKILL", self.pgid)
                 _signal_group(self.pgid, signal.SIGKILL)
+            self.killed = True
+        elif exited and self.reaper:  # the reaper is done: whatever is left of the group goes now
+            _signal_group(self.pgid, signal.SIGKILL)
             self.killed = True
 
     def loop(self, deadline: float | None, cancel: CancellationToken | None) -> tuple[bool, bool]:
@@ -192,15 +235,24 @@ def run_process(
     cancel: CancellationToken | None = None,
     max_capture_bytes: int = 1 << 20,
     on_output: Callable[[str, bytes], None] | None = None,
+    kill_descendants: bool = True,
 ) -> ProcessOutcome:
     """Run ``argv`` and wait for it, its timeout, or cancellation. Never raises on a bad exit code.
 
-    Raises ``OSError`` only when the process cannot be started (e.g. ``cwd`` does not exist).
+    With ``kill_descendants`` (and on Linux) the command runs under the subreaper, so a timeout or
+    cancellation also ends the processes it detached. Raises ``OSError`` only when the process
+    cannot be started (e.g. ``cwd`` does not exist).
     """
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms is not None and timeout_ms > 0 else None
+    reaper = kill_descendants and reaper_available()
+    command = list(argv)
+    if reaper:
+        lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
+        command = [sys.executable, "-I", "-S", _REAPER, str(KILL_GRACE_SECONDS),
+                   "-" if lc_ctype is None else "=" + lc_ctype, *argv]
     proc = subprocess.Popen(
-        list(argv),
+        command,
         cwd=cwd,
         env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL,
@@ -209,7 +261,7 @@ def run_process(
         start_new_session=True,
         close_fds=True,
     )
-    runner = _Runner(proc, max_capture_bytes, on_output)
+    runner = _Runner(proc, max_capture_bytes, on_output, reaper)
     try:
         timed_out, cancelled = runner.loop(deadline, cancel)
     finally:
@@ -224,8 +276,8 @@ def run_process(
         _signal_group(runner.pgid, signal.SIGKILL)
         returncode = proc.wait()
     return ProcessOutcome(
-        stdout=runner.out.text(),
-        stderr=runner.err.text(),
+        stdout_parts=runner.out.parts(),
+        stderr_parts=runner.err.parts(),
         exit_code=_exit_code(returncode),
         timed_out=timed_out,
         cancelled=cancelled,

@@ -1,13 +1,19 @@
 """File reading tools: phi-core ``read_file`` and the coding layer's ``read_file`` (SPEC §9.3, §9.4).
 
 Shared behaviour: paths resolve against the environment's working directory (reads are never
-confined); images (png, jpg, gif, webp, bmp) come back as base64 ``ImageContent`` with their MIME
-type, up to 20 MB; text comes back as ``NNN | content`` lines, 1-based ``offset`` and ``limit``
-select a range; a file with NUL bytes in its first 8 KB is reported as binary; invalid UTF-8 is
-shown with replacement characters; cancellation is checked before every I/O step.
+confined); only regular files are read (FIFOs, sockets and devices such as ``/dev/zero`` are refused
+before anything could block); images (png, jpg, gif, webp, bmp) come back as base64
+``ImageContent`` with their MIME type, up to 20 MB; text comes back as ``NNN | content`` lines, 1-based
+``offset`` and ``limit`` select a range; a file with NUL bytes in its first 8 KB is reported as
+binary; invalid UTF-8 is shown with replacement characters; cancellation is checked before every
+I/O step and between chunks.
+
+Memory is bounded whatever the file's size: the file is streamed (:mod:`phi.tools.text_lines`) and at
+most ``max_bytes`` of lines are returned per call; the rest is reached with ``offset``.
 
 * phi-core (REQ-048/098-100/137): ``path``, ``offset``, ``limit``; a header line names the file and
-  the line range; text files over ``max_bytes`` (1 MB) need ``offset``/``limit``.
+  the line range; a whole-file read of a file over ``max_bytes`` (1 MB) is refused with a hint to use
+  ``offset``/``limit``.
 * coding (seed 004 §3.3): ``file_path``, ``offset``, ``limit`` (default 2000 lines); no header, a
   trailing note says how to continue when lines remain.
 """
@@ -22,8 +28,8 @@ from typing import Any
 from ..agent_tool import ToolContext
 from ..errors import ToolError
 from ..types import ImageContent, TextContent, ToolResult
-from ._common import check_cancel, display_path, finish, get_env, number_lines, os_error
-from .patch_parser import split_lines
+from ._common import check_cancel, finish, get_env, number_lines, os_error, resolve
+from .text_lines import scan_lines
 
 IMAGE_MIME_TYPES = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
@@ -31,67 +37,79 @@ IMAGE_MIME_TYPES = {
 }
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 _BINARY_SNIFF = 8192
-# With offset/limit a larger text file may be read, up to this many times max_bytes.
-_RANGED_READ_FACTOR = 50
 
 
 @dataclass
 class TextSlice:
-    path: str          # as shown to the model
-    lines: list[str]   # the selected lines
-    first: int         # 1-based number of lines[0]
-    total: int         # lines in the whole file
+    path: str                    # as shown to the model
+    lines: list[str]             # the selected lines
+    first: int                   # 1-based number of lines[0]
+    total: int                   # lines in the whole file
+    next_line: int | None = None  # first requested line left out because of the byte budget
+    cut_bytes: int = 0           # bytes cut off a single line longer than the budget
+
+    def notes(self, max_bytes: int, continuation: bool = True) -> str:
+        """What the model needs to know about a selection the byte budget shortened ("" if none)."""
+        out = ""
+        if self.cut_bytes:
+            out += f"\n[line {self.first} is longer than {max_bytes} bytes; {self.cut_bytes} bytes of it are not shown]"
+        if continuation and self.next_line is not None and self.next_line <= self.total:
+            out += f"\n[output limited to {max_bytes} bytes; read on with offset={self.next_line}]"
+        return out
 
 
-def _size(env: Any, path: str, shown: str) -> int:
+def _check_not_dir(env: Any, path: str, shown: str) -> None:
     try:
         if env.is_dir(path):
             raise ToolError(f"{shown} is a directory; use a listing tool to see its contents")
-        return env.file_size(path)
     except OSError as exc:
         raise os_error(exc, shown) from None
 
 
-def read_image(env: Any, path: str, shown: str, ctx: ToolContext, max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
+def read_image(env: Any, path: str, shown: str, ctx: ToolContext,
+               max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
     """An ImageContent result for an image path, or None when ``path`` is not an image."""
     mime = IMAGE_MIME_TYPES.get(os.path.splitext(path)[1].lower())
     if mime is None:
         return None
-    size = _size(env, path, shown)
-    if size > max_bytes:
-        raise ToolError(f"Image too large: {shown} is {size} bytes; the limit is {max_bytes} bytes.")
+    _check_not_dir(env, path, shown)
     check_cancel(ctx)
     try:
-        data = env.read_bytes(path)
+        data = env.read_bytes(path, max_bytes)
     except OSError as exc:
+        if getattr(exc, "limit", None) is not None:
+            raise ToolError(f"Image too large: {shown} is over {max_bytes} bytes; "
+                            f"the limit is {max_bytes} bytes.") from None
         raise os_error(exc, shown) from None
     encoded = base64.b64encode(data).decode("ascii")
-    return ToolResult([TextContent(f"Image file {shown} ({mime}, {size} bytes)"), ImageContent(encoded, mime)],
-                      {"path": shown, "mime_type": mime, "bytes": size})
+    return ToolResult([TextContent(f"Image file {shown} ({mime}, {len(data)} bytes)"), ImageContent(encoded, mime)],
+                      {"path": shown, "mime_type": mime, "bytes": len(data)})
 
 
 def read_text_slice(env: Any, path: str, offset: int | None, limit: int | None, ctx: ToolContext,
                     max_bytes: int) -> TextSlice:
-    """Read ``path`` as text and select lines ``offset`` .. ``offset + limit - 1``."""
-    shown = display_path(env, env.resolve_path(path))
-    size = _size(env, path, shown)
-    ranged = offset is not None or limit is not None
-    if size > max_bytes and (not ranged or size > max_bytes * _RANGED_READ_FACTOR):
-        raise ToolError(f"File too large: {shown} is {size} bytes (limit {max_bytes}). "
-                        "Use offset/limit to read it in parts, or search it with grep.")
+    """Lines ``offset`` .. ``offset + limit - 1`` of ``path`` (at most ``max_bytes`` of them), streamed.
+
+    Without ``offset``/``limit`` a file over ``max_bytes`` is refused (use a range instead).
+    """
+    _, shown = resolve(env, path)
+    _check_not_dir(env, path, shown)
     check_cancel(ctx)
     try:
-        data = env.read_bytes(path)
+        with env.open_read(path) as fh:
+            size = env.file_size(path)
+            if offset is None and limit is None and size > max_bytes:
+                raise ToolError(f"File too large: {shown} is {size} bytes (limit {max_bytes}). "
+                                "Use offset/limit to read it in parts, or search it with grep.")
+            if b"\x00" in fh.read(_BINARY_SNIFF):
+                raise ToolError(f"{shown} appears to be a binary file ({size} bytes); it cannot be shown as text.")
+            fh.seek(0)
+            part = scan_lines(fh, offset or 1, limit, max_bytes, lambda: check_cancel(ctx))
     except OSError as exc:
         raise os_error(exc, shown) from None
-    if b"\x00" in data[:_BINARY_SNIFF]:
-        raise ToolError(f"{shown} appears to be a binary file ({len(data)} bytes); it cannot be shown as text.")
-    lines = split_lines(data.decode("utf-8", errors="replace"))
-    start = (offset or 1) - 1
-    if lines and start >= len(lines):
-        raise ToolError(f"offset {offset} is past the end of {shown}, which has {len(lines)} lines")
-    end = len(lines) if limit is None else start + limit
-    return TextSlice(shown, lines[start:end], start + 1, len(lines))
+    if part.lines == [] and part.total and part.first > part.total:
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {part.total} lines")
+    return TextSlice(shown, part.lines, part.first, part.total, part.next_line, part.cut_bytes)
 
 
 _RANGE_PROPS = {
@@ -126,7 +144,7 @@ class ReadFileTool:
         check_cancel(ctx)
         env = get_env(self.env)
         path = args["path"]
-        image = read_image(env, path, display_path(env, env.resolve_path(path)), ctx, self.max_image_bytes)
+        image = read_image(env, path, resolve(env, path)[1], ctx, self.max_image_bytes)
         if image is not None:
             return image
         part = read_text_slice(env, path, args.get("offset"), args.get("limit"), ctx, self.max_bytes)
@@ -136,6 +154,7 @@ class ReadFileTool:
             last = part.first + len(part.lines) - 1
             header = f"File: {part.path} (lines {part.first}-{last} of {part.total})"
         text = header + ("\n" + number_lines(part.lines, part.first) if part.lines else "")
+        text += part.notes(self.max_bytes)
         return finish(text, self.name, {"path": part.path, "total_lines": part.total}, self.max_chars)
 
 
@@ -163,12 +182,13 @@ class CodingReadFileTool:
         check_cancel(ctx)
         env = get_env(self.env)
         path = args["file_path"]
-        image = read_image(env, path, display_path(env, env.resolve_path(path)), ctx, self.max_image_bytes)
+        image = read_image(env, path, resolve(env, path)[1], ctx, self.max_image_bytes)
         if image is not None:
             return image
         limit = args.get("limit") or self.default_limit
         part = read_text_slice(env, path, args.get("offset"), limit, ctx, self.max_bytes)
         text = number_lines(part.lines, part.first) if part.lines else "(empty file)"
+        text += part.notes(self.max_bytes, continuation=False)
         next_line = part.first + len(part.lines)
         if next_line <= part.total:
             text += f"\n[... {part.total - next_line + 1} more lines; read on with offset={next_line}]"

@@ -1,9 +1,11 @@
 """``read_many_files`` — several files (or glob patterns) in one call (SPEC §9.4; seed 004 §3.6).
 
 Each entry of ``paths`` is a file path or a glob pattern (``*``, ``?``, ``[``); matches are read as
-text and concatenated under ``--- path ---`` separators. Binary files, images, directories and files
-over the per-file size limit are listed as skipped instead of failing the whole call; a call where
-nothing could be read is an error.
+text and concatenated under ``--- path ---`` separators. Binary files, images, directories, FIFOs and
+devices, files over the per-file size limit and patterns that cannot be searched (invalid, or
+visiting too many entries) are listed as skipped instead of failing the whole call; a call where
+nothing could be read is an error. Globs never follow symlinked directories under ``**``
+(:mod:`phi.tools.globbing`), so a symlink loop cannot stall the call.
 """
 
 from __future__ import annotations
@@ -14,28 +16,32 @@ from typing import Any
 from ..agent_tool import ToolContext
 from ..errors import ToolError
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env
+from ._common import check_cancel, display_path, finish, get_env, resolve
 from .read_file import IMAGE_MIME_TYPES, read_text_slice
 
 _GLOB_CHARS = set("*?[")
 
 
-def expand_paths(env: Any, entries: list[str], max_files: int) -> list[str]:
-    """Resolved, de-duplicated file paths for ``entries`` (globs expanded), at most ``max_files``."""
+def expand_paths(env: Any, entries: list[str], max_files: int, ctx: ToolContext) -> tuple[list[str], list[str]]:
+    """(resolved, de-duplicated file paths for ``entries`` with globs expanded — at most
+    ``max_files`` —, entries that could not be expanded with the reason)."""
     seen: dict[str, None] = {}
+    problems: list[str] = []
     for entry in entries:
-        if _GLOB_CHARS & set(entry):
-            try:
-                found = sorted(env.glob(entry, None))
-            except (OSError, ValueError):
-                found = []
-        else:
-            found = [env.resolve_path(entry)]
+        check_cancel(ctx)
+        try:
+            if _GLOB_CHARS & set(entry):
+                found = sorted(env.glob(entry, None, cancel=ctx.cancel))
+            else:
+                found = [resolve(env, entry)[0]]
+        except (OSError, ValueError, ToolError) as exc:
+            problems.append(f"{entry[:200]!r} ({getattr(exc, 'strerror', None) or exc})")
+            continue
         for path in found:
             seen.setdefault(path, None)
             if len(seen) >= max_files:
-                return list(seen)
-    return list(seen)
+                return list(seen), problems
+    return list(seen), problems
 
 
 @dataclass
@@ -43,6 +49,7 @@ class ReadManyFilesTool:
     env: Any = None
     max_files: int = 50
     max_bytes_per_file: int = 1024 * 1024
+    max_total_bytes: int = 4 * 1024 * 1024
     name: str = "read_many_files"
     label: str = "Read files"
     description: str = (
@@ -62,13 +69,17 @@ class ReadManyFilesTool:
     def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
         check_cancel(ctx)
         env = get_env(self.env)
-        paths = expand_paths(env, list(args["paths"]), self.max_files)
+        paths, skipped = expand_paths(env, list(args["paths"]), self.max_files, ctx)
         parts: list[str] = []
         read: list[str] = []
-        skipped: list[str] = []
+        budget = self.max_total_bytes
         for path in paths:
             check_cancel(ctx)
             shown = display_path(env, path)
+            if budget <= 0:
+                skipped.append(f"{shown} (not read: {self.max_total_bytes} bytes were already read; "
+                               "read it separately)")
+                continue
             if path.lower().endswith(tuple(IMAGE_MIME_TYPES)):
                 skipped.append(f"{shown} (image; use read_file)")
                 continue
@@ -80,6 +91,7 @@ class ReadManyFilesTool:
                 skipped.append(f"{shown} ({exc})")
                 continue
             parts.append(f"--- {shown} ---\n" + "\n".join(part.lines))
+            budget -= sum(len(line) for line in part.lines) + len(part.lines)
             read.append(shown)
         if not read:
             reason = "; ".join(skipped) if skipped else "no file matched"

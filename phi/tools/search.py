@@ -4,7 +4,8 @@ REQ-052/106).
 Both call the environment's ``grep`` (ripgrep when installed, else ``grep -r``; ``backend`` forces
 one) and return ``path:line:text`` lines, paths relative to the searched directory. Cancellation is
 checked before the search and interrupts it (the search process group is killed). An invalid
-regular expression or a missing path is a ToolError; no match is a normal, non-error result.
+regular expression, a missing path or a FIFO/device is a ToolError; no match is a normal, non-error
+result. Result lines are always whole ``path:line:text`` lines, however many matches there are.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 from ..agent_tool import ToolContext
 from ..errors import ToolError
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env, os_error
+from ._common import check_cancel, finish, get_env, os_error, resolve
 from .search_backend import OUTPUT_MODES, GrepOptions, SearchError
 
 
 def run_grep(env: Any, pattern: str, path: str, options: GrepOptions, ctx: ToolContext) -> tuple[list[str], bool]:
     """Search and return (lines, truncated); at most ``options.max_results`` lines."""
     check_cancel(ctx)
+    _, shown = resolve(env, path)
     limit = options.max_results
     options.max_results = limit + 1
     try:
@@ -30,7 +32,7 @@ def run_grep(env: Any, pattern: str, path: str, options: GrepOptions, ctx: ToolC
         check_cancel(ctx)
         raise ToolError(str(exc)) from None
     except OSError as exc:
-        raise os_error(exc, path) from None
+        raise os_error(exc, shown) from None
     check_cancel(ctx)
     lines = output.split("\n") if output else []
     return lines[:limit], len(lines) > limit
@@ -75,7 +77,8 @@ class SearchTool:
         text = "\n".join(lines)
         if truncated:
             text += f"\n... (results truncated at {self.max_results} matches; narrow the pattern or path)"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated})
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated},
+                      max_lines=self.max_results + 1)  # the results plus the note; max_results bounds them
 
 
 @dataclass
@@ -113,13 +116,14 @@ class GrepTool:
                               output_mode=args.get("output_mode") or "content", backend=self.backend,
                               timeout_ms=self.timeout_ms)
         lines, truncated = run_grep(env, args["pattern"], path, options, ctx)
-        shown = display_path(env, env.resolve_path(path))
+        shown = resolve(env, path)[1]
         if not lines:
             return finish(f"No matches found in {shown}", self.name, {"matches": 0, "truncated": False})
         text = "\n".join(lines)
         if truncated:
             text += f"\n[results limited to {limit}; raise max_results or narrow the search]"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown})
+        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown},
+                      max_lines=limit + 1)
 
 
 __all__ = ["SearchTool", "GrepTool", "run_grep"]

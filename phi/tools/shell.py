@@ -6,7 +6,7 @@ group, filtered environment) after two checks: the deny-pattern guardrail and th
 
 * ``bash`` (phi-core, REQ-047/094-097/137/139): ``command`` and optional ``timeout`` in seconds
   (default 120 s); output ``Exit code: N`` + stdout (+ ``STDOUT:``/``STDERR:`` sections when stderr
-  is not empty), each stream cut at ``max_output_bytes`` (256 KB) with ``... (output truncated)``.
+  is not empty), each stream cut to ``max_output_bytes`` (256 K characters, head and tail).
 * ``shell`` (seed 004 §3.3): ``command``, optional ``timeout_ms`` (default 10 s, capped at
   ``max_timeout_ms``) and ``description``; output stdout+stderr then exit code and duration.
 
@@ -14,16 +14,17 @@ A non-zero exit status is a normal result (``details.success`` is False). A time
 whose text carries the partial output and the seed's timeout message; cancellation raises
 ``ToolCancelled`` after the process group was killed.
 
-The deny list is a guardrail against accidents, not a sandbox: it is a case-insensitive substring
-match on the whitespace-normalised command, where a leading or trailing space in a pattern stands for a
-word boundary (start or end of the command, whitespace, or one of ``; & | ( )``). It is trivially
-bypassed by a determined caller (quoting, variables, scripts).
+Output keeps the head and the tail of each stream (build summaries and test totals are at the end),
+and every place where something was left out carries one marker with the exact number of lines and
+bytes it stands for, including what the environment's capture buffer dropped.
+
+The deny list (:mod:`phi.tools.deny`) matches rules against the parsed words of every simple command
+in the command line. It is a guardrail against accidents, not a sandbox.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -31,20 +32,10 @@ from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
 from ._common import check_cancel, finish, get_env
-from .truncation import truncate_tool_output
+from .deny import DEFAULT_DENY_PATTERNS, find_denied
+from .truncation import HEAD_TAIL, Part, clip, truncate_tool_output
 
 log = logging.getLogger("phi.tools.shell")
-
-#: The default deny list (documented in docs/tools.md). Substring match, see the module docstring.
-DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
-    "rm -rf / ", "rm -rf /* ", "rm -fr / ", "rm -fr /* ", "rm -rf ~ ", "rm -rf ~/ ", "rm -rf ~/* ",
-    "rm -rf $home ", "rm -rf --no-preserve-root", "rm --no-preserve-root",
-    "mkfs", "wipefs", "of=/dev/sd", "of=/dev/hd", "of=/dev/nvme", "of=/dev/disk", "> /dev/sd", "> /dev/nvme",
-    ":(){ :|:& };:", ":(){:|:&};:",
-    "chmod -r 777 / ", "chmod -r 000 / ", "chown -r root / ",
-    " shutdown ", " reboot ", " poweroff ", " halt ", " init 0 ", " init 6 ", "kill -9 -1 ", "killall5",
-    "git push --force", "git push -f ", "git push origin --force",
-)
 
 TIMEOUT_MESSAGE = (
     "[ERROR: Command timed out after {ms}ms. Partial output is shown above.\n"
@@ -52,34 +43,15 @@ TIMEOUT_MESSAGE = (
 )
 
 
-def _normalise(command: str) -> str:
-    return " ".join(command.lower().split())
+def cap_stream(parts: Sequence[Part], max_chars: int) -> list[Part]:
+    """One stream cut to ``max_chars`` characters, head and tail kept (REQ-096, with the tail)."""
+    return clip(parts, max_chars, None, HEAD_TAIL)
 
 
-def _pattern_regex(pattern: str) -> "re.Pattern[str]":
-    """A leading/trailing space in a pattern means "word boundary": start/end of the command, a
-    space, or a shell separator (``; & | ( )``); everything else is a literal substring."""
-    core = re.escape(" ".join(pattern.lower().split()))
-    before = r"(?:^|[\s;&|()])" if pattern.startswith(" ") else ""
-    after = r"(?=$|[\s;&|()])" if pattern.endswith(" ") else ""
-    return re.compile(before + core + after)
-
-
-def find_denied(command: str, patterns: Sequence[str]) -> str | None:
-    """The first deny pattern found in ``command``, or None."""
-    normalised = _normalise(command)
-    for pattern in patterns:
-        if _pattern_regex(pattern).search(normalised):
-            return pattern
-    return None
-
-
-def cap_bytes(text: str, max_bytes: int) -> str:
-    """``text`` cut at ``max_bytes`` UTF-8 bytes (on a character boundary) plus the REQ-096 marker."""
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text
-    return data[:max_bytes].decode("utf-8", errors="ignore") + "\n... (output truncated)"
+def _rstrip_newlines(parts: list[Part]) -> list[Part]:
+    if parts and isinstance(parts[-1], str):
+        return parts[:-1] + [parts[-1].rstrip("\n")]
+    return parts
 
 
 def run_guarded(tool: Any, command: str, timeout_ms: int, ctx: ToolContext) -> Any:
@@ -113,7 +85,7 @@ class BashTool:
     confirm_fn: Callable[[str], bool] | None = None
     timeout_s: int = 120
     max_timeout_s: int = 600
-    max_output_bytes: int = 256 * 1024
+    max_output_bytes: int = 256 * 1024  # per stream, counted in characters of the decoded text
     max_chars: int | None = None
     max_lines: int | None = None
     working_dir: str | None = None
@@ -138,12 +110,13 @@ class BashTool:
     def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
         seconds = min(int(args.get("timeout") or self.timeout_s), self.max_timeout_s)
         result = run_guarded(self, args["command"], seconds * 1000, ctx)
-        stdout = cap_bytes(result.stdout, self.max_output_bytes)
-        stderr = cap_bytes(result.stderr, self.max_output_bytes)
-        if stderr:
-            text = f"Exit code: {result.exit_code}\nSTDOUT:\n{stdout.rstrip(chr(10))}\nSTDERR:\n{stderr}"
+        stdout = cap_stream(result.parts("stdout"), self.max_output_bytes)
+        stderr = cap_stream(result.parts("stderr"), self.max_output_bytes)
+        text: list[Part]
+        if result.stderr:
+            text = [f"Exit code: {result.exit_code}\nSTDOUT:\n", *_rstrip_newlines(stdout), "\nSTDERR:\n", *stderr]
         else:
-            text = f"Exit code: {result.exit_code}\n{stdout}"
+            text = [f"Exit code: {result.exit_code}\n", *stdout]
         if result.timed_out:
             partial = truncate_tool_output(text, self.name)
             raise ToolError(f"Command timed out after {seconds}s. Partial output:\n{partial}\n"
@@ -185,12 +158,15 @@ class ShellTool:
         if args.get("description"):
             ctx.progress(str(args["description"]))
         result = run_guarded(self, args["command"], timeout_ms, ctx)
-        output = result.output
+        output: list[Part] = result.parts("stdout")
+        if result.stdout and result.stderr and not result.stdout.endswith("\n"):
+            output.append("\n")
+        output += result.parts("stderr")
         if result.timed_out:
-            partial = truncate_tool_output(output, self.name) if output else "(no output)"
+            partial = truncate_tool_output(output, self.name) if result.output else "(no output)"
             raise ToolError(f"{partial}\n{TIMEOUT_MESSAGE.format(ms=timeout_ms)}")
-        sep = "" if not output or output.endswith("\n") else "\n"
-        text = f"{output}{sep}[exit code: {result.exit_code}, duration: {result.duration_ms}ms]"
+        sep = "" if not result.output or result.output.endswith("\n") else "\n"
+        text = [*output, f"{sep}[exit code: {result.exit_code}, duration: {result.duration_ms}ms]"]
         details = {"exit_code": result.exit_code, "success": result.exit_code == 0,
                    "duration_ms": result.duration_ms, "timed_out": False}
         return finish(text, self.name, details, self.max_chars, self.max_lines)

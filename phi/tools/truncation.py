@@ -1,15 +1,22 @@
 """Tool output truncation (SPEC §9.2; seed 004 §5.1-5.3).
 
-Character truncation always runs first (it bounds size even for a file of two 10 MB lines), then an
-optional line truncation for readability. Both keep the head and the tail (``head_tail``) or only the
-tail (``tail``) and say exactly how much was removed. Per-tool defaults follow seed 004 §5.2/§5.3 for
-the coding tools; the phi-core tools (bash, search, list_files, ...) get the defaults of the coding
-tool they correspond to. Every limit can be overridden per call of :func:`truncate_tool_output`.
+One pass applies both the character limit and the line limit and leaves exactly one marker per
+removed region that says how many lines and bytes it stands for, so nothing is removed silently and
+no marker is cut away by a later step. ``head_tail`` keeps the first and the last part of the output
+(half of each limit each; the end is where build summaries and test totals are), ``tail`` keeps only
+the end. Cuts fall on line boundaries, unless that would waste more than half of the character
+budget (very long lines are cut in the middle instead).
+
+Text can arrive with holes already in it: :class:`Omitted` stands for bytes a producer dropped
+before the text was built (a command's output beyond its capture buffer). When a cut covers a hole,
+the hole's bytes and lines are added to the cut's marker; a hole outside every cut keeps its own
+marker. Per-tool defaults follow seed 004 §5.2/§5.3; every limit can be overridden per call.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Mapping, Sequence, Union
 
 HEAD_TAIL = "head_tail"
 TAIL = "tail"
@@ -34,60 +41,183 @@ FALLBACK_LIMIT = 30_000
 FALLBACK_MODE = HEAD_TAIL
 
 
-def truncate_output(output: str, max_chars: int, mode: str = HEAD_TAIL) -> str:
-    """Character truncation with the seed's warning markers."""
-    if max_chars < 0:
+@dataclass(frozen=True)
+class Omitted:
+    """A hole in a text: ``bytes`` bytes containing ``lines`` newlines were dropped here."""
+
+    bytes: int
+    lines: int
+
+
+Part = Union[str, Omitted]
+
+
+def marker(hole: Omitted, at_start: bool) -> str:
+    if at_start:
+        return (f"[WARNING: Tool output was truncated. The first {hole.lines} lines ({hole.bytes} bytes) were "
+                "removed. The full output is available in the event stream.]")
+    return (f"[WARNING: Tool output was truncated. {hole.lines} lines ({hole.bytes} bytes) were removed "
+            "from the middle. The full output is available in the event stream. "
+            "If you need to see specific parts, re-run the tool with more targeted parameters.]")
+
+
+def render(parts: Sequence[Part]) -> str:
+    """The text of ``parts`` with a marker line for every hole."""
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        at_start = not any(out)
+        if out and not out[-1].endswith("\n") and not at_start:
+            out.append("\n")
+        out.append(marker(part, at_start))
+        if i + 1 < len(parts):
+            out.append("\n")
+    return "".join(out)
+
+
+def _head_cut(text: str, chars: float, lines: float) -> int:
+    """How much of ``text`` fits ``chars`` characters and ``lines`` newlines, ending on a line end
+    when one is in the second half of the budget."""
+    limit = int(min(len(text), chars))
+    pos = count = 0
+    while count < lines:
+        found = text.find("\n", pos, limit)
+        if found < 0:
+            break
+        pos, count = found + 1, count + 1
+    if count >= lines or limit == len(text):
+        return pos if count >= lines else limit
+    found = text.rfind("\n", 0, limit)
+    return found + 1 if found >= 0 and found + 1 >= limit // 2 else limit
+
+
+def _tail_cut(text: str, chars: float, lines: float) -> int:
+    """Where the part of ``text``'s end that fits ``chars`` and ``lines`` begins (on a line start
+    when one is in the first half of the budget)."""
+    low = int(max(0, len(text) - chars))
+    pos = len(text) - 1 if text.endswith("\n") else len(text)
+    count = 0
+    while count < lines:
+        found = text.rfind("\n", low, pos)
+        if found < 0:
+            break
+        count += 1
+        if count >= lines:
+            return found + 1
+        pos = found
+    if low == 0:
+        return 0
+    found = text.find("\n", low)
+    if 0 <= found < len(text) - 1 and len(text) - found - 1 >= (len(text) - low) // 2:
+        return found + 1
+    return low
+
+
+def _walk(parts: Sequence[Part], chars: float, lines: float, from_end: bool) -> tuple[int, int]:
+    """(part index, offset) where the kept head ends / the kept tail begins."""
+    order = range(len(parts) - 1, -1, -1) if from_end else range(len(parts))
+    for i in order:
+        part = parts[i]
+        if not isinstance(part, str):
+            continue
+        cut = _tail_cut(part, chars, lines) if from_end else _head_cut(part, chars, lines)
+        kept = part[cut:] if from_end else part[:cut]
+        if (cut > 0) if from_end else (cut < len(part)):
+            return i, cut
+        chars -= len(kept)
+        lines -= kept.count("\n")
+    return (0, 0) if from_end else (len(parts), 0)
+
+
+def _size(parts: Sequence[Part]) -> tuple[int, int]:
+    texts = [p for p in parts if isinstance(p, str)]
+    return sum(len(t) for t in texts), sum(t.count("\n") for t in texts) + 1
+
+
+def clip(parts: Sequence[Part], max_chars: int | None, max_lines: int | None, mode: str = HEAD_TAIL) -> list[Part]:
+    """``parts`` cut to ``max_chars`` characters and ``max_lines`` lines; removed regions become holes."""
+    if mode not in (HEAD_TAIL, TAIL):
+        raise ValueError(f"unknown truncation mode {mode!r}; use {HEAD_TAIL!r} or {TAIL!r}")
+    if max_chars is not None and max_chars < 0:
         raise ValueError("max_chars must be >= 0")
-    if len(output) <= max_chars:
-        return output
-    removed = len(output) - max_chars
+    if max_lines is not None and max_lines < 1:
+        raise ValueError("max_lines must be >= 1")
+    chars, lines = _size(parts)
+    if (max_chars is None or chars <= max_chars) and (max_lines is None or lines <= max_lines):
+        return list(parts)
+    c_budget = float("inf") if max_chars is None else max_chars
+    l_budget = float("inf") if max_lines is None else max_lines
     if mode == HEAD_TAIL:
-        half = max_chars // 2
-        tail = output[len(output) - half:] if half else ""
-        return (
-            output[:half]
-            + f"\n\n[WARNING: Tool output was truncated. {removed} characters were removed from the middle. "
-            "The full output is available in the event stream. "
-            "If you need to see specific parts, re-run the tool with more targeted parameters.]\n\n"
-            + tail
-        )
-    if mode == TAIL:
-        tail = output[len(output) - max_chars:] if max_chars else ""
-        return (
-            f"[WARNING: Tool output was truncated. First {removed} characters were removed. "
-            "The full output is available in the event stream.]\n\n" + tail
-        )
-    raise ValueError(f"unknown truncation mode {mode!r}; use {HEAD_TAIL!r} or {TAIL!r}")
+        head_end = _walk(parts, c_budget // 2, l_budget // 2, from_end=False)
+        tail_start = _walk(parts, c_budget - c_budget // 2, l_budget - l_budget // 2, from_end=True)
+    else:
+        head_end = (0, 0)
+        tail_start = _walk(parts, c_budget, l_budget, from_end=True)
+    if head_end >= tail_start:
+        return list(parts)
+    return _assemble(parts, head_end, tail_start)
+
+
+def _assemble(parts: Sequence[Part], head_end: tuple[int, int], tail_start: tuple[int, int]) -> list[Part]:
+    (hi, ho), (ti, to) = head_end, tail_start
+    kept: list[Part] = list(parts[:hi])
+    removed: list[Part] = []
+    for i in range(hi, ti + 1 if ti < len(parts) else ti):
+        part = parts[i]
+        start = ho if i == hi else 0
+        end = to if i == ti else None
+        if isinstance(part, str):
+            if i == hi and start:
+                kept.append(part[:start])
+            removed.append(part[start:end])
+        else:
+            removed.append(part)
+    size = sum(len(p.encode("utf-8", "replace")) if isinstance(p, str) else p.bytes for p in removed)
+    newlines = sum(p.count("\n") if isinstance(p, str) else p.lines for p in removed)
+    kept.append(Omitted(size, newlines))
+    if ti < len(parts):
+        first = parts[ti]
+        kept.append(first[to:] if isinstance(first, str) else first)
+        kept.extend(parts[ti + 1:])
+    return [p for p in kept if p != ""]
+
+
+def truncate_output(output: str, max_chars: int, mode: str = HEAD_TAIL) -> str:
+    """Character truncation with one marker saying how many lines and bytes were removed."""
+    return render(clip([output], max_chars, None, mode))
 
 
 def truncate_lines(output: str, max_lines: int) -> str:
     """Line truncation keeping the first and last lines (seed 004 §5.3)."""
-    if max_lines < 1:
-        raise ValueError("max_lines must be >= 1")
-    lines = output.split("\n")
-    if len(lines) <= max_lines:
-        return output
-    head_count = max_lines // 2
-    tail_count = max_lines - head_count
-    omitted = len(lines) - head_count - tail_count
-    return "\n".join(lines[:head_count]) + f"\n[... {omitted} lines omitted ...]\n" + "\n".join(lines[-tail_count:])
+    return render(clip([output], None, max_lines, HEAD_TAIL))
+
+
+def tool_limits(
+    tool_name: str,
+    limits: Mapping[str, int] | None = None,
+    line_limits: Mapping[str, int | None] | None = None,
+    modes: Mapping[str, str] | None = None,
+) -> tuple[int, int | None, str]:
+    """(max characters, max lines, mode) for ``tool_name`` with the overrides applied."""
+    max_chars = (limits or {}).get(tool_name, DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_LIMIT))
+    mode = (modes or {}).get(tool_name, DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE))
+    if line_limits is not None and tool_name in line_limits:
+        max_lines = line_limits[tool_name]
+    else:
+        max_lines = DEFAULT_LINE_LIMITS.get(tool_name)
+    return max_chars, max_lines, mode
 
 
 def truncate_tool_output(
-    output: str,
+    output: str | Sequence[Part],
     tool_name: str,
     limits: Mapping[str, int] | None = None,
     line_limits: Mapping[str, int | None] | None = None,
     modes: Mapping[str, str] | None = None,
 ) -> str:
-    """The full pipeline: character truncation, then line truncation, with per-tool overrides."""
-    max_chars = (limits or {}).get(tool_name, DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_LIMIT))
-    mode = (modes or {}).get(tool_name, DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE))
-    result = truncate_output(output, max_chars, mode)
-    if line_limits is not None and tool_name in line_limits:
-        max_lines = line_limits[tool_name]
-    else:
-        max_lines = DEFAULT_LINE_LIMITS.get(tool_name)
-    if max_lines is not None:
-        result = truncate_lines(result, max_lines)
-    return result
+    """The tool's output as the model sees it: both limits applied in one pass (see module docs)."""
+    parts = [output] if isinstance(output, str) else list(output)
+    max_chars, max_lines, mode = tool_limits(tool_name, limits, line_limits, modes)
+    return render(clip(parts, max_chars, max_lines, mode))

@@ -2,8 +2,11 @@
 (``file_path``) (SPEC §9.3, §9.4; REQ-049/104/137).
 
 Both create missing parent directories, refuse paths outside ``allowed_roots`` (default: the
-environment's ``allowed_write_roots``, i.e. the working directory), check cancellation right before
-writing and report the number of bytes written.
+environment's ``allowed_write_roots``, i.e. the working directory) — checked first for a clear
+message, then enforced by the environment while it writes, so a symlink swapped in meanwhile cannot
+redirect the write — check cancellation right before writing and report the number of bytes
+written. The file is replaced atomically (new file renamed over the old one): a hard link to the
+old file is not written through, and FIFOs, devices and directories are refused.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Sequence
 
 from ..agent_tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, check_writable, display_path, finish, get_env, os_error
+from ._common import check_cancel, check_writable, display_path, finish, get_env, os_error, write_roots
 
 
 def write_text(env: Any, path: str, content: str, allowed_roots: Sequence[str] | None, ctx: ToolContext) -> dict:
@@ -24,7 +27,7 @@ def write_text(env: Any, path: str, content: str, allowed_roots: Sequence[str] |
     try:
         created = not env.file_exists(path)
         check_cancel(ctx)
-        env.write_file(path, content)
+        env.write_file(path, content, roots=write_roots(env, allowed_roots))
     except OSError as exc:
         raise os_error(exc, shown) from None
     return {"path": shown, "bytes": len(content.encode("utf-8")), "created": created}

@@ -10,7 +10,7 @@ import pytest
 from phi.agent_tool import ToolContext
 from phi.cancel import CancellationToken
 from phi.errors import ToolCancelled, ToolError
-from phi.tools.shell import DEFAULT_DENY_PATTERNS, BashTool, ShellTool, cap_bytes, find_denied
+from phi.tools.shell import DEFAULT_DENY_PATTERNS, BashTool, ShellTool, find_denied
 
 
 def text(result) -> str:
@@ -29,7 +29,7 @@ def test_bash_stderr_sections_and_failure_is_not_an_error(env, ctx):
     assert result.details == {"exit_code": 2, "success": False, "duration_ms": result.details["duration_ms"]}
 
 
-@pytest.mark.parametrize("command", ["rm -rf /", "sudo rm -rf / --x", "RM  -RF   ~", "mkfs.ext4 /dev/sda1",
+@pytest.mark.parametrize("command", ["rm -rf /", "sudo rm -rf / --x", "RM  -Rf   ~", "mkfs.ext4 /dev/sda1",
                                      ":(){ :|:& };:", "dd if=/dev/zero of=/dev/sda", "git push --force origin main",
                                      "echo x; shutdown -h now"])
 def test_deny_patterns_block_before_spawning(env, ctx, workdir, command):
@@ -65,11 +65,12 @@ def test_bash_timeout(env, ctx):
     assert "early" in str(info.value)
 
 
-def test_bash_output_cap_per_stream(env, ctx):
+def test_bash_output_cap_per_stream_keeps_head_and_tail(env, ctx):
     tool = BashTool(env=env, max_output_bytes=1000, max_chars=100_000, max_lines=10_000)
-    result = tool.execute({"command": "head -c 5000 /dev/zero | tr '\\0' a"}, ctx)
-    assert text(result) == "Exit code: 0\n" + "a" * 1000 + "\n... (output truncated)"
-    assert cap_bytes("é" * 10, 5) == "éé\n... (output truncated)"  # never splits a character
+    result = tool.execute({"command": "head -c 5000 /dev/zero | tr '\\0' a; printf END"}, ctx)
+    out = text(result)
+    assert out.startswith("Exit code: 0\n" + "a" * 500 + "\n[WARNING: Tool output was truncated. 0 lines (4003 bytes)")
+    assert out.endswith("]\n" + "a" * 497 + "END")
 
 
 def test_bash_huge_output_is_truncated_with_marker(env, ctx):

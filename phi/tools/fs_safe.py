@@ -1,0 +1,272 @@
+"""File access without a check-then-use window (SPEC §9.1 "Write confinement", "Reading files").
+
+Writes are resolved beneath a trusted root directory one component at a time, each directory opened
+relative to the previous one's file descriptor with ``O_NOFOLLOW`` (``openat``-style walking through
+``dir_fd``). Symbolic links are followed in user space: a link whose target stays beneath the root is
+honoured, one that leads out (``..`` past the root, an absolute target elsewhere) is refused with
+:class:`ConfinementError`. Because every step works on a descriptor of a directory already known to
+be inside the root, swapping a directory for a symlink while a write is under way cannot redirect
+it: the ``O_NOFOLLOW`` open fails instead.
+
+The file itself is replaced by writing a new file next to it and renaming it over the old name
+(:func:`write_beneath`). That never writes through a hard link or into a FIFO or device, keeps the
+old file's permission bits, and readers never see a half-written file. The price: a hard link to the
+old file keeps the old content (the link is broken, not written through), and the new file belongs
+to the writing user.
+
+Reads (:func:`open_regular`) are not confined, but they open only regular files: directories,
+FIFOs, sockets and devices (``/dev/zero``) are refused before anything could block or grow without
+limit, and :func:`read_limited` never reads more than it was allowed to.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO, Sequence
+
+__all__ = [
+    "ConfinementError", "NotRegularFileError", "FileTooLargeError", "open_regular", "read_limited",
+    "write_beneath", "delete_beneath", "split_parts", "MAX_PATH_CHARS",
+]
+
+#: Longer paths are refused up front (the kernel's PATH_MAX), so no walk or library call can recurse
+#: or loop on them.
+MAX_PATH_CHARS = 4096
+_MAX_SYMLINKS = 40
+_DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+_ROOT_FLAGS = os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class ConfinementError(PermissionError):
+    """A write would have left its allowed root (through a symlink, ``..`` or a race)."""
+
+    def __init__(self, path: str, root: str, how: str) -> None:
+        super().__init__(errno.EPERM, f"refused: {how} leads outside the allowed directory {root}", path)
+
+
+class NotRegularFileError(OSError):
+    """The path names a FIFO, socket, device or other non-regular file."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        super().__init__(errno.EINVAL, f"not a regular file ({_kind(mode)})", path)
+
+
+class FileTooLargeError(OSError):
+    """A read or write exceeded its size limit."""
+
+    def __init__(self, path: str, size: int | None, limit: int) -> None:
+        shown = f"{size} bytes" if size is not None else f"more than {limit} bytes"
+        super().__init__(errno.EFBIG, f"file too large ({shown}; the limit is {limit} bytes)", path)
+        self.size = size
+        self.limit = limit
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def check_path_text(path: str) -> None:
+    """Refuse paths no system call could take, with an OSError instead of a ValueError later."""
+    if "\x00" in path:
+        raise OSError(errno.EINVAL, "path contains a NUL byte", path.replace("\x00", "\\0"))
+    if len(path) > MAX_PATH_CHARS:
+        raise OSError(errno.ENAMETOOLONG, f"path is longer than {MAX_PATH_CHARS} characters", path[:80] + "...")
+
+
+def split_parts(path: str) -> list[str]:
+    return [p for p in path.split("/") if p not in ("", ".")]
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+def open_regular(path: str) -> BinaryIO:
+    """Open ``path`` (symlinks followed) for reading; only regular files, never blocking on open."""
+    check_path_text(path)
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, mode)
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # swapped after the stat above
+            raise NotRegularFileError(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_limited(fh: BinaryIO, limit: int, path: str) -> bytes:
+    """All of ``fh`` if it holds at most ``limit`` bytes, else FileTooLargeError.
+
+    Reads no more than ``limit + 1`` bytes, and allocates for the file's size rather than for the
+    limit (a file that grows meanwhile is read on in 1 MiB steps).
+    """
+    try:
+        expected = os.fstat(fh.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        expected = 0
+    chunks = [fh.read(min(limit, expected) + 1)]
+    total = len(chunks[0])
+    while total <= limit:
+        more = fh.read(min(1 << 20, limit + 1 - total))
+        if not more:
+            break
+        chunks.append(more)
+        total += len(more)
+    if total > limit:
+        raise FileTooLargeError(path, expected if expected > limit else None, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+# -- walking beneath a root ----------------------------------------------------------------------
+
+class _Walk:
+    """Directory descriptors from the root down to the current directory."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.root_forms = tuple({os.path.normpath(root), os.path.realpath(root)})
+        self.stack = [os.open(root, _ROOT_FLAGS)]
+
+    @property
+    def fd(self) -> int:
+        return self.stack[-1]
+
+    def close(self) -> None:
+        for fd in self.stack:
+            os.close(fd)
+        self.stack = []
+
+    def up(self, path: str) -> None:
+        if len(self.stack) == 1:
+            if self.root == "/":  # as in the kernel, /.. is /
+                return
+            raise ConfinementError(path, self.root, "'..'")
+        os.close(self.stack.pop())
+
+    def reset(self) -> None:
+        while len(self.stack) > 1:
+            os.close(self.stack.pop())
+
+    def down(self, name: str) -> None:
+        self.stack.append(os.open(name, _DIR_FLAGS, dir_fd=self.fd))
+
+    def link_parts(self, name: str, path: str) -> list[str]:
+        """The components a symlink stands for, relative to the current directory (or the root)."""
+        target = os.readlink(name, dir_fd=self.fd)
+        if not target.startswith("/"):
+            return target.split("/")
+        target = os.path.normpath(target)
+        for form in self.root_forms:
+            if target == form or target.startswith(form.rstrip("/") + "/"):
+                self.reset()
+                return split_parts(target[len(form):])
+        raise ConfinementError(path, self.root, f"the symlink {name!r} (-> {target})")
+
+
+def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool, create_dirs: bool) -> str:
+    """Walk ``parts`` beneath the root; returns the final name, ``walk.fd`` is its directory."""
+    pending = list(reversed(parts))
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            walk.up(path)
+            continue
+        last = not pending
+        if last and not follow_last:
+            return name
+        try:
+            mode: int | None = os.stat(name, dir_fd=walk.fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            if last:
+                return name
+            if not create_dirs:
+                raise
+            mode = None
+        if mode is not None and stat.S_ISLNK(mode):
+            links += 1
+            if links > _MAX_SYMLINKS:
+                raise OSError(errno.ELOOP, "Too many levels of symbolic links", path)
+            pending.extend(reversed(walk.link_parts(name, path)))
+            continue
+        if last:
+            return name
+        if mode is None:
+            try:
+                os.mkdir(name, 0o777, dir_fd=walk.fd)
+            except FileExistsError:  # created meanwhile: look at it again
+                pending.append(name)
+                continue
+        elif not stat.S_ISDIR(mode):
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path)
+        walk.down(name)
+    raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+
+
+def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str) -> None:
+    """Replace (or create) the file at ``parts`` beneath ``root`` with ``data``, atomically.
+
+    Missing parent directories are created. ``path`` is only used in error messages.
+    """
+    walk = _Walk(root)
+    try:
+        name = _resolve(walk, parts, path, follow_last=True, create_dirs=True)
+        try:
+            old: os.stat_result | None = os.stat(name, dir_fd=walk.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if old is not None and not stat.S_ISREG(old.st_mode):
+            raise NotRegularFileError(path, old.st_mode)
+        _replace(walk.fd, name, data, stat.S_IMODE(old.st_mode) if old is not None else None)
+    finally:
+        walk.close()
+
+
+def _replace(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
+    temp = f".phi-{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
+def delete_beneath(root: str, parts: Sequence[str], path: str) -> None:
+    """Remove the file (or symlink itself) at ``parts`` beneath ``root``; directories are refused."""
+    walk = _Walk(root)
+    try:
+        name = _resolve(walk, parts, path, follow_last=False, create_dirs=False)
+        mode = os.stat(name, dir_fd=walk.fd, follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        os.unlink(name, dir_fd=walk.fd)
+    finally:
+        walk.close()
