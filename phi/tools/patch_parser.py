@@ -3,7 +3,9 @@
 Accepts exactly what codex 0.169.0's parser accepts (measured against the binary): the whole text
 is trimmed, CRLF normalised to LF and then split into lines (one more trailing ``\\r`` dropped per
 line); the ``*** Begin Patch`` / ``*** End Patch`` markers and the file-operation headers may be
-padded with whitespace; a ``<<EOF`` / ``<<'EOF'`` / ``<<"EOF"`` heredoc wrapper is unwrapped. In an
+padded with whitespace; a ``<<EOF`` / ``<<'EOF'`` / ``<<"EOF"`` heredoc wrapper is unwrapped; an
+``*** End Patch`` where a file operation could start ends the patch early if only blank lines and
+the final marker follow it (a doubled end marker is accepted). In an
 update, ``*** End of File`` lines right after the header are ignored, ``*** Move to:`` (trailing
 whitespace ignored) comes next, and the first chunk may omit its ``@@`` line; ``@@`` lines are
 right-trimmed, so ``@@ ctx  `` seeks ``ctx``. A blank line inside or before a chunk is an empty
@@ -146,6 +148,10 @@ def parse_patch(text: str) -> list[Hunk]:
     hunks: list[Hunk] = []
     index, line_number = 0, 2
     while index < len(body):
+        if _trim(body[index]) == END_PATCH:  # an early end marker: only blank lines may follow it
+            if any(_trim(line) for line in body[index + 1:]):
+                raise PatchParseError("The last line of the patch must be '*** End Patch'")
+            break
         hunk, consumed = _parse_hunk(body[index:], line_number)
         hunks.append(hunk)
         index += consumed

@@ -101,7 +101,21 @@ def _tiny(rng: random.Random) -> list[str]:
     return [rng.choice(["a", "b", "", " ", "x = 1", "}"]) for _ in range(rng.randint(0, 4))]
 
 
-GENERATORS = [(".py", _python, 4), (".js", _brace, 2), (".md", _prose, 2), (".yaml", _config, 1), (".txt", _tiny, 1)]
+ODD_SPACE = ["\u3000", "\x85", "\u2028", "\x0b", "\x0c", "\x1c", "\u200b", "\ufeff", "\u00a0", "\t"]
+
+
+def _repetitive(rng: random.Random) -> list[str]:
+    """The same few lines over and over, some with unusual whitespace: first-match choices matter."""
+    block = [rng.choice(["    return None", "}", "", "pass", "  - item"]) for _ in range(rng.randint(1, 3))]
+    lines = block * rng.randint(2, 5)
+    for _ in range(rng.randint(0, 3)):
+        i = rng.randrange(len(lines))
+        lines[i] = rng.choice([lines[i] + rng.choice(ODD_SPACE), rng.choice(ODD_SPACE) + lines[i], lines[i].strip()])
+    return lines
+
+
+GENERATORS = [(".py", _python, 8), (".js", _brace, 4), (".md", _prose, 4), (".yaml", _config, 2), (".txt", _tiny, 2),
+              (".txt", _repetitive, 2)]
 
 
 def _encode(rng: random.Random, lines: list[str]) -> bytes:
@@ -142,8 +156,10 @@ def _slip(rng: random.Random, text: str) -> str:
         return _typography_to_ascii(text)
     if roll < 0.95:
         return text.rstrip()
-    if roll < 0.98:
-        return text + " "
+    if roll < 0.97:
+        return text + rng.choice([" ", " ", "\t", "\u3000"])
+    if roll < 0.985:
+        return " " + text
     return text.replace("\t", "    ")
 
 
@@ -289,6 +305,8 @@ def _frame(rng: random.Random, body: list[str]) -> str:
     if rng.random() < 0.05:
         begin, end = " " + begin + " ", end + "  "
     lines = [begin] + body + [end]
+    if rng.random() < 0.03:  # models sometimes close the patch twice
+        lines[-1:-1] = [end] + [rng.choice(["", " ", "\t"]) for _ in range(rng.randint(0, 2))]
     if rng.random() < 0.03:
         lines = [rng.choice(["<<EOF", "<<'EOF'", '<<"EOF"'])] + lines + ["EOF"]
     newline = "\r\n" if rng.random() < 0.06 else "\n"
@@ -296,7 +314,9 @@ def _frame(rng: random.Random, body: list[str]) -> str:
 
 
 JUNK = ["", " ", "\t", "@@", "@@ ", "@@\t", "*** End of File", "*** End of File ", " *** End of File", "+", "-",
-        "+\r", "*** Move to: moved.txt", "  ", "@@ def load(value):", "***", "*** Add File: junk.txt"]
+        "+\r", "*** Move to: moved.txt", "  ", "@@ def load(value):", "***", "*** Add File: junk.txt",
+        "\u3000", "@@\u3000", "*** End of File\u3000", "@@ return None\x85", " \x0c", "-\u2028", "*** Delete File: ",
+        "*** End Patch", "*** Begin Patch", "@@ @@", "*** Update File: missing.py"]
 
 
 def _mutate(rng: random.Random, lines: list[str]) -> list[str]:
@@ -317,7 +337,7 @@ def _mutate(rng: random.Random, lines: list[str]) -> list[str]:
         elif op == 4 and lines[i][:1] in (" ", "+", "-"):
             lines[i] = rng.choice([" ", "+", "-", ""]) + lines[i][1:]
         else:
-            lines[i] = lines[i] + rng.choice([" ", "\t", "\r", ""])
+            lines[i] = lines[i] + rng.choice([" ", "\t", "\r", "", "\r\r", "\u3000", "\x85"])
     return lines
 
 

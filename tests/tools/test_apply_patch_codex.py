@@ -77,6 +77,11 @@ CASES: dict[str, tuple[dict[str, bytes], str, dict[str, bytes] | None, str]] = {
     "patch_line_ending_cr_cr_lf": (
         {}, "*** Begin Patch\r\n*** Add File: g.txt\r\n+x\r\r\n+y\r\r\r\n*** End Patch\r\n",
         {"g.txt": b"x\ny\r\n"}, "A g.txt"),
+    # a doubled end marker is accepted; anything but blank lines after an early one is not
+    "doubled_end_marker": (
+        START, P(UPDATE, "@@", "-a", "+A", "*** End Patch", " "), {"f.txt": b"A\nb\n"}, "M f.txt"),
+    "operation_after_early_end_marker": (
+        START, P("*** Add File: g.txt", "+x", "*** End Patch", "*** Add File: h.txt", "+y"), None, ""),
     # the summary lists added, then modified, then deleted files
     "summary_grouped_by_kind": (
         {"d.txt": b"x\n", "m.txt": b"x\n"}, P("*** Delete File: d.txt", "*** Update File: m.txt", "@@", "-x", "+y",
