@@ -170,14 +170,14 @@ class Verdict:
     phi: Outcome | None = None
 
 
-def _differences(expected: Outcome, actual: Outcome) -> str:
+def _differences(expected: Outcome, actual: Outcome, summaries: bool = True) -> str:
     if expected.ok != actual.ok:
         return f"codex {'succeeded' if expected.ok else 'failed'} but phi {'succeeded' if actual.ok else 'failed'}"
     if expected.tree != actual.tree:
         paths = sorted(set(expected.tree) | set(actual.tree))
         changed = [p for p in paths if expected.tree.get(p, b"<absent>") != actual.tree.get(p, b"<absent>")]
         return "file trees differ at " + ", ".join(changed)
-    if expected.ok and expected.output != actual.output:
+    if summaries and expected.ok and expected.output != actual.output:
         return "success summaries differ"
     return ""
 
@@ -193,8 +193,10 @@ def compare(oracle: Oracle, sandbox: Path, files: dict[str, bytes | None], patch
     rewritten = _without_self_moves(patch, work)
     if rewritten is not None:
         expected = run_codex(oracle, sandbox, files, rewritten)
-        expected.output = codex.output  # the summary still names the move target, as codex prints it
-        problem = _differences(expected, phi)
+        # phi's summary names the move target as codex prints it; when codex failed (e.g. deleting
+        # the file it had just lost) there is no codex summary to compare with
+        expected.output = codex.output
+        problem = _differences(expected, phi, summaries=codex.ok)
         return Verdict(not problem, "self-move", problem, codex, phi)
     problem = _differences(codex, phi)
     return Verdict(not problem, "", problem, codex, phi)
