@@ -10,11 +10,12 @@ slice of the generated differential fuzz (the full run is ``scripts/apply-patch-
 from __future__ import annotations
 
 import random
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from .codex_oracle import compare, find_codex, run_codex, run_phi
+from .codex_oracle import compare, find_codex, run_codex, run_phi, scratch_base
 from .patchgen import generate_case
 
 ORACLE, WHY_NOT = find_codex()
@@ -149,13 +150,15 @@ SLICE = 500
 
 
 @needs_codex
-def test_differential_fuzz_slice(tmp_path: Path):
+def test_differential_fuzz_slice():
     """Generated realistic and adversarial patches: phi ends exactly where codex ends."""
     problems = []
-    for index in range(SLICE):
-        case_id = f"suite:{index}"
-        case = generate_case(random.Random(case_id))
-        verdict = compare(ORACLE, tmp_path / "sandbox", case.files, case.patch)
-        if not verdict.agree:
-            problems.append(f"{case_id} ({case.kind}): {verdict.problem} — replay: scripts/apply-patch-fuzz --case {case_id}")
+    with tempfile.TemporaryDirectory(dir=scratch_base()) as scratch:
+        for index in range(SLICE):
+            case_id = f"suite:{index}"
+            case = generate_case(random.Random(case_id))
+            verdict = compare(ORACLE, Path(scratch) / "sandbox", case.files, case.patch)
+            if not verdict.agree:
+                problems.append(f"{case_id} ({case.kind}): {verdict.problem} — replay: "
+                                f"scripts/apply-patch-fuzz --case {case_id}")
     assert not problems, "\n".join(problems)
