@@ -1,14 +1,18 @@
 """apply_patch: applying v4a patches, the tool, and the codex-compatible command (SPEC §9.5).
 
-Behaviour matches codex's ``apply_patch`` on its own scenario suite: the whole patch is parsed
-before anything is touched; file operations then run in patch order and are not rolled back when a
-later one fails (exactly like codex); updates locate each chunk with :func:`seek_sequence` (exact,
-then whitespace- and punctuation-tolerant), keep each untouched line's own line ending, give new
-lines the file's preferred ending (that of its first line) and always end the file with a newline.
+phi ends every patch exactly where the real codex binary (npm ``@openai/codex`` 0.169.0) ends it —
+same success or failure, same file bytes, same summary — as checked by a differential fuzz against
+that binary (``scripts/apply-patch-fuzz``; a slice runs in the test suite). The whole patch is
+parsed first (:mod:`.patch_parser`); file operations then run in patch order and, like codex, are not
+rolled back when a later one fails; an update's new text comes from :mod:`.patch_contents`.
 
-Unlike codex, every path the patch writes, deletes or moves to must lie inside the allowed roots
-(by default the environment's ``allowed_write_roots``, i.e. the working directory); this is checked
-for all paths before the first change.
+Two differences are intended (docs/tools.md):
+
+* Confinement: every path the patch writes, deletes or moves to must lie inside the allowed
+  roots (by default the environment's ``allowed_write_roots``, i.e. the working directory); this
+  is checked for all paths before the first change. codex writes wherever the path points.
+* A move onto the file's own path (``*** Move to:`` naming the same file, e.g. ``./f`` for ``f``)
+  keeps the updated file. codex writes it and then deletes it as the move's source.
 
 Command line (codex's convention)::
 
@@ -17,7 +21,6 @@ Command line (codex's convention)::
 It works in the current directory, prints the summary on stdout, errors on stderr, and exits 1 on
 failure. ``--allow-outside-cwd`` (before the patch argument) lifts the confinement.
 """
-
 from __future__ import annotations
 
 import logging
@@ -31,16 +34,12 @@ from ..errors import ToolCancelled, ToolError
 from ..types import ToolResult
 from .environment import ExecutionEnvironment
 from .paths import check_write_allowed
-from .patch_parser import AddFile, DeleteFile, Hunk, PatchError, UpdateChunk, UpdateFile, parse_patch
-from .text_match import seek_sequence
+from .patch_contents import PatchApplyError, derive_new_contents
+from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
 
 log = logging.getLogger("phi.tools.apply_patch")
 
 __all__ = ["PatchApplyError", "PatchResult", "apply_patch", "derive_new_contents", "ApplyPatchTool", "main"]
-
-
-class PatchApplyError(PatchError):
-    """A parsed patch could not be applied to the files (missing file, context not found, ...)."""
 
 
 @dataclass
@@ -51,66 +50,9 @@ class PatchResult:
     lines: list[str] = field(default_factory=list)  # "A path" / "M path" / "D path", in order
 
     def summary(self) -> str:
-        return "Success. Updated the following files:\n" + "\n".join(self.lines)
-
-
-# -- computing the new contents of an updated file ----------------------------------------------
-
-def _split_with_endings(text: str) -> list[tuple[str, str]]:
-    """Lines as (content, ending) with ending in '\\r\\n', '\\n' or '' (unterminated last line)."""
-    out: list[tuple[str, str]] = []
-    pieces = text.split("\n")
-    for piece in pieces[:-1]:
-        out.append((piece[:-1], "\r\n") if piece.endswith("\r") else (piece, "\n"))
-    if pieces[-1]:
-        out.append((pieces[-1], ""))
-    return out
-
-
-def _chunk_label(index: int, chunk: UpdateChunk) -> str:
-    label = f"hunk {index + 1}"
-    return label + (f" (@@ {chunk.change_context})" if chunk.change_context else "")
-
-
-def _replacements(lines: list[str], chunks: Sequence[UpdateChunk], path: str) -> list[tuple[int, int, list[str]]]:
-    result: list[tuple[int, int, list[str]]] = []
-    line_index = 0
-    for number, chunk in enumerate(chunks):
-        if chunk.change_context is not None:
-            found = seek_sequence(lines, [chunk.change_context], line_index, False)
-            if found is None:
-                raise PatchApplyError(
-                    f"Failed to find context '{chunk.change_context}' in {path} ({_chunk_label(number, chunk)})")
-            line_index = found + 1
-        if not chunk.old_lines:
-            result.append((len(lines), 0, list(chunk.new_lines)))
-            continue
-        old, new = list(chunk.old_lines), list(chunk.new_lines)
-        found = seek_sequence(lines, old, line_index, chunk.is_end_of_file)
-        if found is None and old and old[-1] == "":
-            old = old[:-1]
-            if new and new[-1] == "":
-                new = new[:-1]
-            found = seek_sequence(lines, old, line_index, chunk.is_end_of_file)
-        if found is None:
-            raise PatchApplyError(
-                f"Failed to find expected lines in {path} ({_chunk_label(number, chunk)}):\n" + "\n".join(chunk.old_lines))
-        result.append((found, len(old), new))
-        line_index = found + len(old)
-    result.sort(key=lambda r: r[0])
-    return result
-
-
-def derive_new_contents(original: str, chunks: Sequence[UpdateChunk], path: str = "<file>") -> str:
-    """The text of a file after applying ``chunks`` to ``original``."""
-    entries = _split_with_endings(original)
-    preferred = entries[0][1] if entries and entries[0][1] else "\n"
-    contents = [c for c, _ in entries]
-    for start, length, new in reversed(_replacements(contents, chunks, path)):
-        entries[start:start + length] = [(line, preferred) for line in new]
-    if entries and entries[-1][1] == "":
-        entries[-1] = (entries[-1][0], preferred)
-    return "".join(c + e for c, e in entries)
+        """codex's report: added, then modified, then deleted files, each group in patch order."""
+        grouped = [line for kind in "AMD" for line in self.lines if line[0] == kind]
+        return "Success. Updated the following files:\n" + "\n".join(grouped)
 
 
 # -- applying hunks through an environment ----------------------------------------------------

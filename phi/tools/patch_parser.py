@@ -1,17 +1,22 @@
 """Parser of the apply_patch ("v4a") format (SPEC §9.5; seed 004 Appendix A).
 
-Accepts exactly what codex's reference parser accepts, with the same leniency: the whole text is
-trimmed; the ``*** Begin Patch`` / ``*** End Patch`` markers and the file-operation headers may be
-padded with whitespace; a ``<<EOF`` / ``<<'EOF'`` / ``<<"EOF"`` heredoc wrapper is unwrapped; CRLF
-input works; the first chunk of an update may omit its ``@@`` line; blank lines between chunks are
-skipped; ``*** End of File`` anchors a chunk at the end of the file. Anything else raises
-:class:`PatchParseError` — the only exception :func:`parse_patch` raises for any input string.
+Accepts exactly what codex 0.169.0's parser accepts (measured against the binary): the whole text
+is trimmed, CRLF normalised to LF and then split into lines (one more trailing ``\\r`` dropped per
+line); the ``*** Begin Patch`` / ``*** End Patch`` markers and the file-operation headers may be
+padded with whitespace; a ``<<EOF`` / ``<<'EOF'`` / ``<<"EOF"`` heredoc wrapper is unwrapped; an
+``*** End Patch`` where a file operation could start ends the patch early if only blank lines and
+the final marker follow it (a doubled end marker is accepted). In an
+update, ``*** End of File`` lines right after the header are ignored, ``*** Move to:`` (trailing
+whitespace ignored) comes next, and the first chunk may omit its ``@@`` line; ``@@`` lines are
+right-trimmed, so ``@@ ctx  `` seeks ``ctx``. A blank line inside or before a chunk is an empty
+context line; only after a chunk closed by ``*** End of File`` are whitespace-only lines skipped.
+Anything else raises :class:`PatchParseError` — the only exception :func:`parse_patch` raises for
+any input string.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import NamedTuple, Union
 
 from ..errors import ToolError
 
@@ -46,12 +51,28 @@ class PatchParseError(PatchError, ValueError):
             super().__init__(f"Invalid patch hunk on line {line_number}: {message}")
 
 
+class ChunkLine(NamedTuple):
+    """One line of an update chunk: ``op`` is ``" "`` (context), ``"-"`` (removed) or ``"+"`` (added)."""
+
+    op: str
+    text: str
+
+
 @dataclass
 class UpdateChunk:
     change_context: str | None = None
-    old_lines: list[str] = field(default_factory=list)
-    new_lines: list[str] = field(default_factory=list)
+    lines: list[ChunkLine] = field(default_factory=list)
     is_end_of_file: bool = False
+
+    @property
+    def old_lines(self) -> list[str]:
+        """The lines the chunk expects in the file: context and removed lines, in order."""
+        return [line.text for line in self.lines if line.op != "+"]
+
+    @property
+    def new_lines(self) -> list[str]:
+        """The lines the chunk leaves: context and added lines, in order."""
+        return [line.text for line in self.lines if line.op != "-"]
 
 
 @dataclass
@@ -89,6 +110,14 @@ def split_lines(text: str) -> list[str]:
     return [p[:-1] if p.endswith("\r") else p for p in pieces]
 
 
+def split_patch_lines(text: str) -> list[str]:
+    """The patch's lines: CRLF first normalised to LF, then :func:`split_lines` (as codex 0.169 does).
+
+    So a line ending in ``\\r\\r\\n`` loses both carriage returns; a lone ``\\r`` inside a line stays.
+    """
+    return split_lines(text.replace("\r\n", "\n"))
+
+
 def _check_boundaries(lines: list[str]) -> list[str]:
     """The lines between the markers; raises if the first/last lines are not the markers."""
     first = _trim(lines[0]) if lines else None
@@ -115,10 +144,14 @@ def parse_patch(text: str) -> list[Hunk]:
     """Parse patch text into hunks (file operations), in patch order."""
     if not isinstance(text, str):
         raise PatchParseError(f"patch must be a string, got {type(text).__name__}")
-    body = _body_lines(split_lines(_trim(text)))
+    body = _body_lines(split_patch_lines(_trim(text)))
     hunks: list[Hunk] = []
     index, line_number = 0, 2
     while index < len(body):
+        if _trim(body[index]) == END_PATCH:  # an early end marker: only blank lines may follow it
+            if any(_trim(line) for line in body[index + 1:]):
+                raise PatchParseError("The last line of the patch must be '*** End Patch'")
+            break
         hunk, consumed = _parse_hunk(body[index:], line_number)
         hunks.append(hunk)
         index += consumed
@@ -147,16 +180,34 @@ def _parse_hunk(lines: list[str], line_number: int) -> tuple[Hunk, int]:
     )
 
 
+def _is_end_of_file(line: str) -> bool:
+    return line.rstrip(WHITESPACE) == END_OF_FILE
+
+
+def _skippable(line: str, chunks: list[UpdateChunk]) -> bool:
+    """Lines the update parser passes over between chunks (codex 0.169's rules, measured).
+
+    Before the first chunk only ``*** End of File`` lines are ignored (a blank line there is an
+    empty context line of the first chunk); after a chunk closed by ``*** End of File``,
+    whitespace-only lines are skipped. Anywhere else a blank line belongs to a chunk.
+    """
+    if not chunks:
+        return _is_end_of_file(line)
+    return chunks[-1].is_end_of_file and _trim(line) == ""
+
+
 def _parse_update(path: str, lines: list[str], line_number: int) -> tuple[UpdateFile, int]:
-    rest = lines[1:]
     consumed = 1
+    while consumed < len(lines) and _is_end_of_file(lines[consumed]):
+        consumed += 1
+    rest = lines[consumed:]
     move_path = None
-    if rest and rest[0].startswith(MOVE_TO):
-        move_path = rest[0][len(MOVE_TO):]
+    if rest and rest[0].rstrip(WHITESPACE).startswith(MOVE_TO):
+        move_path = rest[0].rstrip(WHITESPACE)[len(MOVE_TO):]
         rest, consumed = rest[1:], consumed + 1
     chunks: list[UpdateChunk] = []
     while rest:
-        if _trim(rest[0]) == "":
+        if _skippable(rest[0], chunks):
             rest, consumed = rest[1:], consumed + 1
             continue
         if rest[0].startswith("*"):
@@ -169,42 +220,41 @@ def _parse_update(path: str, lines: list[str], line_number: int) -> tuple[Update
     return UpdateFile(path, move_path, chunks), consumed
 
 
+def _chunk_header(line: str) -> tuple[bool, str | None]:
+    """Whether ``line`` is an ``@@`` header (trailing whitespace ignored) and its context text."""
+    header = line.rstrip(WHITESPACE)
+    if header == EMPTY_CONTEXT_MARKER:
+        return True, None
+    if header.startswith(CONTEXT_MARKER):
+        return True, header[len(CONTEXT_MARKER):]
+    return False, None
+
+
 def _parse_chunk(lines: list[str], line_number: int, allow_missing_context: bool) -> tuple[UpdateChunk, int]:
-    first = lines[0]
-    if first == EMPTY_CONTEXT_MARKER:
-        chunk, start = UpdateChunk(), 1
-    elif first.startswith(CONTEXT_MARKER):
-        chunk, start = UpdateChunk(change_context=first[len(CONTEXT_MARKER):]), 1
-    elif allow_missing_context:
-        chunk, start = UpdateChunk(), 0
-    else:
-        raise PatchParseError(f"Expected update hunk to start with a @@ context marker, got: '{first}'", line_number)
+    is_header, context = _chunk_header(lines[0])
+    if not is_header and not allow_missing_context:
+        raise PatchParseError(f"Expected update hunk to start with a @@ context marker, got: '{lines[0]}'", line_number)
+    chunk, start = UpdateChunk(change_context=context), 1 if is_header else 0
     if start >= len(lines):
-        raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
+        raise PatchParseError("Update hunk does not contain any lines", line_number + start)
     parsed = 0
     for line in lines[start:]:
-        if line.rstrip(WHITESPACE) == END_OF_FILE:
+        if _is_end_of_file(line):
             if parsed == 0:
-                raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
+                raise PatchParseError("Update hunk does not contain any lines", line_number + start)
             chunk.is_end_of_file = True
             parsed += 1
             break
         if line == "":
-            chunk.old_lines.append("")
-            chunk.new_lines.append("")
-        elif line[0] == " ":
-            chunk.old_lines.append(line[1:])
-            chunk.new_lines.append(line[1:])
-        elif line[0] == "+":
-            chunk.new_lines.append(line[1:])
-        elif line[0] == "-":
-            chunk.old_lines.append(line[1:])
+            chunk.lines.append(ChunkLine(" ", ""))
+        elif line[0] in " +-":
+            chunk.lines.append(ChunkLine(line[0], line[1:]))
         else:
             if parsed == 0:
                 raise PatchParseError(
                     f"Unexpected line found in update hunk: '{line}'. Every line should start with "
                     "' ' (context line), '+' (added line), or '-' (removed line)",
-                    line_number + 1,
+                    line_number + start,
                 )
             break
         parsed += 1

@@ -3,7 +3,8 @@
 :func:`seek_sequence` finds a run of lines in a file the way codex's apply_patch does: exact match
 first, then ignoring trailing whitespace, then ignoring surrounding whitespace, then additionally
 treating typographic dashes, quotes and spaces as their ASCII equivalents — each pass over the whole
-range before the next, looser one. :func:`fuzzy_find` does the character-level equivalent for
+range before the next, looser one. An end-of-file search tries only the last window, and only when
+it does not start before the given position. :func:`fuzzy_find` does the character-level equivalent for
 edit_file: whitespace runs collapse to one space and the same Unicode punctuation is normalised.
 """
 
@@ -37,17 +38,18 @@ _PASSES: tuple[Callable[[str], str], ...] = (
 def seek_sequence(lines: Sequence[str], pattern: Sequence[str], start: int, eof: bool) -> int | None:
     """Index of the first window of ``lines`` at or after ``start`` that matches ``pattern``.
 
-    With ``eof`` only the window ending at the last line is tried. Returns None when nothing matches.
+    With ``eof`` only the window ending at the last line is tried, and only if it starts at or after
+    ``start`` (so an end-of-file chunk never overlaps an earlier one). Returns None when nothing matches.
     """
     if not pattern:
         return start
     if len(pattern) > len(lines):
         return None
-    first = len(lines) - len(pattern) if eof else start
     last = len(lines) - len(pattern)
+    first = max(start, last) if eof else start
     for norm in _PASSES:
         wanted = [norm(p) for p in pattern]
-        for i in range(max(first, 0), last + 1):
+        for i in range(first, last + 1):
             if all(norm(lines[i + j]) == wanted[j] for j in range(len(pattern))):
                 return i
     return None

@@ -13,13 +13,18 @@ from hypothesis import given, settings, strategies as st
 from phi.errors import ToolCancelled, ToolError
 from phi.tools.apply_patch import ApplyPatchTool, PatchApplyError, apply_patch, derive_new_contents
 from phi.tools.patch_parser import (
-    AddFile, DeleteFile, PatchParseError, UpdateChunk, UpdateFile, parse_patch,
+    AddFile, ChunkLine, DeleteFile, PatchParseError, UpdateChunk, UpdateFile, parse_patch,
 )
 from phi.tools.text_match import seek_sequence
 
 
 def P(*lines: str) -> str:
     return "\n".join(["*** Begin Patch", *lines, "*** End Patch"]) + "\n"
+
+
+def C(*lines: str, ctx: str | None = None, eof: bool = False) -> UpdateChunk:
+    """A chunk from patch-style lines (" ctx", "-old", "+new")."""
+    return UpdateChunk(ctx, [ChunkLine(line[0], line[1:]) for line in lines], eof)
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -30,7 +35,7 @@ def test_parse_all_operations():
                           "+    return 1"))
     assert hunks == [
         AddFile("a.txt", "one\ntwo\n"), DeleteFile("b.txt"),
-        UpdateFile("c.txt", "d.txt", [UpdateChunk("def f():", ["    pass"], ["    return 1"], False)]),
+        UpdateFile("c.txt", "d.txt", [C("-    pass", "+    return 1", ctx="def f():")]),
     ]
 
 
@@ -39,7 +44,7 @@ def test_parse_leniency():
     text = " *** Begin Patch \r\n  *** Update File: x.py\r\n import a\r\n+import b\r\n\r\n@@\r\n-c\r\n*** End Patch  \r\n"
     [hunk] = parse_patch(text)
     assert hunk.path == "x.py"
-    assert hunk.chunks == [UpdateChunk(None, ["import a", ""], ["import a", "import b", ""]), UpdateChunk(None, ["c"], [])]
+    assert hunk.chunks == [C(" import a", "+import b", " "), C("-c")]
     heredoc = "<<'EOF'\n" + P("*** Add File: h.txt", "+x") + "EOF\n"
     assert parse_patch(heredoc) == [AddFile("h.txt", "x\n")]
     eof = parse_patch(P("*** Update File: t", "@@", "-a", "+b", "*** End of File   "))
@@ -70,6 +75,7 @@ def test_parse_errors(text, message):
 def test_indented_move_is_a_context_line():
     [hunk] = parse_patch(P("*** Update File: f", " *** Move to: g", "-a"))
     assert hunk.move_path is None and hunk.chunks[0].old_lines == ["*** Move to: g", "a"]
+    assert hunk.chunks[0].new_lines == ["*** Move to: g"]
 
 
 @settings(max_examples=400, deadline=None)
@@ -113,33 +119,30 @@ def test_seek_sequence_passes():
     assert seek_sequence(lines, ["x", "y"], 0, False) is None
     assert seek_sequence(["q"] * 2, ["z"] * 3, 0, False) is None
     assert seek_sequence(["k", "k", "k"], ["k"], 0, True) == 2
-
-
-def chunk(old, new, ctx=None, eof=False):
-    return UpdateChunk(ctx, old, new, eof)
+    assert seek_sequence(["a", "b", "c"], ["b", "c"], 2, True) is None  # EOF window before the cursor
 
 
 def test_derive_new_contents_rules():
-    assert derive_new_contents("one\r\ntwo\r\nthree\r\n", [chunk(["two"], ["TWO"])]) == "one\r\nTWO\r\nthree\r\n"
-    assert derive_new_contents("a\nb\nc", [chunk(["b"], ["B"])]) == "a\nB\nc\n"
-    assert derive_new_contents("a\nb\nc\n", [chunk([], ["x"], ctx="a")]) == "a\nb\nc\nx\n"  # pure add appends
-    assert derive_new_contents("    bar\n", [chunk(["bar"], ["baz"])]) == "baz\n"  # inserted as written
-    assert derive_new_contents("it’s “quoted”\n", [chunk(["it's \"quoted\""], ["plain"])]) == "plain\n"
-    assert derive_new_contents("k\nk\n", [chunk(["k"], ["last"], eof=True)]) == "k\nlast\n"
-    assert derive_new_contents("k\nk\n", [chunk(["k"], ["first"])]) == "first\nk\n"
-    assert derive_new_contents("x\ny\n", [chunk(["y", ""], ["z", ""])]) == "x\nz\n"  # trailing empty retried
-    assert derive_new_contents("", [chunk([], ["new"])]) == "new\n"
+    assert derive_new_contents("one\r\ntwo\r\nthree\r\n", [C("-two", "+TWO")]) == "one\r\nTWO\r\nthree\r\n"
+    assert derive_new_contents("a\nb\nc", [C("-b", "+B")]) == "a\nB\nc\n"
+    assert derive_new_contents("a\nb\nc\n", [C("+x", ctx="a")]) == "a\nb\nc\nx\n"  # pure add appends
+    assert derive_new_contents("    bar\n", [C("-bar", "+baz")]) == "baz\n"  # inserted as written
+    assert derive_new_contents("it’s “quoted”\n", [C("-it's \"quoted\"", "+plain")]) == "plain\n"
+    assert derive_new_contents("k\nk\n", [C("-k", "+last", eof=True)]) == "k\nlast\n"
+    assert derive_new_contents("k\nk\n", [C("-k", "+first")]) == "first\nk\n"
+    assert derive_new_contents("x\ny\n", [C("-y", "+z", " ")]) == "x\nz\n"  # trailing empty retried
+    assert derive_new_contents("", [C("+new")]) == "new\n"
 
 
 def test_derive_errors_name_file_and_hunk():
     with pytest.raises(PatchApplyError, match=r"Failed to find context 'nope' in f.py \(hunk 1 \(@@ nope\)\)"):
-        derive_new_contents("a\n", [chunk(["a"], ["b"], ctx="nope")], "f.py")
+        derive_new_contents("a\n", [C("-a", "+b", ctx="nope")], "f.py")
     with pytest.raises(PatchApplyError, match=r"Failed to find expected lines in f.py \(hunk 2\):\nzzz"):
-        derive_new_contents("a\nb\n", [chunk(["a"], ["A"]), chunk(["zzz"], ["q"])], "f.py")
+        derive_new_contents("a\nb\n", [C("-a", "+A"), C("-zzz", "+q")], "f.py")
     with pytest.raises(PatchApplyError, match="expected lines"):  # chunks must be in file order
-        derive_new_contents("a\nb\n", [chunk(["b"], ["B"]), chunk(["a"], ["A"])], "f.py")
+        derive_new_contents("a\nb\n", [C("-b", "+B"), C("-a", "+A")], "f.py")
     with pytest.raises(PatchApplyError, match="expected lines"):  # EOF marker: only the last window
-        derive_new_contents("a\nb\n", [chunk(["a"], ["A"], eof=True)], "f.py")
+        derive_new_contents("a\nb\n", [C("-a", "+A", eof=True)], "f.py")
 
 
 # -- applying and confinement ------------------------------------------------------------------
