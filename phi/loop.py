@@ -214,6 +214,10 @@ class _Run:
         if config.before_loop is not None and config.before_loop(context.messages, loop_index) is False:
             self.emit(AgentEnd(loop_id, [], Usage(), outcome=RunOutcome.VETOED))
             return []
+        if config.execution_limits is not None:  # the duration limit counts from here (LOOP-10)
+            from .context.tracker import ExecutionTracker
+
+            self.tracker = ExecutionTracker(config.execution_limits, config.clock)
         self.emit(AgentStart(context.agent_id, context.session_id, loop_id, context.parent_loop_id,  # type: ignore[arg-type]
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
         if prompts:
@@ -276,10 +280,6 @@ class _Run:
 
     def run_turns(self, runner: ToolRunner) -> RunOutcome:
         config, context = self.config, self.context
-        if config.execution_limits is not None:
-            from .context.tracker import ExecutionTracker
-
-            self.tracker = ExecutionTracker(config.execution_limits, config.clock)
         turn_index = 0
         trigger = self.first_turn_trigger()
         self.take(STEERING)  # steering queued before the run is announced in the first turn (LOOP-8)

@@ -85,8 +85,8 @@ def draft_expect(fixture: dict[str, Any], command: str = REFERENCE_DRIVER) -> di
     if final.get("kind") == "result":
         expect["messages"] = [prune_message(m) for m in final.get("messages", [])]
     expect["provider_requests"] = [prune_request(r) for r in output.requests]
-    if output.hooks:
-        expect["hooks"] = output.hooks
+    if output.hooks or fixture.get("config", {}).get("hooks"):
+        expect["hooks"] = output.hooks  # with hooks installed, "none was called" is worth checking too
     expect["tools_executed"] = sorted(output.executed)
     queued = any(isinstance(a.get("do"), dict) and ("steer" in a["do"] or "follow_up" in a["do"])
                  for a in fixture.get("actions", []))

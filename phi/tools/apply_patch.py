@@ -11,8 +11,8 @@ Two differences are intended (docs/tools.md):
 * Confinement: every path the patch writes, deletes or moves to must lie inside the allowed
   roots (by default the environment's ``allowed_write_roots``, i.e. the working directory); this
   is checked for all paths before the first change. codex writes wherever the path points.
-* A move onto the file's own path (``*** Move to:`` naming the same file, e.g. ``./f`` for ``f``)
-  keeps the updated file. codex writes it and then deletes it as the move's source.
+* A move onto the file's own path (``*** Move to:`` naming the same file, e.g. ``./f`` for ``f``,
+  or a path through a symlink to its directory) keeps the updated file. codex writes it and then deletes it as the move's source.
 
 Command line (codex's convention)::
 
@@ -76,10 +76,10 @@ def _read_for_update(env: ExecutionEnvironment, path: str) -> str:
         raise PatchApplyError(f"Failed to read file to update {resolved}: the file is not valid UTF-8") from None
 
 
-def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult) -> None:
+def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots: Sequence[str]) -> None:
     if isinstance(hunk, AddFile):
         try:
-            env.write_file(hunk.path, hunk.contents)
+            env.write_file(hunk.path, hunk.contents, roots=roots)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {hunk.path}: {exc.strerror or exc}") from None
         result.added.append(hunk.path)
@@ -88,7 +88,7 @@ def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult) -> No
         try:
             if env.is_dir(hunk.path):
                 raise IsADirectoryError(21, "Is a directory")
-            env.delete_file(hunk.path)
+            env.delete_file(hunk.path, roots=roots)
         except OSError as exc:
             raise PatchApplyError(f"Failed to delete file {hunk.path}: {exc.strerror or exc}") from None
         result.deleted.append(hunk.path)
@@ -98,9 +98,10 @@ def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult) -> No
         new_text = derive_new_contents(original, hunk.chunks, env.resolve_path(hunk.path))
         destination = hunk.move_path or hunk.path
         try:
-            env.write_file(destination, new_text)
-            if hunk.move_path and env.resolve_path(hunk.move_path) != env.resolve_path(hunk.path):
-                env.delete_file(hunk.path)
+            moved_away = bool(hunk.move_path) and not env.same_path(hunk.move_path, hunk.path)
+            env.write_file(destination, new_text, roots=roots)
+            if moved_away:  # a move onto the file itself (even through a symlink) keeps it
+                env.delete_file(hunk.path, roots=roots)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {destination}: {exc.strerror or exc}") from None
         result.modified.append(destination)
@@ -128,7 +129,7 @@ def apply_patch(
         if ctx is not None and ctx.cancelled:
             raise ToolCancelled()
         try:
-            _apply_one(hunk, env, result)
+            _apply_one(hunk, env, result, roots)
         except PatchApplyError as exc:
             if result.lines:
                 done = ", ".join(result.lines)

@@ -22,7 +22,7 @@ from ..agent_tool import ToolContext
 from ..errors import ToolError
 from ..types import ToolResult
 from ._common import check_cancel, check_writable, display_path, finish, get_env, number_lines, os_error, write_roots
-from .text_match import _WS, PUNCTUATION_TABLE
+from .text_match import WHITESPACE, PUNCTUATION_TABLE
 
 _HINT_SCAN_LINES = 20_000
 MAX_EDIT_BYTES = 10 * 1024 * 1024
@@ -30,7 +30,7 @@ MAX_EDIT_BYTES = 10 * 1024 * 1024
 
 def _equivalents() -> tuple[str, dict[str, str]]:
     """The whitespace class and, per ASCII punctuation mark, the class of characters equal to it."""
-    spaces = set(_WS)
+    spaces = set(WHITESPACE)
     classes: dict[str, set[str]] = {}
     for source, target in PUNCTUATION_TABLE.items():
         if target == " ":
@@ -49,7 +49,7 @@ def fuzzy_regex(needle: str) -> "re.Pattern[str] | None":
     when the needle is only whitespace. Matches start and end on a non-space character."""
     pieces: list[str] = []
     for ch in needle.translate(PUNCTUATION_TABLE):
-        if ch in _WS or ch == " ":
+        if ch in WHITESPACE or ch == " ":
             if pieces and pieces[-1] != _SPACE_CLASS + "+":
                 pieces.append(_SPACE_CLASS + "+")
             continue

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Union
 
 from ..errors import ToolError
+from .text_match import WHITESPACE  # Unicode White_Space: what the reference implementation's trim() removes
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"
@@ -31,8 +32,6 @@ CONTEXT_MARKER = "@@ "
 EMPTY_CONTEXT_MARKER = "@@"
 _HEREDOC_OPENERS = ("<<EOF", "<<'EOF'", '<<"EOF"')
 
-# Unicode White_Space, which is what the reference implementation's trim() removes.
-WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 class PatchError(ToolError):

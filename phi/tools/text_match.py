@@ -20,7 +20,7 @@ _PUNCTUATION = {
     "\u00a0": " ", **{chr(c): " " for c in range(0x2002, 0x200B)}, "\u202f": " ", "\u205f": " ", "\u3000": " ",
 }
 PUNCTUATION_TABLE = str.maketrans(_PUNCTUATION)
-_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 def normalise_punctuation(text: str) -> str:
@@ -29,9 +29,9 @@ def normalise_punctuation(text: str) -> str:
 
 _PASSES: tuple[Callable[[str], str], ...] = (
     lambda s: s,
-    lambda s: s.rstrip(_WS),
-    lambda s: s.strip(_WS),
-    lambda s: normalise_punctuation(s.strip(_WS)),
+    lambda s: s.rstrip(WHITESPACE),
+    lambda s: s.strip(WHITESPACE),
+    lambda s: normalise_punctuation(s.strip(WHITESPACE)),
 )
 
 
@@ -70,7 +70,7 @@ def _normalise_with_map(text: str) -> tuple[str, list[int]]:
     index: list[int] = []
     in_space = False
     for i, ch in enumerate(normalise_punctuation(text)):
-        if ch in _WS:
+        if ch in WHITESPACE:
             if not in_space:
                 out.append(" ")
                 index.append(i)

@@ -156,6 +156,23 @@ def test_apply_reports_files(env, workdir):
     assert (workdir / "moved.txt").read_text() == "new\n" and not (workdir / "m.txt").exists()
 
 
+@pytest.mark.parametrize("target", ["link/f.txt", "./f.txt", "sub/../f.txt"])
+def test_a_move_onto_the_same_file_keeps_it(env, workdir, target):
+    # through a symlinked directory or a roundabout path, the destination is the source itself
+    (workdir / "f.txt").write_text("a\n")
+    (workdir / "link").symlink_to(".")
+    (workdir / "sub").mkdir()
+    apply_patch(P("*** Update File: f.txt", f"*** Move to: {target}", "@@", "-a", "+A"), env)
+    assert (workdir / "f.txt").read_text() == "A\n"
+
+
+def test_a_move_onto_a_hard_link_of_the_file_moves_it(env, workdir):
+    (workdir / "f.txt").write_text("a\n")
+    (workdir / "hard.txt").hardlink_to(workdir / "f.txt")
+    apply_patch(P("*** Update File: f.txt", "*** Move to: hard.txt", "@@", "-a", "+A"), env)
+    assert (workdir / "hard.txt").read_text() == "A\n" and not (workdir / "f.txt").exists()
+
+
 def test_apply_empty_patch_fails(env):
     with pytest.raises(PatchApplyError, match="No files were modified."):
         apply_patch(P(), env)
