@@ -145,7 +145,11 @@ function toPhiEvent(e) {
     case "agent_end": {
       const messages = e.messages.map(phiMessage);
       const usage = messages.filter((m) => m.role === "assistant").map((m) => m.usage).reduce(addUsage, phiUsage());
-      return { type: "AgentEnd", loop_id: loopId, messages, usage, rejection: null };
+      // pi does not say why a run ended (EVT-9): derived from its last reply and the abort signal
+      const last = [...messages].reverse().find((m) => m.role === "assistant");
+      const outcome = last?.stopReason === "error" ? "error"
+        : controller.signal.aborted || last?.stopReason === "aborted" ? "aborted" : "completed";
+      return { type: "AgentEnd", loop_id: loopId, messages, usage, rejection: null, outcome };
     }
     case "turn_start": {
       const kind = ctxSpec.continuation_kind;
