@@ -141,3 +141,36 @@ def test_all_header_types() -> None:
         decode_headers(b"\x01a\x0b")
     with pytest.raises(EventStreamError):
         decode_headers(b"\x01h\x07\x00\x09hi")
+
+
+# --------------------------------------------------------------------------- issue 10, item 7
+
+
+def test_one_huge_event_costs_the_same_split_or_whole() -> None:
+    """The decoder is linear in the size of one event: an 8 MB event arriving in 4 KB reads costs
+    about what the same bytes cost in one read (it was quadratic: every read re-copied and
+    re-searched everything buffered so far)."""
+    import time
+
+    payload = b'{"text":"' + b"x" * (8 << 20) + b'"}'
+    body = b"data: " + payload + b"\n\n"
+
+    def timed(chunks) -> float:
+        decoder = SSEDecoder()
+        began = time.perf_counter()
+        events = [e for c in chunks for e in decoder.feed(c)]
+        elapsed = time.perf_counter() - began
+        assert len(events) == 1 and len(events[0].data) == len(payload)
+        return elapsed
+
+    whole = min(timed([body]) for _ in range(3))
+    split = timed(split_every(body, 4096))
+    assert split < 0.05 + 25 * whole, (split, whole)  # quadratic behaviour is ~1000x here
+
+
+@pytest.mark.parametrize("body", [b"event: \ndata: x\n\n", b"event:\ndata: x\n\n", b"event: \r\ndata: x\r\n\r\n",
+                                  b"event: \ndata: x\nid: 1\n\n"])
+def test_empty_event_name_dispatches_as_message(body: bytes) -> None:
+    """WHATWG: an empty event type buffer dispatches as "message", whichever path parses it."""
+    assert [e.event for e in decode([body])] == ["message"]
+    assert [e.event for e in decode(split_every(body, 1))] == ["message"]
