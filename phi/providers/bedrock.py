@@ -225,7 +225,7 @@ class ConverseStreamParser(StreamParser):
     def feed(self, chunk: bytes) -> None:
         cancelled = self.cancel.is_cancelled
         for message in self.decoder.feed(chunk):
-            if cancelled():
+            if cancelled() or self.done:
                 return
             self.frames += 1
             kind = message.headers.get(":message-type", "event")
@@ -235,6 +235,8 @@ class ConverseStreamParser(StreamParser):
                     handler(self.loads(message.payload) if message.payload else {})
             else:
                 raise self._exception(message.headers, message.payload)
+        if self.decoder.error is not None and not self.done:  # good frames first, then the corruption
+            raise self.decoder.error
 
     def close(self) -> None:
         if self.decoder.pending:

@@ -174,3 +174,32 @@ def test_empty_event_name_dispatches_as_message(body: bytes) -> None:
     """WHATWG: an empty event type buffer dispatches as "message", whichever path parses it."""
     assert [e.event for e in decode([body])] == ["message"]
     assert [e.event for e in decode(split_every(body, 1))] == ["message"]
+
+
+def test_eventstream_good_frames_before_a_corrupt_one_are_returned() -> None:
+    good = [encode_message({":message-type": "event", ":event-type": f"e{i}"}, b"{}") for i in range(3)]
+    bad = bytearray(encode_message({":message-type": "event", ":event-type": "bad"}, b"{}"))
+    bad[-1] ^= 1
+    decoder = EventStreamDecoder()
+    got = decoder.feed(b"".join(good) + bytes(bad))
+    assert [m.event_type for m in got] == ["e0", "e1", "e2"]
+    assert isinstance(decoder.error, EventStreamError) and "message CRC" in str(decoder.error)
+    with pytest.raises(EventStreamError, match="message CRC"):
+        decoder.feed(b"")
+
+
+def test_eventstream_matches_botocore_on_random_streams() -> None:
+    """Differential slice (scripts/fuzz/provider_differential.py runs thousands): the same messages
+    before the first failure, and a failure exactly when botocore fails."""
+    import random
+
+    from .references import botocore_frames, phi_frames, random_eventstream
+
+    rng = random.Random(10_7)
+    failures = 0
+    for case in range(400):
+        _, chunks = random_eventstream(rng)
+        want = botocore_frames(chunks)
+        assert phi_frames(chunks) == want, f"case {case}"
+        failures += want[1]
+    assert failures > 50  # the corpus does exercise corruption

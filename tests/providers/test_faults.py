@@ -358,3 +358,18 @@ def test_secrets_never_logged(server, provider, caplog) -> None:
         assert secret not in str(error) and secret not in repr(error)
     assert caplog.records and secret not in caplog.text
     assert secret not in repr(config) and secret not in repr(config.model_config)
+
+
+def test_bedrock_good_frames_in_the_same_chunk_as_a_corrupt_one_reach_the_consumer(server) -> None:
+    def frame(kind, payload):
+        import json
+
+        return encode_message({":message-type": "event", ":event-type": kind}, json.dumps(payload).encode())
+
+    corrupt = bytearray(frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "lost"}}))
+    corrupt[-2] ^= 0x10
+    body = (frame("messageStart", {"role": "assistant"})
+            + frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hello"}}) + bytes(corrupt))
+    message, sink = stream(server, "bedrock", Reply(body, content_type="application/vnd.amazon.eventstream"))
+    assert message.text == "Hello" and sink.deltas("text_delta") == "Hello"
+    assert message.stop_reason == StopReason.ERROR and "CRC" in message.error_message
