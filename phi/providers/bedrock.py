@@ -38,9 +38,9 @@ from ..types import (
 from . import convert
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .eventstream import EventStreamDecoder
-from .http import HttpRequest, StreamParser, json_bytes, make_builder, run_stream
+from .http import HttpRequest, StreamParser, json_bytes, make_builder, prepared_url, run_stream
 from .model_config import ModelConfig
-from .sigv4 import AwsCredentials, sign
+from .sigv4 import AwsCredentials, canonical_url, sign
 
 log = logging.getLogger("phi.providers.bedrock")
 
@@ -89,7 +89,7 @@ def build_request(config: StreamConfig) -> HttpRequest:
     mc = config.model_config
     region = region_of(mc)
     base = (mc.base_url or f"https://bedrock-runtime.{region}.amazonaws.com").rstrip("/")
-    url = f"{base}/model/{quote(mc.id, safe='')}/converse-stream"
+    url = request_url(f"{base}/model/{quote(mc.id, safe='')}/converse-stream")
     body = json_bytes(build_body(config))
     headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream"}
     headers.update(mc.headers)
@@ -104,6 +104,19 @@ def build_request(config: StreamConfig) -> HttpRequest:
     signed = sign("POST", url, headers, body, credentials, region, mc.options.get("signing_service", "bedrock"))
     secrets = tuple(s for s in (credentials.secret_key, credentials.session_token) if s)
     return HttpRequest(url, signed, body, secrets)
+
+
+def request_url(url: str) -> str:
+    """The URL as ``requests`` will send it *and* as AWS canonicalises it (no user-info, no default
+    port, lower-case host, no ``.``/``..``/empty path segments), so the SigV4 signature covers
+    exactly what goes on the wire. Requoting can reveal new dot segments (``%2E%2E``), hence the
+    repetition until nothing changes."""
+    for _ in range(4):
+        normal = prepared_url(canonical_url(url))
+        if normal == url:
+            break
+        url = normal
+    return url
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:

@@ -104,6 +104,13 @@ def api_key(explicit: str | None, *env_names: str, required: bool = True, what: 
     return None
 
 
+def prepared_url(url: str) -> str:
+    """``url`` exactly as ``requests`` will send it (IDNA host, requoted path and query)."""
+    prepared = requests.models.PreparedRequest()
+    prepared.prepare_url(url, None)
+    return str(prepared.url)
+
+
 def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
 

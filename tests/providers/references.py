@@ -108,3 +108,46 @@ def phi_frames(chunks: list[bytes]) -> tuple[list[tuple[dict[str, Any], bytes]],
     except EventStreamError:
         return out, True
     return out, False
+
+
+# --------------------------------------------------------------------------- SigV4
+
+_SEGMENTS = ["model", "a", "B", ".", "..", "", "%2E%2E", "%2e", "sp ace", "é", "~t", "x:y", "a%3Ab", "%7E", "-_."]
+
+
+def random_base_url(rng: random.Random, scheme: str, host: str, port: int | None) -> str:
+    """A base URL with the features that once made the signature differ from the wire request:
+    an explicit default port, upper-case host, user-info, ``//``, ``.`` and ``..`` segments."""
+    if rng.random() < 0.5:
+        host = "".join(c.upper() if rng.random() < 0.5 else c for c in host)
+    userinfo = rng.choice(["", "", "user@", "user:pa%40ss@"])
+    netloc = userinfo + host + (f":{port}" if port is not None else "")
+    path = "/".join(rng.choice(_SEGMENTS) for _ in range(rng.randrange(0, 5)))
+    if rng.random() < 0.3:
+        path = "/" + path
+    return f"{scheme}://{netloc}/{path}"
+
+
+def random_query(rng: random.Random) -> str:
+    pairs = [f"{rng.choice(['a', 'B', 'x-y', 'k~'])}={rng.choice(['1', '', 'v%20w', '%C3%A9', 'z'])}"
+             for _ in range(rng.randrange(0, 4))]
+    return "&".join(pairs)
+
+
+def botocore_authorization(method: str, url: str, headers: dict[str, str], body: bytes, access_key: str,
+                           secret_key: str, token: str | None, region: str, service: str, amz_date: str) -> str:
+    """The Authorization header botocore's SigV4Auth computes for this request at ``amz_date``."""
+    import datetime as dt
+    from unittest import mock
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    skip = {"authorization", "x-amz-date", "x-amz-security-token"}
+    request = AWSRequest(method=method, url=url, data=body,
+                         headers={k: v for k, v in headers.items() if k.lower() not in skip})
+    when = dt.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
+    with mock.patch("botocore.auth.get_current_datetime", return_value=when):
+        SigV4Auth(Credentials(access_key, secret_key, token), service, region).add_auth(request)
+    return str(request.headers["Authorization"])
