@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from ..cancel import CancellationToken
-from ..errors import PhiError
+from ..errors import ConfigError, PhiError
 from ..types import (
     AssistantMessage,
     Content,
@@ -36,6 +36,7 @@ from ..types import (
     now_ms,
 )
 from .model_config import ModelConfig
+from .secrets import check_secret, scrub
 
 # --------------------------------------------------------------------------- configuration
 
@@ -72,7 +73,13 @@ class StreamConfig:
     api_key: str | None = field(default=None, repr=False)  # resolved by the loop's get_api_key
 
     def resolved_api_key(self) -> str | None:
-        return self.api_key or self.model_config.api_key
+        """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of
+        surrounding whitespace; a key with a control character inside is an ``auth`` error."""
+        try:
+            return (check_secret(self.api_key, "the API key returned by get_api_key")
+                    or check_secret(self.model_config.api_key, "ModelConfig.api_key"))
+        except ConfigError as exc:
+            raise ProviderError(ErrorKind.AUTH, str(exc)) from None
 
 
 # --------------------------------------------------------------------------- stream events
@@ -214,6 +221,14 @@ class ProviderError(PhiError):
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind.value!r}, {self.message!r}, status={self.status})"
+
+    def redact(self, secrets: tuple[str, ...] | list[str]) -> ProviderError:
+        """Scrub every representation of ``secrets`` from the message, body and ``args``."""
+        self.message = scrub(self.message, secrets)
+        if self.body:
+            self.body = scrub(self.body, secrets)
+        self.args = (self.message,)
+        return self
 
     def is_retryable(self) -> bool:
         """Only rate limits and network failures (including 5xx and 529) are retried."""

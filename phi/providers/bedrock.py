@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..cancel import CancellationToken
+from ..errors import ConfigError
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -38,7 +39,7 @@ from ..types import (
 from . import convert
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .eventstream import EventStreamDecoder
-from .http import HttpRequest, StreamParser, json_bytes, make_builder, prepared_url, run_stream
+from .http import HttpRequest, StreamParser, api_key, json_bytes, make_builder, prepared_url, run_stream
 from .model_config import ModelConfig
 from .sigv4 import AwsCredentials, canonical_url, sign
 
@@ -93,11 +94,14 @@ def build_request(config: StreamConfig) -> HttpRequest:
     body = json_bytes(build_body(config))
     headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream"}
     headers.update(mc.headers)
-    token = config.resolved_api_key() or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    token = api_key(config.resolved_api_key(), "AWS_BEARER_TOKEN_BEDROCK", required=False, what="Bedrock API key")
     if token:
         headers["authorization"] = f"Bearer {token}"
         return HttpRequest(url, headers, body, (token,))
-    credentials = AwsCredentials.from_environment()
+    try:
+        credentials = AwsCredentials.from_environment()
+    except ConfigError as exc:
+        raise ProviderError(ErrorKind.AUTH, str(exc)) from None
     if credentials is None:
         raise ProviderError(ErrorKind.AUTH, "no Bedrock credentials: set AWS_BEARER_TOKEN_BEDROCK (or pass api_key), "
                                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")

@@ -15,8 +15,10 @@ Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`
   partial message with ``stopReason: error`` and the error text. A cancelled stream returns the
   partial message with ``stopReason: aborted``.
 
-Secrets never leave this module: messages are scrubbed of the request's secret values, URLs are
-logged without their query string, and :class:`HttpRequest` hides headers from ``repr``.
+Secrets never leave this module: error texts (message, body, ``args``, a parser's
+``error_message``, debug tracebacks) are scrubbed of every representation of the request's secret
+values, URLs are logged without user-info and query string, and :class:`HttpRequest` hides
+headers from ``repr``.
 
 This is the only module (with the provider modules) that imports ``requests``.
 """
@@ -30,6 +32,7 @@ import logging
 import os
 import socket
 import threading
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
@@ -39,9 +42,11 @@ import requests.adapters
 import urllib3.exceptions
 
 from ..cancel import CancellationToken
+from ..errors import ConfigError
 from ..types import AssistantMessage, StopReason
 from .base import AssistantBuilder, ErrorKind, ProviderError, StreamEvent, StreamEventSink
 from .model_config import ModelConfig
+from .secrets import check_headers, check_secret, is_sensitive_header, scrub
 
 log = logging.getLogger("phi.providers.http")
 
@@ -62,20 +67,37 @@ _session: requests.Session | None = None
 
 @dataclass
 class HttpRequest:
-    """One streaming POST. ``secrets`` lists values to scrub from any error text."""
+    """One streaming POST. ``secrets`` lists values to scrub from any error text; the values of
+    credential-like headers and a password in the URL are added to it, and every header value is
+    checked like a key (stripped, no control characters)."""
 
     url: str
     headers: dict[str, str] = field(repr=False)
     body: bytes = field(repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
+    def __post_init__(self) -> None:
+        try:
+            self.headers = check_headers(self.headers, "header")
+        except ConfigError as exc:
+            raise ProviderError(ErrorKind.AUTH, str(exc)) from None
+        found = [v for k, v in self.headers.items() if is_sensitive_header(k)]
+        password = urlsplit(self.url).password
+        self.secrets = tuple(dict.fromkeys([*self.secrets, *found, *([password] if password else [])]))
+
     def json_body(self) -> Any:
         return json.loads(self.body)
 
     def safe_url(self) -> str:
-        """The URL without query string (where keys could hide)."""
+        """The URL without user-info and query string (where keys could hide)."""
         parts = urlsplit(self.url)
-        return f"{parts.scheme}://{parts.netloc}{parts.path}"
+        return f"{parts.scheme}://{safe_host(self.url)}{parts.path}"
+
+
+def safe_host(url: str) -> str:
+    """``host[:port]`` of ``url`` without any user-info."""
+    parts = urlsplit(url)
+    return parts.netloc.rpartition("@")[2]
 
 
 def json_bytes(body: Any) -> bytes:
@@ -91,13 +113,20 @@ def timeouts(model_config: ModelConfig) -> tuple[float, float]:
 
 
 def api_key(explicit: str | None, *env_names: str, required: bool = True, what: str = "API key") -> str | None:
-    """The explicit key, else the first environment variable that is set; raise AUTH if none."""
-    if explicit:
-        return explicit
-    for name in env_names:
-        value = os.environ.get(name)
-        if value:
-            return value
+    """The explicit key, else the first environment variable that is set; raise AUTH if none.
+
+    Keys are stripped of surrounding whitespace; one with a control character inside is an AUTH
+    error that says where, never what (see :mod:`phi.providers.secrets`)."""
+    try:
+        key = check_secret(explicit, what)
+        if key:
+            return key
+        for name in env_names:
+            value = check_secret(os.environ.get(name), f"{what} in ${name}")
+            if value:
+                return value
+    except ConfigError as exc:
+        raise ProviderError(ErrorKind.AUTH, str(exc)) from None
     if required:
         names = " or ".join(env_names) if env_names else "ModelConfig.api_key"
         raise ProviderError(ErrorKind.AUTH, f"no {what} configured: set {names}, or pass api_key")
@@ -113,13 +142,6 @@ def prepared_url(url: str) -> str:
 
 def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
 
 
 def _get_session() -> requests.Session:
@@ -148,6 +170,7 @@ class StreamParser(abc.ABC):
         self.error_message: str | None = None
         self.done = False
         self.cancel: CancellationToken = CancellationToken()  # set by run_stream
+        self.secrets: tuple[str, ...] = ()  # set by run_stream; scrubbed from error_message
 
     @abc.abstractmethod
     def feed(self, chunk: bytes) -> None:
@@ -160,7 +183,8 @@ class StreamParser(abc.ABC):
         """The final message once the body ended; a stream without its terminal event fails."""
         if self.stop_reason is None:
             raise ProviderError(ErrorKind.NETWORK, f"{self.provider_name} stream ended before its final event")
-        return self.builder.finish(self.stop_reason, self.error_message)
+        error_message = None if self.error_message is None else scrub(self.error_message, self.secrets)
+        return self.builder.finish(self.stop_reason, error_message)
 
     def loads(self, data: str | bytes) -> Any:
         """Parse one event's JSON, or fail with a clear API error.
@@ -255,6 +279,7 @@ def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: Cancella
                parser: StreamParser) -> AssistantMessage:
     """Send ``request`` and drive ``parser`` over the live body; see the module docstring."""
     builder = parser.builder
+    parser.secrets = request.secrets
     try:
         return _run(request, model_config, cancel, parser)
     except _SinkFailure as exc:
@@ -262,10 +287,7 @@ def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: Cancella
     except ProviderError as exc:
         if cancel.is_cancelled():
             return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
-        exc.message = scrub(exc.message, request.secrets)
-        if exc.body:
-            exc.body = scrub(exc.body, request.secrets)
-        return fail(builder, exc)
+        return fail(builder, exc.redact(request.secrets))
 
 
 def _run(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
@@ -294,7 +316,8 @@ def _run(request: HttpRequest, model_config: ModelConfig, cancel: CancellationTo
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         if isinstance(exc, ProviderError):
             raise
-        log.debug("malformed %s stream", parser.provider_name, exc_info=True)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("malformed %s stream: %s", parser.provider_name, scrub(traceback.format_exc(), request.secrets))
         raise ProviderError(ErrorKind.API, f"malformed {parser.provider_name} stream event: "
                                            f"{type(exc).__name__}: {exc}") from None
     finally:
@@ -341,7 +364,7 @@ def send(request: HttpRequest, timeout: tuple[float, float], cancel: Cancellatio
 
 
 def _transport_error(exc: BaseException, request: HttpRequest, timeout: tuple[float, float]) -> ProviderError:
-    host = urlsplit(request.url).netloc
+    host = safe_host(request.url)
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         text = f"could not connect to {host} within {timeout[0]:g}s"
     elif isinstance(exc, requests.exceptions.ReadTimeout):

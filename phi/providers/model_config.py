@@ -2,13 +2,16 @@
 
 ``api`` selects the wire protocol (one provider module each); ``provider`` names the service
 (``anthropic``, ``openai``, ``groq``...) and becomes the first segment of derived loop ids.
-Secrets (``api_key`` and header values) never appear in ``repr``.
+Secrets (``api_key`` and header values) never appear in ``repr``; they are stripped of surrounding
+whitespace and refused if a control character remains inside (:mod:`phi.providers.secrets`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from .secrets import check_headers, check_secret
 
 # Wire protocol identifiers (``ModelConfig.api``).
 API_ANTHROPIC = "anthropic_messages"
@@ -47,6 +50,11 @@ class ModelConfig:
     max_tokens: int = 8192
     compat: OpenAICompat = field(default_factory=OpenAICompat)
     options: dict[str, Any] = field(default_factory=dict)  # protocol extras: region, project, api_version, ...
+
+    def __post_init__(self) -> None:
+        # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.
+        self.api_key = check_secret(self.api_key, "ModelConfig.api_key")
+        self.headers = check_headers(self.headers, "ModelConfig.headers")
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "unset"

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from .secrets import check_secret
+
 ALGORITHM = "AWS4-HMAC-SHA256"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -36,11 +38,12 @@ class AwsCredentials:
 
     @classmethod
     def from_environment(cls) -> AwsCredentials | None:
-        access = os.environ.get("AWS_ACCESS_KEY_ID")
-        secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+        """Credentials from ``AWS_*`` variables, stripped (ConfigError for a control character inside)."""
+        access = check_secret(os.environ.get("AWS_ACCESS_KEY_ID"), "$AWS_ACCESS_KEY_ID")
+        secret = check_secret(os.environ.get("AWS_SECRET_ACCESS_KEY"), "$AWS_SECRET_ACCESS_KEY")
         if not access or not secret:
             return None
-        return cls(access, secret, os.environ.get("AWS_SESSION_TOKEN") or None)
+        return cls(access, secret, check_secret(os.environ.get("AWS_SESSION_TOKEN"), "$AWS_SESSION_TOKEN"))
 
     def __repr__(self) -> str:
         return f"AwsCredentials(access_key={self.access_key[:4]}…, secret_key=<hidden>)"

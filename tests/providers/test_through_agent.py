@@ -1,0 +1,37 @@
+"""Provider fixes seen from where users meet them: an Agent talking to a local server on 127.0.0.1.
+
+Each test runs a real Agent (real loop, real provider, real HTTP) and checks what ends up in the
+events, the returned messages and the saved history.
+"""
+
+from __future__ import annotations
+
+import json
+
+from phi.agent import Agent
+from phi.events import event_to_json
+from phi.providers.model_config import ModelConfig
+from phi.providers.retry import RetryConfig
+
+from .conftest import Reply
+
+
+def run_collecting(agent: Agent, text: str):
+    stream = agent.prompt(text)
+    events = [event_to_json(e) for e in stream]
+    return events, stream.result(10)
+
+
+def test_key_from_a_crlf_env_file_never_reaches_history_or_events(server) -> None:
+    """Issue 10 item 1: "sk-...\\r\\n" is stripped when configured; a server that echoes the key
+    (JSON-escaped) in its error leaves no trace of it in events or the saved history."""
+    key = 'sk-agent"LEAK\\0123456789'
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {json.dumps(key)}"}}).encode()
+    server.queue(Reply(echo, status=401, content_type="application/json"))
+    mc = ModelConfig.openai("gpt-4.1", base_url=server.url + "/v1")
+    agent = Agent(model_config=mc, api_key=key + "\r\n", retry_config=RetryConfig.none())
+    events, messages = run_collecting(agent, "hi")
+    assert messages[-1].stop_reason.value == "error" and "Incorrect API key" in messages[-1].error_message
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    for text in (json.dumps(events), agent.save_messages(), repr(messages)):
+        assert "LEAK" not in text, text
