@@ -268,8 +268,13 @@ def make_builder(on_event: StreamEventSink, model: str, provider: str) -> Assist
 
 
 def fail(builder: AssistantBuilder, error: ProviderError) -> AssistantMessage:
-    """The failure policy: raise while nothing reached the consumer, else end the partial message."""
-    if builder.emitted == 0 and not builder.content:
+    """The failure policy: raise while nothing reached the consumer, else end the partial message.
+
+    "Reached the consumer" is exactly the loop's visibility rule (SPEC EVT-7, ERR-2): a delta event
+    (text, thinking or tool-call arguments) was emitted. A tool call that was opened, or a redacted
+    thinking block, without any delta made nothing visible, so the attempt may still be retried.
+    """
+    if builder.emitted == 0:
         raise error
     log.info("%s stream failed after partial output: %s", builder.provider, error)
     return builder.finish(StopReason.ERROR, error.message)

@@ -462,3 +462,26 @@ def test_key_with_a_control_character_inside_is_refused_without_showing_it(serve
     with pytest.raises(ProviderError) as info:
         get_provider(mc).stream(StreamConfig(mc), Collector(), CancellationToken())
     assert info.value.kind == ErrorKind.AUTH and "OPENAI_API_KEY" in str(info.value) and "abc" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- issue 10, item 6: one visibility rule
+
+ANTHROPIC_TOOL_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c","usage":'
+    b'{"input_tokens":5,"output_tokens":1}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+    b'{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":'
+    b'{"type":"redacted_thinking","data":"opaque"}}\n\n')
+
+
+@pytest.mark.parametrize("mode", ["reset_after", "truncate_after"])
+def test_failure_after_a_block_start_but_before_any_delta_is_retryable(server, mode) -> None:
+    """Nothing visible (SPEC EVT-7: no delta yet) means the provider raises, so the loop retries."""
+    reply = Reply(ANTHROPIC_TOOL_START + b"event: ping\ndata: {}\n\n" * 50, chunk_size=len(ANTHROPIC_TOOL_START))
+    setattr(reply, mode, len(ANTHROPIC_TOOL_START) + 10)
+    prov, config, sink, cancel = start(server, "anthropic", reply)
+    with pytest.raises(ProviderError) as info:
+        prov.stream(config, sink, cancel)
+    assert info.value.kind == ErrorKind.NETWORK and info.value.is_retryable()
+    assert "toolcall_start" in sink.kinds() and not any(k.endswith("_delta") for k in sink.kinds())

@@ -35,3 +35,23 @@ def test_key_from_a_crlf_env_file_never_reaches_history_or_events(server) -> Non
     assert server.requests[0].headers["authorization"] == f"Bearer {key}"
     for text in (json.dumps(events), agent.save_messages(), repr(messages)):
         assert "LEAK" not in text, text
+
+
+def test_reset_after_a_tool_block_start_is_retried_invisibly(server) -> None:
+    """Issue 10 item 6: the provider and the loop use one visibility rule (EVT-7), so a connection
+    reset after ``content_block_start(tool_use)`` and before any delta is retried and leaves no trace."""
+    from .test_faults import ANTHROPIC_TOOL_START
+    from .conftest import fixture_bytes
+
+    first = Reply(ANTHROPIC_TOOL_START + b": pad\n\n" * 20, reset_after=len(ANTHROPIC_TOOL_START) + 4,
+                  chunk_size=len(ANTHROPIC_TOOL_START))
+    second = Reply(fixture_bytes("anthropic__thinking_signature_then_text.txt"))
+    server.queue(first, second)
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url)
+    agent = Agent(model_config=mc, retry_config=RetryConfig(initial_delay_ms=1, jitter=False))
+    events, messages = run_collecting(agent, "hi")
+    assert len(server.requests) == 2
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].stop_reason.value == "stop"
+    assert not messages[-1].tool_calls and messages[-1].text
+    starts = [e for e in events if e["type"] == "MessageStart" and e["message"]["role"] == "assistant"]
+    assert len(starts) == 1 and "toolu_1" not in json.dumps(events)
