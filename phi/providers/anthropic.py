@@ -31,6 +31,7 @@ from . import convert
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.anthropic")
 
@@ -69,11 +70,14 @@ class AnthropicProvider:
 
     provider_id = "anthropic"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = AnthropicParser(make_builder(on_event, mc.id, mc.provider or "anthropic"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request

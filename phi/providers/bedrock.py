@@ -42,6 +42,7 @@ from .eventstream import EventStreamDecoder
 from .http import HttpRequest, StreamParser, api_key, json_bytes, make_builder, prepared_url, run_stream
 from .model_config import ModelConfig
 from .sigv4 import AwsCredentials, canonical_url, sign
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.bedrock")
 
@@ -71,11 +72,14 @@ class BedrockProvider:
 
     provider_id = "bedrock"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = ConverseStreamParser(make_builder(on_event, mc.id, mc.provider or "bedrock"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request

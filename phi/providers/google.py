@@ -34,6 +34,7 @@ from . import convert
 from .base import ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.google")
 
@@ -48,11 +49,14 @@ class GoogleProvider:
     provider_id = "google"
     id_prefix = "google-fc"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = self.build_request(config)
         mc = config.model_config
         parser = GeminiParser(make_builder(on_event, mc.id, mc.provider or self.provider_id), self.id_prefix)
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
     def build_request(self, config: StreamConfig) -> HttpRequest:
         mc = config.model_config

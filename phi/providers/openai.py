@@ -33,6 +33,7 @@ from . import convert
 from .base import StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.openai")
 
@@ -55,11 +56,14 @@ class OpenAIProvider:
 
     provider_id = "openai"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = ChatCompletionsParser(make_builder(on_event, mc.id, mc.provider or "openai"), mc)
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request

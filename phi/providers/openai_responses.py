@@ -33,6 +33,7 @@ from . import convert
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.openai_responses")
 
@@ -44,11 +45,14 @@ class OpenAIResponsesProvider:
 
     provider_id = "openai_responses"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = self.build_request(config)
         mc = config.model_config
         parser = ResponsesParser(make_builder(on_event, mc.id, mc.provider or "openai"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
     def build_request(self, config: StreamConfig) -> HttpRequest:
         mc = config.model_config

@@ -23,6 +23,7 @@ from ..cancel import CancellationToken
 from ..types import AssistantMessage, StopReason, Usage, message_to_json
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.proxy")
 
@@ -31,6 +32,9 @@ class ProxyProvider:
     """Streams through a phi/pi-style proxy server."""
 
     provider_id = "proxy"
+
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         mc = config.model_config
@@ -42,7 +46,7 @@ class ProxyProvider:
         headers.update(mc.headers)
         request = HttpRequest(mc.base_url, headers, json_bytes(build_body(config)), (str(token),))
         parser = ProxyParser(make_builder(on_event, mc.id, mc.provider or "proxy"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:

@@ -485,3 +485,23 @@ def test_failure_after_a_block_start_but_before_any_delta_is_retryable(server, m
         prov.stream(config, sink, cancel)
     assert info.value.kind == ErrorKind.NETWORK and info.value.is_retryable()
     assert "toolcall_start" in sink.kinds() and not any(k.endswith("_delta") for k in sink.kinds())
+
+
+# --------------------------------------------------------------------------- issue 10, item 4: untrusted headers
+
+
+@pytest.mark.parametrize("header,value,ms", [
+    ("Retry-After", "inf", None), ("Retry-After", "nan", None), ("Retry-After", "1e999", None),
+    ("Retry-After", "-3", 0), ("Retry-After", "junk", None), ("Retry-After", "2.5", 2500),
+    ("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT", 86_400_000), ("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT", 0),
+    ("retry-after-ms", "inf", None), ("retry-after-ms", "1e999", None), ("retry-after-ms", "250", 250),
+])
+def test_hostile_retry_after_still_classifies_a_429(server, header, value, ms) -> None:
+    """Non-finite or junk values count as absent, negatives and past dates as 0, and anything
+    above a day is capped; the 429 stays a retryable rate limit."""
+    reply = Reply(b'{"error": {"message": "slow down"}}', status=429, content_type="application/json",
+                  headers={header: value})
+    with pytest.raises(ProviderError) as info:
+        stream(server, "openai", reply)
+    assert info.value.kind == ErrorKind.RATE_LIMITED and info.value.is_retryable()
+    assert info.value.retry_after_ms == ms

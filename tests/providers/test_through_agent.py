@@ -55,3 +55,17 @@ def test_reset_after_a_tool_block_start_is_retried_invisibly(server) -> None:
     assert not messages[-1].tool_calls and messages[-1].text
     starts = [e for e in events if e["type"] == "MessageStart" and e["message"]["role"] == "assistant"]
     assert len(starts) == 1 and "toolu_1" not in json.dumps(events)
+
+
+def test_429_with_retry_after_inf_is_retried(server) -> None:
+    """Issue 10 item 4: a nonsensical Retry-After counts as absent (backoff applies); it used to
+    raise OverflowError, and the 429 was not retried."""
+    from .conftest import fixture_bytes
+
+    server.queue(Reply(b'{"error":{"message":"slow"}}', status=429, content_type="application/json",
+                       headers={"Retry-After": "inf"}),
+                 Reply(fixture_bytes("anthropic__thinking_signature_then_text.txt")))
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url)
+    agent = Agent(model_config=mc, retry_config=RetryConfig(initial_delay_ms=1, jitter=False))
+    events, messages = run_collecting(agent, "hi")
+    assert len(server.requests) == 2 and messages[-1].stop_reason.value == "stop"
