@@ -33,10 +33,9 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
+from . import convert, fields
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .eventstream import EventStreamDecoder
 from .http import HttpRequest, StreamParser, api_key, json_bytes, make_builder, prepared_url, run_stream
@@ -253,7 +252,7 @@ class ConverseStreamParser(StreamParser):
             if kind == "event":
                 handler = self._handlers.get(message.headers.get(":event-type", ""))
                 if handler is not None:
-                    handler(self.loads(message.payload) if message.payload else {})
+                    handler(self.loads_object(message.payload) if message.payload else {})
             else:
                 raise self._exception(message.headers, message.payload)
         if self.decoder.error is not None and not self.done:  # good frames first, then the corruption
@@ -266,8 +265,8 @@ class ConverseStreamParser(StreamParser):
     def _exception(self, headers: dict[str, Any], payload: bytes) -> ProviderError:
         name = str(headers.get(":exception-type") or headers.get(":error-code") or "unknown")
         try:
-            text = json.loads(payload).get("message") or name
-        except (ValueError, AttributeError):
+            text = str(json.loads(payload).get("message") or name)
+        except (ValueError, AttributeError, RecursionError):
             text = payload.decode("utf-8", "replace")[:500] or str(headers.get(":error-message", name))
         kind, status = EXCEPTION_KINDS.get(name, (ErrorKind.API, None))
         if kind is ErrorKind.API and convert.is_context_overflow(None, text):
@@ -278,37 +277,42 @@ class ConverseStreamParser(StreamParser):
         self.builder.start()
 
     def _on_start(self, data: dict[str, Any]) -> None:
-        start = data.get("start") or {}
+        start = fields.obj(data.get("start"), "start")
         tool = start.get("toolUse")
         if tool is not None:
+            tool = fields.obj(tool, "start.toolUse")
             index = data.get("contentBlockIndex", len(self._tools))
-            self._tools[index] = self.builder.tool_call_start(tool.get("toolUseId", f"tooluse_{index}"),
-                                                              tool.get("name", ""))
+            self._tools[index] = self.builder.tool_call_start(
+                fields.text(tool.get("toolUseId"), "toolUse.toolUseId") or f"tooluse_{index}",
+                fields.text(tool.get("name"), "toolUse.name"))
             self._block = index
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data.get("contentBlockIndex", 0)
         fresh = index != self._block
         self._block = index
-        delta = data.get("delta") or {}
+        delta = fields.obj(data.get("delta"), "delta")
         builder = self.builder
         if "text" in delta:
-            builder.text(delta["text"], fresh)
+            builder.text(fields.text(delta["text"], "delta.text"), fresh)
         elif "toolUse" in delta:
             tool = self._tools.get(index)
             if tool is not None:
-                builder.tool_call_delta(tool, (delta["toolUse"] or {}).get("input", ""))
+                piece = fields.obj(delta["toolUse"], "delta.toolUse").get("input")
+                builder.tool_call_delta(tool, fields.arguments_text(piece, "delta.toolUse.input"))
         elif "reasoningContent" in delta:
-            reasoning = delta["reasoningContent"] or {}
+            reasoning = fields.obj(delta["reasoningContent"], "delta.reasoningContent")
             if "text" in reasoning:
-                builder.thinking(reasoning["text"], None, fresh)
+                builder.thinking(fields.text(reasoning["text"], "reasoningContent.text"), None, fresh)
             elif "signature" in reasoning:
+                signature = fields.text(reasoning["signature"], "reasoningContent.signature")
                 if fresh:
-                    builder.thinking("", reasoning["signature"], True)
+                    builder.thinking("", signature, True)
                 else:
-                    builder.thinking_signature(reasoning["signature"], append=True)
+                    builder.thinking_signature(signature, append=True)
             elif "redactedContent" in reasoning:
-                self._redacted.setdefault(index, []).append(reasoning["redactedContent"])
+                piece = fields.text(reasoning["redactedContent"], "reasoningContent.redactedContent")
+                self._redacted.setdefault(index, []).append(piece)
 
     def _on_stop(self, data: dict[str, Any]) -> None:
         index = data.get("contentBlockIndex", 0)
@@ -323,7 +327,7 @@ class ConverseStreamParser(StreamParser):
         for index in list(self._redacted):
             self._on_stop({"contentBlockIndex": index})
         self.builder.close_open_tool_calls()
-        reason = data.get("stopReason") or "end_turn"
+        reason = fields.text(data.get("stopReason"), "stopReason") or "end_turn"
         stop = STOP_REASONS.get(reason)
         if stop is None:
             stop = StopReason.ERROR
@@ -331,11 +335,9 @@ class ConverseStreamParser(StreamParser):
         self.stop_reason = stop
 
     def _on_metadata(self, data: dict[str, Any]) -> None:
-        usage = data.get("usage") or {}
-        inp = usage.get("inputTokens") or 0
-        out = usage.get("outputTokens") or 0
-        read = usage.get("cacheReadInputTokens") or 0
-        write = usage.get("cacheWriteInputTokens") or 0
-        self.builder.usage = Usage(inp, out, 0, read, write, usage.get("totalTokens") or inp + out + read + write)
+        usage = fields.obj(data.get("usage"), "metadata.usage")
+        self.builder.usage = fields.usage(usage.get("inputTokens"), usage.get("outputTokens"), 0,
+                                          usage.get("cacheReadInputTokens"), usage.get("cacheWriteInputTokens"),
+                                          usage.get("totalTokens"))
         if self.stop_reason is not None:
             self.done = True

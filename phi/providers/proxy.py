@@ -20,7 +20,8 @@ import logging
 from typing import Any
 
 from ..cancel import CancellationToken
-from ..types import AssistantMessage, StopReason, Usage, message_to_json
+from ..types import AssistantMessage, StopReason, message_to_json
+from . import fields
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
 from .transport import HttpClient
@@ -73,7 +74,7 @@ class ProxyParser(SSEParser):
         self._fresh: set[int] = set()
 
     def handle(self, event: Any) -> None:
-        data = self.loads(event.data)
+        data = self.loads_object(event.data)
         kind = data.get("type")
         builder = self.builder
         index = data.get("contentIndex", 0)
@@ -82,15 +83,16 @@ class ProxyParser(SSEParser):
         elif kind in ("text_start", "thinking_start"):
             self._fresh.add(index)
         elif kind == "text_delta":
-            builder.text(data.get("delta", ""), self._take(index))
+            builder.text(fields.text(data.get("delta"), "delta"), self._take(index))
         elif kind == "thinking_delta":
-            builder.thinking(data.get("delta", ""), None, self._take(index))
+            builder.thinking(fields.text(data.get("delta"), "delta"), None, self._take(index))
         elif kind == "thinking_end" and data.get("signature"):
-            builder.thinking_signature(data["signature"])
+            builder.thinking_signature(fields.text(data["signature"], "signature"))
         elif kind == "toolcall_start":
-            self._tools[index] = builder.tool_call_start(data.get("id", f"call_{index}"), data.get("toolName", ""))
+            call_id = fields.text(data.get("id"), "id") or f"call_{index}"
+            self._tools[index] = builder.tool_call_start(call_id, fields.text(data.get("toolName"), "toolName"))
         elif kind == "toolcall_delta" and index in self._tools:
-            builder.tool_call_delta(self._tools[index], data.get("delta", ""))
+            builder.tool_call_delta(self._tools[index], fields.text(data.get("delta"), "delta"))
         elif kind == "toolcall_end" and index in self._tools:
             builder.tool_call_end(self._tools.pop(index))
         elif kind == "done":
@@ -100,7 +102,7 @@ class ProxyParser(SSEParser):
             self.done = True
         elif kind == "error":
             self._usage(data.get("usage"))
-            message = data.get("errorMessage") or "proxy reported an error"
+            message = str(data.get("errorMessage") or "proxy reported an error")
             if data.get("reason") == "aborted":
                 self.stop_reason, self.error_message, self.done = StopReason.ABORTED, message, True
                 return
@@ -114,7 +116,6 @@ class ProxyParser(SSEParser):
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            try:
-                self.builder.usage = Usage.from_json(usage)
-            except ValueError:
-                log.debug("ignoring malformed proxy usage %r", usage)
+            self.builder.usage = fields.usage(usage.get("input"), usage.get("output"), usage.get("reasoning"),
+                                              usage.get("cache_read"), usage.get("cache_write"),
+                                              usage.get("total_tokens"))
