@@ -167,25 +167,21 @@ def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
 
 
 def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Converse messages. Converse rejects two consecutive messages of the same role, which phi's
+    history can hold (a failed reply dropped by ``convert_to_llm``, steering after tool results,
+    follow-ups, compaction summaries), so consecutive same-role messages are merged into one —
+    which also puts all tool results of a turn in one user message."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            content = [b for b in (_block(c) for c in message.content) if b is not None]
-            if content:
-                out.append({"role": "user", "content": content})
+            convert.append_turn(out, "user", [b for b in (_block(c) for c in message.content) if b is not None])
         elif isinstance(message, AssistantMessage):
-            content = _assistant_blocks(message, mc)
-            if content:
-                out.append({"role": "assistant", "content": content})
+            convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
         elif isinstance(message, ToolResultMessage):
             inner = [b for b in (_block(c) for c in message.content) if b is not None] or [{"text": "(no output)"}]
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}
-            last = out[-1] if out else None
-            if last and last["role"] == "user" and "toolResult" in last["content"][-1]:
-                last["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
+            convert.append_turn(out, "user", [block])
     return out
 
 

@@ -91,6 +91,17 @@ def safe_tool_id(call_id: str) -> str:
     return cleaned or "call"
 
 
+def append_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]], key: str = "content") -> None:
+    """Append a turn of ``role``, or extend the last turn when it has the same role (for protocols
+    that require roles to alternate). Empty turns are skipped."""
+    if not blocks:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(blocks)
+    else:
+        turns.append({"role": role, key: list(blocks)})
+
+
 def non_empty_text(content: list[Content]) -> bool:
     return any(isinstance(b, TextContent) and b.text for b in content)
 

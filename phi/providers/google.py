@@ -96,16 +96,15 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
 
 
 def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Gemini contents. Consecutive messages of the same role are merged into one content (Gemini
+    and Vertex reject two user or two model turns in a row; see bedrock.convert_messages), which
+    also answers all calls of a model turn in one user content."""
     contents: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            parts = _user_parts(message.content)
-            if parts:
-                contents.append({"role": "user", "parts": parts})
+            convert.append_turn(contents, "user", _user_parts(message.content), "parts")
         elif isinstance(message, AssistantMessage):
-            parts = _model_parts(message, mc)
-            if parts:
-                contents.append({"role": "model", "parts": parts})
+            convert.append_turn(contents, "model", _model_parts(message, mc), "parts")
         elif isinstance(message, ToolResultMessage):
             key = "error" if message.is_error else "output"
             part: dict[str, Any] = {"functionResponse": {"name": message.tool_name,
@@ -114,11 +113,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
                 part["functionResponse"]["id"] = message.tool_call_id
             parts = [part] + [{"inlineData": {"mimeType": i.mime_type, "data": i.data}}
                               for i in convert.result_images(message)]
-            last = contents[-1] if contents else None
-            if last and last["role"] == "user" and any("functionResponse" in p for p in last["parts"]):
-                last["parts"].extend(parts)  # one user turn answers all calls of the model turn
-            else:
-                contents.append({"role": "user", "parts": parts})
+            convert.append_turn(contents, "user", parts, "parts")
     return contents
 
 

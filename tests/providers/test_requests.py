@@ -231,7 +231,7 @@ def test_gemini_body_and_signatures_on_parts() -> None:
     assert body["tools"] == [{"functionDeclarations": [{"name": "get_weather", "description": "Weather for a city",
                                                         "parametersJsonSchema": TOOL.parameters}]}]
     assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 1024}
-    user, model, results, last = body["contents"]
+    user, model, results = body["contents"]  # the last user message joins the tool results (alternation)
     assert user["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}
     assert model == {"role": "model", "parts": [
         {"text": "thought", "thought": True, "thoughtSignature": "ts-0"},
@@ -240,7 +240,7 @@ def test_gemini_body_and_signatures_on_parts() -> None:
     ]}
     assert results["parts"][0] == {"functionResponse": {"name": "get_weather", "response": {"output": "18C, sunny"}}}
     assert results["parts"][1]["inlineData"]["mimeType"] == "image/png"
-    assert last == {"role": "user", "parts": [{"text": "Thanks!"}]}
+    assert results["parts"][2:] == [{"text": "Thanks!"}]
 
 
 def test_vertex_url_auth_and_streamed_args_flag() -> None:
@@ -269,16 +269,18 @@ def test_bedrock_body_and_bearer_auth() -> None:
     assert body["toolConfig"]["tools"][0] == {"toolSpec": {"name": "get_weather", "description": "Weather for a city",
                                                            "inputSchema": {"json": TOOL.parameters}}}
     assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 8192}}
-    user, assistant, results, last = body["messages"]
+    user, assistant, results = body["messages"]  # the last user message joins the tool results (alternation)
     assert user["content"][1] == {"image": {"format": "png", "source": {"bytes": "aGVsbG8="}}}
     assert assistant["content"] == [
         {"reasoningContent": {"reasoningText": {"text": "Let me look.", "signature": "sig-1"}}},
         {"reasoningContent": {"redactedContent": "opaque"}},
         {"text": "A cat. Checking weather."},
         {"toolUse": {"toolUseId": "call_1", "name": "get_weather", "input": {"city": "Paris"}}},
+        {"cachePoint": {"type": "default"}},  # on the second-to-last message
     ]
     assert results["content"][0]["toolResult"]["status"] == "success"
     assert results["content"][0]["toolResult"]["content"][0] == {"text": "18C, sunny"}
+    assert results["content"][1:] == [{"text": "Thanks!"}]
 
 
 def test_bedrock_sigv4_from_environment(monkeypatch) -> None:
@@ -424,3 +426,54 @@ def test_sigv4_matches_botocore_on_random_urls(monkeypatch) -> None:
         assert headers["authorization"] == botocore_authorization(
             "POST", url, headers, body, creds.access_key, creds.secret_key, creds.session_token, "us-east-1",
             "bedrock", headers["x-amz-date"]), (case, url)
+
+
+# --------------------------------------------------------------------------- issue 10, item 2: role alternation
+
+
+def _histories() -> dict[str, list]:
+    """Histories phi really produces that hold two consecutive messages of one role (for the LLM)."""
+    from phi.loop import default_convert_to_llm
+
+    call = ToolCall("t1", "get_weather", {"city": "Paris"})
+    failed = AssistantMessage([], StopReason.ERROR, "m", "x", error_message="HTTP 500")
+    aborted = AssistantMessage([TextContent("partial"), ToolCall("t2", "get_weather", {})], StopReason.ABORTED, "m", "x")
+    raw = {
+        "error reply dropped": [UserMessage.text("hi"), failed, UserMessage.text("try again")],
+        "steering after tool results": [UserMessage.text("weather?"),
+                                        AssistantMessage([call], StopReason.TOOL_USE, "m", "x"),
+                                        ToolResultMessage("t1", "get_weather", [TextContent("18C")]),
+                                        UserMessage.text("also Rome please")],
+        "follow-ups": [UserMessage.text("a"), AssistantMessage([TextContent("ok")], StopReason.STOP, "m", "x"),
+                       UserMessage.text("b"), UserMessage.text("c")],
+        "compaction marker": [UserMessage.text("[Earlier conversation summarised: ...]"), UserMessage.text("next")],
+        "aborted reply then retry": [UserMessage.text("q"), aborted,
+                                     AssistantMessage([TextContent("answer")], StopReason.STOP, "m", "x"),
+                                     UserMessage.text("thanks")],
+    }
+    return {name: default_convert_to_llm(history) for name, history in raw.items()}
+
+
+def _turn_roles(turns: list[dict], key: str) -> tuple[list[str], list]:
+    return [t["role"] for t in turns], [b for t in turns for b in t[key] if "cachePoint" not in b]
+
+
+@pytest.mark.parametrize("history", sorted(_histories()))
+@pytest.mark.parametrize("api", ["bedrock", "google", "google_vertex"])
+def test_roles_alternate_and_nothing_is_lost(api, history) -> None:
+    """Bedrock Converse and Gemini/Vertex reject two consecutive turns of one role: consecutive
+    messages are merged into one turn, keeping every block in order."""
+    messages = _histories()[history]
+    if api == "bedrock":
+        mc = ModelConfig.bedrock("us.anthropic.claude-x-v1:0", api_key="k")
+        turns, key, convert = bedrock.build_body(StreamConfig(mc, messages=messages))["messages"], "content", \
+            bedrock.convert_messages
+    else:
+        mc = (ModelConfig.google("gemini-x", api_key="k") if api == "google"
+              else ModelConfig.vertex("gemini-x", project="p", access_token="t"))
+        turns, key, convert = google.build_body(StreamConfig(mc, messages=messages))["contents"], "parts", \
+            google.convert_messages
+    expected = [b for m in messages for t in convert([m], mc) for b in t[key]]  # each message on its own
+    roles, blocks = _turn_roles(turns, key)
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles
+    assert roles[0] == "user" and blocks == expected
