@@ -137,8 +137,8 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if max_tokens <= budget:  # the API requires max_tokens > budget_tokens
             body["max_tokens"] = budget + max(1024, max_tokens)
-    elif config.temperature is not None:
-        body["temperature"] = config.temperature
+    elif (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     return body
 
 

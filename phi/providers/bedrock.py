@@ -137,13 +137,13 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
         if caching[0]:
             body["system"].append({"cachePoint": {"type": "default"}})
     inference: dict[str, Any] = {"maxTokens": config.max_tokens or mc.max_tokens}
-    if config.temperature is not None:
-        inference["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        inference["temperature"] = temperature
     body["inferenceConfig"] = inference
     if config.tools:
         tools: list[dict[str, Any]] = [{"toolSpec": {"name": t.name, "description": t.description,
                                                      "inputSchema": {"json": t.parameters}}} for t in config.tools]
-        if caching[1]:
+        if caching[1]:  # Claude only: Nova refuses a cachePoint among the tools
             tools.append({"cachePoint": {"type": "default"}})
         body["toolConfig"] = {"tools": tools}
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF and "anthropic" in mc.id:
@@ -156,14 +156,16 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
 
 
 def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
-    """Cache points only for model families that accept them (Claude and Nova)."""
+    """(system, tools, messages) cache points, only where the model accepts them: system and
+    messages for Claude and Nova (``bedrock_prompt_cache``), tools for Claude only
+    (``bedrock_tool_cache``); see the capability table in model_config."""
     cc = config.cache_config
-    model = config.model_config.id
-    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED or not ("anthropic" in model or "nova" in model):
+    mc = config.model_config
+    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED or not mc.supports("bedrock_prompt_cache"):
         return False, False, False
-    if cc.strategy == CacheStrategy.MANUAL:
-        return cc.cache_system, cc.cache_tools, cc.cache_messages
-    return True, True, True
+    wanted = (cc.cache_system, cc.cache_tools, cc.cache_messages) if cc.strategy == CacheStrategy.MANUAL \
+        else (True, True, True)
+    return wanted[0], wanted[1] and mc.supports("bedrock_tool_cache"), wanted[2]
 
 
 def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ thinking budgets per level, tool-call id sanitising, and error payloads found in
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -19,8 +20,10 @@ from ..types import (
     ThinkingLevel,
     ToolResultMessage,
 )
-from .base import ErrorKind, ProviderError, is_context_overflow
+from .base import ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.convert")
 
 # Anthropic rejects budgets under 1024 tokens, so the seed's 128/512 for minimal/low are raised.
 THINKING_BUDGETS: dict[ThinkingLevel, int] = {
@@ -38,6 +41,17 @@ EFFORTS: dict[ThinkingLevel, str] = {
     ThinkingLevel.HIGH: "high",
     ThinkingLevel.XHIGH: "high",
 }
+
+
+def temperature(config: StreamConfig) -> float | None:
+    """The temperature to send: none when unset, or when the model refuses a non-default one
+    (reasoning models answer 400; see ``ModelConfig.supports("temperature")``)."""
+    if config.temperature is None:
+        return None
+    if not config.model_config.supports("temperature"):
+        log.debug("not sending temperature to %s, which does not accept one", config.model_config.id)
+        return None
+    return config.temperature
 
 
 def thinking_budget(level: ThinkingLevel, model_config: ModelConfig) -> int:

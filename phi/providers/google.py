@@ -83,8 +83,8 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         generation["maxOutputTokens"] = max_tokens
-    if config.temperature is not None:
-        generation["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        generation["temperature"] = temperature
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF:
         generation["thinkingConfig"] = {"includeThoughts": True,
                                         "thinkingBudget": convert.thinking_budget(config.thinking_level, mc)}

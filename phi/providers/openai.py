@@ -103,8 +103,8 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         body[compat.max_tokens_field or "max_tokens"] = max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     if config.tools:
         body["tools"] = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}

@@ -76,8 +76,8 @@ def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         body["max_output_tokens"] = max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     if config.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": t.parameters, "strict": False} for t in config.tools]
@@ -111,7 +111,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
 
 def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"type": "input_text", "text": "Images returned by the tool call(s) above:"}]
-    parts += [{"type": "input_image", "image_url": convert.data_url(i)} for i in images]
+    parts += [_image(i) for i in images]
     return {"role": "user", "content": parts}
 
 
@@ -121,8 +121,19 @@ def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
         if isinstance(block, TextContent) and block.text:
             parts.append({"type": "input_text", "text": block.text})
         elif isinstance(block, ImageContent):
-            parts.append({"type": "input_image", "image_url": convert.data_url(block)})
+            parts.append(_image(block))
     return parts
+
+
+def _image(image: ImageContent) -> dict[str, Any]:
+    # ``detail`` is required by the API's schema (strict servers such as vLLM enforce it).
+    return {"type": "input_image", "image_url": convert.data_url(image), "detail": "auto"}
+
+
+def _assistant_text(text: str) -> dict[str, Any]:
+    """Earlier assistant text, as an input message with string content: the output-message form
+    (``output_text`` parts) requires the original item ``id``, which phi does not keep."""
+    return {"type": "message", "role": "assistant", "content": text}
 
 
 def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
@@ -131,15 +142,13 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
     for block in message.content:
         if isinstance(block, TextContent):
             if block.text:
-                items.append({"type": "message", "role": "assistant", "status": "completed",
-                              "content": [{"type": "output_text", "text": block.text, "annotations": []}]})
+                items.append(_assistant_text(block.text))
         elif isinstance(block, ThinkingContent):
             item = _reasoning_item(block) if origin_ok else None
             if item is not None:
                 items.append(item)
             elif not origin_ok and (text := convert.thinking_as_text(block)) is not None:
-                items.append({"type": "message", "role": "assistant", "status": "completed",
-                              "content": [{"type": "output_text", "text": text, "annotations": []}]})
+                items.append(_assistant_text(text))
         elif isinstance(block, ToolCall):
             items.append({"type": "function_call", "call_id": block.id, "name": block.name,
                           "arguments": json.dumps(block.arguments)})

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..cancel import CancellationToken
 from ..types import AssistantMessage, StopReason, message_to_json
-from . import fields
+from . import convert, fields
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
 from .transport import HttpClient
@@ -54,8 +54,8 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     mc = config.model_config
     options: dict[str, Any] = {"thinkingLevel": config.thinking_level.value,
                                "maxTokens": config.max_tokens or mc.max_tokens}
-    if config.temperature is not None:
-        options["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        options["temperature"] = temperature
     return {
         "model": {"id": mc.id, "api": mc.options.get("upstream_api", ""), "provider": mc.provider},
         "context": {"systemPrompt": config.system_prompt,

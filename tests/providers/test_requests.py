@@ -183,9 +183,10 @@ def test_openai_responses_body_replays_reasoning_item() -> None:
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"] and body["store"] is False
     items = body["input"]
-    assert items[0]["content"][1] == {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="}
+    assert items[0]["content"][1] == {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8=",
+                                      "detail": "auto"}
     assert items[1] == item
-    assert items[2]["type"] == "message" and items[2]["content"][0]["text"] == "A cat. Checking weather."
+    assert items[2] == {"type": "message", "role": "assistant", "content": "A cat. Checking weather."}
     assert items[3] == {"type": "function_call", "call_id": "call_1", "name": "get_weather",
                         "arguments": '{"city": "Paris"}'}
     assert items[4] == {"type": "function_call_output", "call_id": "call_1", "output": "18C, sunny"}
@@ -477,3 +478,95 @@ def test_roles_alternate_and_nothing_is_lost(api, history) -> None:
     roles, blocks = _turn_roles(turns, key)
     assert all(a != b for a, b in zip(roles, roles[1:])), roles
     assert roles[0] == "user" and blocks == expected
+
+
+# --------------------------------------------------------------------------- issue 10, item 3: model-specific fields
+
+
+def test_bedrock_tool_cache_point_is_sent_to_claude_only() -> None:
+    """Nova refuses a cachePoint inside toolConfig.tools (it accepts them in system and messages)."""
+    def tools_and_system(model: str) -> tuple[bool, bool]:
+        body = bedrock.build_body(config_for(ModelConfig.bedrock(model, api_key="k")))
+        return ("cachePoint" in body["toolConfig"]["tools"][-1], "cachePoint" in body["system"][-1])
+
+    assert tools_and_system("amazon.nova-pro-v1:0") == (False, True)
+    assert tools_and_system("us.anthropic.claude-sonnet-4-5-v1:0") == (True, True)
+    assert tools_and_system("meta.llama3-70b-instruct-v1:0") == (False, False)
+
+
+def _sent_temperature(mc: ModelConfig) -> object:
+    config = StreamConfig(mc, messages=[UserMessage.text("hi")], temperature=0.3)
+    builders = {"anthropic_messages": anthropic.build_body, "openai_completions": openai.build_body,
+                "openai_responses": openai_responses.build_body, "azure_openai_responses": openai_responses.build_body,
+                "google_generative_ai": google.build_body, "bedrock_converse_stream": bedrock.build_body,
+                "proxy": proxy.build_body}
+    text = json.dumps(builders[mc.api](config))
+    return 0.3 if '"temperature": 0.3' in text else None
+
+
+@pytest.mark.parametrize("mc,sent", [
+    (ModelConfig.openai("gpt-5", api_key="k"), False),
+    (ModelConfig.openai("o3-mini", api_key="k"), False),
+    (ModelConfig.openai("gpt-4.1", api_key="k"), True),
+    (ModelConfig.openai("gpt-5-chat-latest", api_key="k"), True),
+    (ModelConfig.openai_responses("gpt-5.1", api_key="k"), False),
+    (ModelConfig.openai_compatible("openrouter", "openai/o4-mini", api_key="k"), False),
+    (ModelConfig.anthropic("claude-opus-4-7", api_key="k", reasoning=False), False),
+    (ModelConfig.anthropic("claude-opus-4-1-20250805", api_key="k", reasoning=False), True),
+    (ModelConfig.bedrock("us.anthropic.claude-opus-4-7-v1:0", api_key="k"), False),
+    (ModelConfig.google("gemini-2.5-flash", api_key="k"), True),
+    (ModelConfig.proxy("http://p", "gpt-5", token="t"), False),
+    (ModelConfig.azure_openai("my-deployment", resource="r", api_key="k", capabilities={"temperature": False}), False),
+    (ModelConfig.openai("gpt-5", api_key="k", capabilities={"temperature": True}), True),
+])
+def test_temperature_is_not_sent_to_models_that_refuse_it(mc, sent) -> None:
+    """Reasoning models answer 400 to a non-default temperature: the capability table (overridable
+    with ModelConfig.capabilities) decides whether it is sent."""
+    assert (_sent_temperature(mc) is not None) == sent
+
+
+def test_unknown_capability_is_a_config_error() -> None:
+    from phi.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="temprature"):
+        ModelConfig.openai("gpt-5", capabilities={"temprature": True})
+
+
+def _openai_spec_validator(root: str):
+    import jsonschema
+
+    from .conftest import FIXTURES
+
+    schema = json.loads((FIXTURES.parent / "openapi" / "openai-requests.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{root}"})
+
+
+def _spec_configs(mc: ModelConfig) -> list[StreamConfig]:
+    reasoning_item = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc", "summary": []}
+    replay = config_for(mc, thinking_level=ThinkingLevel.MEDIUM, temperature=0.2, max_tokens=300)
+    replay.messages[1].content[0] = ThinkingContent("summary", json.dumps(reasoning_item))
+    foreign = config_for(mc)
+    foreign.messages[1].provider = "anthropic"  # foreign thinking goes back as assistant text
+    failed = ToolResultMessage("call_1", "get_weather", [TextContent("boom")], is_error=True)
+    return [replay, foreign, StreamConfig(mc, messages=[UserMessage([IMAGE])]),
+            StreamConfig(mc, messages=conversation(mc.provider, mc.id)[:2] + [failed])]
+
+
+@pytest.mark.parametrize("mc", [ModelConfig.openai_responses("gpt-5", api_key="k"),
+                                ModelConfig.azure_openai("deploy", resource="r", api_key="k")])
+def test_responses_bodies_validate_against_the_openai_spec(mc) -> None:
+    """Official OpenAPI document (tests/fixtures/openapi/PROVENANCE.md): images need ``detail``,
+    earlier assistant text must be a valid input item; strict servers (vLLM) enforce both."""
+    validator = _openai_spec_validator("CreateResponse")
+    for config in _spec_configs(mc):
+        body = openai_responses.build_body(config, model=mc.id)
+        errors = [f"{list(e.absolute_path)}: {e.message[:120]}" for e in validator.iter_errors(body)]
+        assert not errors, errors
+
+
+def test_chat_bodies_validate_against_the_openai_spec() -> None:
+    validator = _openai_spec_validator("CreateChatCompletionRequest")
+    for mc in (ModelConfig.openai("o3", api_key="k"), ModelConfig.preset("groq", "llama", api_key="k")):
+        for config in _spec_configs(mc):
+            errors = [e.message[:120] for e in validator.iter_errors(openai.build_body(config))]
+            assert not errors, errors
