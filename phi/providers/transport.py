@@ -37,7 +37,7 @@ log = logging.getLogger("phi.providers.transport")
 
 READ_SIZE = 65536
 DRAIN_BYTES = 1 << 20  # after the terminal event, read at most this much more to reuse the connection
-DRAIN_SECONDS = 2.0  # ... and wait at most this long for it
+DRAIN_SECONDS = 0.5  # ... and wait at most this long for it (servers end the body right after)
 
 
 class CallStop:
