@@ -189,21 +189,30 @@ class StreamParser(abc.ABC):
         Calls the JSON scanner directly (the hot path: once per event); anything unusual — leading
         whitespace, bytes, trailing text — goes through the full decoder for the exact same result.
         ``NaN``/``Infinity`` are refused (they are not JSON, and could not be saved back), and so is
-        nesting too deep for Python's parser.
+        nesting too deep for Python's parser. A ``\\uD8xx`` escape may decode to a lone surrogate,
+        which no UTF-8 file can hold: events with such escapes have lone surrogates replaced by
+        U+FFFD (the same as invalid UTF-8 bytes get from the decoder).
         """
         try:
-            if type(data) is str:
-                try:
-                    value, end = _scan_once(data, 0)
-                except StopIteration:
-                    return _DECODER.decode(data)
-                if end == len(data) or not data[end:].strip():
-                    return value
-                return _DECODER.decode(data)
-            return json.loads(data, parse_constant=no_json_constant)
+            value = self._parse(data)
         except (ValueError, RecursionError):
             shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
             raise ProviderError(ErrorKind.API, f"invalid JSON in {self.provider_name} stream event: {shown!r}") from None
+        if (b"\\ud" in data or b"\\uD" in data) if type(data) is bytes else ("\\ud" in data or "\\uD" in data):
+            return fields.without_lone_surrogates(value)
+        return value
+
+    @staticmethod
+    def _parse(data: str | bytes) -> Any:
+        if type(data) is str:
+            try:
+                value, end = _scan_once(data, 0)
+            except StopIteration:
+                return _DECODER.decode(data)
+            if end == len(data) or not data[end:].strip():
+                return value
+            return _DECODER.decode(data)
+        return json.loads(data, parse_constant=no_json_constant)
 
     def loads_object(self, data: str | bytes) -> dict[str, Any]:
         """:meth:`loads` for events that must be a JSON object."""

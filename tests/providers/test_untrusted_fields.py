@@ -102,3 +102,11 @@ def test_deeply_nested_event_is_an_api_error_not_a_crash() -> None:
     with pytest.raises(ProviderError) as info:
         parse_chat(body)
     assert info.value.kind == ErrorKind.API
+
+
+def test_lone_surrogate_escapes_become_replacement_characters() -> None:
+    """``"\\ud800"`` is valid JSON text but no UTF-8 file can hold the string it decodes to."""
+    body = (b'data: {"choices":[{"index":0,"delta":{"content":"a\\ud800b \\ud83d\\ude00"},"finish_reason":"stop"}]}\n\n'
+            b"data: [DONE]\n\n")
+    message = parse_chat(body)
+    assert message.text == "a\ufffdb \U0001f600" and round_trips(message)
