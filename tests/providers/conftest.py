@@ -36,6 +36,7 @@ class Reply:
     truncate_after: int | None = None  # close cleanly (FIN) without the final chunk after N bytes
     delay: float = 0.0  # seconds between chunks
     gzip: bool = False  # send the body gzip-compressed with Content-Encoding: gzip
+    hang_at_end: bool = False  # send the whole body, then neither the chunked terminator nor a close
 
 
 @dataclass
@@ -172,6 +173,9 @@ class ReplayServer:
             sent += len(piece)
             if reply.delay:
                 time.sleep(reply.delay)
+        if reply.hang_at_end:
+            self._wait_for_close(conn)
+            return False
         if reply.chunked:
             conn.sendall(b"0\r\n\r\n")
             return True

@@ -114,3 +114,15 @@ def test_html_sent_with_200_is_an_api_error(server, provider) -> None:
         stream(server, provider, Reply(page, content_type="text/html; charset=utf-8"))
     assert info.value.kind == ErrorKind.API and not info.value.is_retryable()
     assert "HTML" in info.value.message and "Sign in" in info.value.message
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai_responses", "bedrock", "proxy"])
+def test_a_body_that_never_ends_after_the_final_event_costs_only_the_drain_bound(server, provider) -> None:
+    """Reading to the end is best effort: the complete message is returned, the connection is
+    dropped after at most the drain bound (0.5 s), and the next call opens a new one."""
+    prov, config, sink, cancel = start(server, provider, sample_reply(provider, hang_at_end=True), read_timeout=30)
+    began = time.monotonic()
+    message = prov.stream(config, sink, cancel)
+    assert message.stop_reason in OK and time.monotonic() - began < 2
+    server.queue(sample_reply(provider))
+    assert prov.stream(config, sink, cancel).stop_reason in OK and server.connections == 2
