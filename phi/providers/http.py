@@ -67,7 +67,6 @@ _DECODER = json.JSONDecoder(parse_constant=no_json_constant)
 _scan_once = json.scanner.make_scanner(_DECODER)  # the C scanner when available
 
 
-
 # --------------------------------------------------------------------------- requests
 
 
@@ -380,8 +379,6 @@ def _consume(parser: StreamParser, body: Iterator[bytes], cancel: CancellationTo
         parser.close()
         return parser.result()
     except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as exc:
-        if isinstance(exc, ProviderError):
-            raise
         if log.isEnabledFor(logging.DEBUG):
             log.debug("malformed %s stream: %s", parser.provider_name, scrub(traceback.format_exc(), parser.secrets))
         raise ProviderError(ErrorKind.API, f"malformed {parser.provider_name} stream event: "

@@ -11,10 +11,11 @@
   rest (usually just the chunked terminator) is drained, bounded by :data:`DRAIN_BYTES` and
   :data:`DRAIN_SECONDS` — so the connection goes back to the pool; three calls use one connection.
 * **Bodies are decoded** (``Content-Encoding: gzip``/``deflate``) whether or not they are chunked.
-* **A call can always be stopped**, by cancellation or by its total time bound (:class:`CallStop`),
-  in every phase: while connecting or waiting for the response headers the in-flight connection's
-  socket is shut down (so the helper thread and its connection end at once, not after the read
-  timeout), and while reading the body the response's socket is shut down.
+* **A call can always be stopped**, by cancellation or by its total time bound (:class:`CallStop`):
+  the caller returns at once in every phase. Once a connection is established (or taken from the
+  pool) its socket is shut down too, so while waiting for the response headers the helper thread
+  and its connection end at once instead of after the read timeout; a TCP/TLS connect still in
+  progress ends at the connect timeout. While reading the body the response's socket is shut down.
 """
 
 from __future__ import annotations
