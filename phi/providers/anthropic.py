@@ -24,13 +24,13 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
+from . import convert, fields
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.anthropic")
 
@@ -69,11 +69,14 @@ class AnthropicProvider:
 
     provider_id = "anthropic"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = AnthropicParser(make_builder(on_event, mc.id, mc.provider or "anthropic"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -134,8 +137,8 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if max_tokens <= budget:  # the API requires max_tokens > budget_tokens
             body["max_tokens"] = budget + max(1024, max_tokens)
-    elif config.temperature is not None:
-        body["temperature"] = config.temperature
+    elif (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     return body
 
 
@@ -238,68 +241,74 @@ class AnthropicParser(SSEParser):
         }
 
     def handle(self, event: Any) -> None:
-        data = self.loads(event.data)
+        data = self.loads_object(event.data)
         kind = data.get("type") or event.event
         if kind == "content_block_delta":  # the hot path: one text delta of an open block
             delta = data["delta"]
             if delta.get("type") == "text_delta" and data["index"] not in self._fresh:
-                self.builder.text(delta["text"])
+                text = delta["text"]
+                self.builder.text(text if type(text) is str else fields.text(text, "delta.text"))
                 return
         handler = self._handlers.get(kind)
         if handler is not None:  # ping and unknown event types are ignored (versioning policy)
             handler(data)
 
     def _on_message_start(self, data: dict[str, Any]) -> None:
-        message = data.get("message") or {}
-        self.message_id = message.get("id", "")
-        self._set_usage(message.get("usage") or {})
+        message = fields.obj(data.get("message"), "message")
+        self.message_id = fields.text(message.get("id"), "message.id")
+        self._set_usage(fields.obj(message.get("usage"), "message.usage"))
         self.builder.start()
 
     def _on_block_start(self, data: dict[str, Any]) -> None:
         index = data["index"]
-        block = data["content_block"]
+        block = fields.obj(data["content_block"], "content_block")
         kind = block.get("type", "")
         self._kind[index] = kind
         builder = self.builder
         if kind == "tool_use":
-            self._tool[index] = builder.tool_call_start(block.get("id", f"toolu_{index}"), block.get("name", ""))
-            if isinstance(block.get("input"), dict) and block["input"]:
-                self._start_input[index] = block["input"]
+            self._tool[index] = builder.tool_call_start(fields.text(block.get("id"), "content_block.id")
+                                                        or f"toolu_{index}",
+                                                        fields.text(block.get("name"), "content_block.name"))
+            start_input = fields.arguments(block.get("input"), "content_block.input")
+            if start_input:
+                self._start_input[index] = start_input
         elif kind == "redacted_thinking":
-            builder.redacted_thinking(block.get("data", ""))
+            builder.redacted_thinking(fields.text(block.get("data"), "content_block.data"))
         elif kind == "text":
             self._fresh.add(index)
-            if block.get("text"):
+            text = fields.text(block.get("text"), "content_block.text")
+            if text:
                 self._fresh.discard(index)
-                builder.text(block["text"], new_block=True)
+                builder.text(text, new_block=True)
         elif kind == "thinking":
             self._fresh.add(index)
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data["index"]
-        delta = data["delta"]
+        delta = fields.obj(data["delta"], "delta")
         kind = delta.get("type")
         builder = self.builder
         if kind == "text_delta":
             fresh = index in self._fresh
             if fresh:
                 self._fresh.discard(index)
-            builder.text(delta["text"], fresh)
+            builder.text(fields.text(delta["text"], "delta.text"), fresh)
         elif kind == "input_json_delta":
             tool = self._tool.get(index)
             if tool is not None:
-                builder.tool_call_delta(tool, delta.get("partial_json", ""))
+                builder.tool_call_delta(tool, fields.text(delta.get("partial_json"), "delta.partial_json"))
         elif kind == "thinking_delta":
             fresh = index in self._fresh
             if fresh:
                 self._fresh.discard(index)
-            builder.thinking(delta["thinking"], None, fresh)
+            builder.thinking(fields.text(delta["thinking"], "delta.thinking"), None, fresh)
         elif kind == "signature_delta":
+            signature = fields.text(delta.get("signature"), "delta.signature")
             if index in self._fresh:  # a thinking block with no text: open it with the signature
                 self._fresh.discard(index)
-                builder.thinking("", delta.get("signature", ""), True)
+                builder.thinking("", signature, True)
             else:
-                builder.thinking_signature(delta.get("signature", ""), append=True)
+                builder.thinking_signature(signature, append=True)
         # citations_delta and unknown delta types carry nothing we keep
 
     def _on_block_stop(self, data: dict[str, Any]) -> None:
@@ -314,14 +323,15 @@ class AnthropicParser(SSEParser):
             self.builder.tool_call_end(tool)
 
     def _on_message_delta(self, data: dict[str, Any]) -> None:
-        reason = (data.get("delta") or {}).get("stop_reason")
+        reason = fields.obj(data.get("delta"), "delta").get("stop_reason")
         if reason:
+            reason = fields.text(reason, "delta.stop_reason")
             self.stop_reason = STOP_REASONS.get(reason, StopReason.STOP)
             if reason == "refusal":
                 self.error_message = "the model declined to answer (stop_reason: refusal)"
             elif reason not in STOP_REASONS:
-                log.warning("unknown anthropic stop_reason %r treated as stop", reason)
-        self._set_usage(data.get("usage") or {})
+                log.warning("unknown anthropic stop_reason %r treated as stop", reason[:100])
+        self._set_usage(fields.obj(data.get("usage"), "usage"))
 
     def _on_message_stop(self, data: dict[str, Any]) -> None:
         if self.stop_reason is None:
@@ -329,9 +339,9 @@ class AnthropicParser(SSEParser):
         self.done = True
 
     def _on_error(self, data: dict[str, Any]) -> None:
-        error = data.get("error") or {}
-        kind = ERROR_KINDS.get(error.get("type", ""), ErrorKind.API)
-        message = error.get("message") or error.get("type") or "stream error"
+        error = data.get("error") if isinstance(data.get("error"), dict) else {"message": data.get("error")}
+        kind = ERROR_KINDS.get(str(error.get("type", "")), ErrorKind.API)
+        message = str(error.get("message") or error.get("type") or "stream error")
         if kind is ErrorKind.API and convert.is_context_overflow(None, message):
             kind = ErrorKind.CONTEXT_OVERFLOW
         status = 529 if error.get("type") == "overloaded_error" else None
@@ -343,9 +353,8 @@ class AnthropicParser(SSEParser):
         for key, value in usage.items():
             if value is not None:
                 merged[key] = value
-        inp = merged.get("input_tokens") or 0
-        out = merged.get("output_tokens") or 0
-        read = merged.get("cache_read_input_tokens") or 0
-        write = merged.get("cache_creation_input_tokens") or 0
-        details = merged.get("output_tokens_details") or {}
-        self.builder.usage = Usage(inp, out, details.get("thinking_tokens") or 0, read, write, inp + out + read + write)
+        details = merged.get("output_tokens_details")
+        thinking = details.get("thinking_tokens") if isinstance(details, dict) else 0
+        self.builder.usage = fields.usage(merged.get("input_tokens"), merged.get("output_tokens"), thinking,
+                                          merged.get("cache_read_input_tokens"),
+                                          merged.get("cache_creation_input_tokens"))

@@ -15,13 +15,14 @@ from __future__ import annotations
 import email.utils
 import enum
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from ..cancel import CancellationToken
-from ..errors import PhiError
+from ..errors import ConfigError, PhiError
 from ..types import (
     AssistantMessage,
     Content,
@@ -36,6 +37,7 @@ from ..types import (
     now_ms,
 )
 from .model_config import ModelConfig
+from .secrets import check_secret, scrub
 
 # --------------------------------------------------------------------------- configuration
 
@@ -72,7 +74,13 @@ class StreamConfig:
     api_key: str | None = field(default=None, repr=False)  # resolved by the loop's get_api_key
 
     def resolved_api_key(self) -> str | None:
-        return self.api_key or self.model_config.api_key
+        """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of
+        surrounding whitespace; a key with a control character inside is an ``auth`` error."""
+        try:
+            return (check_secret(self.api_key, "the API key returned by get_api_key")
+                    or check_secret(self.model_config.api_key, "ModelConfig.api_key"))
+        except ConfigError as exc:
+            raise ProviderError(ErrorKind.AUTH, str(exc)) from None
 
 
 # --------------------------------------------------------------------------- stream events
@@ -180,32 +188,42 @@ def is_context_overflow(status: int | None, body: str | None) -> bool:
     return _OVERFLOW_RE.search(text) is not None
 
 
+MAX_RETRY_AFTER_MS = 24 * 3600 * 1000  # a day; RetryConfig.max_retry_after_ms caps it further
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> int | None:
-    """Milliseconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    """Milliseconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+
+    Untrusted: a value that is not a finite number or a date (``inf``, ``nan``, ``1e999``, junk)
+    counts as absent; negative values and dates in the past mean 0; values above a day are capped.
+    """
     if not headers:
         return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
+    lowered = {str(k).lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 1.0), ("retry-after", 1000.0)):
+        raw = lowered.get(name)
+        if raw is None:
+            continue
         try:
-            return max(0, int(float(raw_ms)))
+            value = float(str(raw).strip()) * scale
         except ValueError:
-            pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
+            value = _http_date_ms(str(raw)) if name == "retry-after" else None
+        if value is not None and math.isfinite(value):
+            return int(min(max(0.0, value), MAX_RETRY_AFTER_MS))
+    return None
+
+
+def _http_date_ms(raw: str) -> float | None:
     try:
-        return max(0, int(float(raw) * 1000))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None
-    return max(0, int((when.timestamp() - time.time()) * 1000))
+    try:
+        return (when.timestamp() - time.time()) * 1000
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 class ProviderError(PhiError):
@@ -221,6 +239,7 @@ class ProviderError(PhiError):
         body: str | None = None,
     ) -> None:
         self.kind = ErrorKind(kind)
+        message = message if isinstance(message, str) else str(message)  # servers send odd "message"s
         self.message = message
         self.status = status
         self.retry_after_ms = retry_after_ms
@@ -233,6 +252,14 @@ class ProviderError(PhiError):
 
     def __repr__(self) -> str:
         return f"ProviderError({self.kind.value!r}, {self.message!r}, status={self.status})"
+
+    def redact(self, secrets: tuple[str, ...] | list[str]) -> ProviderError:
+        """Scrub every representation of ``secrets`` from the message, body and ``args``."""
+        self.message = scrub(self.message, secrets)
+        if self.body:
+            self.body = scrub(self.body, secrets)
+        self.args = (self.message,)
+        return self
 
     def is_retryable(self) -> bool:
         """Only rate limits and network failures (including 5xx and 529) are retried."""
@@ -274,7 +301,7 @@ def _error_message_from_body(body: str) -> str:
         return ""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body[:500]
     if isinstance(data, list) and data:  # Gemini sometimes wraps the error in a list
         data = data[0]
@@ -463,13 +490,42 @@ _TEXT_DELTA = StreamEventKind.TEXT_DELTA
 _THINKING_DELTA = StreamEventKind.THINKING_DELTA
 
 
+MAX_DEPTH = 100  # nesting levels allowed in tool arguments built from server data
+
+
 def parse_arguments(raw: str) -> dict[str, Any]:
-    """Parse streamed tool-argument JSON. Empty text is ``{}``; text that is not a JSON object
-    gives ``{"__raw_arguments": raw}`` so validation fails with a clear message instead of a crash."""
+    """Parse streamed tool-argument JSON. Empty text is ``{}``; text that is not a JSON object (or
+    one nested deeper than :data:`MAX_DEPTH`, which could not be saved and loaded back) gives
+    ``{"__raw_arguments": raw}`` so validation fails with a clear message instead of a crash."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = json.loads(raw, parse_constant=no_json_constant)
+    except (ValueError, RecursionError):
         return {"__raw_arguments": raw}
-    return value if isinstance(value, dict) else {"__raw_arguments": raw}
+    return value if isinstance(value, dict) and depth(value) <= MAX_DEPTH else {"__raw_arguments": raw}
+
+
+def no_json_constant(name: str) -> Any:
+    """``parse_constant`` hook refusing ``NaN``/``Infinity`` (not JSON; they could not be saved back)."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Nesting depth of a JSON value (scalars 0), counted up to ``limit`` without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        if deepest >= limit:
+            return deepest
+        stack.extend((child, level) for child in children)
+    return deepest

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..cancel import CancellationToken
+from ..errors import ConfigError
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -32,15 +33,15 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
+from . import convert, fields
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .eventstream import EventStreamDecoder
-from .http import HttpRequest, StreamParser, json_bytes, make_builder, run_stream
+from .http import HttpRequest, StreamParser, api_key, json_bytes, make_builder, prepared_url, run_stream
 from .model_config import ModelConfig
-from .sigv4 import AwsCredentials, sign
+from .sigv4 import AwsCredentials, canonical_url, sign
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.bedrock")
 
@@ -70,11 +71,14 @@ class BedrockProvider:
 
     provider_id = "bedrock"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = ConverseStreamParser(make_builder(on_event, mc.id, mc.provider or "bedrock"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -89,21 +93,37 @@ def build_request(config: StreamConfig) -> HttpRequest:
     mc = config.model_config
     region = region_of(mc)
     base = (mc.base_url or f"https://bedrock-runtime.{region}.amazonaws.com").rstrip("/")
-    url = f"{base}/model/{quote(mc.id, safe='')}/converse-stream"
+    url = request_url(f"{base}/model/{quote(mc.id, safe='')}/converse-stream")
     body = json_bytes(build_body(config))
     headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream"}
     headers.update(mc.headers)
-    token = config.resolved_api_key() or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    token = api_key(config.resolved_api_key(), "AWS_BEARER_TOKEN_BEDROCK", required=False, what="Bedrock API key")
     if token:
         headers["authorization"] = f"Bearer {token}"
         return HttpRequest(url, headers, body, (token,))
-    credentials = AwsCredentials.from_environment()
+    try:
+        credentials = AwsCredentials.from_environment()
+    except ConfigError as exc:
+        raise ProviderError(ErrorKind.AUTH, str(exc)) from None
     if credentials is None:
         raise ProviderError(ErrorKind.AUTH, "no Bedrock credentials: set AWS_BEARER_TOKEN_BEDROCK (or pass api_key), "
                                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
     signed = sign("POST", url, headers, body, credentials, region, mc.options.get("signing_service", "bedrock"))
     secrets = tuple(s for s in (credentials.secret_key, credentials.session_token) if s)
     return HttpRequest(url, signed, body, secrets)
+
+
+def request_url(url: str) -> str:
+    """The URL as ``requests`` will send it *and* as AWS canonicalises it (no user-info, no default
+    port, lower-case host, no ``.``/``..``/empty path segments), so the SigV4 signature covers
+    exactly what goes on the wire. Requoting can reveal new dot segments (``%2E%2E``), hence the
+    repetition until nothing changes."""
+    for _ in range(4):
+        normal = prepared_url(canonical_url(url))
+        if normal == url:
+            break
+        url = normal
+    return url
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:
@@ -117,13 +137,13 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
         if caching[0]:
             body["system"].append({"cachePoint": {"type": "default"}})
     inference: dict[str, Any] = {"maxTokens": config.max_tokens or mc.max_tokens}
-    if config.temperature is not None:
-        inference["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        inference["temperature"] = temperature
     body["inferenceConfig"] = inference
     if config.tools:
         tools: list[dict[str, Any]] = [{"toolSpec": {"name": t.name, "description": t.description,
                                                      "inputSchema": {"json": t.parameters}}} for t in config.tools]
-        if caching[1]:
+        if caching[1]:  # Claude only: Nova refuses a cachePoint among the tools
             tools.append({"cachePoint": {"type": "default"}})
         body["toolConfig"] = {"tools": tools}
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF and "anthropic" in mc.id:
@@ -136,36 +156,34 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
 
 
 def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
-    """Cache points only for model families that accept them (Claude and Nova)."""
+    """(system, tools, messages) cache points, only where the model accepts them: system and
+    messages for Claude and Nova (``bedrock_prompt_cache``), tools for Claude only
+    (``bedrock_tool_cache``); see the capability table in model_config."""
     cc = config.cache_config
-    model = config.model_config.id
-    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED or not ("anthropic" in model or "nova" in model):
+    mc = config.model_config
+    if not cc.enabled or cc.strategy == CacheStrategy.DISABLED or not mc.supports("bedrock_prompt_cache"):
         return False, False, False
-    if cc.strategy == CacheStrategy.MANUAL:
-        return cc.cache_system, cc.cache_tools, cc.cache_messages
-    return True, True, True
+    wanted = (cc.cache_system, cc.cache_tools, cc.cache_messages) if cc.strategy == CacheStrategy.MANUAL \
+        else (True, True, True)
+    return wanted[0], wanted[1] and mc.supports("bedrock_tool_cache"), wanted[2]
 
 
 def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Converse messages. Converse rejects two consecutive messages of the same role, which phi's
+    history can hold (a failed reply dropped by ``convert_to_llm``, steering after tool results,
+    follow-ups, compaction summaries), so consecutive same-role messages are merged into one —
+    which also puts all tool results of a turn in one user message."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            content = [b for b in (_block(c) for c in message.content) if b is not None]
-            if content:
-                out.append({"role": "user", "content": content})
+            convert.append_turn(out, "user", [b for b in (_block(c) for c in message.content) if b is not None])
         elif isinstance(message, AssistantMessage):
-            content = _assistant_blocks(message, mc)
-            if content:
-                out.append({"role": "assistant", "content": content})
+            convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
         elif isinstance(message, ToolResultMessage):
             inner = [b for b in (_block(c) for c in message.content) if b is not None] or [{"text": "(no output)"}]
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}
-            last = out[-1] if out else None
-            if last and last["role"] == "user" and "toolResult" in last["content"][-1]:
-                last["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
+            convert.append_turn(out, "user", [block])
     return out
 
 
@@ -225,16 +243,18 @@ class ConverseStreamParser(StreamParser):
     def feed(self, chunk: bytes) -> None:
         cancelled = self.cancel.is_cancelled
         for message in self.decoder.feed(chunk):
-            if cancelled():
+            if cancelled() or self.done:
                 return
             self.frames += 1
             kind = message.headers.get(":message-type", "event")
             if kind == "event":
                 handler = self._handlers.get(message.headers.get(":event-type", ""))
                 if handler is not None:
-                    handler(self.loads(message.payload) if message.payload else {})
+                    handler(self.loads_object(message.payload) if message.payload else {})
             else:
                 raise self._exception(message.headers, message.payload)
+        if self.decoder.error is not None and not self.done:  # good frames first, then the corruption
+            raise self.decoder.error
 
     def close(self) -> None:
         if self.decoder.pending:
@@ -243,8 +263,8 @@ class ConverseStreamParser(StreamParser):
     def _exception(self, headers: dict[str, Any], payload: bytes) -> ProviderError:
         name = str(headers.get(":exception-type") or headers.get(":error-code") or "unknown")
         try:
-            text = json.loads(payload).get("message") or name
-        except (ValueError, AttributeError):
+            text = str(json.loads(payload).get("message") or name)
+        except (ValueError, AttributeError, RecursionError):
             text = payload.decode("utf-8", "replace")[:500] or str(headers.get(":error-message", name))
         kind, status = EXCEPTION_KINDS.get(name, (ErrorKind.API, None))
         if kind is ErrorKind.API and convert.is_context_overflow(None, text):
@@ -255,37 +275,42 @@ class ConverseStreamParser(StreamParser):
         self.builder.start()
 
     def _on_start(self, data: dict[str, Any]) -> None:
-        start = data.get("start") or {}
+        start = fields.obj(data.get("start"), "start")
         tool = start.get("toolUse")
         if tool is not None:
+            tool = fields.obj(tool, "start.toolUse")
             index = data.get("contentBlockIndex", len(self._tools))
-            self._tools[index] = self.builder.tool_call_start(tool.get("toolUseId", f"tooluse_{index}"),
-                                                              tool.get("name", ""))
+            self._tools[index] = self.builder.tool_call_start(
+                fields.text(tool.get("toolUseId"), "toolUse.toolUseId") or f"tooluse_{index}",
+                fields.text(tool.get("name"), "toolUse.name"))
             self._block = index
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data.get("contentBlockIndex", 0)
         fresh = index != self._block
         self._block = index
-        delta = data.get("delta") or {}
+        delta = fields.obj(data.get("delta"), "delta")
         builder = self.builder
         if "text" in delta:
-            builder.text(delta["text"], fresh)
+            builder.text(fields.text(delta["text"], "delta.text"), fresh)
         elif "toolUse" in delta:
             tool = self._tools.get(index)
             if tool is not None:
-                builder.tool_call_delta(tool, (delta["toolUse"] or {}).get("input", ""))
+                piece = fields.obj(delta["toolUse"], "delta.toolUse").get("input")
+                builder.tool_call_delta(tool, fields.arguments_text(piece, "delta.toolUse.input"))
         elif "reasoningContent" in delta:
-            reasoning = delta["reasoningContent"] or {}
+            reasoning = fields.obj(delta["reasoningContent"], "delta.reasoningContent")
             if "text" in reasoning:
-                builder.thinking(reasoning["text"], None, fresh)
+                builder.thinking(fields.text(reasoning["text"], "reasoningContent.text"), None, fresh)
             elif "signature" in reasoning:
+                signature = fields.text(reasoning["signature"], "reasoningContent.signature")
                 if fresh:
-                    builder.thinking("", reasoning["signature"], True)
+                    builder.thinking("", signature, True)
                 else:
-                    builder.thinking_signature(reasoning["signature"], append=True)
+                    builder.thinking_signature(signature, append=True)
             elif "redactedContent" in reasoning:
-                self._redacted.setdefault(index, []).append(reasoning["redactedContent"])
+                piece = fields.text(reasoning["redactedContent"], "reasoningContent.redactedContent")
+                self._redacted.setdefault(index, []).append(piece)
 
     def _on_stop(self, data: dict[str, Any]) -> None:
         index = data.get("contentBlockIndex", 0)
@@ -300,7 +325,7 @@ class ConverseStreamParser(StreamParser):
         for index in list(self._redacted):
             self._on_stop({"contentBlockIndex": index})
         self.builder.close_open_tool_calls()
-        reason = data.get("stopReason") or "end_turn"
+        reason = fields.text(data.get("stopReason"), "stopReason") or "end_turn"
         stop = STOP_REASONS.get(reason)
         if stop is None:
             stop = StopReason.ERROR
@@ -308,11 +333,9 @@ class ConverseStreamParser(StreamParser):
         self.stop_reason = stop
 
     def _on_metadata(self, data: dict[str, Any]) -> None:
-        usage = data.get("usage") or {}
-        inp = usage.get("inputTokens") or 0
-        out = usage.get("outputTokens") or 0
-        read = usage.get("cacheReadInputTokens") or 0
-        write = usage.get("cacheWriteInputTokens") or 0
-        self.builder.usage = Usage(inp, out, 0, read, write, usage.get("totalTokens") or inp + out + read + write)
+        usage = fields.obj(data.get("usage"), "metadata.usage")
+        self.builder.usage = fields.usage(usage.get("inputTokens"), usage.get("outputTokens"), 0,
+                                          usage.get("cacheReadInputTokens"), usage.get("cacheWriteInputTokens"),
+                                          usage.get("totalTokens"))
         if self.stop_reason is not None:
             self.done = True

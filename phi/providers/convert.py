@@ -7,6 +7,7 @@ thinking budgets per level, tool-call id sanitising, and error payloads found in
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -19,8 +20,10 @@ from ..types import (
     ThinkingLevel,
     ToolResultMessage,
 )
-from .base import ErrorKind, ProviderError, is_context_overflow
+from .base import ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .model_config import ModelConfig
+
+log = logging.getLogger("phi.providers.convert")
 
 # Anthropic rejects budgets under 1024 tokens, so the seed's 128/512 for minimal/low are raised.
 THINKING_BUDGETS: dict[ThinkingLevel, int] = {
@@ -38,6 +41,17 @@ EFFORTS: dict[ThinkingLevel, str] = {
     ThinkingLevel.HIGH: "high",
     ThinkingLevel.XHIGH: "high",
 }
+
+
+def temperature(config: StreamConfig) -> float | None:
+    """The temperature to send: none when unset, or when the model refuses a non-default one
+    (reasoning models answer 400; see ``ModelConfig.supports("temperature")``)."""
+    if config.temperature is None:
+        return None
+    if not config.model_config.supports("temperature"):
+        log.debug("not sending temperature to %s, which does not accept one", config.model_config.id)
+        return None
+    return config.temperature
 
 
 def thinking_budget(level: ThinkingLevel, model_config: ModelConfig) -> int:
@@ -89,6 +103,17 @@ def safe_tool_id(call_id: str) -> str:
     """Anthropic/Bedrock accept ``[A-Za-z0-9_-]{1,64}``; ids from other services are mapped."""
     cleaned = _ID_RE.sub("_", call_id)[:64]
     return cleaned or "call"
+
+
+def append_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]], key: str = "content") -> None:
+    """Append a turn of ``role``, or extend the last turn when it has the same role (for protocols
+    that require roles to alternate). Empty turns are skipped."""
+    if not blocks:
+        return
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(blocks)
+    else:
+        turns.append({"role": role, key: list(blocks)})
 
 
 def non_empty_text(content: list[Content]) -> bool:

@@ -21,7 +21,8 @@ from ..errors import PhiError
 
 _PRELUDE = struct.Struct(">III")
 _MIN_MESSAGE = 16  # prelude (12) + message crc (4)
-MAX_MESSAGE = 24 * 1024 * 1024  # AWS caps messages at 16 MiB of payload plus headers; be generous
+MAX_HEADERS = 128 * 1024  # botocore's limits
+MAX_PAYLOAD = 24 * 1024 * 1024
 
 
 class EventStreamError(PhiError, ValueError):
@@ -50,44 +51,80 @@ class EventStreamMessage:
 
 
 class EventStreamDecoder:
-    """Incremental decoder: ``feed(bytes)`` returns the messages completed by those bytes."""
+    """Incremental decoder: ``feed(bytes)`` returns the messages completed by those bytes.
 
-    __slots__ = ("_buf",)
+    A corrupt message does not cost the good ones before it: ``feed`` returns the messages that
+    decoded, keeps the error in :attr:`error`, and raises it on the next call (it raises at once
+    when nothing decoded). The checks and limits are those of botocore's ``EventStreamBuffer``
+    (prelude CRC, then header block <= 128 KiB and payload <= 24 MiB, then message CRC, then
+    headers, duplicates refused), which the differential tests compare it with.
+    """
+
+    __slots__ = ("_buf", "_error")
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._error: EventStreamError | None = None
 
     @property
     def pending(self) -> int:
         """Bytes received that do not yet form a whole message."""
         return len(self._buf)
 
+    @property
+    def error(self) -> EventStreamError | None:
+        """The corruption found after the messages last returned, if any."""
+        return self._error
+
     def feed(self, chunk: bytes) -> list[EventStreamMessage]:
+        if self._error is not None:
+            raise self._error
         buf = self._buf
         buf += chunk
         out: list[EventStreamMessage] = []
         offset = 0
-        size = len(buf)
-        while size - offset >= 12:
-            total, headers_len, prelude_crc = _PRELUDE.unpack_from(buf, offset)
-            if total < _MIN_MESSAGE or total > MAX_MESSAGE or headers_len > total - _MIN_MESSAGE:
-                raise EventStreamError(f"invalid event-stream prelude: total length {total}, headers {headers_len}")
-            if zlib.crc32(buf[offset : offset + 8]) != prelude_crc:
-                raise EventStreamError("event-stream prelude CRC mismatch")
-            if size - offset < total:
-                break
-            end = offset + total
-            (message_crc,) = struct.unpack_from(">I", buf, end - 4)
-            if zlib.crc32(buf[offset : end - 4]) != message_crc:
-                raise EventStreamError("event-stream message CRC mismatch")
-            headers_start = offset + 12
-            payload_start = headers_start + headers_len
-            headers = decode_headers(bytes(buf[headers_start:payload_start]))
-            out.append(EventStreamMessage(headers, bytes(buf[payload_start : end - 4])))
-            offset = end
-        if offset:
-            del buf[:offset]
+        try:
+            while len(buf) - offset >= 12:
+                total = _check_prelude(buf, offset)
+                if len(buf) - offset < total:
+                    break
+                out.append(_decode_message(buf, offset, total))
+                offset += total
+        except EventStreamError as exc:
+            self._error = exc
+            if not out:
+                raise
+        finally:
+            if offset:
+                del buf[:offset]
         return out
+
+
+def _check_prelude(buf: bytearray, offset: int) -> int:
+    """Validate the prelude at ``offset``; return the message's total length."""
+    total, headers_len, prelude_crc = _PRELUDE.unpack_from(buf, offset)
+    if zlib.crc32(buf[offset : offset + 8]) != prelude_crc:
+        raise EventStreamError("event-stream prelude CRC mismatch")
+    if total < _MIN_MESSAGE or headers_len > total - _MIN_MESSAGE:
+        raise EventStreamError(f"invalid event-stream prelude: total length {total}, headers {headers_len}")
+    if headers_len > MAX_HEADERS:
+        raise EventStreamError(f"event-stream header block of {headers_len} bytes exceeds {MAX_HEADERS}")
+    if total - headers_len - _MIN_MESSAGE > MAX_PAYLOAD:
+        raise EventStreamError(f"event-stream payload of {total - headers_len - _MIN_MESSAGE} bytes "
+                               f"exceeds {MAX_PAYLOAD}")
+    return total
+
+
+def _decode_message(buf: bytearray, offset: int, total: int) -> EventStreamMessage:
+    end = offset + total
+    (message_crc,) = struct.unpack_from(">I", buf, end - 4)
+    if zlib.crc32(buf[offset : end - 4]) != message_crc:
+        raise EventStreamError("event-stream message CRC mismatch")
+    (headers_len,) = struct.unpack_from(">I", buf, offset + 4)
+    headers_start = offset + 12
+    payload_start = headers_start + headers_len
+    headers = decode_headers(bytes(buf[headers_start:payload_start]))
+    return EventStreamMessage(headers, bytes(buf[payload_start : end - 4]))
 
 
 def decode_headers(data: bytes) -> dict[str, Any]:
@@ -105,6 +142,8 @@ def decode_headers(data: bytes) -> dict[str, Any]:
             value, pos = _header_value(kind, data, pos)
             if pos > size:
                 raise EventStreamError(f"event-stream header {name!r} runs past the header block")
+            if name in headers:
+                raise EventStreamError(f"duplicate event-stream header {name!r}")
             headers[name] = value
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise EventStreamError(f"malformed event-stream headers: {exc}") from None

@@ -27,13 +27,13 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
-from .base import ProviderError, StreamConfig, StreamEventSink
+from . import convert, fields
+from .base import MAX_DEPTH, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.google")
 
@@ -48,11 +48,14 @@ class GoogleProvider:
     provider_id = "google"
     id_prefix = "google-fc"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = self.build_request(config)
         mc = config.model_config
         parser = GeminiParser(make_builder(on_event, mc.id, mc.provider or self.provider_id), self.id_prefix)
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
     def build_request(self, config: StreamConfig) -> HttpRequest:
         mc = config.model_config
@@ -80,8 +83,8 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         generation["maxOutputTokens"] = max_tokens
-    if config.temperature is not None:
-        generation["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        generation["temperature"] = temperature
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF:
         generation["thinkingConfig"] = {"includeThoughts": True,
                                         "thinkingBudget": convert.thinking_budget(config.thinking_level, mc)}
@@ -93,16 +96,15 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
 
 
 def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Gemini contents. Consecutive messages of the same role are merged into one content (Gemini
+    and Vertex reject two user or two model turns in a row; see bedrock.convert_messages), which
+    also answers all calls of a model turn in one user content."""
     contents: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            parts = _user_parts(message.content)
-            if parts:
-                contents.append({"role": "user", "parts": parts})
+            convert.append_turn(contents, "user", _user_parts(message.content), "parts")
         elif isinstance(message, AssistantMessage):
-            parts = _model_parts(message, mc)
-            if parts:
-                contents.append({"role": "model", "parts": parts})
+            convert.append_turn(contents, "model", _model_parts(message, mc), "parts")
         elif isinstance(message, ToolResultMessage):
             key = "error" if message.is_error else "output"
             part: dict[str, Any] = {"functionResponse": {"name": message.tool_name,
@@ -111,11 +113,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
                 part["functionResponse"]["id"] = message.tool_call_id
             parts = [part] + [{"inlineData": {"mimeType": i.mime_type, "data": i.data}}
                               for i in convert.result_images(message)]
-            last = contents[-1] if contents else None
-            if last and last["role"] == "user" and any("functionResponse" in p for p in last["parts"]):
-                last["parts"].extend(parts)  # one user turn answers all calls of the model turn
-            else:
-                contents.append({"role": "user", "parts": parts})
+            convert.append_turn(contents, "user", parts, "parts")
     return contents
 
 
@@ -188,44 +186,46 @@ class GeminiParser(SSEParser):
         chunk = self.loads(event.data)
         if isinstance(chunk, list):  # a non-SSE array body: accept each element
             for item in chunk:
-                self._on_chunk(item)
+                self._on_chunk(fields.obj(item, "response"))
         else:
-            self._on_chunk(chunk)
+            self._on_chunk(fields.obj(chunk, "response"))
 
     def _on_chunk(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:
             raise convert.error_from_payload(chunk["error"])
         self.builder.start()
-        self.response_id = chunk.get("responseId", self.response_id)
+        self.response_id = fields.text(chunk.get("responseId"), "responseId") or self.response_id
         if chunk.get("usageMetadata"):
-            self._set_usage(chunk["usageMetadata"])
-        candidates = chunk.get("candidates")
+            self._set_usage(fields.obj(chunk["usageMetadata"], "usageMetadata"))
+        candidates = fields.array(chunk.get("candidates"), "candidates")
         if not candidates:
-            block = (chunk.get("promptFeedback") or {}).get("blockReason")
+            block = fields.obj(chunk.get("promptFeedback"), "promptFeedback").get("blockReason")
             if block:
                 self.stop_reason = StopReason.ERROR
                 self.error_message = f"the prompt was blocked: {block}"
             return
-        candidate = candidates[0]
-        for part in (candidate.get("content") or {}).get("parts") or ():
-            self._on_part(part)
+        candidate = fields.obj(candidates[0], "candidates[0]")
+        content = fields.obj(candidate.get("content"), "candidate.content")
+        for part in fields.array(content.get("parts"), "content.parts"):
+            self._on_part(fields.obj(part, "content.parts[]"))
         reason = candidate.get("finishReason")
         if reason:
-            self._finish(reason, candidate.get("finishMessage"))
+            self._finish(fields.text(reason, "finishReason"), candidate.get("finishMessage"))
 
     def _on_part(self, part: dict[str, Any]) -> None:
         builder = self.builder
-        signature = part.get("thoughtSignature")
+        signature = fields.text(part.get("thoughtSignature"), "thoughtSignature") or None
         if "functionCall" in part:
             if signature:
                 builder.thinking("", signature, True)
-            self._on_function_call(part["functionCall"])
+            self._on_function_call(fields.obj(part["functionCall"], "functionCall"))
             return
         text = part.get("text")
         if text is None:
             if signature:
                 builder.thinking("", signature, True)
             return  # inlineData, executableCode, ... are not kept
+        text = fields.text(text, "part.text")
         if part.get("thought"):
             builder.thinking(text, signature)
             return
@@ -238,39 +238,43 @@ class GeminiParser(SSEParser):
 
     def _on_function_call(self, call: dict[str, Any]) -> None:
         builder = self.builder
-        if self._streaming is not None and not call.get("name"):
-            for piece in call.get("partialArgs") or ():
-                self._apply_partial(piece)
-            if not call.get("willContinue") and not call.get("partialArgs"):
+        name = fields.text(call.get("name"), "functionCall.name")
+        partial = fields.array(call.get("partialArgs"), "functionCall.partialArgs")
+        if self._streaming is not None and not name:
+            for piece in partial:
+                self._apply_partial(fields.obj(piece, "partialArgs[]"))
+            if not call.get("willContinue") and not partial:
                 builder.tool_call_end(self._streaming, self._partial)
                 self._streaming = None
             return
-        call_id = call.get("id") or f"{self.id_prefix}-{self._calls}"
+        call_id = fields.text(call.get("id"), "functionCall.id") or f"{self.id_prefix}-{self._calls}"
         self._calls += 1
-        index = builder.tool_call_start(call_id, call.get("name", ""))
+        index = builder.tool_call_start(call_id, name)
+        args = fields.arguments(call.get("args"), "functionCall.args")
         if call.get("willContinue"):  # Vertex streamed arguments follow as partialArgs
-            self._streaming, self._partial = index, dict(call.get("args") or {})
-            for piece in call.get("partialArgs") or ():
-                self._apply_partial(piece)
+            self._streaming, self._partial = index, dict(args)
+            for piece in partial:
+                self._apply_partial(fields.obj(piece, "partialArgs[]"))
             return
-        args = call.get("args") or {}
         if args:
             builder.tool_call_delta(index, json.dumps(args))
         builder.tool_call_end(index, args)
 
     def _apply_partial(self, piece: dict[str, Any]) -> None:
-        path = _json_path(piece.get("jsonPath", "$"))
+        path = _json_path(fields.text(piece.get("jsonPath"), "partialArgs[].jsonPath") or "$")
         if "stringValue" in piece:
-            value: Any = piece["stringValue"]
+            delta = fields.text(piece["stringValue"], "partialArgs[].stringValue")
             current = _get_path(self._partial, path)
-            if isinstance(current, str):
-                value = current + value
-            delta = piece["stringValue"]
+            value: Any = current + delta if isinstance(current, str) else delta
         elif "numberValue" in piece:
             value = piece["numberValue"]
+            if type(value) not in (int, float):
+                raise fields.malformed("partialArgs[].numberValue", value, "a number")
             delta = json.dumps(value)
         elif "boolValue" in piece:
             value = piece["boolValue"]
+            if type(value) is not bool:
+                raise fields.malformed("partialArgs[].boolValue", value, "a boolean")
             delta = json.dumps(value)
         elif "nullValue" in piece:
             value, delta = None, "null"
@@ -298,27 +302,28 @@ class GeminiParser(SSEParser):
         """Cumulative snapshots; Vertex sends chunks with only ``trafficType``, so merge."""
         merged = self._usage
         merged.update({k: v for k, v in usage.items() if v is not None})
-        prompt = merged.get("promptTokenCount") or 0
-        cached = merged.get("cachedContentTokenCount") or 0
-        thoughts = merged.get("thoughtsTokenCount") or 0
-        output = (merged.get("candidatesTokenCount") or 0) + thoughts
-        total = merged.get("totalTokenCount") or prompt + output
-        self.builder.usage = Usage(prompt - cached, output, thoughts, cached, 0, total)
+        prompt = fields.count(merged.get("promptTokenCount"))
+        cached = fields.count(merged.get("cachedContentTokenCount"))
+        thoughts = fields.count(merged.get("thoughtsTokenCount"))
+        output = fields.count(merged.get("candidatesTokenCount")) + thoughts
+        self.builder.usage = fields.usage(max(0, prompt - cached), output, thoughts, cached, 0,
+                                          merged.get("totalTokenCount"))
 
 
 _PATH_TOKEN = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 
 
 def _json_path(path: str) -> list[str | int]:
-    """RFC 9535 normalized paths as Vertex sends them: ``$.a.b[0]['c']``."""
+    """RFC 9535 normalized paths as Vertex sends them: ``$.a.b[0]['c']`` (at most
+    :data:`~phi.providers.base.MAX_DEPTH` segments)."""
     if not path.startswith("$"):
-        raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path!r}")
+        raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path[:100]!r}")
     keys: list[str | int] = []
     pos = 1
     while pos < len(path):
         match = _PATH_TOKEN.match(path, pos)
-        if match is None:
-            raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path!r}")
+        if match is None or len(keys) >= MAX_DEPTH:
+            raise ProviderError("api", f"invalid jsonPath in streamed function arguments: {path[:100]!r}")
         name, number, single, double = match.groups()
         keys.append(int(number) if number is not None else (name or single or double or ""))
         pos = match.end()
@@ -337,22 +342,38 @@ def _get_path(root: Any, path: list[str | int]) -> Any:
     return node
 
 
+MAX_LIST_GAP = 16  # a streamed list index may run ahead of the list by this much (padded with null)
+
+
 def _set_path(root: dict[str, Any], path: list[str | int], value: Any) -> None:
+    """Set ``value`` at ``path``, creating containers on the way. The container must have the
+    path's kind, and a list index may pass the end by at most :data:`MAX_LIST_GAP` (a server
+    cannot make phi allocate a list of a billion nulls)."""
     if not path:
         return
     node: Any = root
     for key, following in zip(path, path[1:]):
-        empty: Any = [] if isinstance(following, int) else {}
-        if isinstance(key, int):
-            while len(node) <= key:
-                node.append(None)
-            if node[key] is None:
-                node[key] = empty
-            node = node[key]
-        else:
-            node = node.setdefault(key, empty)
+        node = _child(node, key, [] if isinstance(following, int) else {})
     last = path[-1]
-    if isinstance(last, int):
-        while len(node) <= last:
-            node.append(None)
+    _make_slot(node, last)
     node[last] = value
+
+
+def _child(node: Any, key: str | int, empty: Any) -> Any:
+    _make_slot(node, key)
+    current = node[key] if isinstance(key, int) else node.get(key)
+    if current is None:
+        node[key] = current = empty
+    return current
+
+
+def _make_slot(node: Any, key: str | int) -> None:
+    if isinstance(key, int):
+        if not isinstance(node, list):
+            raise ProviderError("api", f"streamed function arguments: index [{key}] inside a non-array")
+        if key >= len(node) + MAX_LIST_GAP:
+            raise ProviderError("api", f"streamed function arguments: index [{key}] is far past the end of "
+                                       f"a list of {len(node)} items")
+        node.extend([None] * (key + 1 - len(node)))
+    elif not isinstance(node, dict):
+        raise ProviderError("api", f"streamed function arguments: key {key[:50]!r} inside a non-object")

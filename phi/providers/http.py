@@ -1,24 +1,32 @@
 """Shared HTTP plumbing for the wire-protocol providers (SPEC PROV-1 streaming, PROV-2 and ERR-1 errors).
 
 Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`, then calls
-:func:`run_stream`, which owns everything they have in common:
+:func:`run_stream` with its own :class:`~phi.providers.transport.HttpClient`; run_stream owns
+everything they have in common:
 
 * sending the POST with separate connect/read timeouts (``ModelConfig.options["connect_timeout"]``
-  and ``["read_timeout"]``, seconds; defaults 10 and 120) — the send runs on a helper thread so a
-  cancellation returns at once even while the server has not answered yet;
-* classifying HTTP errors (status, body, ``Retry-After``) with :meth:`ProviderError.classify`;
+  and ``["read_timeout"]``, seconds; defaults 10 and 120) and a bound on the whole call
+  (``["total_timeout"]``, default 1800; keep-alive comments cannot stretch a call past it) — the
+  send runs on a helper thread so a cancellation returns at once even before the server answered;
+* refusing what is not the expected stream: HTTP errors (status, body, ``Retry-After``, classified
+  by :meth:`ProviderError.classify`), redirects, JSON error payloads and HTML pages sent with 200;
 * reading the body live, chunk by chunk as bytes arrive (``iter_content(None)`` semantics; never
-  ``iter_lines``), and feeding the bytes to the parser;
+  ``iter_lines``), decoded, feeding the bytes to the parser, and reading it to its end so the
+  connection is reused;
 * cancellation: a callback shuts the socket down, which interrupts a blocked read immediately;
 * the failure policy (documented in docs/providers.md): a failure before anything reached the
-  consumer *raises* :class:`ProviderError` (so the loop may retry it); after that it *returns* the
-  partial message with ``stopReason: error`` and the error text. A cancelled stream returns the
-  partial message with ``stopReason: aborted``.
+  consumer — before any delta event, the loop's own visibility rule — *raises*
+  :class:`ProviderError` (so the loop may retry it); after that it *returns* the partial message
+  with ``stopReason: error`` and the error text. A cancelled stream returns the partial message
+  with ``stopReason: aborted``.
 
-Secrets never leave this module: messages are scrubbed of the request's secret values, URLs are
-logged without their query string, and :class:`HttpRequest` hides headers from ``repr``.
+Secrets never leave this module: error texts (message, body, ``args``, a parser's
+``error_message``, debug tracebacks) are scrubbed of every representation of the request's secret
+values, URLs are logged without user-info and query string, and :class:`HttpRequest` hides
+headers from ``repr``.
 
-This is the only module (with the provider modules) that imports ``requests``.
+This module and :mod:`phi.providers.transport` are the only ones (with the provider modules)
+that import ``requests``.
 """
 
 from __future__ import annotations
@@ -29,32 +37,34 @@ import json.scanner
 import logging
 import os
 import socket
-import threading
+import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
 import requests
-import requests.adapters
 import urllib3.exceptions
 
 from ..cancel import CancellationToken
+from ..errors import ConfigError
 from ..types import AssistantMessage, StopReason
-from .base import AssistantBuilder, ErrorKind, ProviderError, StreamEvent, StreamEventSink
+from . import fields
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamEvent, StreamEventSink, no_json_constant
 from .model_config import ModelConfig
+from .secrets import check_headers, check_secret, is_sensitive_header, scrub
+from .transport import CallStop, HttpClient, abort_response, drain, iter_body
 
 log = logging.getLogger("phi.providers.http")
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
+DEFAULT_TOTAL_TIMEOUT = 1800.0  # a bound on the whole call, however the server keeps it alive
 ABORTED_MESSAGE = "aborted"
 MAX_ERROR_BODY = 1 << 20
 USER_AGENT = "phi-agent/0.1 (python-requests)"
 
-_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner when available
-
-_session_lock = threading.Lock()
-_session: requests.Session | None = None
+_DECODER = json.JSONDecoder(parse_constant=no_json_constant)
+_scan_once = json.scanner.make_scanner(_DECODER)  # the C scanner when available
 
 
 # --------------------------------------------------------------------------- requests
@@ -62,68 +72,83 @@ _session: requests.Session | None = None
 
 @dataclass
 class HttpRequest:
-    """One streaming POST. ``secrets`` lists values to scrub from any error text."""
+    """One streaming POST. ``secrets`` lists values to scrub from any error text; the values of
+    credential-like headers and a password in the URL are added to it, and every header value is
+    checked like a key (stripped, no control characters)."""
 
     url: str
     headers: dict[str, str] = field(repr=False)
     body: bytes = field(repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
+    def __post_init__(self) -> None:
+        try:
+            self.headers = check_headers(self.headers, "header")
+        except ConfigError as exc:
+            raise ProviderError(ErrorKind.AUTH, str(exc)) from None
+        found = [v for k, v in self.headers.items() if is_sensitive_header(k)]
+        password = urlsplit(self.url).password
+        self.secrets = tuple(dict.fromkeys([*self.secrets, *found, *([password] if password else [])]))
+
     def json_body(self) -> Any:
         return json.loads(self.body)
 
     def safe_url(self) -> str:
-        """The URL without query string (where keys could hide)."""
+        """The URL without user-info and query string (where keys could hide)."""
         parts = urlsplit(self.url)
-        return f"{parts.scheme}://{parts.netloc}{parts.path}"
+        return f"{parts.scheme}://{safe_host(self.url)}{parts.path}"
+
+
+def safe_host(url: str) -> str:
+    """``host[:port]`` of ``url`` without any user-info."""
+    parts = urlsplit(url)
+    return parts.netloc.rpartition("@")[2]
 
 
 def json_bytes(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def timeouts(model_config: ModelConfig) -> tuple[float, float]:
-    """``(connect, read)`` timeouts in seconds from ``ModelConfig.options``."""
+def timeouts(model_config: ModelConfig) -> tuple[float, float, float | None]:
+    """``(connect, read, total)`` in seconds from ``ModelConfig.options`` (``connect_timeout``,
+    ``read_timeout``, ``total_timeout``; a total of ``None`` or 0 means no bound)."""
     options = model_config.options
     connect = float(options.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
     read = float(options.get("read_timeout", DEFAULT_READ_TIMEOUT))
-    return connect, read
+    total = options.get("total_timeout", DEFAULT_TOTAL_TIMEOUT)
+    return connect, read, (float(total) if total else None)
 
 
 def api_key(explicit: str | None, *env_names: str, required: bool = True, what: str = "API key") -> str | None:
-    """The explicit key, else the first environment variable that is set; raise AUTH if none."""
-    if explicit:
-        return explicit
-    for name in env_names:
-        value = os.environ.get(name)
-        if value:
-            return value
+    """The explicit key, else the first environment variable that is set; raise AUTH if none.
+
+    Keys are stripped of surrounding whitespace; one with a control character inside is an AUTH
+    error that says where, never what (see :mod:`phi.providers.secrets`)."""
+    try:
+        key = check_secret(explicit, what)
+        if key:
+            return key
+        for name in env_names:
+            value = check_secret(os.environ.get(name), f"{what} in ${name}")
+            if value:
+                return value
+    except ConfigError as exc:
+        raise ProviderError(ErrorKind.AUTH, str(exc)) from None
     if required:
         names = " or ".join(env_names) if env_names else "ModelConfig.api_key"
         raise ProviderError(ErrorKind.AUTH, f"no {what} configured: set {names}, or pass api_key")
     return None
 
 
+def prepared_url(url: str) -> str:
+    """``url`` exactly as ``requests`` will send it (IDNA host, requoted path and query)."""
+    prepared = requests.models.PreparedRequest()
+    prepared.prepare_url(url, None)
+    return str(prepared.url)
+
+
 def join_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + path.lstrip("/")
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _get_session() -> requests.Session:
-    global _session
-    with _session_lock:
-        if _session is None:
-            _session = requests.Session()
-            adapter = requests.adapters.HTTPAdapter(pool_connections=16, pool_maxsize=64)
-            _session.mount("https://", adapter)
-            _session.mount("http://", adapter)
-        return _session
 
 
 # --------------------------------------------------------------------------- parsers
@@ -141,6 +166,7 @@ class StreamParser(abc.ABC):
         self.error_message: str | None = None
         self.done = False
         self.cancel: CancellationToken = CancellationToken()  # set by run_stream
+        self.secrets: tuple[str, ...] = ()  # set by run_stream; scrubbed from error_message
 
     @abc.abstractmethod
     def feed(self, chunk: bytes) -> None:
@@ -153,26 +179,46 @@ class StreamParser(abc.ABC):
         """The final message once the body ended; a stream without its terminal event fails."""
         if self.stop_reason is None:
             raise ProviderError(ErrorKind.NETWORK, f"{self.provider_name} stream ended before its final event")
-        return self.builder.finish(self.stop_reason, self.error_message)
+        error_message = None if self.error_message is None else scrub(self.error_message, self.secrets)
+        return self.builder.finish(self.stop_reason, error_message)
 
     def loads(self, data: str | bytes) -> Any:
         """Parse one event's JSON, or fail with a clear API error.
 
         Calls the JSON scanner directly (the hot path: once per event); anything unusual — leading
-        whitespace, bytes, trailing text — goes through ``json.loads`` for the exact same result.
+        whitespace, bytes, trailing text — goes through the full decoder for the exact same result.
+        ``NaN``/``Infinity`` are refused (they are not JSON, and could not be saved back), and so is
+        nesting too deep for Python's parser. A ``\\uD8xx`` escape may decode to a lone surrogate,
+        which no UTF-8 file can hold: events with such escapes have lone surrogates replaced by
+        U+FFFD (the same as invalid UTF-8 bytes get from the decoder).
         """
         try:
-            if type(data) is str:
-                try:
-                    value, end = _scan_once(data, 0)
-                except StopIteration:
-                    return json.loads(data)
-                if end == len(data) or not data[end:].strip():
-                    return value
-            return json.loads(data)
-        except ValueError:
+            value = self._parse(data)
+        except (ValueError, RecursionError):
             shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
             raise ProviderError(ErrorKind.API, f"invalid JSON in {self.provider_name} stream event: {shown!r}") from None
+        if (b"\\ud" in data or b"\\uD" in data) if type(data) is bytes else ("\\ud" in data or "\\uD" in data):
+            return fields.without_lone_surrogates(value)
+        return value
+
+    @staticmethod
+    def _parse(data: str | bytes) -> Any:
+        if type(data) is str:
+            try:
+                value, end = _scan_once(data, 0)
+            except StopIteration:
+                return _DECODER.decode(data)
+            if end == len(data) or not data[end:].strip():
+                return value
+            return _DECODER.decode(data)
+        return json.loads(data, parse_constant=no_json_constant)
+
+    def loads_object(self, data: str | bytes) -> dict[str, Any]:
+        """:meth:`loads` for events that must be a JSON object."""
+        value = self.loads(data)
+        if not isinstance(value, dict):
+            raise fields.malformed(f"{self.provider_name} stream event", value, "a JSON object")
+        return value
 
 
 class SSEParser(StreamParser):
@@ -237,104 +283,129 @@ def make_builder(on_event: StreamEventSink, model: str, provider: str) -> Assist
 
 
 def fail(builder: AssistantBuilder, error: ProviderError) -> AssistantMessage:
-    """The failure policy: raise while nothing reached the consumer, else end the partial message."""
-    if builder.emitted == 0 and not builder.content:
+    """The failure policy: raise while nothing reached the consumer, else end the partial message.
+
+    "Reached the consumer" is exactly the loop's visibility rule (SPEC EVT-7, ERR-2): a delta event
+    (text, thinking or tool-call arguments) was emitted. A tool call that was opened, or a redacted
+    thinking block, without any delta made nothing visible, so the attempt may still be retried.
+    """
+    if builder.emitted == 0:
         raise error
     log.info("%s stream failed after partial output: %s", builder.provider, error)
     return builder.finish(StopReason.ERROR, error.message)
 
 
 def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
-               parser: StreamParser) -> AssistantMessage:
-    """Send ``request`` and drive ``parser`` over the live body; see the module docstring."""
-    builder = parser.builder
+               parser: StreamParser, client: HttpClient) -> AssistantMessage:
+    """Send ``request`` with ``client`` and drive ``parser`` over the live body (module docstring)."""
+    connect, read, total = timeouts(model_config)
+    stop = CallStop(cancel, total)
     try:
-        return _run(request, model_config, cancel, parser)
+        return _guarded(parser, request.secrets, cancel,
+                        lambda: _run(request, (connect, read), stop, parser, client))
+    finally:
+        stop.close()
+
+
+def parse_body(parser: StreamParser, chunks: Iterable[bytes], cancel: CancellationToken | None = None,
+               secrets: tuple[str, ...] = ()) -> AssistantMessage:
+    """Drive ``parser`` over body bytes already at hand, with exactly the policy of
+    :func:`run_stream` (malformed data, the failure rule, scrubbing); for tests and tools."""
+    token = cancel or CancellationToken()
+    parser.cancel = token
+    return _guarded(parser, secrets, token, lambda: _consume(parser, iter(chunks), token))
+
+
+def _guarded(parser: StreamParser, secrets: tuple[str, ...], cancel: CancellationToken,
+             body: Callable[[], AssistantMessage]) -> AssistantMessage:
+    builder = parser.builder
+    parser.secrets = secrets
+    try:
+        return body()
     except _SinkFailure as exc:
         raise exc.original from None
     except ProviderError as exc:
         if cancel.is_cancelled():
             return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
-        exc.message = scrub(exc.message, request.secrets)
-        if exc.body:
-            exc.body = scrub(exc.body, request.secrets)
-        return fail(builder, exc)
+        return fail(builder, exc.redact(secrets))
 
 
-def _run(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
-         parser: StreamParser) -> AssistantMessage:
+def _run(request: HttpRequest, timeout: tuple[float, float], stop: CallStop, parser: StreamParser,
+         client: HttpClient) -> AssistantMessage:
     builder = parser.builder
-    parser.cancel = cancel
-    if cancel.is_cancelled():
+    parser.cancel = stop.token
+    if stop.token.is_cancelled():
         return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
-    connect_timeout, read_timeout = timeouts(model_config)
-    response = send(request, (connect_timeout, read_timeout), cancel)
-    if response is None:
-        return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
-    unregister = cancel.on_cancel(lambda: abort_response(response))
+    log.debug("POST %s", request.safe_url())
     try:
-        if response.status_code >= 400:
-            raise http_error(response, request)
-        check_content_type(response, parser)
-        for chunk in iter_body(response, read_timeout):
-            parser.feed(chunk)
-            if parser.done or cancel.is_cancelled():
-                break
-        if cancel.is_cancelled():
-            return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
-        parser.close()
-        return parser.result()
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
-        if isinstance(exc, ProviderError):
-            raise
-        log.debug("malformed %s stream", parser.provider_name, exc_info=True)
-        raise ProviderError(ErrorKind.API, f"malformed {parser.provider_name} stream event: "
-                                           f"{type(exc).__name__}: {exc}") from None
+        response = client.post(request.url, request.headers, request.body, timeout, stop.token)
+    except Exception as exc:
+        raise _stopped(stop) or _transport_error(exc, request, timeout) from None
+    if response is None:
+        if stop.expired:
+            raise _stopped(stop)  # type: ignore[misc]
+        return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+    unregister = stop.token.on_cancel(lambda: abort_response(response))
+    try:
+        check_response(response, request, parser)
+        body = _body(response, timeout[1])
+        message = _consume(parser, body, stop.token, lambda: _stopped(stop))
+        if parser.done and message.stop_reason is not StopReason.ABORTED:
+            drain(body, response)  # read to the end so the connection goes back to the pool
+        return message
+    except ProviderError as exc:
+        raise (_stopped(stop) or exc) from None
     finally:
         unregister()
         response.close()
 
 
-def send(request: HttpRequest, timeout: tuple[float, float], cancel: CancellationToken) -> requests.Response | None:
-    """POST on a helper thread; return the response (headers read), or None when cancelled first."""
-    outcome: dict[str, Any] = {}
-    ready = threading.Event()
-    lock = threading.Lock()
-
-    def worker() -> None:
-        try:
-            response = _get_session().post(request.url, data=request.body, headers=request.headers,
-                                           stream=True, timeout=timeout)
-        except BaseException as exc:  # handed to the waiting thread
-            outcome["error"] = exc
-        else:
-            with lock:
-                if outcome.get("abandoned"):
-                    response.close()
-                    return
-                outcome["response"] = response
-        ready.set()
-
-    log.debug("POST %s", request.safe_url())
-    unregister = cancel.on_cancel(ready.set)
-    threading.Thread(target=worker, name="phi-http-send", daemon=True).start()
+def _consume(parser: StreamParser, body: Iterator[bytes], cancel: CancellationToken,
+             stopped: Callable[[], ProviderError | None] = lambda: None) -> AssistantMessage:
+    """Feed body chunks to ``parser`` until its terminal event, the end, or cancellation; a
+    malformed event (a parser tripping on an unexpected shape) becomes an ``api`` error.
+    ``stopped`` tells a cancellation that is really a failure (the total time bound) apart."""
+    builder = parser.builder
     try:
-        ready.wait()
-    finally:
-        unregister()
-    with lock:
+        for chunk in body:
+            parser.feed(chunk)
+            if parser.done or cancel.is_cancelled():
+                break
         if cancel.is_cancelled():
-            outcome["abandoned"] = True
-            if "response" in outcome:
-                outcome["response"].close()
-            return None
-    if "error" in outcome:
-        raise _transport_error(outcome["error"], request, timeout)
-    return outcome["response"]
+            failure = stopped()
+            if failure is not None:
+                raise failure
+            return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
+        parser.close()
+        return parser.result()
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as exc:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("malformed %s stream: %s", parser.provider_name, scrub(traceback.format_exc(), parser.secrets))
+        raise ProviderError(ErrorKind.API, f"malformed {parser.provider_name} stream event: "
+                                           f"{type(exc).__name__}: {exc}") from None
+
+
+def _body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
+    """:func:`transport.iter_body` with transport failures as ``network`` ProviderErrors."""
+    try:
+        yield from iter_body(response)
+    except (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.ReadTimeout):
+        raise ProviderError(ErrorKind.NETWORK, f"no data from the server for {read_timeout:g}s (read timeout)") from None
+    except (urllib3.exceptions.HTTPError, requests.exceptions.RequestException, OSError, ValueError,
+            AttributeError) as exc:
+        raise ProviderError(ErrorKind.NETWORK, f"connection lost mid-stream: {_reason(exc)}") from None
+
+
+def _stopped(stop: CallStop) -> ProviderError | None:
+    """The error for a call stopped by its total time bound (None if that is not what happened)."""
+    if not stop.expired:
+        return None
+    return ProviderError(ErrorKind.NETWORK, f"the call took longer than its total time bound of {stop.total:g}s "
+                                            "(ModelConfig.options['total_timeout'])")
 
 
 def _transport_error(exc: BaseException, request: HttpRequest, timeout: tuple[float, float]) -> ProviderError:
-    host = urlsplit(request.url).netloc
+    host = safe_host(request.url)
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         text = f"could not connect to {host} within {timeout[0]:g}s"
     elif isinstance(exc, requests.exceptions.ReadTimeout):
@@ -369,11 +440,7 @@ def _reason(exc: BaseException) -> str:
 
 def http_error(response: requests.Response, request: HttpRequest) -> ProviderError:
     """Classify an HTTP error response, reading at most 1 MiB of its body."""
-    try:
-        raw = response.raw.read(MAX_ERROR_BODY, decode_content=True) or b""
-    except Exception:  # the body is a bonus; the status is what matters
-        raw = b""
-    body = scrub(raw.decode("utf-8", "replace"), request.secrets)
+    body = _read_error_body(response, request)
     headers = dict(response.headers)
     error = ProviderError.classify(response.status_code, body, headers)
     error_type = headers.get("x-amzn-ErrorType") or headers.get("x-amzn-errortype")
@@ -382,60 +449,36 @@ def http_error(response: requests.Response, request: HttpRequest) -> ProviderErr
     return error
 
 
-def check_content_type(response: requests.Response, parser: StreamParser) -> None:
-    """A JSON body where a stream was expected is an error payload (some servers send 200)."""
+def check_response(response: requests.Response, request: HttpRequest, parser: StreamParser) -> None:
+    """Raise for anything that is not the event stream asked for: an HTTP error status, a redirect
+    (not followed: it would resend the key headers elsewhere), a JSON error payload sent with 200,
+    or an HTML page (a proxy or captive portal answering): those are ``api`` errors, not retried."""
+    status = response.status_code
+    if status >= 400:
+        raise http_error(response, request)
+    if 300 <= status < 400:
+        location = scrub(response.headers.get("location", "(no Location header)"), request.secrets)
+        raise ProviderError(ErrorKind.API, f"the server redirected to {location}; redirects are not followed "
+                                           "(set ModelConfig.base_url to the final address)", status=status)
     ctype = response.headers.get("content-type", "").lower()
-    if not ctype.startswith("application/json"):
-        return
-    raw = response.raw.read(MAX_ERROR_BODY, decode_content=True) or b""
-    body = raw.decode("utf-8", "replace")
-    error = ProviderError.classify(400, body, dict(response.headers))
-    error.status = response.status_code
-    if error.kind is ErrorKind.API and '"error"' not in body:
-        error.message = f"expected a {parser.provider_name} event stream, got a JSON body: {body[:200]}"
-    raise error
+    if ctype.startswith("application/json"):
+        body = _read_error_body(response, request)
+        error = ProviderError.classify(400, body, dict(response.headers))
+        error.status = status
+        if error.kind is ErrorKind.API and '"error"' not in body:
+            error.message = f"expected a {parser.provider_name} event stream, got a JSON body: {body[:200]}"
+        raise error
+    if ctype.startswith(("text/html", "application/xhtml")):
+        body = _read_error_body(response, request)
+        raise ProviderError(ErrorKind.API, f"expected a {parser.provider_name} event stream, got an HTML page "
+                                           f"({ctype}): {' '.join(body.split())[:200]}", status=status,
+                            body=body[:4000])
 
 
-def iter_body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
-    """The body bytes as they arrive, one network chunk at a time."""
-    raw = response.raw
+def _read_error_body(response: requests.Response, request: HttpRequest) -> str:
+    """At most :data:`MAX_ERROR_BODY` of the body, decoded and scrubbed ("" if unreadable)."""
     try:
-        if raw.chunked and raw.supports_chunked_reads():
-            yield from raw.stream(None, decode_content=True)  # what iter_content(None) does
-        else:
-            read1 = raw.read1
-            while True:
-                chunk = read1(65536)
-                if not chunk:
-                    return
-                yield chunk
-    except (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.ReadTimeout):
-        raise ProviderError(ErrorKind.NETWORK, f"no data from the server for {read_timeout:g}s (read timeout)") from None
-    except (urllib3.exceptions.HTTPError, requests.exceptions.RequestException, OSError, ValueError,
-            AttributeError) as exc:
-        raise ProviderError(ErrorKind.NETWORK, f"connection lost mid-stream: {_reason(exc)}") from None
-
-
-def abort_response(response: requests.Response) -> None:
-    """Interrupt a read blocked on ``response`` (from any thread): shut the socket down, close."""
-    sock = _socket_of(response)
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    try:
-        response.close()
-    except Exception:  # closing races the reading thread; the shutdown already did the work
-        log.debug("closing an aborted response failed", exc_info=True)
-
-
-def _socket_of(response: requests.Response) -> socket.socket | None:
-    raw = response.raw
-    conn = getattr(raw, "_connection", None)
-    sock = getattr(conn, "sock", None)
-    if isinstance(sock, socket.socket):
-        return sock
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
+        raw = response.raw.read(MAX_ERROR_BODY, decode_content=True) or b""
+    except Exception:  # the body is a bonus; the status is what matters
+        raw = b""
+    return scrub(raw.decode("utf-8", "replace"), request.secrets)

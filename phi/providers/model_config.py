@@ -2,13 +2,18 @@
 
 ``api`` selects the wire protocol (one provider module each); ``provider`` names the service
 (``anthropic``, ``openai``, ``groq``...) and becomes the first segment of derived loop ids.
-Secrets (``api_key`` and header values) never appear in ``repr``.
+Secrets (``api_key`` and header values) never appear in ``repr``; they are stripped of surrounding
+whitespace and refused if a control character remains inside (:mod:`phi.providers.secrets`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
+
+from ..errors import ConfigError
+from .secrets import check_headers, check_secret
 
 # Wire protocol identifiers (``ModelConfig.api``).
 API_ANTHROPIC = "anthropic_messages"
@@ -33,6 +38,45 @@ class OpenAICompat:
     reasoning_field: str | None = None  # "reasoning_content" / "reasoning"; None reads both
 
 
+# --------------------------------------------------------------------------- capabilities
+
+# What a model accepts in a request beyond the basics. Defaults first; rules below adjust them by
+# model id; ``ModelConfig.capabilities`` overrides both (e.g. for an Azure deployment name).
+DEFAULT_CAPABILITIES: dict[str, bool] = {
+    "temperature": True,  # a non-default sampling temperature (reasoning models refuse it with a 400)
+    "bedrock_prompt_cache": False,  # Bedrock cachePoint blocks in system and messages (Claude, Nova)
+    "bedrock_tool_cache": False,  # a Bedrock cachePoint inside toolConfig.tools (Claude only; Nova refuses)
+}
+
+
+def _openai_reasoning(model: str) -> bool:
+    """o1/o3/o4 and gpt-5 models (but not the non-reasoning ``gpt-5-chat``)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return re.match(r"o[134](-|$)", name) is not None or (name.startswith("gpt-5") and "-chat" not in name)
+
+
+def _claude_opus_at_least_4_7(model: str) -> bool:
+    match = re.search(r"claude-opus-(\d+)(?:[-.](\d{1,2})(?!\d))?", model.lower())
+    return match is not None and (int(match.group(1)), int(match.group(2) or 0)) >= (4, 7)
+
+
+CAPABILITY_RULES: tuple[tuple[Callable[[str], bool], dict[str, bool]], ...] = (
+    (_openai_reasoning, {"temperature": False}),
+    (_claude_opus_at_least_4_7, {"temperature": False}),
+    (lambda m: "anthropic" in m or "claude" in m, {"bedrock_prompt_cache": True, "bedrock_tool_cache": True}),
+    (lambda m: "nova" in m, {"bedrock_prompt_cache": True}),
+)
+
+
+def capabilities_for(model: str) -> dict[str, bool]:
+    """The capability table's answer for a model id (see :data:`CAPABILITY_RULES`)."""
+    found = dict(DEFAULT_CAPABILITIES)
+    for matches, values in CAPABILITY_RULES:
+        if matches(model):
+            found.update(values)
+    return found
+
+
 @dataclass(slots=True)
 class ModelConfig:
     id: str
@@ -47,6 +91,23 @@ class ModelConfig:
     max_tokens: int = 8192
     compat: OpenAICompat = field(default_factory=OpenAICompat)
     options: dict[str, Any] = field(default_factory=dict)  # protocol extras: region, project, api_version, ...
+    capabilities: dict[str, bool] = field(default_factory=dict)  # overrides of the capability table
+
+    def __post_init__(self) -> None:
+        # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.
+        self.api_key = check_secret(self.api_key, "ModelConfig.api_key")
+        self.headers = check_headers(self.headers, "ModelConfig.headers")
+        unknown = set(self.capabilities) - set(DEFAULT_CAPABILITIES)
+        if unknown:
+            raise ConfigError(f"unknown ModelConfig.capabilities {sorted(unknown)}; known: "
+                              f"{sorted(DEFAULT_CAPABILITIES)}")
+
+    def supports(self, capability: str) -> bool:
+        """Whether the model accepts ``capability`` (:data:`DEFAULT_CAPABILITIES` lists them): the
+        override in ``capabilities`` if any, else the table's answer for ``id``."""
+        if capability in self.capabilities:
+            return bool(self.capabilities[capability])
+        return capabilities_for(self.id)[capability]
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "unset"

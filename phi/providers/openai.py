@@ -26,13 +26,13 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
+from . import convert, fields
 from .base import StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.openai")
 
@@ -55,11 +55,14 @@ class OpenAIProvider:
 
     provider_id = "openai"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = build_request(config)
         mc = config.model_config
         parser = ChatCompletionsParser(make_builder(on_event, mc.id, mc.provider or "openai"), mc)
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -100,8 +103,8 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         body[compat.max_tokens_field or "max_tokens"] = max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     if config.tools:
         body["tools"] = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
@@ -195,45 +198,66 @@ class ChatCompletionsParser(SSEParser):
             if self.stop_reason is None and self._finish is None and self.error_message is None:
                 self._finalise("stop")
             return
-        chunk = self.loads(data)
+        chunk = self.loads_object(data)
         if event.event == "error" or "error" in chunk:
             self._on_error(chunk.get("error", chunk))
-        choices = chunk.get("choices")
+        choices = fields.array(chunk.get("choices"), "choices")
         if choices:
-            self._on_choice(choices[0])
+            self._on_choice(fields.obj(choices[0], "choices[0]"))
         usage = chunk.get("usage")
         if usage:
-            self._on_usage(usage)
+            self._on_usage(fields.obj(usage, "usage"))
 
     def _on_choice(self, choice: dict[str, Any]) -> None:
-        delta = choice.get("delta")
+        delta = fields.obj(choice.get("delta"), "delta")
         builder = self.builder
         if delta:
             content = delta.get("content")
-            if content:
-                builder.text(content)
+            if type(content) is str:
+                if content:
+                    builder.text(content)
+            elif content is not None:
+                self._on_content_parts(fields.array(content, "delta.content"))
             for field in self._reasoning_fields:
                 reasoning = delta.get(field)
                 if reasoning and isinstance(reasoning, str):
                     builder.thinking(reasoning)
                     break
-            calls = delta.get("tool_calls")
-            if calls:
-                for call in calls:
-                    self._on_tool_call(call)
+            calls = fields.array(delta.get("tool_calls"), "delta.tool_calls")
+            for call in calls:
+                self._on_tool_call(fields.obj(call, "delta.tool_calls[]"))
         reason = choice.get("finish_reason")
         if reason and self._finish is None:
-            self._finalise(reason)
+            self._finalise(fields.text(reason, "finish_reason"))
+
+    def _on_content_parts(self, parts: list[Any]) -> None:
+        """``delta.content`` as a list of typed parts (Mistral: ``text`` and ``thinking`` parts,
+        the latter holding a list of text parts); other part types carry nothing we keep."""
+        for part in parts:
+            part = fields.obj(part, "delta.content[]")
+            kind = part.get("type")
+            if kind == "text":
+                text = fields.text(part.get("text"), "delta.content[].text")
+                if text:
+                    self.builder.text(text)
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                pieces = [inner] if type(inner) is str else fields.array(inner, "delta.content[].thinking")
+                for piece in pieces:
+                    text = piece if type(piece) is str else fields.text(fields.obj(piece, "thinking[]").get("text"),
+                                                                         "delta.content[].thinking[].text")
+                    if text:
+                        self.builder.thinking(text)
 
     def _on_tool_call(self, call: dict[str, Any]) -> None:
         wire_index = call.get("index", len(self._tools))
-        function = call.get("function") or {}
+        function = fields.obj(call.get("function"), "tool_calls[].function")
         index = self._tools.get(wire_index)
         if index is None:
-            call_id = call.get("id") or f"call_{wire_index}"
-            index = self.builder.tool_call_start(call_id, function.get("name") or "")
+            call_id = fields.text(call.get("id"), "tool_calls[].id") or f"call_{wire_index}"
+            index = self.builder.tool_call_start(call_id, fields.text(function.get("name"), "tool_calls[].function.name"))
             self._tools[wire_index] = index
-        arguments = function.get("arguments")
+        arguments = fields.arguments_text(function.get("arguments"), "tool_calls[].function.arguments")
         if arguments:
             self.builder.tool_call_delta(index, arguments)
 
@@ -258,14 +282,18 @@ class ChatCompletionsParser(SSEParser):
         raise problem
 
     def _on_usage(self, usage: dict[str, Any]) -> None:
-        prompt = usage.get("prompt_tokens") or 0
-        completion = usage.get("completion_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        total = usage.get("total_tokens") or prompt + completion
-        self.builder.usage = Usage(prompt - cached, completion, reasoning, cached, 0, total)
+        prompt = fields.count(usage.get("prompt_tokens"))
+        cached = fields.count(_detail(usage, "prompt_tokens_details", "cached_tokens"))
+        reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+        self.builder.usage = fields.usage(max(0, prompt - cached), usage.get("completion_tokens"), reasoning, cached,
+                                          0, usage.get("total_tokens"))
 
     def result(self) -> AssistantMessage:
         if self.stop_reason is None and self.error_message is None:
             self.builder.close_open_tool_calls()
         return super().result()
+
+
+def _detail(usage: dict[str, Any], group: str, name: str) -> Any:
+    details = usage.get(group)
+    return details.get(name) if isinstance(details, dict) else None

@@ -26,13 +26,13 @@ from ..types import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
-from . import convert
-from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from . import convert, fields
+from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink, parse_arguments
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
 from .model_config import ModelConfig
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.openai_responses")
 
@@ -44,11 +44,14 @@ class OpenAIResponsesProvider:
 
     provider_id = "openai_responses"
 
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
+
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         request = self.build_request(config)
         mc = config.model_config
         parser = ResponsesParser(make_builder(on_event, mc.id, mc.provider or "openai"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
     def build_request(self, config: StreamConfig) -> HttpRequest:
         mc = config.model_config
@@ -73,8 +76,8 @@ def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
         body["max_output_tokens"] = max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        body["temperature"] = temperature
     if config.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": t.parameters, "strict": False} for t in config.tools]
@@ -108,7 +111,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
 
 def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"type": "input_text", "text": "Images returned by the tool call(s) above:"}]
-    parts += [{"type": "input_image", "image_url": convert.data_url(i)} for i in images]
+    parts += [_image(i) for i in images]
     return {"role": "user", "content": parts}
 
 
@@ -118,8 +121,19 @@ def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
         if isinstance(block, TextContent) and block.text:
             parts.append({"type": "input_text", "text": block.text})
         elif isinstance(block, ImageContent):
-            parts.append({"type": "input_image", "image_url": convert.data_url(block)})
+            parts.append(_image(block))
     return parts
+
+
+def _image(image: ImageContent) -> dict[str, Any]:
+    # ``detail`` is required by the API's schema (strict servers such as vLLM enforce it).
+    return {"type": "input_image", "image_url": convert.data_url(image), "detail": "auto"}
+
+
+def _assistant_text(text: str) -> dict[str, Any]:
+    """Earlier assistant text, as an input message with string content: the output-message form
+    (``output_text`` parts) requires the original item ``id``, which phi does not keep."""
+    return {"type": "message", "role": "assistant", "content": text}
 
 
 def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, Any]]:
@@ -128,15 +142,13 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
     for block in message.content:
         if isinstance(block, TextContent):
             if block.text:
-                items.append({"type": "message", "role": "assistant", "status": "completed",
-                              "content": [{"type": "output_text", "text": block.text, "annotations": []}]})
+                items.append(_assistant_text(block.text))
         elif isinstance(block, ThinkingContent):
             item = _reasoning_item(block) if origin_ok else None
             if item is not None:
                 items.append(item)
             elif not origin_ok and (text := convert.thinking_as_text(block)) is not None:
-                items.append({"type": "message", "role": "assistant", "status": "completed",
-                              "content": [{"type": "output_text", "text": text, "annotations": []}]})
+                items.append(_assistant_text(text))
         elif isinstance(block, ToolCall):
             items.append({"type": "function_call", "call_id": block.id, "name": block.name,
                           "arguments": json.dumps(block.arguments)})
@@ -187,22 +199,23 @@ class ResponsesParser(SSEParser):
         }
 
     def handle(self, event: Any) -> None:
-        data = self.loads(event.data)
+        data = self.loads_object(event.data)
         handler = self._handlers.get(data.get("type") or event.event)
         if handler is not None:  # unknown item and event types are ignored
             handler(data)
 
     def _on_created(self, data: dict[str, Any]) -> None:
-        self.response_id = (data.get("response") or {}).get("id", "")
+        self.response_id = fields.text(fields.obj(data.get("response"), "response").get("id"), "response.id")
         self.builder.start()
 
     def _on_item_added(self, data: dict[str, Any]) -> None:
-        item = data.get("item") or {}
+        item = fields.obj(data.get("item"), "item")
         kind = item.get("type")
-        item_id = item.get("id") or str(data.get("output_index"))
+        item_id = _item_id(item, data)
         if kind == "function_call":
             self._saw_tool = True
-            self._tools[item_id] = self.builder.tool_call_start(item.get("call_id") or item_id, item.get("name", ""))
+            call_id = fields.text(item.get("call_id"), "item.call_id") or item_id
+            self._tools[item_id] = self.builder.tool_call_start(call_id, fields.text(item.get("name"), "item.name"))
         elif kind in ("message", "reasoning"):
             self._fresh.add(item_id)
 
@@ -213,31 +226,31 @@ class ResponsesParser(SSEParser):
         return False
 
     def _on_text(self, data: dict[str, Any]) -> None:
-        self.builder.text(data.get("delta", ""), self._take_fresh(data.get("item_id", "")))
+        self.builder.text(fields.text(data.get("delta"), "delta"), self._take_fresh(data.get("item_id", "")))
 
     def _on_reasoning(self, data: dict[str, Any]) -> None:
         item_id = data.get("item_id", "")
         self._reasoning_open.add(item_id)
-        self.builder.thinking(data.get("delta", ""), None, self._take_fresh(item_id))
+        self.builder.thinking(fields.text(data.get("delta"), "delta"), None, self._take_fresh(item_id))
 
     def _on_summary_part(self, data: dict[str, Any]) -> None:
-        if data.get("summary_index", 0) > 0 and data.get("item_id") in self._reasoning_open:
+        if fields.count(data.get("summary_index")) > 0 and data.get("item_id") in self._reasoning_open:
             self.builder.thinking("\n\n")
 
     def _on_args(self, data: dict[str, Any]) -> None:
         index = self._tools.get(data.get("item_id", ""))
         if index is not None:
-            self.builder.tool_call_delta(index, data.get("delta", ""))
+            self.builder.tool_call_delta(index, fields.text(data.get("delta"), "delta"))
 
     def _on_item_done(self, data: dict[str, Any]) -> None:
-        item = data.get("item") or {}
+        item = fields.obj(data.get("item"), "item")
         kind = item.get("type")
-        item_id = item.get("id") or str(data.get("output_index"))
+        item_id = _item_id(item, data)
         if kind == "function_call":
             index = self._tools.pop(item_id, None)
             if index is not None:
                 raw = item.get("arguments")
-                args = convert_arguments(raw) if isinstance(raw, str) else None
+                args = parse_arguments(raw) if isinstance(raw, str) else None  # the authoritative text
                 self.builder.tool_call_end(index, args)
         elif kind == "reasoning":
             signature = json.dumps(item, separators=(",", ":"))
@@ -248,15 +261,15 @@ class ResponsesParser(SSEParser):
                 self.builder.thinking("", signature, True)
 
     def _on_terminal(self, data: dict[str, Any]) -> None:
-        response = data.get("response") or {}
+        response = fields.obj(data.get("response"), "response")
         self._set_usage(response.get("usage"))
         self.done = True
         self.builder.close_open_tool_calls()
-        status = response.get("status") or data.get("type", "").rsplit(".", 1)[-1]
+        status = response.get("status") or str(data.get("type", "")).rsplit(".", 1)[-1]
         if status == "completed":
             self.stop_reason = StopReason.TOOL_USE if self._saw_tool else StopReason.STOP
         elif status == "incomplete":
-            reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+            reason = fields.obj(response.get("incomplete_details"), "incomplete_details").get("reason") or "unknown"
             if reason == "max_output_tokens":
                 self.stop_reason = StopReason.LENGTH
             else:
@@ -269,29 +282,25 @@ class ResponsesParser(SSEParser):
     def _on_error(self, data: dict[str, Any]) -> None:
         error = data.get("error") if isinstance(data.get("error"), dict) else data  # nested (2025+) or flat
         problem = convert.error_from_payload({k: error.get(k) for k in ("code", "message", "param", "type")})
-        if (data.get("code") or "") == "insufficient_quota":
+        if data.get("code") == "insufficient_quota":
             problem.kind = ErrorKind.API  # retrying cannot help until the account is topped up
         raise problem
 
-    def _set_usage(self, usage: dict[str, Any] | None) -> None:
+    def _set_usage(self, usage: Any) -> None:
         if not usage:
             return
-        inp = usage.get("input_tokens") or 0
-        out = usage.get("output_tokens") or 0
-        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
-        self.builder.usage = Usage(inp - cached, out, reasoning, cached, 0, usage.get("total_tokens") or inp + out)
+        usage = fields.obj(usage, "response.usage")
+        inp = fields.count(usage.get("input_tokens"))
+        cached = fields.count(fields.obj(usage.get("input_tokens_details"), "input_tokens_details").get("cached_tokens"))
+        reasoning = fields.obj(usage.get("output_tokens_details"), "output_tokens_details").get("reasoning_tokens")
+        self.builder.usage = fields.usage(max(0, inp - cached), usage.get("output_tokens"), reasoning, cached, 0,
+                                          usage.get("total_tokens"))
 
 
-def convert_arguments(raw: str) -> dict[str, Any] | None:
-    """Parse the authoritative argument string; None lets the builder keep the raw text."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+def _item_id(item: dict[str, Any], data: dict[str, Any]) -> str:
+    """An output item's id (``fc_…``, ``rs_…``), or its output index when it has none."""
+    item_id = item.get("id")
+    return item_id if type(item_id) is str and item_id else str(data.get("output_index"))
 
 
 __all__ = ["OpenAIResponsesProvider", "ResponsesParser", "build_body", "convert_messages", "ProviderError"]

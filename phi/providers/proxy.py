@@ -20,9 +20,11 @@ import logging
 from typing import Any
 
 from ..cancel import CancellationToken
-from ..types import AssistantMessage, StopReason, Usage, message_to_json
+from ..types import AssistantMessage, StopReason, message_to_json
+from . import convert, fields
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
+from .transport import HttpClient
 
 log = logging.getLogger("phi.providers.proxy")
 
@@ -31,6 +33,9 @@ class ProxyProvider:
     """Streams through a phi/pi-style proxy server."""
 
     provider_id = "proxy"
+
+    def __init__(self) -> None:
+        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         mc = config.model_config
@@ -42,15 +47,15 @@ class ProxyProvider:
         headers.update(mc.headers)
         request = HttpRequest(mc.base_url, headers, json_bytes(build_body(config)), (str(token),))
         parser = ProxyParser(make_builder(on_event, mc.id, mc.provider or "proxy"))
-        return run_stream(request, mc, cancel, parser)
+        return run_stream(request, mc, cancel, parser, self.http)
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:
     mc = config.model_config
     options: dict[str, Any] = {"thinkingLevel": config.thinking_level.value,
                                "maxTokens": config.max_tokens or mc.max_tokens}
-    if config.temperature is not None:
-        options["temperature"] = config.temperature
+    if (temperature := convert.temperature(config)) is not None:
+        options["temperature"] = temperature
     return {
         "model": {"id": mc.id, "api": mc.options.get("upstream_api", ""), "provider": mc.provider},
         "context": {"systemPrompt": config.system_prompt,
@@ -69,7 +74,7 @@ class ProxyParser(SSEParser):
         self._fresh: set[int] = set()
 
     def handle(self, event: Any) -> None:
-        data = self.loads(event.data)
+        data = self.loads_object(event.data)
         kind = data.get("type")
         builder = self.builder
         index = data.get("contentIndex", 0)
@@ -78,15 +83,16 @@ class ProxyParser(SSEParser):
         elif kind in ("text_start", "thinking_start"):
             self._fresh.add(index)
         elif kind == "text_delta":
-            builder.text(data.get("delta", ""), self._take(index))
+            builder.text(fields.text(data.get("delta"), "delta"), self._take(index))
         elif kind == "thinking_delta":
-            builder.thinking(data.get("delta", ""), None, self._take(index))
+            builder.thinking(fields.text(data.get("delta"), "delta"), None, self._take(index))
         elif kind == "thinking_end" and data.get("signature"):
-            builder.thinking_signature(data["signature"])
+            builder.thinking_signature(fields.text(data["signature"], "signature"))
         elif kind == "toolcall_start":
-            self._tools[index] = builder.tool_call_start(data.get("id", f"call_{index}"), data.get("toolName", ""))
+            call_id = fields.text(data.get("id"), "id") or f"call_{index}"
+            self._tools[index] = builder.tool_call_start(call_id, fields.text(data.get("toolName"), "toolName"))
         elif kind == "toolcall_delta" and index in self._tools:
-            builder.tool_call_delta(self._tools[index], data.get("delta", ""))
+            builder.tool_call_delta(self._tools[index], fields.text(data.get("delta"), "delta"))
         elif kind == "toolcall_end" and index in self._tools:
             builder.tool_call_end(self._tools.pop(index))
         elif kind == "done":
@@ -96,7 +102,7 @@ class ProxyParser(SSEParser):
             self.done = True
         elif kind == "error":
             self._usage(data.get("usage"))
-            message = data.get("errorMessage") or "proxy reported an error"
+            message = str(data.get("errorMessage") or "proxy reported an error")
             if data.get("reason") == "aborted":
                 self.stop_reason, self.error_message, self.done = StopReason.ABORTED, message, True
                 return
@@ -110,7 +116,6 @@ class ProxyParser(SSEParser):
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            try:
-                self.builder.usage = Usage.from_json(usage)
-            except ValueError:
-                log.debug("ignoring malformed proxy usage %r", usage)
+            self.builder.usage = fields.usage(usage.get("input"), usage.get("output"), usage.get("reasoning"),
+                                              usage.get("cache_read"), usage.get("cache_write"),
+                                              usage.get("total_tokens"))

@@ -8,10 +8,15 @@ the real recordings: a Chat Completions stream (text-delta chunks, a finish chun
 delivered to a consumer. The SDKs (installed into a separate venv, ``.cache/bench-venv``, never into
 phi's dependencies) iterate their raw event streams over the same bytes in a subprocess.
 
+A second figure is the cost of one huge event (issue 10 item 7: the decoder used to be quadratic
+in the size of one event): a 16 MB ``data:`` line decoded by phi's SSE decoder from 16 KB network
+reads, and a whole Gemini call over HTTP whose reply carries a 16 MB inline image part.
+
 Prints events/s for each and the ratios; the last line is one JSON object with all figures.
 Benchmarks report, they never judge: nothing here fails on a slow result.
 
 Usage: python3 scripts/bench/sse_throughput.py [--events N] [--repeat R] [--chunk BYTES] [--no-sdk]
+                                               [--big-mb MB]
 """
 
 from __future__ import annotations
@@ -75,13 +80,24 @@ def anthropic_stream(n: int) -> bytes:
 # --------------------------------------------------------------------------- local server
 
 
+def big_gemini_stream(megabytes: int) -> bytes:
+    """A Gemini reply: some text, then one event carrying a ``megabytes`` MB inline image."""
+    image = "A" * (megabytes << 20)
+    first = {"candidates": [{"content": {"parts": [{"text": "Here is the picture."}], "role": "model"}}]}
+    last = {"candidates": [{"content": {"parts": [{"inlineData": {"mimeType": "image/png", "data": image}}],
+                                        "role": "model"}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1290, "totalTokenCount": 1295}}
+    return f"data: {json.dumps(first)}\r\n\r\ndata: {json.dumps(last)}\r\n\r\n".encode("utf-8")
+
+
 def serve(bodies: dict[str, bytes], chunk: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:  # noqa: N802 (http.server naming)
             self.rfile.read(int(self.headers.get("content-length", "0")))
-            body = bodies["anthropic" if "messages" in self.path else "chat"]
+            kind = "big" if "streamGenerateContent" in self.path else "anthropic" if "messages" in self.path else "chat"
+            body = bodies[kind]
             self.send_response(200)
             self.send_header("content-type", "text/event-stream; charset=utf-8")
             self.send_header("transfer-encoding", "chunked")
@@ -130,6 +146,36 @@ def bench_phi(url: str, kind: str, repeat: int) -> dict[str, float]:
         events = seen[0]
         assert message.stop_reason.value == "stop", message.error_message
     return {"seconds": best, "events_delivered": events}
+
+
+def bench_big_event(url: str, megabytes: int, chunk: int, repeat: int) -> dict[str, float]:
+    """Seconds to decode one ``megabytes`` MB event (decoder only, ``chunk``-byte reads), and for
+    a whole Gemini call whose reply carries it (HTTP, parser, message assembly)."""
+    from phi.cancel import CancellationToken
+    from phi.providers.base import StreamConfig
+    from phi.providers.model_config import ModelConfig
+    from phi.providers.registry import get_provider
+    from phi.providers.sse import SSEDecoder
+    from phi.types import UserMessage
+
+    body = b"data: " + json.dumps({"data": "A" * (megabytes << 20)}).encode() + b"\n\n"
+    decoder_best = float("inf")
+    for _ in range(repeat):
+        decoder = SSEDecoder()
+        start = time.perf_counter()
+        events = [e for i in range(0, len(body), chunk) for e in decoder.feed(body[i : i + chunk])]
+        decoder_best = min(decoder_best, time.perf_counter() - start)
+        assert len(events) == 1
+    mc = ModelConfig.google("gemini-bench", api_key="bench-key", base_url=url)
+    provider = get_provider(mc)
+    config = StreamConfig(mc, messages=[UserMessage.text("draw")])
+    call_best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        message = provider.stream(config, lambda event: None, CancellationToken())
+        call_best = min(call_best, time.perf_counter() - start)
+        assert message.stop_reason.value == "stop", message.error_message
+    return {"decoder_s": decoder_best, "gemini_call_s": call_best}
 
 
 # --------------------------------------------------------------------------- SDKs (separate venv)
@@ -195,9 +241,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--chunk", type=int, default=16_384, help="bytes per HTTP chunk sent by the server")
     parser.add_argument("--no-sdk", action="store_true", help="skip the SDK comparison")
+    parser.add_argument("--big-mb", type=int, default=16, help="size of the single huge event, in MB")
     args = parser.parse_args()
 
-    bodies = {"chat": chat_stream(args.events), "anthropic": anthropic_stream(args.events)}
+    bodies = {"chat": chat_stream(args.events), "anthropic": anthropic_stream(args.events),
+              "big": big_gemini_stream(args.big_mb)}
     server = serve(bodies, args.chunk)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     python = None if args.no_sdk else ensure_venv()
@@ -216,6 +264,11 @@ def main() -> None:
                 figures[f"ratio_{kind}_phi_over_{sdk}"] = round(phi_rate / sdk_rate, 2)
                 line += f" | {sdk} SDK {sdk_result['version']}: {sdk_rate:>9,.0f} events/s | ratio {phi_rate / sdk_rate:.1f}x"
         print(line, flush=True)
+    big = bench_big_event(url, args.big_mb, args.chunk, min(args.repeat, 3))
+    figures[f"phi_{args.big_mb}mb_event_decoder_s"] = round(big["decoder_s"], 4)
+    figures[f"phi_{args.big_mb}mb_event_gemini_call_s"] = round(big["gemini_call_s"], 4)
+    print(f"one {args.big_mb} MB event: decoder {big['decoder_s']:.3f} s ({args.chunk}-byte reads), "
+          f"whole Gemini call over HTTP {big['gemini_call_s']:.3f} s", flush=True)
     server.shutdown()
     print(json.dumps(figures))
 

@@ -35,6 +35,8 @@ class Reply:
     silent_before_headers: bool = False
     truncate_after: int | None = None  # close cleanly (FIN) without the final chunk after N bytes
     delay: float = 0.0  # seconds between chunks
+    gzip: bool = False  # send the body gzip-compressed with Content-Encoding: gzip
+    hang_at_end: bool = False  # send the whole body, then neither the chunked terminator nor a close
 
 
 @dataclass
@@ -58,6 +60,8 @@ class ReplayServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
+        self.connections = 0  # TCP connections accepted
+        self.closed_by_client: list[float] = []  # when a client closed a connection we kept silent on
         self._stop = threading.Event()
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -89,6 +93,7 @@ class ReplayServer:
                 return
             with self._lock:
                 self._open.append(conn)
+                self.connections += 1
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _read_request(self, conn: socket.socket) -> Recorded | None:
@@ -135,13 +140,18 @@ class ReplayServer:
             _reset(conn)
             return False
         if reply.silent_before_headers:
-            self._stop.wait(30)
+            self._wait_for_close(conn)
             return False
+        body = reply.body
         head = [f"HTTP/1.1 {reply.status} X", f"Content-Type: {reply.content_type}"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
+        if reply.gzip:
+            import gzip
+
+            body = gzip.compress(body)
+            head.append("Content-Encoding: gzip")
         head.append("Transfer-Encoding: chunked" if reply.chunked else "Connection: close")
         conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-        body = reply.body
         sent = 0
         size = max(1, reply.chunk_size)
         while sent < len(body):
@@ -163,11 +173,29 @@ class ReplayServer:
             sent += len(piece)
             if reply.delay:
                 time.sleep(reply.delay)
+        if reply.hang_at_end:
+            self._wait_for_close(conn)
+            return False
         if reply.chunked:
             conn.sendall(b"0\r\n\r\n")
             return True
         conn.shutdown(socket.SHUT_WR)
         return False
+
+    def _wait_for_close(self, conn: socket.socket) -> None:
+        """Say nothing; note when the client gives up on the connection (or 30 s pass)."""
+        conn.settimeout(0.05)
+        deadline = time.monotonic() + 30
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            try:
+                if not conn.recv(65536):
+                    self.closed_by_client.append(time.monotonic())
+                    return
+            except socket.timeout:
+                continue
+            except OSError:
+                self.closed_by_client.append(time.monotonic())
+                return
 
     @staticmethod
     def _send_piece(conn: socket.socket, piece: bytes, chunked: bool) -> None:

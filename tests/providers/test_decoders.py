@@ -141,3 +141,65 @@ def test_all_header_types() -> None:
         decode_headers(b"\x01a\x0b")
     with pytest.raises(EventStreamError):
         decode_headers(b"\x01h\x07\x00\x09hi")
+
+
+# --------------------------------------------------------------------------- issue 10, item 7
+
+
+def test_one_huge_event_costs_the_same_split_or_whole() -> None:
+    """The decoder is linear in the size of one event: an 8 MB event arriving in 4 KB reads costs
+    about what the same bytes cost in one read (it was quadratic: every read re-copied and
+    re-searched everything buffered so far)."""
+    import time
+
+    payload = b'{"text":"' + b"x" * (8 << 20) + b'"}'
+    body = b"data: " + payload + b"\n\n"
+
+    def timed(chunks) -> float:
+        decoder = SSEDecoder()
+        began = time.perf_counter()
+        events = [e for c in chunks for e in decoder.feed(c)]
+        elapsed = time.perf_counter() - began
+        assert len(events) == 1 and len(events[0].data) == len(payload)
+        return elapsed
+
+    whole = min(timed([body]) for _ in range(3))
+    split = timed(split_every(body, 4096))
+    assert split < 0.05 + 25 * whole, (split, whole)  # quadratic behaviour is ~1000x here
+
+
+@pytest.mark.parametrize("body", [b"event: \ndata: x\n\n", b"event:\ndata: x\n\n", b"event: \r\ndata: x\r\n\r\n",
+                                  b"event: \ndata: x\nid: 1\n\n"])
+def test_empty_event_name_dispatches_as_message(body: bytes) -> None:
+    """WHATWG: an empty event type buffer dispatches as "message", whichever path parses it."""
+    assert [e.event for e in decode([body])] == ["message"]
+    assert [e.event for e in decode(split_every(body, 1))] == ["message"]
+
+
+def test_eventstream_good_frames_before_a_corrupt_one_are_returned() -> None:
+    good = [encode_message({":message-type": "event", ":event-type": f"e{i}"}, b"{}") for i in range(3)]
+    bad = bytearray(encode_message({":message-type": "event", ":event-type": "bad"}, b"{}"))
+    bad[-1] ^= 1
+    decoder = EventStreamDecoder()
+    got = decoder.feed(b"".join(good) + bytes(bad))
+    assert [m.event_type for m in got] == ["e0", "e1", "e2"]
+    assert isinstance(decoder.error, EventStreamError) and "message CRC" in str(decoder.error)
+    with pytest.raises(EventStreamError, match="message CRC"):
+        decoder.feed(b"")
+
+
+def test_eventstream_matches_botocore_on_random_streams() -> None:
+    """Differential slice (scripts/fuzz/provider_differential.py runs thousands): the same messages
+    before the first failure, and a failure exactly when botocore fails."""
+    import random
+
+    from .references import botocore_frames, phi_frames, random_eventstream
+
+    rng = random.Random(10_7)
+    failures = 0
+    for case in range(400):
+        _, chunks = random_eventstream(rng)
+        want = botocore_frames(chunks)
+        assert phi_frames(chunks) == want, f"case {case}"
+        failures += want[1]
+    assert failures > 50  # the corpus does exercise corruption

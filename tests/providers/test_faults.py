@@ -358,3 +358,150 @@ def test_secrets_never_logged(server, provider, caplog) -> None:
         assert secret not in str(error) and secret not in repr(error)
     assert caplog.records and secret not in caplog.text
     assert secret not in repr(config) and secret not in repr(config.model_config)
+
+
+def test_bedrock_good_frames_in_the_same_chunk_as_a_corrupt_one_reach_the_consumer(server) -> None:
+    def frame(kind, payload):
+        import json
+
+        return encode_message({":message-type": "event", ":event-type": kind}, json.dumps(payload).encode())
+
+    corrupt = bytearray(frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "lost"}}))
+    corrupt[-2] ^= 0x10
+    body = (frame("messageStart", {"role": "assistant"})
+            + frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hello"}}) + bytes(corrupt))
+    message, sink = stream(server, "bedrock", Reply(body, content_type="application/vnd.amazon.eventstream"))
+    assert message.text == "Hello" and sink.deltas("text_delta") == "Hello"
+    assert message.stop_reason == StopReason.ERROR and "CRC" in message.error_message
+
+
+# --------------------------------------------------------------------------- issue 10, item 1: keys
+
+
+def _with_key(server, provider: str, reply: Reply, key: str, where: str):
+    prov, config, sink, cancel = start(server, provider, reply)
+    if where == "model":
+        config.model_config = config.model_config.with_(api_key=key)
+    else:  # what the loop's get_api_key returned
+        config.api_key = key
+    return prov, config, sink, cancel
+
+
+@pytest.mark.parametrize("where", ["model", "get_api_key"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_key_with_a_trailing_line_break_is_stripped(server, provider, where) -> None:
+    """A key read from a file or a CRLF .env ("sk-...\\r\\n") works, and is sent without the break."""
+    key = f"sk-{provider}-0123456789"
+    prov, config, sink, cancel = _with_key(server, provider, sample_reply(provider), key + "\r\n", where)
+    message = prov.stream(config, sink, cancel)
+    assert message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE), message.error_message
+    (recorded,) = server.requests
+    assert any(value.endswith(key) for value in recorded.headers.values())
+
+
+ODD_KEY = 'sk-a/b+c"d\\e=f&g h-0123456789'
+
+
+def _leaks(text) -> list[str]:
+    import json
+    from urllib.parse import quote, quote_plus
+
+    forms = {ODD_KEY, json.dumps(ODD_KEY)[1:-1], repr(ODD_KEY)[1:-1], quote(ODD_KEY, safe=""), quote_plus(ODD_KEY)}
+    return [form for form in forms if form in str(text)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_representation_of_the_key_is_scrubbed_from_errors(server, provider) -> None:
+    """A server echoing the key raw, JSON-escaped, repr-escaped or percent-encoded: none of those
+    forms survives in str/repr/args/body of the error."""
+    import json
+    from urllib.parse import quote, quote_plus
+
+    echo = f"raw {ODD_KEY} url {quote(ODD_KEY, safe='')} plus {quote_plus(ODD_KEY)} repr {ODD_KEY!r}"
+    body = json.dumps({"error": {"message": echo}}).encode()
+    reply = Reply(body, status=401, content_type="application/json")
+    prov, config, sink, cancel = _with_key(server, provider, reply, ODD_KEY, "model")
+    with pytest.raises(ProviderError) as info:
+        prov.stream(config, sink, cancel)
+    error = info.value
+    assert error.kind == ErrorKind.AUTH
+    for text in (str(error), repr(error), error.args, error.body, error.message):
+        assert not _leaks(text), (text, _leaks(text))
+
+
+def test_key_echoed_in_a_stream_error_is_scrubbed_from_the_message_and_events(server) -> None:
+    """After deltas the error text becomes the message's error_message (and the last event's)."""
+    import json
+
+    chunks = [{"choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+              {"error": {"message": f"invalid key {json.dumps(ODD_KEY)}", "type": "server_error"}}]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode()
+    prov, config, sink, cancel = _with_key(server, "openai", Reply(body), ODD_KEY, "model")
+    message = prov.stream(config, sink, cancel)
+    assert message.stop_reason == StopReason.ERROR and message.text == "Hi"
+    assert "invalid key" in message.error_message and not _leaks(message.error_message)
+    assert not _leaks([e.partial.error_message for e in sink.events])
+
+
+@pytest.mark.parametrize("bad", ["sk-abc\ndef-0123", "sk-abc\x00def-0123", "sk-\x1b[0mabc-0123"])
+def test_key_with_a_control_character_inside_is_refused_without_showing_it(server, bad, monkeypatch) -> None:
+    from phi.errors import ConfigError
+    from phi.providers.model_config import ModelConfig
+
+    with pytest.raises(ConfigError) as info:
+        ModelConfig.anthropic("claude", api_key=bad)
+    assert "control character" in str(info.value) and "abc" not in str(info.value)
+    prov, config, sink, cancel = _with_key(server, "anthropic", sample_reply("anthropic"), bad, "get_api_key")
+    with pytest.raises(ProviderError) as info:
+        prov.stream(config, sink, cancel)
+    assert info.value.kind == ErrorKind.AUTH and "abc" not in str(info.value) and not server.requests
+    if "\x00" in bad:
+        return  # an environment variable cannot hold NUL
+    monkeypatch.setenv("OPENAI_API_KEY", bad)
+    mc = ModelConfig.openai("gpt", base_url=server.url)
+    with pytest.raises(ProviderError) as info:
+        get_provider(mc).stream(StreamConfig(mc), Collector(), CancellationToken())
+    assert info.value.kind == ErrorKind.AUTH and "OPENAI_API_KEY" in str(info.value) and "abc" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- issue 10, item 6: one visibility rule
+
+ANTHROPIC_TOOL_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c","usage":'
+    b'{"input_tokens":5,"output_tokens":1}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+    b'{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":'
+    b'{"type":"redacted_thinking","data":"opaque"}}\n\n')
+
+
+@pytest.mark.parametrize("mode", ["reset_after", "truncate_after"])
+def test_failure_after_a_block_start_but_before_any_delta_is_retryable(server, mode) -> None:
+    """Nothing visible (SPEC EVT-7: no delta yet) means the provider raises, so the loop retries."""
+    reply = Reply(ANTHROPIC_TOOL_START + b"event: ping\ndata: {}\n\n" * 50, chunk_size=len(ANTHROPIC_TOOL_START))
+    setattr(reply, mode, len(ANTHROPIC_TOOL_START) + 10)
+    prov, config, sink, cancel = start(server, "anthropic", reply)
+    with pytest.raises(ProviderError) as info:
+        prov.stream(config, sink, cancel)
+    assert info.value.kind == ErrorKind.NETWORK and info.value.is_retryable()
+    assert "toolcall_start" in sink.kinds() and not any(k.endswith("_delta") for k in sink.kinds())
+
+
+# --------------------------------------------------------------------------- issue 10, item 4: untrusted headers
+
+
+@pytest.mark.parametrize("header,value,ms", [
+    ("Retry-After", "inf", None), ("Retry-After", "nan", None), ("Retry-After", "1e999", None),
+    ("Retry-After", "-3", 0), ("Retry-After", "junk", None), ("Retry-After", "2.5", 2500),
+    ("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT", 86_400_000), ("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT", 0),
+    ("retry-after-ms", "inf", None), ("retry-after-ms", "1e999", None), ("retry-after-ms", "250", 250),
+])
+def test_hostile_retry_after_still_classifies_a_429(server, header, value, ms) -> None:
+    """Non-finite or junk values count as absent, negatives and past dates as 0, and anything
+    above a day is capped; the 429 stays a retryable rate limit."""
+    reply = Reply(b'{"error": {"message": "slow down"}}', status=429, content_type="application/json",
+                  headers={header: value})
+    with pytest.raises(ProviderError) as info:
+        stream(server, "openai", reply)
+    assert info.value.kind == ErrorKind.RATE_LIMITED and info.value.is_retryable()
+    assert info.value.retry_after_ms == ms

@@ -183,9 +183,10 @@ def test_openai_responses_body_replays_reasoning_item() -> None:
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"] and body["store"] is False
     items = body["input"]
-    assert items[0]["content"][1] == {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="}
+    assert items[0]["content"][1] == {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8=",
+                                      "detail": "auto"}
     assert items[1] == item
-    assert items[2]["type"] == "message" and items[2]["content"][0]["text"] == "A cat. Checking weather."
+    assert items[2] == {"type": "message", "role": "assistant", "content": "A cat. Checking weather."}
     assert items[3] == {"type": "function_call", "call_id": "call_1", "name": "get_weather",
                         "arguments": '{"city": "Paris"}'}
     assert items[4] == {"type": "function_call_output", "call_id": "call_1", "output": "18C, sunny"}
@@ -231,7 +232,7 @@ def test_gemini_body_and_signatures_on_parts() -> None:
     assert body["tools"] == [{"functionDeclarations": [{"name": "get_weather", "description": "Weather for a city",
                                                         "parametersJsonSchema": TOOL.parameters}]}]
     assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 1024}
-    user, model, results, last = body["contents"]
+    user, model, results = body["contents"]  # the last user message joins the tool results (alternation)
     assert user["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}
     assert model == {"role": "model", "parts": [
         {"text": "thought", "thought": True, "thoughtSignature": "ts-0"},
@@ -240,7 +241,7 @@ def test_gemini_body_and_signatures_on_parts() -> None:
     ]}
     assert results["parts"][0] == {"functionResponse": {"name": "get_weather", "response": {"output": "18C, sunny"}}}
     assert results["parts"][1]["inlineData"]["mimeType"] == "image/png"
-    assert last == {"role": "user", "parts": [{"text": "Thanks!"}]}
+    assert results["parts"][2:] == [{"text": "Thanks!"}]
 
 
 def test_vertex_url_auth_and_streamed_args_flag() -> None:
@@ -269,16 +270,18 @@ def test_bedrock_body_and_bearer_auth() -> None:
     assert body["toolConfig"]["tools"][0] == {"toolSpec": {"name": "get_weather", "description": "Weather for a city",
                                                            "inputSchema": {"json": TOOL.parameters}}}
     assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 8192}}
-    user, assistant, results, last = body["messages"]
+    user, assistant, results = body["messages"]  # the last user message joins the tool results (alternation)
     assert user["content"][1] == {"image": {"format": "png", "source": {"bytes": "aGVsbG8="}}}
     assert assistant["content"] == [
         {"reasoningContent": {"reasoningText": {"text": "Let me look.", "signature": "sig-1"}}},
         {"reasoningContent": {"redactedContent": "opaque"}},
         {"text": "A cat. Checking weather."},
         {"toolUse": {"toolUseId": "call_1", "name": "get_weather", "input": {"city": "Paris"}}},
+        {"cachePoint": {"type": "default"}},  # on the second-to-last message
     ]
     assert results["content"][0]["toolResult"]["status"] == "success"
     assert results["content"][0]["toolResult"]["content"][0] == {"text": "18C, sunny"}
+    assert results["content"][1:] == [{"text": "Thanks!"}]
 
 
 def test_bedrock_sigv4_from_environment(monkeypatch) -> None:
@@ -361,3 +364,209 @@ def test_import_phi_providers_does_not_import_requests() -> None:
     code = ("import sys, phi, phi.providers, phi.providers.registry, phi.providers.model_config; "
             "assert 'requests' not in sys.modules, 'requests imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------- issue 10, item 7: SigV4 = the wire
+
+
+def _sigv4_environment(monkeypatch) -> None:
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token")
+
+
+def test_sigv4_signature_verifies_on_the_received_request(server, monkeypatch) -> None:
+    """A local server checks every received request the way AWS does: botocore re-signs the method,
+    path, Host and signed headers *as received*; the signatures must agree whatever the base URL
+    (upper-case host, user-info, //, ./.., %2E%2E)."""
+    import random
+
+    from .references import botocore_authorization, random_base_url
+
+    _sigv4_environment(monkeypatch)
+    rng = random.Random(7)
+    body = fixture_bytes("bedrock__text_nova.bin")
+    for case in range(25):
+        base = random_base_url(rng, "http", "localhost", server.port)
+        server.queue(Reply(body, content_type="application/vnd.amazon.eventstream"))
+        mc = ModelConfig.bedrock("amazon.nova-micro-v1:0", region="eu-west-1", base_url=base)
+        message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.text("hi")]), Collector(),
+                                          CancellationToken())
+        assert message.stop_reason == StopReason.STOP, (base, message.error_message)
+        got = server.requests[-1]
+        signed = got.headers["authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        want = botocore_authorization("POST", f"http://{got.headers['host']}{got.path}",
+                                      {k: got.headers[k] for k in signed}, got.body, "AKIDEXAMPLE",
+                                      "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token", "eu-west-1",
+                                      "bedrock", got.headers["x-amz-date"])
+        assert got.headers["authorization"] == want, (case, base, got.path)
+
+
+def test_sigv4_matches_botocore_on_random_urls(monkeypatch) -> None:
+    """Differential slice against botocore (scripts/fuzz/provider_differential.py runs more): https
+    URLs with :443, upper-case hosts, user-info, dot segments and queries."""
+    import random
+    from urllib.parse import urlsplit
+
+    from phi.providers.http import prepared_url
+    from phi.providers.sigv4 import host_header
+
+    from .references import botocore_authorization, random_base_url, random_query
+
+    rng = random.Random(11)
+    creds = AwsCredentials("AKIDEXAMPLE", "secret/key+example", "tok" if rng.random() < 0.5 else None)
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    for case in range(200):
+        base = random_base_url(rng, "https", "bedrock-runtime.us-east-1.amazonaws.com", rng.choice([None, 443, 8443]))
+        url = bedrock.request_url(base.rstrip("/") + "/model/m%3A0/converse-stream" + "?" * (rng.random() < 0.5)
+                                  + random_query(rng))
+        assert prepared_url(url) == url and host_header(url) == urlsplit(url).netloc, (case, base, url)
+        body = json.dumps({"n": case}).encode()
+        headers = sign("POST", url, {"content-type": "application/json"}, body, creds, "us-east-1", "bedrock", when)
+        assert headers["authorization"] == botocore_authorization(
+            "POST", url, headers, body, creds.access_key, creds.secret_key, creds.session_token, "us-east-1",
+            "bedrock", headers["x-amz-date"]), (case, url)
+
+
+# --------------------------------------------------------------------------- issue 10, item 2: role alternation
+
+
+def _histories() -> dict[str, list]:
+    """Histories phi really produces that hold two consecutive messages of one role (for the LLM)."""
+    from phi.loop import default_convert_to_llm
+
+    call = ToolCall("t1", "get_weather", {"city": "Paris"})
+    failed = AssistantMessage([], StopReason.ERROR, "m", "x", error_message="HTTP 500")
+    aborted = AssistantMessage([TextContent("partial"), ToolCall("t2", "get_weather", {})], StopReason.ABORTED, "m", "x")
+    raw = {
+        "error reply dropped": [UserMessage.text("hi"), failed, UserMessage.text("try again")],
+        "steering after tool results": [UserMessage.text("weather?"),
+                                        AssistantMessage([call], StopReason.TOOL_USE, "m", "x"),
+                                        ToolResultMessage("t1", "get_weather", [TextContent("18C")]),
+                                        UserMessage.text("also Rome please")],
+        "follow-ups": [UserMessage.text("a"), AssistantMessage([TextContent("ok")], StopReason.STOP, "m", "x"),
+                       UserMessage.text("b"), UserMessage.text("c")],
+        "compaction marker": [UserMessage.text("[Earlier conversation summarised: ...]"), UserMessage.text("next")],
+        "aborted reply then retry": [UserMessage.text("q"), aborted,
+                                     AssistantMessage([TextContent("answer")], StopReason.STOP, "m", "x"),
+                                     UserMessage.text("thanks")],
+    }
+    return {name: default_convert_to_llm(history) for name, history in raw.items()}
+
+
+def _turn_roles(turns: list[dict], key: str) -> tuple[list[str], list]:
+    return [t["role"] for t in turns], [b for t in turns for b in t[key] if "cachePoint" not in b]
+
+
+@pytest.mark.parametrize("history", sorted(_histories()))
+@pytest.mark.parametrize("api", ["bedrock", "google", "google_vertex"])
+def test_roles_alternate_and_nothing_is_lost(api, history) -> None:
+    """Bedrock Converse and Gemini/Vertex reject two consecutive turns of one role: consecutive
+    messages are merged into one turn, keeping every block in order."""
+    messages = _histories()[history]
+    if api == "bedrock":
+        mc = ModelConfig.bedrock("us.anthropic.claude-x-v1:0", api_key="k")
+        turns, key, convert = bedrock.build_body(StreamConfig(mc, messages=messages))["messages"], "content", \
+            bedrock.convert_messages
+    else:
+        mc = (ModelConfig.google("gemini-x", api_key="k") if api == "google"
+              else ModelConfig.vertex("gemini-x", project="p", access_token="t"))
+        turns, key, convert = google.build_body(StreamConfig(mc, messages=messages))["contents"], "parts", \
+            google.convert_messages
+    expected = [b for m in messages for t in convert([m], mc) for b in t[key]]  # each message on its own
+    roles, blocks = _turn_roles(turns, key)
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles
+    assert roles[0] == "user" and blocks == expected
+
+
+# --------------------------------------------------------------------------- issue 10, item 3: model-specific fields
+
+
+def test_bedrock_tool_cache_point_is_sent_to_claude_only() -> None:
+    """Nova refuses a cachePoint inside toolConfig.tools (it accepts them in system and messages)."""
+    def tools_and_system(model: str) -> tuple[bool, bool]:
+        body = bedrock.build_body(config_for(ModelConfig.bedrock(model, api_key="k")))
+        return ("cachePoint" in body["toolConfig"]["tools"][-1], "cachePoint" in body["system"][-1])
+
+    assert tools_and_system("amazon.nova-pro-v1:0") == (False, True)
+    assert tools_and_system("us.anthropic.claude-sonnet-4-5-v1:0") == (True, True)
+    assert tools_and_system("meta.llama3-70b-instruct-v1:0") == (False, False)
+
+
+def _sent_temperature(mc: ModelConfig) -> object:
+    config = StreamConfig(mc, messages=[UserMessage.text("hi")], temperature=0.3)
+    builders = {"anthropic_messages": anthropic.build_body, "openai_completions": openai.build_body,
+                "openai_responses": openai_responses.build_body, "azure_openai_responses": openai_responses.build_body,
+                "google_generative_ai": google.build_body, "bedrock_converse_stream": bedrock.build_body,
+                "proxy": proxy.build_body}
+    text = json.dumps(builders[mc.api](config))
+    return 0.3 if '"temperature": 0.3' in text else None
+
+
+@pytest.mark.parametrize("mc,sent", [
+    (ModelConfig.openai("gpt-5", api_key="k"), False),
+    (ModelConfig.openai("o3-mini", api_key="k"), False),
+    (ModelConfig.openai("gpt-4.1", api_key="k"), True),
+    (ModelConfig.openai("gpt-5-chat-latest", api_key="k"), True),
+    (ModelConfig.openai_responses("gpt-5.1", api_key="k"), False),
+    (ModelConfig.openai_compatible("openrouter", "openai/o4-mini", api_key="k"), False),
+    (ModelConfig.anthropic("claude-opus-4-7", api_key="k", reasoning=False), False),
+    (ModelConfig.anthropic("claude-opus-4-1-20250805", api_key="k", reasoning=False), True),
+    (ModelConfig.bedrock("us.anthropic.claude-opus-4-7-v1:0", api_key="k"), False),
+    (ModelConfig.google("gemini-2.5-flash", api_key="k"), True),
+    (ModelConfig.proxy("http://p", "gpt-5", token="t"), False),
+    (ModelConfig.azure_openai("my-deployment", resource="r", api_key="k", capabilities={"temperature": False}), False),
+    (ModelConfig.openai("gpt-5", api_key="k", capabilities={"temperature": True}), True),
+])
+def test_temperature_is_not_sent_to_models_that_refuse_it(mc, sent) -> None:
+    """Reasoning models answer 400 to a non-default temperature: the capability table (overridable
+    with ModelConfig.capabilities) decides whether it is sent."""
+    assert (_sent_temperature(mc) is not None) == sent
+
+
+def test_unknown_capability_is_a_config_error() -> None:
+    from phi.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="temprature"):
+        ModelConfig.openai("gpt-5", capabilities={"temprature": True})
+
+
+def _openai_spec_validator(root: str):
+    import jsonschema
+
+    from .conftest import FIXTURES
+
+    schema = json.loads((FIXTURES.parent / "openapi" / "openai-requests.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{root}"})
+
+
+def _spec_configs(mc: ModelConfig) -> list[StreamConfig]:
+    reasoning_item = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc", "summary": []}
+    replay = config_for(mc, thinking_level=ThinkingLevel.MEDIUM, temperature=0.2, max_tokens=300)
+    replay.messages[1].content[0] = ThinkingContent("summary", json.dumps(reasoning_item))
+    foreign = config_for(mc)
+    foreign.messages[1].provider = "anthropic"  # foreign thinking goes back as assistant text
+    failed = ToolResultMessage("call_1", "get_weather", [TextContent("boom")], is_error=True)
+    return [replay, foreign, StreamConfig(mc, messages=[UserMessage([IMAGE])]),
+            StreamConfig(mc, messages=conversation(mc.provider, mc.id)[:2] + [failed])]
+
+
+@pytest.mark.parametrize("mc", [ModelConfig.openai_responses("gpt-5", api_key="k"),
+                                ModelConfig.azure_openai("deploy", resource="r", api_key="k")])
+def test_responses_bodies_validate_against_the_openai_spec(mc) -> None:
+    """Official OpenAPI document (tests/fixtures/openapi/PROVENANCE.md): images need ``detail``,
+    earlier assistant text must be a valid input item; strict servers (vLLM) enforce both."""
+    validator = _openai_spec_validator("CreateResponse")
+    for config in _spec_configs(mc):
+        body = openai_responses.build_body(config, model=mc.id)
+        errors = [f"{list(e.absolute_path)}: {e.message[:120]}" for e in validator.iter_errors(body)]
+        assert not errors, errors
+
+
+def test_chat_bodies_validate_against_the_openai_spec() -> None:
+    validator = _openai_spec_validator("CreateChatCompletionRequest")
+    for mc in (ModelConfig.openai("o3", api_key="k"), ModelConfig.preset("groq", "llama", api_key="k")):
+        for config in _spec_configs(mc):
+            errors = [e.message[:120] for e in validator.iter_errors(openai.build_body(config))]
+            assert not errors, errors

@@ -1,0 +1,114 @@
+"""Reading fields of untrusted server payloads (SPEC §7.2; DESIGN §8 "bad input gets a typed error").
+
+Whatever a parser puts into a message must have the type the message JSON requires (SPEC §2.6), so
+that a history always round-trips through ``message_to_json`` / ``message_from_json``. The rules:
+
+* **Text** (deltas, ids, names, signatures, redacted payloads): a string, or absent/``null`` for
+  "nothing"; anything else is a :class:`ProviderError` of kind ``api`` naming the field.
+* **Objects and lists** the parser walks into: the right container, or the same ``api`` error.
+* **Token counts** are coerced, never trusted: a non-negative integer is kept; a finite
+  non-negative float or a string of digits is converted; anything else (negative, ``true``,
+  ``"many"``, a list) counts as 0. A usage never makes a run fail.
+* **Tool arguments** given as an object must be a JSON object nested at most
+  :data:`MAX_DEPTH` levels (deeper values could not be saved and loaded back).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ..types import Usage
+from .base import MAX_DEPTH, ErrorKind, ProviderError, depth
+
+
+def malformed(field: str, value: Any, expected: str) -> ProviderError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ProviderError(ErrorKind.API, f"malformed stream event: {field} should be {expected}, got {shown}")
+
+
+def text(value: Any, field: str) -> str:
+    """A string field; ``None`` (absent or ``null``) reads as ``""``."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    raise malformed(field, value, "a string")
+
+
+def obj(value: Any, field: str) -> dict[str, Any]:
+    """An object field; ``None`` reads as ``{}``."""
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return {}
+    raise malformed(field, value, "an object")
+
+
+def array(value: Any, field: str) -> list[Any]:
+    """A list field; ``None`` reads as ``[]``."""
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    raise malformed(field, value, "a list")
+
+
+def count(value: Any) -> int:
+    """A token count (see the module docstring): always a non-negative ``int``."""
+    if type(value) is int:
+        return value if value >= 0 else 0
+    if type(value) is float:
+        return int(value) if math.isfinite(value) and value >= 0 else 0
+    if type(value) is str and value.isascii() and value.strip().isdigit():
+        return int(value.strip())
+    return 0
+
+
+def usage(input: Any = 0, output: Any = 0, reasoning: Any = 0, cache_read: Any = 0, cache_write: Any = 0,
+          total: Any = None) -> Usage:
+    """A :class:`Usage` from server counts; ``total`` defaults to the sum of the parts."""
+    parts = [count(input), count(output), count(reasoning), count(cache_read), count(cache_write)]
+    total_count = count(total) if total is not None else 0
+    return Usage(*parts, total_count or parts[0] + parts[1] + parts[3] + parts[4])
+
+
+def arguments(value: Any, field: str) -> dict[str, Any]:
+    """Tool arguments given as an object (not streamed text)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise malformed(field, value, "an object")
+    if depth(value) > MAX_DEPTH:
+        raise malformed(field, "(nested object)", f"nested at most {MAX_DEPTH} levels")
+    return value
+
+
+def arguments_text(value: Any, field: str) -> str:
+    """A streamed argument fragment: a string; an object (some compatible servers send one) is
+    serialised; ``None`` is nothing."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return json.dumps(arguments(value, field))
+    raise malformed(field, value, "a string")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    return value

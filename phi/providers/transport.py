@@ -1,0 +1,304 @@
+"""HTTP transport for the providers: sessions, sending, reading, stopping (SPEC §7.2, §7.3).
+
+:mod:`phi.providers.http` decides what a call means; this module moves the bytes. Its rules:
+
+* **One session per provider instance, without cookies.** Each provider object owns an
+  :class:`HttpClient` (its own ``requests.Session`` and connection pool). The session's cookie
+  policy refuses every cookie, so nothing a server sets is ever sent with another request (or
+  another tenant's key). Redirects are not followed (a 3xx is reported as an error): following one
+  would resend the key headers to wherever the server points.
+* **Connections are reused.** A body is read to its end — after the parser has what it needs, the
+  rest (usually just the chunked terminator) is drained, bounded by :data:`DRAIN_BYTES` and
+  :data:`DRAIN_SECONDS` — so the connection goes back to the pool; three calls use one connection.
+* **Bodies are decoded** (``Content-Encoding: gzip``/``deflate``) whether or not they are chunked.
+* **A call can always be stopped**, by cancellation or by its total time bound (:class:`CallStop`):
+  the caller returns at once in every phase. Once a connection is established (or taken from the
+  pool) its socket is shut down too, so while waiting for the response headers the helper thread
+  and its connection end at once instead of after the read timeout; a TCP/TLS connect still in
+  progress ends at the connect timeout. While reading the body the response's socket is shut down.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import logging
+import socket
+import threading
+from typing import Any, Iterator
+
+import requests
+import requests.adapters
+import urllib3
+import urllib3.connection
+import urllib3.exceptions
+
+from ..cancel import CancellationToken
+
+log = logging.getLogger("phi.providers.transport")
+
+READ_SIZE = 65536
+DRAIN_BYTES = 1 << 20  # after the terminal event, read at most this much more to reuse the connection
+DRAIN_SECONDS = 0.5  # ... and wait at most this long for it (servers end the body right after)
+
+
+class CallStop:
+    """Stops one model call: when the run is cancelled, or when its total time bound passes.
+
+    ``token`` is what the transport watches; ``expired`` tells the two causes apart.
+    """
+
+    __slots__ = ("token", "expired", "total", "_unregister", "_timer")
+
+    def __init__(self, cancel: CancellationToken, total_timeout: float | None) -> None:
+        self.token = CancellationToken()
+        self.expired = False
+        self.total = total_timeout
+        self._unregister = cancel.on_cancel(self.token.cancel)
+        self._timer: threading.Timer | None = None
+        if total_timeout is not None and total_timeout > 0:
+            self._timer = threading.Timer(total_timeout, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.token.cancel()
+
+    def close(self) -> None:
+        self._unregister()
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+# --------------------------------------------------------------------------- in-flight connections
+
+
+class _InFlight:
+    """The connection one helper thread is using, so another thread can shut it down."""
+
+    __slots__ = ("_lock", "_conn", "_aborted")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._aborted = False
+
+    def attach(self, conn: Any) -> None:
+        with self._lock:
+            self._conn = conn
+            aborted = self._aborted
+        if aborted:
+            _shutdown(getattr(conn, "sock", None))
+
+    def abort(self) -> None:
+        with self._lock:
+            self._aborted = True
+            conn = self._conn
+        if conn is not None:
+            _shutdown(getattr(conn, "sock", None))
+
+
+_current = threading.local()  # .flight: the _InFlight of the request this thread is sending
+
+
+class _Tracked:
+    """Mixin for urllib3 connections: report the connection in use to the sending thread's
+    :class:`_InFlight` (when connecting, and when a pooled connection is reused)."""
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        flight = getattr(_current, "flight", None)
+        if flight is not None:
+            flight.attach(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        flight = getattr(_current, "flight", None)
+        if flight is not None and getattr(self, "sock", None) is not None:
+            flight.attach(self)
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPConnection(_Tracked, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Tracked, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' adapter with connections that report themselves (see :class:`_InFlight`)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS managers bring their own connection classes
+            manager.pool_classes_by_scheme = dict(_POOLS)
+        return manager
+
+
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class HttpClient:
+    """The HTTP side of one provider instance: its own session and pool, no cookies."""
+
+    def __init__(self, pool_maxsize: int = 32) -> None:
+        self._lock = threading.Lock()
+        self._session: requests.Session | None = None
+        self._pool_maxsize = pool_maxsize
+
+    @property
+    def session(self) -> requests.Session:
+        with self._lock:
+            if self._session is None:
+                session = requests.Session()
+                session.cookies.set_policy(_NoCookies())
+                adapter = _Adapter(pool_connections=8, pool_maxsize=self._pool_maxsize)
+                session.mount("https://", adapter)
+                session.mount("http://", adapter)
+                self._session = session
+            return self._session
+
+    def close(self) -> None:
+        """Close the pooled connections (the client can still be used afterwards)."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def post(self, url: str, headers: dict[str, str], body: bytes, timeout: tuple[float, float],
+             stop: CancellationToken) -> requests.Response | None:
+        """POST on a helper thread; the response once its headers arrived, or None when ``stop``
+        fired first (the in-flight connection is then shut down, so the helper ends at once).
+        Transport failures are raised as the ``requests`` exceptions they are."""
+        session = self.session
+        outcome: dict[str, Any] = {}
+        ready = threading.Event()
+        lock = threading.Lock()
+        flight = _InFlight()
+
+        def worker() -> None:
+            _current.flight = flight
+            try:
+                response = session.post(url, data=body, headers=headers, stream=True, timeout=timeout,
+                                        allow_redirects=False)
+            except BaseException as exc:  # handed to the waiting thread
+                outcome["error"] = exc
+            else:
+                with lock:
+                    if outcome.get("abandoned"):
+                        response.close()
+                        return
+                    outcome["response"] = response
+            finally:
+                _current.flight = None
+            ready.set()
+
+        def on_stop() -> None:
+            flight.abort()
+            ready.set()
+
+        unregister = stop.on_cancel(on_stop)
+        threading.Thread(target=worker, name="phi-http-send", daemon=True).start()
+        try:
+            ready.wait()
+        finally:
+            unregister()
+        with lock:
+            if stop.is_cancelled():
+                outcome["abandoned"] = True
+                if "response" in outcome:
+                    outcome["response"].close()
+                return None
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["response"]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def iter_body(response: requests.Response) -> Iterator[bytes]:
+    """The decoded body bytes as they arrive, one network read at a time (never waiting for a
+    buffer to fill). Raises urllib3/requests/socket errors as they come."""
+    raw = response.raw
+    if raw.chunked and raw.supports_chunked_reads():
+        yield from raw.stream(None, decode_content=True)  # what iter_content(None) does
+        return
+    read1 = raw.read1
+    while True:
+        chunk = read1(READ_SIZE, decode_content=True)
+        if not chunk:
+            return
+        yield chunk
+
+
+def drain(body: Iterator[bytes], response: requests.Response) -> bool:
+    """Read what is left of a body whose content is no longer needed, so the connection can go
+    back to the pool. Bounded by :data:`DRAIN_BYTES` and :data:`DRAIN_SECONDS`; False (and the
+    connection will be closed) when the body did not end within those bounds or broke."""
+    sock = socket_of(response)
+    if sock is not None:
+        sock.settimeout(DRAIN_SECONDS)  # urllib3 sets its own timeout again on the next request
+    left = DRAIN_BYTES
+    try:
+        for chunk in body:
+            left -= len(chunk)
+            if left < 0:
+                return False
+    except Exception:  # best effort: the message is complete; a broken tail only costs the connection
+        log.debug("draining the end of a response failed", exc_info=True)
+        return False
+    return True
+
+
+def abort_response(response: requests.Response) -> None:
+    """Interrupt a read blocked on ``response`` (from any thread): shut the socket down, close."""
+    _shutdown(socket_of(response))
+    try:
+        response.close()
+    except Exception:  # closing races the reading thread; the shutdown already did the work
+        log.debug("closing an aborted response failed", exc_info=True)
+
+
+def socket_of(response: requests.Response) -> socket.socket | None:
+    raw = response.raw
+    conn = getattr(raw, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _shutdown(sock: Any) -> None:
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
