@@ -82,8 +82,9 @@ class ReplyStream:
 
     def failed(self, reply: AssistantMessage | None, failure: ProviderError | None, cancelled: bool,
                model: str, provider: str) -> AssistantMessage:
-        """The reply of a failed or aborted call: whatever content arrived, and the reason."""
-        base = reply or self.partial
+        """The reply of a failed or aborted call: the content that became visible (none if no delta
+        did, SPEC ERR-3), and the reason."""
+        base = reply or (self.partial if self.visible else None)
         content = list(base.content) if base is not None else []
         if cancelled or (failure is not None and failure.kind == ErrorKind.CANCELLED) or \
                 (reply is not None and reply.stop_reason == StopReason.ABORTED):

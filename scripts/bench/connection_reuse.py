@@ -100,7 +100,7 @@ def run(server: CountingServer, name: str, calls: int, fresh: bool) -> tuple[int
     file, ctype = RECORDINGS[name]
     server.reply = ((FIXTURES / file).read_bytes(), ctype)
     mc = model_for(name, server.url)
-    config = StreamConfig(mc, messages=[UserMessage.text("hi")])
+    config = StreamConfig(mc, messages=[UserMessage.from_text("hi")])
     provider = ProviderRegistry.default().get(mc.api)
     before = server.connections
     start = time.perf_counter()

@@ -168,7 +168,7 @@ def bench_big_event(url: str, megabytes: int, chunk: int, repeat: int) -> dict[s
         assert len(events) == 1
     mc = ModelConfig.google("gemini-bench", api_key="bench-key", base_url=url)
     provider = get_provider(mc)
-    config = StreamConfig(mc, messages=[UserMessage.text("draw")])
+    config = StreamConfig(mc, messages=[UserMessage.from_text("draw")])
     call_best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()

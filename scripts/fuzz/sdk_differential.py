@@ -100,7 +100,7 @@ def phi_summary(name: str, url: str) -> dict:
         mc = ModelConfig.openai_responses("gpt-x", api_key="sk-x", base_url=base)
     provider = ProviderRegistry.default().get(mc.api)
     try:
-        message = provider.stream(StreamConfig(mc, messages=[UserMessage.text("hi")]), lambda e: None,
+        message = provider.stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), lambda e: None,
                                   CancellationToken())
     except ProviderError:
         return {"failed": True}

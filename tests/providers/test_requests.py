@@ -391,7 +391,7 @@ def test_sigv4_signature_verifies_on_the_received_request(server, monkeypatch) -
         base = random_base_url(rng, "http", "localhost", server.port)
         server.queue(Reply(body, content_type="application/vnd.amazon.eventstream"))
         mc = ModelConfig.bedrock("amazon.nova-micro-v1:0", region="eu-west-1", base_url=base)
-        message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.text("hi")]), Collector(),
+        message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(),
                                           CancellationToken())
         assert message.stop_reason == StopReason.STOP, (base, message.error_message)
         got = server.requests[-1]
@@ -440,17 +440,17 @@ def _histories() -> dict[str, list]:
     failed = AssistantMessage([], StopReason.ERROR, "m", "x", error_message="HTTP 500")
     aborted = AssistantMessage([TextContent("partial"), ToolCall("t2", "get_weather", {})], StopReason.ABORTED, "m", "x")
     raw = {
-        "error reply dropped": [UserMessage.text("hi"), failed, UserMessage.text("try again")],
-        "steering after tool results": [UserMessage.text("weather?"),
+        "error reply dropped": [UserMessage.from_text("hi"), failed, UserMessage.from_text("try again")],
+        "steering after tool results": [UserMessage.from_text("weather?"),
                                         AssistantMessage([call], StopReason.TOOL_USE, "m", "x"),
                                         ToolResultMessage("t1", "get_weather", [TextContent("18C")]),
-                                        UserMessage.text("also Rome please")],
-        "follow-ups": [UserMessage.text("a"), AssistantMessage([TextContent("ok")], StopReason.STOP, "m", "x"),
-                       UserMessage.text("b"), UserMessage.text("c")],
-        "compaction marker": [UserMessage.text("[Earlier conversation summarised: ...]"), UserMessage.text("next")],
-        "aborted reply then retry": [UserMessage.text("q"), aborted,
+                                        UserMessage.from_text("also Rome please")],
+        "follow-ups": [UserMessage.from_text("a"), AssistantMessage([TextContent("ok")], StopReason.STOP, "m", "x"),
+                       UserMessage.from_text("b"), UserMessage.from_text("c")],
+        "compaction marker": [UserMessage.from_text("[Earlier conversation summarised: ...]"), UserMessage.from_text("next")],
+        "aborted reply then retry": [UserMessage.from_text("q"), aborted,
                                      AssistantMessage([TextContent("answer")], StopReason.STOP, "m", "x"),
-                                     UserMessage.text("thanks")],
+                                     UserMessage.from_text("thanks")],
     }
     return {name: default_convert_to_llm(history) for name, history in raw.items()}
 
@@ -495,7 +495,7 @@ def test_bedrock_tool_cache_point_is_sent_to_claude_only() -> None:
 
 
 def _sent_temperature(mc: ModelConfig) -> object:
-    config = StreamConfig(mc, messages=[UserMessage.text("hi")], temperature=0.3)
+    config = StreamConfig(mc, messages=[UserMessage.from_text("hi")], temperature=0.3)
     builders = {"anthropic_messages": anthropic.build_body, "openai_completions": openai.build_body,
                 "openai_responses": openai_responses.build_body, "azure_openai_responses": openai_responses.build_body,
                 "google_generative_ai": google.build_body, "bedrock_converse_stream": bedrock.build_body,

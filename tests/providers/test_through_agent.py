@@ -19,7 +19,7 @@ from .conftest import Reply
 def run_collecting(agent: Agent, text: str):
     stream = agent.prompt(text)
     events = [event_to_json(e) for e in stream]
-    return events, stream.result(10)
+    return events, stream.result(10).messages
 
 
 def test_key_from_a_crlf_env_file_never_reaches_history_or_events(server) -> None:
