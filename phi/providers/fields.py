@@ -1,6 +1,6 @@
-"""Reading fields of untrusted server payloads (SPEC §7.2; DESIGN §8 "bad input gets a typed error").
+"""Reading fields of untrusted server payloads (SPEC PROV-1, PROV-2; DESIGN §8 "bad input gets a typed error").
 
-Whatever a parser puts into a message must have the type the message JSON requires (SPEC §2.6), so
+Whatever a parser puts into a message must have the type the message JSON requires (SPEC DATA-6), so
 that a history always round-trips through ``message_to_json`` / ``message_from_json``. The rules:
 
 * **Text** (deltas, ids, names, signatures, redacted payloads): a string, or absent/``null`` for

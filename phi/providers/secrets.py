@@ -1,4 +1,4 @@
-"""Key hygiene and scrubbing (SPEC §7.1 auth; DESIGN §8 "Secrets never appear ...").
+"""Key hygiene and scrubbing (SPEC §7: authentication; DESIGN §8 "Secrets never appear ...").
 
 Two rules, applied wherever a secret enters or an error text leaves the providers:
 

@@ -1,4 +1,4 @@
-"""HTTP transport for the providers: sessions, sending, reading, stopping (SPEC §7.2, §7.3).
+"""HTTP transport for the providers: sessions, sending, reading, stopping (SPEC PROV-1, PROV-2).
 
 :mod:`phi.providers.http` decides what a call means; this module moves the bytes. Its rules:
 
