@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from .cancel import CancellationToken
-from .types import Content, ImageContent, TextContent, ThinkingContent, ToolCall, ToolDefinition, ToolResult
+from .types import ImageContent, TextContent, ThinkingContent, ToolCall, ToolDefinition, ToolResult
 
 
 @dataclass(slots=True)

@@ -10,7 +10,14 @@ import time
 import pytest
 from history_checks import assert_valid_conversation
 
-from phi import Agent, ExecutionLimits, FilterResult, FunctionTool, ModelConfig, ScriptedProvider
+from phi import (
+    Agent,
+    ExecutionLimits,
+    FilterResult,
+    FunctionTool,
+    ModelConfig,
+    ScriptedProvider,
+)
 from phi.errors import AlreadyRunning, ConfigError
 from phi.events import AgentEnd
 from phi.types import RunOutcome, StopReason, ToolCall, ToolResultMessage, UserMessage

@@ -14,10 +14,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from history_checks import assert_valid_conversation
 
 from phi import Agent, FunctionTool, ScriptedProvider
-from history_checks import assert_valid_conversation
-from phi.types import AssistantMessage, StopReason, ToolResultMessage, UserMessage
+from phi.types import UserMessage
 
 RUN_TIMEOUT = 10.0
 

@@ -73,31 +73,24 @@ def finish(stream: Any) -> Any:
 # --------------------------------------------------------------------------- the seven patterns
 
 
-def steer() -> None:
-    agent, sent = make_agent(), []
-    for i in range(RUNS):
-        text = f"steer {i}"
-        arm = after_first_update(agent, lambda text=text: agent.steer(text))
-        arm()
-        sent.append(text)
-        finish(agent.prompt(f"prompt {i}")).result()
-        agent._subscribers.clear()
-    assert agent.wait_for_idle(BOUND)
-    queued_once(agent, sent)
-    assert_valid_conversation(agent.messages)
+def queued_input(kind: str) -> Callable[[], None]:
+    """Steer or follow up from another thread once each run streams; nothing may be lost."""
 
+    def pattern() -> None:
+        agent, sent = make_agent(), []
+        push = agent.steer if kind == "steer" else agent.follow_up
+        for i in range(RUNS):
+            text = f"{kind} {i}"
+            after_first_update(agent, lambda text=text: push(text))()
+            sent.append(text)
+            finish(agent.prompt(f"prompt {i}")).result()
+            agent._subscribers.clear()
+        assert agent.wait_for_idle(BOUND)
+        queued_once(agent, sent)
+        assert_valid_conversation(agent.messages)
 
-def follow_up() -> None:
-    agent, sent = make_agent(), []
-    for i in range(RUNS):
-        text = f"follow {i}"
-        arm = after_first_update(agent, lambda text=text: agent.follow_up(text))
-        arm()
-        sent.append(text)
-        finish(agent.prompt(f"prompt {i}")).result()
-        agent._subscribers.clear()
-    queued_once(agent, sent)
-    assert_valid_conversation(agent.messages)
+    pattern.__name__ = kind
+    return pattern
 
 
 def abort_from_another_thread() -> None:
@@ -193,7 +186,7 @@ def reset_during_a_run() -> None:
         assert agent.messages == []
 
 
-PATTERNS = [steer, follow_up, abort_from_another_thread, abort_from_a_callback, raise_from_a_callback,
+PATTERNS = [queued_input("steer"), queued_input("follow_up"), abort_from_another_thread, abort_from_a_callback, raise_from_a_callback,
             prompt_chained_on_agent_end, reset_during_a_run]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pydoc
 import re
-from dataclasses import fields
 from pathlib import Path
 
 import phi

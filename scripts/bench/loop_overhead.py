@@ -34,7 +34,7 @@ from phi.cancel import CancellationToken  # noqa: E402
 from phi.channel import EventChannel, EventStream  # noqa: E402
 from phi.loop import agent_loop  # noqa: E402
 from phi.loop_config import AgentContext, AgentLoopConfig  # noqa: E402
-from phi.providers.mock import ScriptedProvider, ScriptedResponse  # noqa: E402
+from phi.providers.mock import ScriptedProvider  # noqa: E402
 from phi.types import UserMessage  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

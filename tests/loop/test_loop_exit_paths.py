@@ -10,14 +10,13 @@ from __future__ import annotations
 import threading
 
 import pytest
+from history_checks import assert_valid_conversation
+from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
 
 from phi.cancel import CancellationToken
 from phi.context.config import ExecutionLimits
 from phi.queues import MessageQueue
-from history_checks import assert_valid_conversation
-from phi.types import AssistantMessage, QueueMode, RunOutcome, StopReason, ToolResultMessage, UserMessage
-
-from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
+from phi.types import QueueMode, RunOutcome, ToolResultMessage, UserMessage
 
 
 class Boom(Exception):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
 
 from phi.context.config import ExecutionLimits
 from phi.filters import FilterResult
 from phi.tool_exec import VETOED
-from phi.types import Usage, UserMessage
+from phi.types import UserMessage
 
 
 # --------------------------------------------------------------------------- input filters

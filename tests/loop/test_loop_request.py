@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from loop_helpers import call, run, text_of, text_tool, tool_turn
+from loop_helpers import call, run, text_tool, tool_turn
 
 from phi.cancel import CancellationToken
 from phi.loop import default_convert_to_llm
