@@ -19,7 +19,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Sequence
 
@@ -28,6 +27,7 @@ from .cancel import CancellationToken
 from .channel import EventChannel, EventStream
 from .errors import AlreadyRunning, ConfigError, DecodeError
 from .events import AgentEnd
+from .ids import random_uuid
 from .loop import agent_loop, agent_loop_continue, check_can_continue, config_segment
 from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
 from .providers.model_config import API_MOCK, ModelConfig
@@ -136,8 +136,8 @@ class Agent(AgentSettings):
         self.config = AgentLoopConfig(model_config=model_config, **settings)
         self.steering_queue = MessageQueue(steering_mode)
         self.follow_up_queue = MessageQueue(follow_up_mode)
-        self.agent_id = str(uuid.uuid4())
-        self.session_id = str(uuid.uuid4())
+        self.agent_id = random_uuid()
+        self.session_id = random_uuid()
         self.loop_counters: dict[str, int] = {}
         self.last_loop_id: str | None = None
         self.last_active_at: float | None = None
@@ -350,7 +350,7 @@ class Agent(AgentSettings):
 
     def new_session(self) -> str:
         """Start a new session id at once; loop counters and last_loop_id are cleared."""
-        self.session_id = str(uuid.uuid4())
+        self.session_id = random_uuid()
         self.loop_counters = {}
         self.last_loop_id = None
         return self.session_id

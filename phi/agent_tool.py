@@ -26,6 +26,9 @@ class ToolContext:
     cancel: CancellationToken = field(default_factory=CancellationToken)
     on_update: Callable[[ToolResult], None] | None = None
     on_progress: Callable[[str], None] | None = None
+    # True when the loop has already checked the arguments against the tool's schema (SPEC TOOL-2),
+    # so a tool that validates on its own (``@tool``) need not do it again.
+    arguments_validated: bool = False
 
     def update(self, partial: ToolResult | str) -> None:
         """Stream a partial result (becomes a ``ToolExecutionUpdate`` event)."""

@@ -22,10 +22,11 @@ _keys = itertools.count()
 class CancellationToken:
     """A one-way switch: once cancelled, always cancelled."""
 
-    __slots__ = ("_event", "_lock", "_callbacks", "_detach", "__weakref__")
+    __slots__ = ("_cancelled", "_event", "_lock", "_callbacks", "_detach", "__weakref__")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
+        self._event: threading.Event | None = None  # made by the first wait(): most tokens never wait
         self._lock = threading.Lock()
         # registration key -> callback; None once cancelled. A dict makes unregistering O(1).
         self._callbacks: dict[int, Callable[[], None]] | None = {}
@@ -41,7 +42,9 @@ class CancellationToken:
             if self._callbacks is None:
                 return
             callbacks, self._callbacks = self._callbacks, None
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
         for callback in callbacks.values():
             try:
                 callback()
@@ -49,15 +52,21 @@ class CancellationToken:
                 log.exception("cancellation callback failed")
 
     def is_cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass; returns whether it was cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` when this token is cancelled (at once, on this thread, if it already is).

@@ -119,7 +119,8 @@ class DecoratedTool:
         """Validate and convert ``args`` into the function's call arguments; raise InvalidArgs."""
         if args is None:
             args = {}
-        validate_args(self._get_validator(), args, self.name)
+        if ctx is None or not ctx.arguments_validated:  # the loop validated already (SPEC TOOL-2)
+            validate_args(self._get_validator(), args, self.name)
         positional: list[Any] = []
         keywords: dict[str, Any] = {}
         for param in self._params:

@@ -20,17 +20,31 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import uuid
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable
 
 from .cancel import CancellationToken
 from .errors import InvalidContinue, InvalidPrompt
-from .events import AgentEnd, AgentStart, InputRejected, MessageEnd, MessageStart, TurnEnd, TurnStart
+from .events import (
+    AgentEnd,
+    AgentStart,
+    InputRejected,
+    MessageEnd,
+    MessageStart,
+    TurnEnd,
+    TurnStart,
+)
 from .filters import run_filter
+from .ids import random_uuid
 from .loop_config import AgentContext, AgentLoopConfig
-from .providers.base import ErrorKind, ProviderError, StreamConfig, StreamProvider, is_context_overflow
+from .providers.base import (
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    StreamProvider,
+    is_context_overflow,
+)
 from .reply_stream import ReplyStream
 from .tool_exec import ToolRunner, unanswered_call_results
 from .types import (
@@ -136,8 +150,8 @@ def next_loop_number(session_id: str, segment: str) -> int:
 
 def _ensure_identity(context: AgentContext, config: AgentLoopConfig) -> int:
     """Fill in missing ids (written back to ``context``); returns the loop index (N - 1)."""
-    context.agent_id = context.agent_id or str(uuid.uuid4())
-    context.session_id = context.session_id or str(uuid.uuid4())
+    context.agent_id = context.agent_id or random_uuid()
+    context.session_id = context.session_id or random_uuid()
     if context.loop_id is None:
         segment = config_segment(config)
         context.loop_id = f"{context.session_id}.{segment}.{next_loop_number(context.session_id, segment)}"
@@ -170,10 +184,44 @@ def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     return out
 
 
+class LLMView:
+    """The default model view of one run's history (LOOP-12), extended instead of rebuilt.
+
+    A run only appends to its history, and announced messages are never changed, so the view of the
+    first k messages stays valid while those k messages are the same objects: each request converts
+    only what was appended since the last one. When the history is replaced (compaction) the loop
+    calls :meth:`reset`; a history that no longer starts with what was converted is rebuilt whole.
+    """
+
+    __slots__ = ("_source", "_count", "_last", "_view")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._source: list[AgentMessage] | None = None
+        self._count = 0
+        self._last: AgentMessage | None = None
+        self._view: list[Message] = []
+
+    def of(self, messages: list[AgentMessage]) -> list[Message]:
+        """The model's view of ``messages`` (a new list each time: providers may keep it)."""
+        count, done = len(messages), self._count
+        if messages is self._source and done <= count and (done == 0 or messages[done - 1] is self._last):
+            if done < count:
+                self._view.extend(default_convert_to_llm(messages[done:]))
+        else:
+            self._view = default_convert_to_llm(messages)
+        self._source, self._count, self._last = messages, count, messages[-1] if count else None
+        return self._view[:]
+
+
 def _provider_for(config: AgentLoopConfig) -> StreamProvider:
     if config.provider is not None:
         return config.provider
-    from .providers.registry import get_provider  # lazy: imports only the protocol in use
+    from .providers.registry import (
+        get_provider,  # lazy: imports only the protocol in use
+    )
 
     return get_provider(config.model_config)
 
@@ -204,6 +252,7 @@ class _Run:
         self.loop_id = ""
         self.tracker: Any = None
         self.runner: ToolRunner | None = None
+        self.llm_view = LLMView()
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
@@ -414,6 +463,7 @@ class _Run:
 
         budget = overflow_budget(self.context.messages, cfg) if tighter else None
         self.context.messages[:] = compact_with(self.config.compaction_strategy, self.context.messages, cfg, budget)
+        self.llm_view.reset()
 
     # ----------------------------------------------------------------- SPEC §7: one reply
 
@@ -481,7 +531,7 @@ class _Run:
         if config.transform_context is not None:
             messages = config.transform_context(list(messages))
         if config.convert_to_llm is None:
-            llm_messages = default_convert_to_llm(messages)  # builds a new list; no copy needed
+            llm_messages = self.llm_view.of(messages)
         else:
             llm_messages = config.convert_to_llm(list(messages))
         api_key = config.get_api_key(config.model_config.provider) if config.get_api_key is not None else None

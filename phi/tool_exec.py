@@ -165,7 +165,7 @@ class ToolRunner:
         ex.token = self.cancel.child_token()
         ctx = ToolContext(call.id, call.name, ex.token,
                           lambda partial: inbox.put((_UPDATE, index, partial)),
-                          lambda text: inbox.put((_PROGRESS, index, text)))
+                          lambda text: inbox.put((_PROGRESS, index, text)), arguments_validated=True)
         ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
         ex.running = True
         shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
@@ -252,7 +252,8 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     run timed it out, abandoned it or ended) is not run at all."""
     if not ex.running:
         return
-    inbox.put((_STARTED, index, time.monotonic()))
+    if ex.timeout_ms:  # only a call with a timeout needs to say when it started (SPEC TOOL-6)
+        inbox.put((_STARTED, index, time.monotonic()))
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
@@ -330,6 +331,8 @@ def validate_arguments(tool: AgentTool, args: Any) -> str | None:
     validator = _cached_validator(schema)
     if isinstance(validator, str):
         return validator
+    if validator.is_valid(args):  # the common case, and the cheap question
+        return None
     from jsonschema.exceptions import best_match
 
     error = best_match(validator.iter_errors(args))

@@ -12,7 +12,6 @@ from deltas and emits the matching events, each carrying a snapshot of the messa
 
 from __future__ import annotations
 
-import email.utils
 import enum
 import json
 import math
@@ -214,6 +213,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> int | None:
 
 
 def _http_date_ms(raw: str) -> float | None:
+    import email.utils  # lazy: 15 ms of imports (socket, datetime, ...) for a rare header form
+
     try:
         when = email.utils.parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):
