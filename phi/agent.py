@@ -16,7 +16,6 @@ start right there (SPEC AGENT-1).
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -28,6 +27,7 @@ from .channel import EventChannel, EventStream
 from .errors import AlreadyRunning, ConfigError, DecodeError
 from .events import AgentEnd
 from .ids import random_uuid
+from .log import get_logger
 from .loop import agent_loop, agent_loop_continue, check_can_continue, config_segment
 from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
 from .providers.model_config import API_MOCK, ModelConfig
@@ -49,7 +49,7 @@ from .types import (
     messages_from_json,
 )
 
-log = logging.getLogger("phi.agent")
+log = get_logger("phi.agent")
 
 # Settings that go straight into AgentLoopConfig (each also has a chainable ``with_<name>``).
 _LOOP_SETTINGS = tuple(f.name for f in fields(AgentLoopConfig) if f.name not in (
@@ -141,7 +141,7 @@ class Agent(AgentSettings):
         self.loop_counters: dict[str, int] = {}
         self.last_loop_id: str | None = None
         self.last_active_at: float | None = None
-        self._subscribers: list[Callable[[Any], None]] = []
+        self._subscribers: tuple[Callable[[Any], None], ...] = ()  # replaced, never changed in place
         self._lock = threading.Lock()
         self._cancel: CancellationToken | None = None
         self._worker: threading.Thread | None = None
@@ -252,17 +252,24 @@ class Agent(AgentSettings):
     def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run, synchronously, in order.
 
-        Returns a function that unsubscribes. A callback may call ``abort()``.
+        Returns a function that unsubscribes. A callback may call ``abort()``, ``steer()``, start the
+        next prompt on ``AgentEnd``, ... (SPEC LOOP-19, AGENT-1).
         """
         with self._lock:
-            self._subscribers.append(callback)
+            self._subscribers = (*self._subscribers, callback)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                found = [c for c in self._subscribers if c is not callback]
+                if len(found) < len(self._subscribers):
+                    self._subscribers = tuple(found)
 
         return unsubscribe
+
+    def unsubscribe_all(self) -> None:
+        """Remove every subscriber."""
+        with self._lock:
+            self._subscribers = ()
 
     # ----------------------------------------------------------------- running
 
@@ -430,7 +437,6 @@ class Agent(AgentSettings):
         channel = EventChannel()
         stream: EventStream[AgentResult] = EventStream(channel, threading.Event(), abort=cancel.cancel)
         forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
-        subscribers = self._subscribers
         ends: list[AgentEnd] = []
         settled = threading.Event()
 
@@ -450,7 +456,7 @@ class Agent(AgentSettings):
             if type(event) is AgentEnd:
                 ends.append(event)
                 settle()
-            for callback in tuple(subscribers):
+            for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
                 callback(event)
             forward(event)
 

@@ -10,11 +10,12 @@ tools kill their process group), which is how an abort takes effect within milli
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 from typing import Callable
 
-log = logging.getLogger("phi.cancel")
+from .log import get_logger
+
+log = get_logger("phi.cancel")
 
 _keys = itertools.count()
 

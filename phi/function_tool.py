@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import logging
 import re
 import threading
 import typing
@@ -42,6 +41,7 @@ from typing import Any, Callable, TypeVar, overload
 
 from .agent_tool import ToolContext, to_tool_result
 from .errors import ConfigError, InvalidArgs
+from .log import get_logger
 from .schema import (
     ConversionError,
     UnsupportedAnnotation,
@@ -57,7 +57,7 @@ _CONTENT_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall)
 
 __all__ = ["tool", "DecoratedTool", "validate_args"]
 
-log = logging.getLogger("phi.function_tool")
+log = get_logger("phi.function_tool")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MISSING: Any = object()

@@ -17,7 +17,6 @@ A run, in order (SPEC LOOP-1..LOOP-14):
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections import OrderedDict
@@ -37,6 +36,7 @@ from .events import (
 )
 from .filters import run_filter
 from .ids import random_uuid
+from .log import get_logger
 from .loop_config import AgentContext, AgentLoopConfig
 from .providers.base import (
     ErrorKind,
@@ -64,7 +64,7 @@ from .types import (
     UserMessage,
 )
 
-log = logging.getLogger("phi.loop")
+log = get_logger("phi.loop")
 
 Sink = Callable[[Any], None]
 

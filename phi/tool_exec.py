@@ -19,7 +19,6 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 import time
@@ -30,11 +29,12 @@ from .agent_tool import AgentTool, ToolContext, to_tool_result
 from .cancel import CancellationToken
 from .errors import ToolError
 from .events import ProgressMessage, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from .log import get_logger
 from .loop_config import AgentLoopConfig, ToolExecution
 from .types import AgentMessage, TextContent, ToolCall, ToolResult, ToolResultMessage
 from .workers import shared_pool
 
-log = logging.getLogger("phi.tool_exec")
+log = get_logger("phi.tool_exec")
 
 # Result texts (SPEC TOOL-7); implementations in other languages use the same words.
 NOT_FOUND = "Tool {name} not found"

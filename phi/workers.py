@@ -9,13 +9,14 @@ so an idle process holds none. Work beyond ``max_workers`` waits for a free work
 
 from __future__ import annotations
 
-import logging
 import os
 import queue
 import threading
 from typing import Any, Callable
 
-log = logging.getLogger("phi.workers")
+from .log import get_logger
+
+log = get_logger("phi.workers")
 
 DEFAULT_MAX_WORKERS = 256
 DEFAULT_IDLE_SECONDS = 30.0

@@ -126,5 +126,5 @@ def test_user_code_at_every_site(site: str, behaviour: str) -> None:
         if name != "input_filter" and hasattr(agent.config, name):
             setattr(agent.config, name, None)
     agent.config.input_filters = []
-    agent._subscribers.clear()
+    agent.unsubscribe_all()
     assert agent.run("next", timeout=RUN_TIMEOUT).text == "again"

@@ -84,7 +84,7 @@ def queued_input(kind: str) -> Callable[[], None]:
             after_first_update(agent, lambda text=text: push(text))()
             sent.append(text)
             finish(agent.prompt(f"prompt {i}")).result()
-            agent._subscribers.clear()
+            agent.unsubscribe_all()
         assert agent.wait_for_idle(BOUND)
         queued_once(agent, sent)
         assert_valid_conversation(agent.messages)
