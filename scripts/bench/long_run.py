@@ -6,11 +6,12 @@ tokens), so without compaction the history would grow by ~1,800 tokens a turn; w
 budget, compaction works on almost every turn (level 1 most turns, level 2 every few, level 3
 rarely). Events are consumed live from ``Agent.prompt``, as an application would.
 
-Two compactions are measured, each in a fresh interpreter, through the real loop (as the agent's
-``compaction_strategy``, timed by a thin wrapper):
+Three set-ups are measured, each in a fresh interpreter, through the real loop:
 
-* ``full`` — ``compact_messages`` every turn (``DefaultCompaction``), what the loop does today;
-* ``incremental`` — one ``IncrementalCompaction`` for the run, the same results with running totals.
+* ``full`` — ``compaction_strategy=DefaultCompaction()``: ``compact_messages`` every turn;
+* ``incremental`` — ``compaction_strategy=IncrementalCompaction()``: the same results with running
+  token totals;
+* ``default`` — no strategy: whatever the loop does by default (``compact_with`` is timed).
 
 Printed per mode: the loop's ms/turn, the time spent inside compaction per turn (mean, and the
 slowest call), and every 100 turns the history size, the RSS, and the bytes of the messages the run
@@ -19,7 +20,8 @@ new message. "RSS − returned messages" is what the run holds beyond that; it s
 (``ScriptedProvider`` records every request it receives, each holding the history sent; the bench
 clears that record after every turn, so that it measures the run and not the test double.)
 
-``--check`` also compares every incremental result with ``compact_messages`` (slow; not timed).
+``--check`` also compares every result with ``compact_messages`` (slow: the loop's ms/turn then
+include it; the compaction figures do not).
 Figures are printed, never judged; the last line is one JSON object with all of them.
 Usage: python3 scripts/bench/long_run.py [--turns N] [--check]
 """
@@ -35,7 +37,7 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -43,10 +45,11 @@ sys.path.insert(0, ROOT)
 from phi import Agent, ContextConfig, ScriptedProvider  # noqa: E402
 from phi.agent_tool import FunctionTool  # noqa: E402
 from phi.context import DefaultCompaction, IncrementalCompaction, compact_messages  # noqa: E402
+from phi.context import compaction  # noqa: E402
 from phi.events import MessageEnd  # noqa: E402
 
 SAMPLE_EVERY = 100
-MODES = ("full", "incremental")
+MODES = ("full", "incremental", "default")
 
 
 def rss_bytes() -> int:
@@ -75,24 +78,38 @@ def deep_size(obj: Any, seen: set[int] | None = None) -> int:
 
 
 class Timed:
-    """A compaction strategy that times the one it wraps (and, with ``check``, compares it with
-    ``compact_messages``)."""
+    """Times a function shaped like ``compact_with(strategy, messages, config, budget)`` (and, with
+    ``check``, compares its results with ``compact_messages``)."""
 
-    def __init__(self, inner: Any, check: bool) -> None:
-        self.inner, self.check = inner, check
+    def __init__(self, compact: Callable[..., list], check: bool) -> None:
+        self.inner, self.check = compact, check
         self.seconds = self.slowest = 0.0
         self.calls = 0
 
-    def compact(self, messages: list, config: ContextConfig) -> list:
+    def __call__(self, strategy: Any, messages: list, config: ContextConfig, budget: int | None = None) -> list:
         started = time.perf_counter()
-        result = self.inner.compact(messages, config)
+        result = self.inner(strategy, messages, config, budget)
         spent = time.perf_counter() - started
         self.seconds += spent
         self.slowest = max(self.slowest, spent)
         self.calls += 1
-        if self.check and result != compact_messages(messages, config):
-            raise AssertionError(f"turn {self.calls}: incremental compaction differs from compact_messages")
+        if self.check and result != compact_messages(messages, config, budget):
+            raise AssertionError(f"turn {self.calls}: compaction differs from compact_messages")
         return result
+
+    def compact(self, messages: list, config: ContextConfig) -> list:
+        """As a CompactionStrategy (the loop passes a tighter budget as ``config.budget``)."""
+        return self(None, messages, config)
+
+
+def timed_setup(mode: str, check: bool) -> tuple[Timed, Any]:
+    """(the timer, the compaction_strategy to configure) for ``mode``."""
+    if mode == "default":  # no strategy: time the loop's own call, whatever it does
+        timer = compaction.compact_with = Timed(compaction.compact_with, check)
+        return timer, None
+    inner = DefaultCompaction() if mode == "full" else IncrementalCompaction()
+    timer = Timed(lambda strategy, messages, config, budget: inner.compact(messages, config), check)
+    return timer, timer
 
 
 def run(mode: str, turns: int, check: bool) -> dict:
@@ -109,19 +126,22 @@ def run(mode: str, turns: int, check: bool) -> dict:
 
     dump = FunctionTool("dump", "Return a long log.", {"type": "object", "properties": {"n": {"type": "integer"}}},
                         lambda args, ctx: "\n".join(f"log line {i} of chunk {args.get('n')}" for i in range(200)))
-    strategy = Timed(DefaultCompaction() if mode == "full" else IncrementalCompaction(), check)
+    timer, strategy = timed_setup(mode, check)
     provider = ScriptedProvider(default=model)
     agent = Agent(provider=provider, tools=[dump],
                   context_config=ContextConfig(max_context_tokens=20_000, system_prompt_tokens=1_000,
                                                keep_recent=10, keep_first=2))
     agent.config.compaction_strategy = strategy
-    produced = {"messages": 0, "bytes": 0}
+    produced = {"messages": 0, "bytes": 0, "by_role": {}}
     samples: list[dict] = []
 
     def on_event(event: Any) -> None:
         if type(event) is MessageEnd:
+            size = deep_size(event.message) + 8  # + its slot in the run's list
             produced["messages"] += 1
-            produced["bytes"] += deep_size(event.message) + 8  # + its slot in the run's list
+            produced["bytes"] += size
+            count, total = produced["by_role"].get(event.message.role, (0, 0))
+            produced["by_role"][event.message.role] = (count + 1, total + size)
 
     def after_turn(messages: list, usage: Any) -> None:
         provider.calls.clear()  # the test double keeps every request it got; a real provider does not
@@ -138,9 +158,10 @@ def run(mode: str, turns: int, check: bool) -> dict:
     result = stream.result()
     elapsed = time.perf_counter() - started
     return {"mode": mode, "turns": calls["n"], "seconds": elapsed, "loop_ms_per_turn": elapsed * 1000 / calls["n"],
-            "compaction_ms_per_turn": strategy.seconds * 1000 / max(1, strategy.calls),
-            "compaction_slowest_ms": strategy.slowest * 1000, "run_messages": len(result.messages),
-            "history_after": len(agent.messages), "samples": samples}
+            "compaction_ms_per_turn": timer.seconds * 1000 / max(1, timer.calls),
+            "compaction_slowest_ms": timer.slowest * 1000, "run_messages": len(result.messages),
+            "history_after": len(agent.messages), "samples": samples,
+            "bytes_by_role": {role: total // count for role, (count, total) in produced["by_role"].items()}}
 
 
 def report(figures: dict) -> dict:
@@ -157,10 +178,12 @@ def report(figures: dict) -> dict:
     first, last = samples[0], samples[-1]
     returned = last["returned_bytes"] - first["returned_bytes"]
     per_message = returned / max(1, last["returned_messages"] - first["returned_messages"])
-    rest_growth = (last["rss"] - last["returned_bytes"]) - (first["rss"] - first["returned_bytes"])
-    print(f"  turns {first['turn']}→{last['turn']}: RSS +{(last['rss'] - first['rss']) / 2**20:.1f} MB, of which "
-          f"returned messages +{returned / 2**20:.1f} MB ({per_message:.0f} bytes/message); the rest "
-          f"{rest_growth / 2**20:+.1f} MB")
+    rest = [(s["rss"] - s["returned_bytes"]) / 2**20 for s in samples]
+    later = rest[len(rest) // 2 :]
+    by_role = ", ".join(f"{role} {size} B" for role, size in figures["bytes_by_role"].items())
+    print(f"  turns {first['turn']}→{last['turn']}: RSS {(last['rss'] - first['rss']) / 2**20:+.1f} MB, of which the "
+          f"returned messages {returned / 2**20:+.1f} MB ({per_message:.0f} bytes/message: {by_role}); "
+          f"the rest {rest[-1] - rest[0]:+.1f} MB, and within {max(later) - min(later):.1f} MB over the second half")
     key = figures["mode"]
     return {f"{key}_loop_ms_per_turn": round(figures["loop_ms_per_turn"], 4),
             f"{key}_compaction_ms_per_turn": round(figures["compaction_ms_per_turn"], 4),
@@ -168,7 +191,8 @@ def report(figures: dict) -> dict:
             f"{key}_rss_mb_first": round(first["rss"] / 2**20, 1), f"{key}_rss_mb_last": round(last["rss"] / 2**20, 1),
             f"{key}_returned_mb": round(last["returned_bytes"] / 2**20, 1),
             f"{key}_returned_bytes_per_message": round(per_message),
-            f"{key}_rss_minus_returned_growth_mb": round(rest_growth / 2**20, 2),
+            f"{key}_rss_minus_returned_growth_mb": round(rest[-1] - rest[0], 2),
+            f"{key}_rss_minus_returned_second_half_range_mb": round(max(later) - min(later), 2),
             f"{key}_history_max": max(s["history"] for s in samples)}
 
 
