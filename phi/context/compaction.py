@@ -22,6 +22,10 @@ level 1) is larger than the budget; it is then returned on its own and a warning
 A :class:`CompactionStrategy` replaces the cascade (``compact(messages, config)``); the loop uses
 :func:`compact_with` and, after a context-overflow error, retries once with
 ``budget=overflow_budget(messages, config)`` (DESIGN §5).
+
+The levels take the token cost of a message as a function (:data:`Cost`), so that
+:class:`~phi.context.incremental.IncrementalCompaction` — the same cascade, keeping running token
+totals across the turns of a run — shares them with the plain functions here.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from .tokens import TokenCounter, message_tokens, total_tokens
 
 __all__ = [
     "Cost",
+    "counter_cost",
     "CompactionStrategy",
     "DefaultCompaction",
     "compact_messages",
@@ -46,6 +51,9 @@ __all__ = [
     "level2_summarize_old_turns",
     "level3_drop_middle",
     "keep_within_budget",
+    "keep_within",
+    "summary_boundary",
+    "summarize_before",
     "message_groups",
     "truncate_lines",
     "truncate_tool_output",

@@ -18,7 +18,7 @@ was edited, restored or replaced — falls back to counting from the start of th
 change of counter or compaction settings forgets everything. Levels 3 and the fallback, which run
 rarely, work on the whole history with the remembered estimates.
 
-One object serves one history at a time (the loop creates one per run); calls are serialised by a
+One object is meant for one history at a time — one per run; calls are serialised by a
 lock, so sharing it is safe, only slower.
 """
 

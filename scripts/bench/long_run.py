@@ -121,7 +121,8 @@ def run(mode: str, turns: int, check: bool) -> dict:
         if calls["n"] >= turns:
             return "All done."
         return {"blocks": [{"type": "text", "chunks": ["Reading the next chunk."]},
-                           {"type": "toolCall", "id": f"c{calls['n']}", "name": "dump", "arguments": {"n": calls["n"]}}],
+                           {"type": "toolCall", "id": f"c{calls['n']}", "name": "dump",
+                            "arguments": {"n": calls["n"]}}],
                 "usage": {"input": 1000, "output": 20}}
 
     dump = FunctionTool("dump", "Return a long log.", {"type": "object", "properties": {"n": {"type": "integer"}}},

@@ -8,7 +8,8 @@ the occasional tighter overflow budget. After every step the full recomputation
 messages — equal values, and the very same objects where the history's own messages are kept —
 and the history becomes that result, as in the loop.
 
-``PHI_HYPOTHESIS_EXAMPLES`` raises the example count, as in the property tests.
+``PHI_HYPOTHESIS_EXAMPLES`` raises the example count (a third of it), as in the property tests; the
+bench ``scripts/bench/long_run.py --check`` compares 2,000 turns through the loop.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from phi.types import (
 
 EXAMPLES = int(os.environ.get("PHI_HYPOTHESIS_EXAMPLES", "300"))
 
-texts = st.builds(lambda lines, width: "\n".join("w" * width for _ in range(lines)), st.integers(0, 60), st.integers(0, 30))
+texts = st.builds(lambda lines, width: "\n".join("w" * width for _ in range(lines)),
+                  st.integers(0, 60), st.integers(0, 30))
 
 
 class History:
@@ -52,7 +54,8 @@ class History:
     def reply(self, text: str, calls: int, name: str = "bash") -> AssistantMessage:
         ids = [f"call{self.calls + k}" for k in range(calls)]
         self.calls += calls
-        blocks = ([TextContent(text)] if text else []) + [ToolCall(i, name, {"cmd": i} if name == "bash" else {}) for i in ids]
+        tool_calls = [ToolCall(i, name, {"cmd": i} if name == "bash" else {}) for i in ids]
+        blocks = ([TextContent(text)] if text else []) + tool_calls
         return AssistantMessage(blocks, StopReason.TOOL_USE if calls else StopReason.STOP, timestamp=self.next_stamp())
 
     def result(self, call_id: str, text: str, error: bool = False) -> ToolResultMessage:
@@ -111,7 +114,8 @@ configs = st.builds(
 )
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=max(50, EXAMPLES // 3), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(configs, st.data())
 def test_incremental_compaction_matches_full_recomputation_turn_after_turn(config, data):
     history = History()
@@ -144,7 +148,8 @@ def test_groups_before_an_extension_message_are_not_taken_as_settled():
     first = incremental.compact(messages, config)
     assert_same_result(first, compact_messages(messages, config), messages)
     assert first[2] is small  # kept: its summary would not be smaller
-    messages = [*first, ToolResultMessage("s1", "x", [TextContent("z" * 40)], False, timestamp=52), history.user("w" * 300)]
+    answer = ToolResultMessage("s1", "x", [TextContent("z" * 40)], False, timestamp=52)
+    messages = [*first, answer, history.user("w" * 300)]
     assert_same_result(incremental.compact(messages, config), compact_messages(messages, config), messages)
 
 
@@ -167,6 +172,23 @@ def test_a_long_run_keeps_results_identical_and_memory_bounded():
         assert len(incremental._cost._known) <= 2 * len(messages) + 64 + 2
     assert levels == {True, False}  # some turns fit, some were compacted
     assert len(messages) < 200
+
+
+def test_a_history_replaced_under_the_summary_boundary_is_summarised_again():
+    """After level 2, the groups before its boundary are taken as settled; a history that differs
+    there (here: the uncompacted original, as after a restore) must be summarised from scratch."""
+    history = History()
+    config = ContextConfig(max_context_tokens=1_500, system_prompt_tokens=0, keep_recent=4, tool_output_max_lines=10)
+    incremental = IncrementalCompaction()
+    original: list = [history.user("start")]
+    messages = list(original)
+    while incremental._summarized == 0:
+        reply = history.reply("Reading the next part of the log. " * 3, 1)
+        turn = [reply, history.result(reply.tool_calls[0].id, "\n".join(f"line {i}" for i in range(40)))]
+        original += turn
+        messages = incremental.compact(messages + turn, config)
+    restored = [*original, history.user("again")]
+    assert_same_result(incremental.compact(restored, config), compact_messages(restored, config), restored)
 
 
 def test_settings_change_forgets_what_was_learnt():
