@@ -3,7 +3,8 @@
 * CTX-1 tokens — :func:`estimate_tokens`, :func:`content_tokens`, :func:`message_tokens`,
   :class:`TokenCounter`, :class:`HeuristicTokenCounter`;
 * CTX-2 compaction — :class:`ContextConfig`, :func:`compact_messages` and its levels,
-  :class:`CompactionStrategy`, :class:`DefaultCompaction`;
+  :class:`CompactionStrategy`, :class:`DefaultCompaction`, and :class:`IncrementalCompaction` (the
+  same cascade with running token totals, one per run);
 * CTX-1 / LOOP-10 trackers and limits — :class:`ContextTracker`, :class:`ExecutionTracker`,
   :class:`ExecutionLimits`.
 """
@@ -23,6 +24,7 @@ from .compaction import (
     overflow_budget,
     truncate_lines,
 )
+from .incremental import IncrementalCompaction
 from .config import CallableTokenCounter, ContextConfig, ExecutionLimits
 from .tokens import (
     HeuristicTokenCounter,
@@ -45,6 +47,7 @@ __all__ = [
     "DefaultCompaction",
     "ExecutionLimits",
     "ExecutionTracker",
+    "IncrementalCompaction",
     "HeuristicTokenCounter",
     "TokenCounter",
     "compact_messages",

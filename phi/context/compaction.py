@@ -22,13 +22,17 @@ level 1) is larger than the budget; it is then returned on its own and a warning
 A :class:`CompactionStrategy` replaces the cascade (``compact(messages, config)``); the loop uses
 :func:`compact_with` and, after a context-overflow error, retries once with
 ``budget=overflow_budget(messages, config)`` (DESIGN §5).
+
+The levels take the token cost of a message as a function (:data:`Cost`), so that
+:class:`~phi.context.incremental.IncrementalCompaction` — the same cascade, keeping running token
+totals across the turns of a run — shares them with the plain functions here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import ConfigError
 from ..types import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, UserMessage, now_ms
@@ -36,6 +40,8 @@ from .config import ContextConfig
 from .tokens import TokenCounter, message_tokens, total_tokens
 
 __all__ = [
+    "Cost",
+    "counter_cost",
     "CompactionStrategy",
     "DefaultCompaction",
     "compact_messages",
@@ -45,8 +51,12 @@ __all__ = [
     "level2_summarize_old_turns",
     "level3_drop_middle",
     "keep_within_budget",
+    "keep_within",
+    "summary_boundary",
+    "summarize_before",
     "message_groups",
     "truncate_lines",
+    "truncate_tool_output",
     "SUMMARY_PREFIX",
     "OMISSION_PREFIX",
 ]
@@ -57,19 +67,29 @@ SUMMARY_PREFIX = "[Summary] "
 OMISSION_PREFIX = "[... "
 _SUMMARY_TEXT_CHARS = 120
 
+Cost = Callable[[AgentMessage], int]
+"""The token cost of one message; :func:`counter_cost` builds it from a :class:`TokenCounter`."""
+
+
+def counter_cost(counter: TokenCounter | None) -> Cost:
+    """:func:`~phi.context.tokens.message_tokens` with ``counter``, as a :data:`Cost`."""
+    return lambda message: message_tokens(message, counter)
+
 
 # --------------------------------------------------------------------------- groups
 
 
-def message_groups(messages: Sequence[AgentMessage]) -> list[tuple[int, int]]:
-    """Split ``messages`` into ``[start, end)`` spans that must stay together.
+def message_groups(messages: Sequence[AgentMessage], start: int = 0) -> list[tuple[int, int]]:
+    """Split ``messages[start:]`` into ``[start, end)`` spans (indices into ``messages``) that must
+    stay together.
 
     An assistant message with tool calls forms a span with the tool-result messages that follow it
     and answer those calls (extension messages in between are carried along); every other message
-    is a span of its own.
+    is a span of its own. A span only looks forward, so when ``start`` begins a span of the whole
+    list, the result is the tail of ``message_groups(messages)``.
     """
     spans: list[tuple[int, int]] = []
-    i, n = 0, len(messages)
+    i, n = start, len(messages)
     while i < n:
         message = messages[i]
         end = i + 1
@@ -127,23 +147,25 @@ def truncate_lines(text: str, max_lines: int) -> str:
     return "\n".join(lines[:head] + [marker] + (lines[len(lines) - tail :] if tail else []))
 
 
+def truncate_tool_output(message: AgentMessage, max_lines: int) -> AgentMessage:
+    """A tool result with every text block cut to ``max_lines`` lines; any other message, or a tool
+    result with nothing to cut, is returned itself. Applying it twice changes nothing more."""
+    if not isinstance(message, ToolResultMessage):
+        return message
+    content = []
+    changed = False
+    for block in message.content:
+        if isinstance(block, TextContent):
+            cut = truncate_lines(block.text, max_lines)
+            if cut != block.text:
+                block, changed = TextContent(cut), True
+        content.append(block)
+    return dataclasses.replace(message, content=content) if changed else message
+
+
 def level1_truncate_tool_outputs(messages: Sequence[AgentMessage], max_lines: int) -> list[AgentMessage]:
     """Every text block of every tool result cut to ``max_lines`` lines (others untouched)."""
-    out: list[AgentMessage] = []
-    for message in messages:
-        if isinstance(message, ToolResultMessage):
-            content = []
-            changed = False
-            for block in message.content:
-                if isinstance(block, TextContent):
-                    cut = truncate_lines(block.text, max_lines)
-                    if cut != block.text:
-                        block, changed = TextContent(cut), True
-                content.append(block)
-            if changed:
-                message = dataclasses.replace(message, content=content)
-        out.append(message)
-    return out
+    return [truncate_tool_output(message, max_lines) for message in messages]
 
 
 # --------------------------------------------------------------------------- level 2
@@ -183,17 +205,32 @@ def level2_summarize_old_turns(
     do user messages. A group is only replaced when its summary is smaller.
     """
     spans = message_groups(messages)
-    boundary = _group_start(spans, max(0, len(messages) - keep_recent))
+    boundary = summary_boundary(spans, len(messages), keep_recent)
+    return summarize_before(messages, spans, boundary, counter_cost(counter))
+
+
+def summary_boundary(spans: list[tuple[int, int]], count: int, keep_recent: int, start: int = 0) -> int:
+    """Where level 2 stops: the start of the group holding message ``count - keep_recent`` (never
+    before ``start``, the first index ``spans`` cover), and never after the newest group."""
+    boundary = _group_start(spans, max(start, count - keep_recent))
     if spans:
         boundary = min(boundary, spans[-1][0])  # the newest group is never summarised
-    out: list[AgentMessage] = []
-    for start, end in spans:
-        if start >= boundary:
+    return boundary
+
+
+def summarize_before(
+    messages: Sequence[AgentMessage], spans: list[tuple[int, int]], boundary: int, cost: Cost, start: int = 0
+) -> list[AgentMessage]:
+    """Level 2 over the groups ``spans`` (which cover ``messages[start:]``) that end before
+    ``boundary``; ``messages[:start]`` is taken as already summarised and kept as it is."""
+    out: list[AgentMessage] = list(messages[:start])
+    for first, end in spans:
+        if first >= boundary:
             break
-        group = messages[start:end]
+        group = messages[first:end]
         if isinstance(group[0], AssistantMessage):
             summary = _summarize_group(group)
-            if message_tokens(summary, counter) < total_tokens(group, counter):
+            if cost(summary) < sum(map(cost, group)):
                 out.append(summary)
                 continue
         out.extend(group)
@@ -204,13 +241,15 @@ def level2_summarize_old_turns(
 # --------------------------------------------------------------------------- level 3
 
 
-def _omission_marker(count: int, first_omitted: AgentMessage | None = None) -> UserMessage:
-    """The user message standing in for ``count`` dropped messages; it takes the timestamp of the
-    first dropped message (so compaction is deterministic)."""
+def _omission_marker(count: int, messages: Sequence[AgentMessage] = (), first_omitted: int = 0) -> UserMessage:
+    """The user message standing in for ``count`` dropped messages, from ``messages[first_omitted]``
+    on. It takes the first timestamp found from there (extension messages have none), so compaction
+    is deterministic."""
     noun = "message" if count == 1 else "messages"
     text = f"{OMISSION_PREFIX}{count} {noun} omitted to fit the context window ...]"
-    timestamp = getattr(first_omitted, "timestamp", None)
-    return UserMessage([TextContent(text)], timestamp=timestamp if isinstance(timestamp, int) else now_ms())
+    stamps = (getattr(messages[i], "timestamp", None) for i in range(first_omitted, len(messages)))
+    timestamp = next((stamp for stamp in stamps if isinstance(stamp, int)), None)
+    return UserMessage([TextContent(text)], timestamp=now_ms() if timestamp is None else timestamp)
 
 
 def _is_marker(message: AgentMessage) -> bool:
@@ -237,23 +276,23 @@ def level3_drop_middle(messages: Sequence[AgentMessage], keep_first: int, keep_r
     if tail_start <= head_end:
         return list(messages)
     dropped = tail_start - head_end
-    return [*messages[:head_end], _omission_marker(dropped, messages[head_end]), *messages[tail_start:]]
+    return [*messages[:head_end], _omission_marker(dropped, messages, head_end), *messages[tail_start:]]
 
 
 # --------------------------------------------------------------------------- fallback
 
 
 def _newest_fitting(
-    messages: Sequence[AgentMessage], spans: list[tuple[int, int]], budget: int, counter: TokenCounter | None
+    messages: Sequence[AgentMessage], spans: list[tuple[int, int]], budget: int, cost: Cost
 ) -> tuple[int, int]:
     """(index of the first kept message, tokens used) for the newest whole groups within budget."""
     used = 0
     first_kept = len(messages)
     for start, end in reversed(spans):
-        cost = total_tokens(messages[start:end], counter)
-        if used + cost > budget:
+        tokens = sum(map(cost, messages[start:end]))
+        if used + tokens > budget:
             break
-        used += cost
+        used += tokens
         first_kept = start
     return first_kept, used
 
@@ -268,50 +307,51 @@ def keep_within_budget(
     If even the newest group does not fit, it is returned alone (over budget) and a warning logged:
     dropping the message the model must answer would be worse than a clear overflow error.
     """
+    return keep_within(messages, budget, counter_cost(counter), keep_first)
+
+
+def keep_within(messages: Sequence[AgentMessage], budget: int, cost: Cost, keep_first: int = 0) -> list[AgentMessage]:
+    """:func:`keep_within_budget` with the token cost of a message given as ``cost``."""
     spans = message_groups(messages)
     if not spans:
         return []
-    head = _fit_with_head(messages, spans, budget, counter, keep_first)
+    head = _fit_with_head(messages, spans, budget, cost, keep_first)
     if head is not None:
         return head
-    first_kept, used = _newest_fitting(messages, spans, budget, counter)
+    first_kept, used = _newest_fitting(messages, spans, budget, cost)
     if first_kept == len(messages):
         start = spans[-1][0]
         log.warning(
             "newest message group alone needs %d tokens, more than the budget of %d; keeping it anyway",
-            total_tokens(messages[start:], counter),
+            sum(map(cost, messages[start:])),
             budget,
         )
         return list(messages[start:])
     kept = list(messages[first_kept:])
     if first_kept > 0 and not _is_marker(kept[0]):
-        marker = _omission_marker(first_kept, messages[0])
-        if used + message_tokens(marker, counter) <= budget:
+        marker = _omission_marker(first_kept, messages)
+        if used + cost(marker) <= budget:
             kept.insert(0, marker)
     return kept
 
 
 def _fit_with_head(
-    messages: Sequence[AgentMessage],
-    spans: list[tuple[int, int]],
-    budget: int,
-    counter: TokenCounter | None,
-    keep_first: int,
+    messages: Sequence[AgentMessage], spans: list[tuple[int, int]], budget: int, cost: Cost, keep_first: int
 ) -> list[AgentMessage] | None:
     head_end = _group_end(spans, min(keep_first, len(messages)))
     if head_end == 0 or head_end >= len(messages):
         return None
     head = list(messages[:head_end])
-    reserve = total_tokens(head, counter) + message_tokens(_omission_marker(len(messages)), counter)
+    reserve = sum(map(cost, head)) + cost(_omission_marker(len(messages)))
     if reserve >= budget:
         return None
     tail_spans = [span for span in spans if span[0] >= head_end]
-    first_kept, _ = _newest_fitting(messages, tail_spans, budget - reserve, counter)
+    first_kept, _ = _newest_fitting(messages, tail_spans, budget - reserve, cost)
     if first_kept == len(messages):
         return None
     if first_kept == head_end:
         return list(messages)
-    return [*head, _omission_marker(first_kept - head_end, messages[head_end]), *messages[first_kept:]]
+    return [*head, _omission_marker(first_kept - head_end, messages, head_end), *messages[first_kept:]]
 
 
 # --------------------------------------------------------------------------- cascade

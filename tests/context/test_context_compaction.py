@@ -214,6 +214,20 @@ def test_keep_within_budget_keeps_newest_and_marker():
     assert total_tokens(out) == 66
 
 
+def test_omission_marker_timestamp_is_deterministic_when_an_extension_message_is_dropped_first():
+    """The marker takes the timestamp of the first dropped message that has one, so compacting the
+    same history twice gives equal results (an extension message has no timestamp)."""
+    messages = [user("task"), ExtensionMessage("ui"), *[UserMessage([TextContent("x" * 80)], timestamp=100 + i)
+                                                       for i in range(10)]]  # 24 tokens each
+    dropped = level3_drop_middle(messages, keep_first=1, keep_recent=3)
+    assert text_of(dropped[1]).startswith(OMISSION_PREFIX) and dropped[1].timestamp == 100
+    assert level3_drop_middle(messages, keep_first=1, keep_recent=3) == dropped
+    kept = keep_within_budget(messages[1:], 66)  # two messages and the marker (18 tokens)
+    assert text_of(kept[0]).startswith(OMISSION_PREFIX) and kept[0].timestamp == 100
+    with_head = keep_within_budget(messages, 71, keep_first=1)
+    assert text_of(with_head[1]).startswith(OMISSION_PREFIX) and with_head[1].timestamp == 100
+
+
 def test_keep_within_budget_newest_group_too_big_is_returned_alone():
     messages = [user("small"), user("x" * 4000)]
     assert keep_within_budget(messages, 100) == [messages[1]]
