@@ -304,7 +304,8 @@ class Agent(AgentSettings):
         With ``timeout`` (seconds) the run is aborted at the deadline; the result then says
         ``timed_out`` (and ``outcome`` aborted). An exception from the run is raised here unchanged.
         """
-        stream = self.continue_loop() if text is None else self.prompt(text, images)
+        # nobody reads this run's events: they are dropped instead of queued until it ends
+        stream = self.continue_loop(sender=_drop) if text is None else self.prompt_with_sender(text, _drop, images)
         if timeout is None or stream.wait(timeout):
             return stream.result()
         stream.abort()
@@ -477,6 +478,10 @@ class Agent(AgentSettings):
             self._worker = worker
         worker.start()
         return stream
+
+
+def _drop(event: Any) -> None:
+    """The sink of a run whose events nobody reads (``Agent.run``)."""
 
 
 def _as_message(message: str | AgentMessage) -> AgentMessage:

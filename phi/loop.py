@@ -253,6 +253,7 @@ class _Run:
         self.tracker: Any = None
         self.runner: ToolRunner | None = None
         self.llm_view = LLMView()
+        self.compaction: Any = None  # the default compaction's running totals, for this run
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
@@ -461,9 +462,19 @@ class _Run:
             return
         from .context.compaction import compact_with, overflow_budget
 
-        budget = overflow_budget(self.context.messages, cfg) if tighter else None
-        self.context.messages[:] = compact_with(self.config.compaction_strategy, self.context.messages, cfg, budget)
-        self.llm_view.reset()
+        strategy = self.config.compaction_strategy
+        if strategy is None:  # the default cascade, keeping running token totals for this run
+            if self.compaction is None:
+                from .context.incremental import IncrementalCompaction
+
+                self.compaction = IncrementalCompaction()
+            strategy = self.compaction
+        messages = self.context.messages
+        budget = overflow_budget(messages, cfg) if tighter else None
+        compacted = compact_with(strategy, messages, cfg, budget)
+        if compacted != messages:  # a fast identity comparison when nothing changed
+            messages[:] = compacted
+            self.llm_view.reset()
 
     # ----------------------------------------------------------------- SPEC §7: one reply
 

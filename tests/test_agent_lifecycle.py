@@ -248,3 +248,17 @@ def test_run_structured_leaves_no_calls_of_its_tool_behind():
     sent = provider.calls[-1]
     assert sent.tools == [] and all(m.role in ("user", "assistant") for m in sent.messages)
     assert_valid_conversation(agent.messages)
+
+
+def test_run_does_not_queue_the_events_nobody_reads(monkeypatch):
+    from phi.channel import EventChannel
+
+    def refuse(self, event):
+        raise AssertionError("Agent.run queued an event that nobody will read")
+
+    monkeypatch.setattr(EventChannel, "send", refuse)
+    seen = []
+    agent = Agent(provider=ScriptedProvider(["one"]))
+    agent.subscribe(lambda e: seen.append(e.type))
+    assert agent.run("hi").text == "one"
+    assert seen[0] == "AgentStart" and seen[-1] == "AgentEnd"  # subscribers still hear everything

@@ -129,12 +129,14 @@ class ScriptedProvider:
     """Plays a script of responses, one per call; records what each call received.
 
     ``default`` (if given) is played when the script runs out; otherwise running out is a
-    ``ProviderError`` of kind ``other`` that says how many calls were scripted.
+    ``ProviderError`` of kind ``other`` that says how many calls were scripted. With
+    ``record_calls=False`` the requests are not kept in ``calls`` (each holds its whole history).
     """
 
     def __init__(self, script: Iterable[ScriptItem] = (), provider_id: str = "mock", model: str = "mock-model",
-                 default: ScriptItem | None = None) -> None:
+                 default: ScriptItem | None = None, record_calls: bool = True) -> None:
         self.provider_id = provider_id
+        self.record_calls = record_calls  # False for long runs: each recorded request holds its history
         self.model = model
         self._script = [_coerce(item) for item in script]
         self._default = None if default is None else _coerce(default)
@@ -153,7 +155,8 @@ class ScriptedProvider:
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         with self._lock:
-            self.calls.append(config)
+            if self.record_calls:
+                self.calls.append(config)
             if self._next < len(self._script):
                 response = self._script[self._next]
                 self._next += 1
