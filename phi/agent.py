@@ -19,16 +19,13 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .agent_settings import AgentSettings
 from .cancel import CancellationToken
-from .channel import EventChannel, EventStream
 from .errors import AlreadyRunning, ConfigError, DecodeError
-from .events import AgentEnd
 from .ids import random_uuid
 from .log import get_logger
-from .loop import agent_loop, agent_loop_continue, check_can_continue, config_segment
 from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
 from .providers.model_config import API_MOCK, ModelConfig
 from .queues import MessageQueue
@@ -48,6 +45,13 @@ from .types import (
     message_to_json,
     messages_from_json,
 )
+
+if TYPE_CHECKING:
+    from .channel import EventStream
+    from .events import AgentEnd
+
+# The run machinery (phi.loop, phi.events, phi.channel, phi.tool_exec) is imported by the first run,
+# not here, so that ``import phi; phi.Agent`` costs only what making an Agent needs (issue 11).
 
 log = get_logger("phi.agent")
 
@@ -276,12 +280,13 @@ class Agent(AgentSettings):
     def prompt(self, text: str | AgentMessage | Sequence[AgentMessage],
                images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
         """Start a run with a new prompt; returns its live event stream at once."""
-        prompts = _as_prompts(text, images)
-        return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, None)
+        return self.prompt_with_sender(text, None, images)
 
     def prompt_with_sender(self, text: str | AgentMessage | Sequence[AgentMessage], sender: Any,
                            images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
         """Like ``prompt``, but events go to ``sender`` (an EventChannel or callable) instead."""
+        from .loop import agent_loop
+
         prompts = _as_prompts(text, images)
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
 
@@ -294,6 +299,8 @@ class Agent(AgentSettings):
             kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
                     "branch": ContinuationKind.branch}[kind]()
         kind = kind or ContinuationKind.default()
+        from .loop import agent_loop_continue, check_can_continue
+
         check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), kind, sender)
 
@@ -351,6 +358,8 @@ class Agent(AgentSettings):
     # ----------------------------------------------------------------- identity (REQ-187..193, 215)
 
     def next_loop_id(self) -> str:
+        from .loop import config_segment
+
         segment = config_segment(self.config)
         key = f"{self.session_id}.{segment}"
         self.loop_counters[key] = self.loop_counters.get(key, 0) + 1
@@ -435,6 +444,9 @@ class Agent(AgentSettings):
                          put_back_steering_messages=self.steering_queue.put_back,
                          get_follow_up_messages=self.follow_up_queue.drain,
                          put_back_follow_up_messages=self.follow_up_queue.put_back)
+        from .channel import EventChannel, EventStream
+        from .events import AgentEnd
+
         channel = EventChannel()
         stream: EventStream[AgentResult] = EventStream(channel, threading.Event(), abort=cancel.cancel)
         forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send

@@ -53,7 +53,7 @@ def script(turns: int) -> list[dict]:
 
 def run_turns(turns: int) -> tuple[float, int]:
     """One run of ``turns`` turns through Agent.prompt; returns (seconds, events consumed)."""
-    agent = Agent(provider=ScriptedProvider(script(turns)), tools=[ok], system_prompt="bench")
+    agent = Agent(provider=ScriptedProvider(script(turns), record_calls=False), tools=[ok], system_prompt="bench")
     started = time.perf_counter()
     stream = agent.prompt("go")
     events = sum(1 for _ in stream)
