@@ -16,7 +16,7 @@ The wait never polls for cancellation: the token's callback writes to a self-pip
 the ``select`` set, so the loop wakes at once. A cancelled call then returns in milliseconds with
 the output written so far; the SIGTERM → grace → SIGKILL sequence, the draining of the pipes (so a
 command cleaning up on SIGTERM is not killed by SIGPIPE) and the reaping of the process finish on a
-short-lived daemon thread, ``phi-process-stop``, which ends with them. A timeout, by contrast, waits
+short-lived daemon thread, which ends with them (:func:`stopping_count` counts those still going). A timeout, by contrast, waits
 for the command to stop and keeps what it writes during the grace period.
 """
 
@@ -26,6 +26,7 @@ import logging
 import os
 import selectors
 import signal
+import _thread
 import subprocess
 import sys
 import threading
@@ -347,7 +348,10 @@ class _Runner:
         except Exception:  # pragma: no cover - the loop handles OSError itself
             log.exception("stopping a cancelled command failed")
         finally:
-            self.close()
+            try:
+                self.close()
+            finally:
+                _stopping.discard(self)
 
     def close(self) -> int | None:
         """Release the pipes and descriptors and reap the process; its return code."""
@@ -364,6 +368,16 @@ class _Runner:
             self._forget_exit_fd()
             self.selector.close()
             self.wakeup.close()
+
+
+# Cancelled runs whose termination goes on in the background (see _Runner.finish_stopping).
+_stopping: set[_Runner] = set()
+
+
+def stopping_count() -> int:
+    """How many cancelled commands are still being stopped in the background (at most for about
+    ``KILL_GRACE_SECONDS`` plus 2.5 s each); a host may wait for 0 before it exits."""
+    return len(_stopping)
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -448,8 +462,11 @@ def run_process(
         stderr_bytes=runner.err.total,
     )
     if cancelled:  # the caller has its answer; the grace period and the reaping go on without it
+        _stopping.add(runner)
         try:
-            threading.Thread(target=runner.finish_stopping, name="phi-process-stop", daemon=True).start()
+            # Not threading.Thread: its start() waits until the new thread runs, which on a busy
+            # machine adds milliseconds to the cancelled call. Such a thread is a daemon thread.
+            _thread.start_new_thread(runner.finish_stopping, ())
         except RuntimeError:  # no thread to spare: finish here, late rather than leaving a zombie
             runner.finish_stopping()
     return outcome

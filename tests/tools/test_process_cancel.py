@@ -39,9 +39,9 @@ def zombie_children() -> set[int]:
     return found
 
 
-def wait_for_stop_threads(within: float) -> None:
+def wait_for_background_stops(within: float) -> None:
     deadline = time.monotonic() + within
-    while any(t.name == "phi-process-stop" for t in threading.enumerate()):
+    while process.stopping_count():
         assert time.monotonic() < deadline, "the background stop of a cancelled command never ended"
         time.sleep(0.05)
 
@@ -73,7 +73,7 @@ def test_cancellation_wakes_the_wait_instead_of_a_timer(workdir, monkeypatch, ki
                           kill_descendants=kill_descendants)
     assert time.monotonic() - cancelled_at[0] < 5
     assert outcome.cancelled and not outcome.timed_out and outcome.stdout == "started\n"
-    wait_for_stop_threads(within=KILL_GRACE_SECONDS + 5)
+    wait_for_background_stops(within=KILL_GRACE_SECONDS + 5)
 
 
 @pytest.mark.skipif(not reaper_available(), reason="descendant tracking needs Linux /proc")
@@ -92,7 +92,7 @@ def test_cancelled_call_returns_before_the_grace_period_and_leaves_nothing(env, 
     assert time.monotonic() - cancelled_at[0] < KILL_GRACE_SECONDS / 2
     assert result.cancelled and result.stdout.startswith("started\n")
     assert_all_dead(wait_for_pids(pids, 10), within=KILL_GRACE_SECONDS + 3)
-    wait_for_stop_threads(within=5)
+    wait_for_background_stops(within=5)
     assert zombie_children() <= zombies_before
 
 
@@ -110,4 +110,4 @@ def test_a_command_cleaning_up_after_sigterm_may_still_write(env, workdir: Path)
     while not (done.exists() and done.read_text() == "cleaned\n"):
         assert time.monotonic() < deadline, "the SIGTERM handler did not finish"
         time.sleep(0.05)
-    wait_for_stop_threads(within=5)
+    wait_for_background_stops(within=5)
