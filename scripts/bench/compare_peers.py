@@ -88,6 +88,21 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def ok_tool(seen: list[int]) -> Callable[[int], str]:
+    """The workload's tool, undecorated (each framework wraps it its own way); records ``n``."""
+
+    def ok(n: int) -> str:
+        """Say ok.
+
+        Args:
+            n: Which call this is.
+        """
+        seen.append(n)
+        return "ok"
+
+    return ok
+
+
 def check_outcome(answer: Any, seen: list[int], turns: int) -> float:
     """Raise unless the run answered and called the tool as scripted; the RSS now (MiB)."""
     if answer != "All done." or seen != list(range(turns - 1)):
@@ -109,19 +124,9 @@ def phi_runner() -> Run:
         replies.append({"blocks": [{"type": "text", "chunks": list(FINAL)}], "usage": {"input": 90, "output": 3}})
         return replies
 
-    def run(turns: int) -> int:
+    def run(turns: int) -> tuple[int, float]:
         seen: list[int] = []
-
-        @tool
-        def ok(n: int) -> str:
-            """Say ok.
-
-            Args:
-                n: Which call this is.
-            """
-            seen.append(n)
-            return "ok"
-
+        ok = tool(ok_tool(seen))
         agent = Agent(provider=ScriptedProvider(script(turns)), tools=[ok], system_prompt="bench")
         stream = agent.prompt("go")
         events = sum(1 for _ in stream)
@@ -230,19 +235,9 @@ def openai_agents_runner() -> Run:
 
     loop = asyncio.new_event_loop()
 
-    def run(turns: int) -> int:
+    def run(turns: int) -> tuple[int, float]:
         seen: list[int] = []
-
-        @function_tool
-        def ok(n: int) -> str:
-            """Say ok.
-
-            Args:
-                n: Which call this is.
-            """
-            seen.append(n)
-            return "ok"
-
+        ok = function_tool(ok_tool(seen))
         agent = Agent(name="bench", instructions="bench", model=FakeModel(turns), tools=[ok])
 
         async def main() -> tuple[int, float]:
@@ -269,7 +264,7 @@ def pydantic_ai_runner() -> Run:
 
     loop = asyncio.new_event_loop()
 
-    def run(turns: int) -> int:
+    def run(turns: int) -> tuple[int, float]:
         seen: list[int] = []
         calls = [0]
 
@@ -285,16 +280,7 @@ def pydantic_ai_runner() -> Run:
                     yield chunk
 
         agent = Agent(FunctionModel(stream_function=stream_function), instructions="bench")
-
-        @agent.tool_plain
-        def ok(n: int) -> str:
-            """Say ok.
-
-            Args:
-                n: Which call this is.
-            """
-            seen.append(n)
-            return "ok"
+        agent.tool_plain(ok_tool(seen))
 
         async def main() -> tuple[int, float]:
             events = 0
@@ -343,17 +329,7 @@ def smolagents_runner(streamed: bool = True) -> Run:
 
     def run(turns: int) -> tuple[int, float]:
         seen: list[int] = []
-
-        @tool
-        def ok(n: int) -> str:
-            """Say ok.
-
-            Args:
-                n: Which call this is.
-            """
-            seen.append(n)
-            return "ok"
-
+        ok = tool(ok_tool(seen))
         agent = ToolCallingAgent(tools=[ok], model=FakeModel(turns), stream_outputs=streamed, max_steps=turns + 5,
                                  verbosity_level=LogLevel.OFF, instructions="bench")
         events = 0
