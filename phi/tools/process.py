@@ -380,6 +380,16 @@ def stopping_count() -> int:
     return len(_stopping)
 
 
+def _stop_in_background(runner: _Runner) -> None:
+    _stopping.add(runner)
+    try:
+        # Not threading.Thread: its start() waits until the new thread runs, which on a busy
+        # machine adds milliseconds to the cancelled call. Such a thread is a daemon thread.
+        _thread.start_new_thread(runner.finish_stopping, ())
+    except RuntimeError:  # no thread to spare: finish here, late rather than leaving a zombie
+        runner.finish_stopping()
+
+
 def _exit_code(returncode: int | None) -> int:
     if returncode is None:
         return -1
@@ -444,8 +454,9 @@ def run_process(
     unregister = cancel.on_cancel(runner.wakeup.set) if cancel is not None else None
     try:
         timed_out, cancelled = runner.loop(deadline, cancel)
-    except BaseException:
-        runner.close()
+    except BaseException:  # e.g. KeyboardInterrupt: the command is stopped as if cancelled
+        runner.terminate()
+        _stop_in_background(runner)
         raise
     finally:
         if unregister is not None:
@@ -462,11 +473,5 @@ def run_process(
         stderr_bytes=runner.err.total,
     )
     if cancelled:  # the caller has its answer; the grace period and the reaping go on without it
-        _stopping.add(runner)
-        try:
-            # Not threading.Thread: its start() waits until the new thread runs, which on a busy
-            # machine adds milliseconds to the cancelled call. Such a thread is a daemon thread.
-            _thread.start_new_thread(runner.finish_stopping, ())
-        except RuntimeError:  # no thread to spare: finish here, late rather than leaving a zombie
-            runner.finish_stopping()
+        _stop_in_background(runner)
     return outcome

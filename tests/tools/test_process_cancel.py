@@ -111,3 +111,18 @@ def test_a_command_cleaning_up_after_sigterm_may_still_write(env, workdir: Path)
         assert time.monotonic() < deadline, "the SIGTERM handler did not finish"
         time.sleep(0.05)
     wait_for_background_stops(within=5)
+
+
+@pytest.mark.parametrize("kill_descendants", [True, False], ids=["reaper", "process-group"])
+def test_an_exception_in_the_wait_stops_the_command(workdir, kill_descendants):
+    """A KeyboardInterrupt (here raised by the output observer) leaves no process behind."""
+    pidfile = workdir / "pid"
+
+    def interrupt(name: str, data: bytes) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_process(["/bin/bash", "-c", f"echo $$ > {pidfile}; echo started; exec sleep 60"], cwd=str(workdir),
+                    env=None, timeout_ms=120_000, on_output=interrupt, kill_descendants=kill_descendants)
+    assert_all_dead([int(pidfile.read_text())], within=KILL_GRACE_SECONDS + 3)
+    wait_for_background_stops(within=KILL_GRACE_SECONDS + 5)
