@@ -4,10 +4,12 @@ Run as ``python -I -S _reaper.py GRACE_SECONDS LC_CTYPE PROGRAM [ARGS...]`` (phi
 ``-c`` instead, so its compiled code is cached, and calls :func:`run`); standard library only, never
 imports phi. ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else
 ``=`` followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it
-in this process's environment, and the program must get the environment it was given. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
-process the command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double
-fork or ``start_new_session=True``: when such a process's parent exits it is re-parented here rather
-than to init. Then it spawns the program and waits:
+in this process's environment, and the program must get the environment it was given.
+
+It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
+command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
+``start_new_session=True``: when such a process's parent exits it is re-parented here rather than
+to init. Then it spawns the program and waits:
 
 * the program exits → exit with its status at once (background processes are left running, as a
   shell would leave them);

@@ -16,17 +16,18 @@ The wait never polls for cancellation: the token's callback writes to a self-pip
 the ``select`` set, so the loop wakes at once. A cancelled call then returns in milliseconds with
 the output written so far; the SIGTERM → grace → SIGKILL sequence, the draining of the pipes (so a
 command cleaning up on SIGTERM is not killed by SIGPIPE) and the reaping of the process finish on a
-short-lived daemon thread, which ends with them (:func:`stopping_count` counts those still going). A timeout, by contrast, waits
-for the command to stop and keeps what it writes during the grace period.
+short-lived daemon thread, which ends with them (:func:`stopping_count` counts those still going).
+A timeout, by contrast, waits for the command to stop and keeps what it writes during the grace
+period.
 """
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import selectors
 import signal
-import _thread
 import subprocess
 import sys
 import threading
