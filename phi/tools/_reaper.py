@@ -1,27 +1,34 @@
 """Process-tree keeper for one command (SPEC §9.1 "Command execution"; Linux only).
 
-Run as ``python -I -S _reaper.py GRACE_SECONDS LC_CTYPE PROGRAM [ARGS...]``; standard library only,
-never imports phi. ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else
+Run as ``python -I -S _reaper.py GRACE_SECONDS LC_CTYPE PROGRAM [ARGS...]`` (phi imports it with
+``-c`` instead, so its compiled code is cached, and calls :func:`run`); standard library only, never
+imports phi. ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else
 ``=`` followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it
-in this process's environment, and the program must get the environment it was given. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
-process the command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double
-fork or ``start_new_session=True``: when such a process's parent exits it is re-parented here rather
-than to init. Then it spawns the program and waits:
+in this process's environment, and the program must get the environment it was given.
+
+It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
+command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
+``start_new_session=True``: when such a process's parent exits it is re-parented here rather than
+to init. Then it spawns the program and waits:
 
 * the program exits → exit with its status at once (background processes are left running, as a
   shell would leave them);
-* SIGTERM/SIGINT/SIGHUP (timeout or cancellation in the parent) → SIGTERM to every descendant,
-  up to GRACE_SECONDS for them to exit, then SIGKILL to every descendant until none is left
-  (descendants are found by walking ``/proc``), then exit.
+* SIGTERM/SIGINT/SIGHUP (timeout or cancellation in the parent) → SIGTERM to every descendant
+  (found by walking ``/proc``), up to GRACE_SECONDS for them to exit, then SIGKILL to every
+  descendant until none is left, then exit. The wait ends the moment the last one is gone (see
+  :func:`stop_tree`).
 
 Keeping this in a separate process leaves the host program's own children and signal handling alone.
 """
 
 import ctypes
 import os
-import signal
 import sys
 import time
+
+# The C core of the signal module: ``import signal`` also builds its enums, which is a third of
+# this process's start-up time.
+import _signal as signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -43,12 +50,15 @@ def parent_map() -> dict:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
+        try:  # os-level I/O: file objects would double the cost of this walk
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                stat = os.read(fd, 512)  # pid, (comm) and state fit with room to spare; ppid follows
+            finally:
+                os.close(fd)
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2:].split(None, 2)
         if len(fields) > 1:
             parents[int(name)] = int(fields[1])
     return parents
@@ -74,33 +84,38 @@ def signal_all(pids: list, sig: int) -> None:
             pass
 
 
-def reap(statuses: dict) -> None:
-    """Collect every exited child without blocking; remember the statuses."""
+def reap(statuses: dict) -> bool:
+    """Collect every exited child without blocking, remembering the statuses; whether any child
+    is left."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return False
         if pid == 0:
-            return
+            return True
         statuses[pid] = status
 
 
 def stop_tree(grace: float, statuses: dict) -> None:
+    """SIGTERM to every descendant, up to ``grace`` seconds for the tree to empty, then SIGKILL.
+
+    As a subreaper this process is the parent of the topmost living process of every branch (an
+    orphan is re-parented here), so the tree is empty exactly when no child is left, and every
+    change towards that sends SIGCHLD: the wait needs neither polling nor walks of /proc.
+    """
     me = os.getpid()
     signal_all(descendants(me), signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        reap(statuses)
-        if not descendants(me):
-            return
-        signal.sigtimedwait({signal.SIGCHLD}, 0.05)
+    while reap(statuses):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        signal.sigtimedwait({signal.SIGCHLD}, left)
     for _ in range(_KILL_ROUNDS):  # children forked meanwhile are re-parented here and found next round
-        reap(statuses)
-        pids = descendants(me)
-        if not pids:
+        if not reap(statuses):
             return
-        signal_all(pids, signal.SIGKILL)
+        signal_all(descendants(me), signal.SIGKILL)
         signal.sigtimedwait({signal.SIGCHLD}, 0.02)
 
 
@@ -142,5 +157,9 @@ def main(argv: list) -> int:
     return exit_code(statuses.get(child))
 
 
-if __name__ == "__main__":
+def run() -> None:
     os._exit(main(sys.argv))
+
+
+if __name__ == "__main__":
+    run()

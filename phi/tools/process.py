@@ -11,16 +11,26 @@ command detaches with ``setsid``, ``nohup ... &`` or ``start_new_session=True`` 
 tree, and on timeout or cancellation all of them get SIGTERM, then after
 :data:`KILL_GRACE_SECONDS` SIGKILL. Elsewhere (macOS) the command's process group gets the same
 treatment, which misses processes that started a new session.
+
+The wait never polls for cancellation: the token's callback writes to a self-pipe that is part of
+the ``select`` set, so the loop wakes at once. A cancelled call then returns in milliseconds with
+the output written so far; the SIGTERM → grace → SIGKILL sequence, the draining of the pipes (so a
+command cleaning up on SIGTERM is not killed by SIGPIPE) and the reaping of the process finish on a
+short-lived daemon thread, which ends with them (:func:`stopping_count` counts those still going).
+A timeout, by contrast, waits for the command to stop and keeps what it writes during the grace
+period.
 """
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -34,12 +44,20 @@ log = logging.getLogger("phi.tools.process")
 KILL_GRACE_SECONDS = 2.0
 # The parent's last resort (SIGKILL to the process group) if the reaper itself does not finish.
 _REAPER_MARGIN_SECONDS = 2.0
+# Only where no descriptor announces the event: without pidfd (process exit), and an emptied
+# process group when the command runs without the reaper.
 _POLL_SECONDS = 0.05
+# Reads of up to _READ_CHUNK per stream that a cancelled run spends collecting output written before
+# the cancellation (a full pipe buffer is 64 KiB).
+_READ_WRITTEN_PASSES = 4
 _READ_CHUNK = 65536
 # How long to keep reading after the main process exited while a background child still holds the
 # pipes open. Output written later than this is not captured; the background process keeps running.
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
-_REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
+_REAPER_DIR = os.path.dirname(os.path.abspath(__file__))
+# The reaper is imported, not run as a script, so its compiled code is cached in __pycache__ (one
+# compilation less per command). Its directory goes last on sys.path: nothing there shadows stdlib.
+_REAPER_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); import _reaper; _reaper.run()"
 
 
 def reaper_available() -> bool:
@@ -129,8 +147,61 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+def _exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux ≥ 5.3), else None (then the
+    runner polls every :data:`_POLL_SECONDS`)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+class _Wakeup:
+    """A self-pipe: :meth:`set`, from any thread, makes the runner's ``select`` return at once.
+
+    The lock keeps a late :meth:`set` (a cancellation racing the end of the run) from writing to a
+    descriptor number that :meth:`close` has already given back to the system.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self._write_fd, False)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def set(self) -> None:
+        with self._lock:
+            if not self._closed:
+                try:
+                    os.write(self._write_fd, b"\0")
+                except BlockingIOError:  # the pipe is full: a wake-up is pending anyway
+                    pass
+
+    def clear(self) -> None:
+        try:
+            os.read(self.read_fd, 512)
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            os.close(self.read_fd)
+            os.close(self._write_fd)
+
+
+_WAKE = "wake"
+_EXIT = "exit"
+
+
 class _Runner:
-    """One execution: the select loop plus the termination state machine."""
+    """One execution: the select loop plus the termination state machine.
+
+    The loop sleeps in ``select`` until something happens: output, the command's exit (a pidfd),
+    a cancellation (the :class:`_Wakeup` pipe, written from the token's callback), or the next
+    deadline (timeout, kill escalation, the post-exit drain). It never polls for cancellation.
+    """
 
     def __init__(self, proc: subprocess.Popen, capture_limit: int,
                  on_output: Callable[[str, bytes], None] | None, reaper: bool):
@@ -140,16 +211,31 @@ class _Runner:
         self.out = _Capture(capture_limit)
         self.err = _Capture(capture_limit)
         self.on_output = on_output
+        self.capturing = True
+        self.wakeup = _Wakeup()
         self.selector = selectors.DefaultSelector()
         assert proc.stdout is not None and proc.stderr is not None
         self.selector.register(proc.stdout, selectors.EVENT_READ, ("stdout", self.out))
         self.selector.register(proc.stderr, selectors.EVENT_READ, ("stderr", self.err))
+        self.selector.register(self.wakeup.read_fd, selectors.EVENT_READ, _WAKE)
+        self.exit_fd = _exit_fd(proc.pid)
+        if self.exit_fd is not None:
+            self.selector.register(self.exit_fd, selectors.EVENT_READ, _EXIT)
+        self.open_streams = 2
         self.term_sent_at: float | None = None
         self.killed = False
         self.exited_at: float | None = None
 
-    def _read_ready(self, timeout: float) -> None:
+    def _read_ready(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds for events and handle them; whether any output arrived."""
+        got_output = False
         for key, _ in self.selector.select(timeout):
+            if key.data == _WAKE:
+                self.wakeup.clear()
+                continue
+            if key.data == _EXIT:  # the exit status is collected by the loop's poll()
+                self._forget_exit_fd()
+                continue
             name, capture = key.data
             try:
                 data = os.read(key.fd, _READ_CHUNK)
@@ -157,13 +243,26 @@ class _Runner:
                 data = b""
             if not data:
                 self.selector.unregister(key.fileobj)
+                self.open_streams -= 1
                 continue
-            capture.add(data)
-            if self.on_output is not None:
-                try:
-                    self.on_output(name, data)
-                except Exception:  # a failing observer must not break the capture
-                    log.exception("on_output callback failed")
+            got_output = True
+            if self.capturing:
+                self._keep(name, capture, data)
+        return got_output
+
+    def _keep(self, name: str, capture: _Capture, data: bytes) -> None:
+        capture.add(data)
+        if self.on_output is not None:
+            try:
+                self.on_output(name, data)
+            except Exception:  # a failing observer must not break the capture
+                log.exception("on_output callback failed")
+
+    def _forget_exit_fd(self) -> None:
+        if self.exit_fd is not None:
+            self.selector.unregister(self.exit_fd)
+            os.close(self.exit_fd)
+            self.exit_fd = None
 
     def terminate(self) -> None:
         if self.term_sent_at is None:
@@ -176,12 +275,14 @@ class _Runner:
             else:
                 _signal_group(self.pgid, signal.SIGTERM)
 
+    def _grace(self) -> float:
+        return KILL_GRACE_SECONDS + (_REAPER_MARGIN_SECONDS if self.reaper else 0.0)
+
     def _escalate(self, now: float) -> None:
         if self.term_sent_at is None or self.killed:
             return
-        grace = KILL_GRACE_SECONDS + (_REAPER_MARGIN_SECONDS if self.reaper else 0.0)
-        exited = self.proc.poll() is not None
-        if now - self.term_sent_at >= grace or (exited and not _group_alive(self.pgid)):
+        exited = self.exited_at is not None
+        if now - self.term_sent_at >= self._grace() or (exited and not _group_alive(self.pgid)):
             if _group_alive(self.pgid):
                 log.debug("process group %d survived SIGTERM; sending SIGKILL", self.pgid)
                 _signal_group(self.pgid, signal.SIGKILL)
@@ -190,32 +291,104 @@ class _Runner:
             _signal_group(self.pgid, signal.SIGKILL)
             self.killed = True
 
+    def _timeout(self, now: float, deadline: float | None) -> float | None:
+        """Seconds until the loop has something to do that no descriptor will announce."""
+        waits = []
+        if self.term_sent_at is None:
+            if deadline is not None:
+                waits.append(deadline - now)
+        elif not self.killed:
+            waits.append(self.term_sent_at + self._grace() - now)
+            if not self.reaper:  # whether the group is empty has no descriptor to watch
+                waits.append(_POLL_SECONDS)
+        if self.exited_at is not None:
+            waits.append(self.exited_at + _DRAIN_AFTER_EXIT_SECONDS - now)
+        elif self.exit_fd is None:
+            waits.append(_POLL_SECONDS)
+        return max(0.0, min(waits)) if waits else None
+
     def loop(self, deadline: float | None, cancel: CancellationToken | None) -> tuple[bool, bool]:
-        timed_out = cancelled = False
+        """Run until the command is done; ``(timed_out, cancelled)``.
+
+        When ``cancel`` fires (also during a timeout's grace period) the command is sent SIGTERM,
+        the output it already wrote is read, and the loop returns at once; :meth:`finish_stopping`
+        completes the termination."""
+        timed_out = False
         while True:
             now = time.monotonic()
-            if self.term_sent_at is None:
-                if cancel is not None and cancel.is_cancelled():
-                    cancelled = True
-                    self.terminate()
-                elif deadline is not None and now >= deadline:
-                    timed_out = True
-                    self.terminate()
-            self._escalate(now)
-            if self.proc.poll() is not None and self.exited_at is None:
+            if cancel is not None and cancel.is_cancelled():
+                self.terminate()
+                self._read_written()
+                return timed_out, True
+            if self.term_sent_at is None and deadline is not None and now >= deadline:
+                timed_out = True
+                self.terminate()
+            if self.exited_at is None and self.proc.poll() is not None:
                 self.exited_at = now
-            if not self.selector.get_map():
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(_POLL_SECONDS / 5)
-                continue
-            if self.exited_at is not None and now - self.exited_at > _DRAIN_AFTER_EXIT_SECONDS and (
-                self.term_sent_at is None or self.killed
-            ):
-                break
-            self._read_ready(_POLL_SECONDS)
-        self.selector.close()
-        return timed_out, cancelled
+            self._escalate(now)
+            if self.exited_at is not None and (not self.open_streams or (
+                    now - self.exited_at >= _DRAIN_AFTER_EXIT_SECONDS
+                    and (self.term_sent_at is None or self.killed))):
+                return timed_out, False
+            self._read_ready(self._timeout(now, deadline))
+
+    def _read_written(self) -> None:
+        """Read what the command wrote before now, without waiting for more."""
+        for _ in range(_READ_WRITTEN_PASSES):
+            if not self._read_ready(0):
+                return
+
+    def finish_stopping(self) -> None:
+        """Complete a cancelled run in the background: SIGTERM, grace, SIGKILL as for a timeout,
+        output read and discarded (so a command cleaning up on SIGTERM is not killed by SIGPIPE),
+        the process reaped. Ends within about ``KILL_GRACE_SECONDS`` plus the reaper's margin."""
+        self.capturing = False
+        self.on_output = None
+        try:
+            self.loop(None, None)
+        except Exception:  # pragma: no cover - the loop handles OSError itself
+            log.exception("stopping a cancelled command failed")
+        finally:
+            try:
+                self.close()
+            finally:
+                _stopping.discard(self)
+
+    def close(self) -> int | None:
+        """Release the pipes and descriptors and reap the process; its return code."""
+        try:
+            if self.proc.poll() is None and self.term_sent_at is not None:
+                _signal_group(self.pgid, signal.SIGKILL)
+            _close_pipes(self.proc)
+            try:
+                return self.proc.wait(timeout=KILL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL itself failed
+                _signal_group(self.pgid, signal.SIGKILL)
+                return self.proc.wait()
+        finally:
+            self._forget_exit_fd()
+            self.selector.close()
+            self.wakeup.close()
+
+
+# Cancelled runs whose termination goes on in the background (see _Runner.finish_stopping).
+_stopping: set[_Runner] = set()
+
+
+def stopping_count() -> int:
+    """How many cancelled commands are still being stopped in the background (at most for about
+    ``KILL_GRACE_SECONDS`` plus 2.5 s each); a host may wait for 0 before it exits."""
+    return len(_stopping)
+
+
+def _stop_in_background(runner: _Runner) -> None:
+    _stopping.add(runner)
+    try:
+        # Not threading.Thread: its start() waits until the new thread runs, which on a busy
+        # machine adds milliseconds to the cancelled call. Such a thread is a daemon thread.
+        _thread.start_new_thread(runner.finish_stopping, ())
+    except RuntimeError:  # no thread to spare: finish here, late rather than leaving a zombie
+        runner.finish_stopping()
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -224,6 +397,18 @@ def _exit_code(returncode: int | None) -> int:
     if returncode < 0:  # killed by a signal: report it the way a shell would
         return 128 - returncode
     return returncode
+
+
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def _stop_unwatched(proc: subprocess.Popen) -> None:
+    _signal_group(proc.pid, signal.SIGKILL)
+    _close_pipes(proc)
+    proc.wait()
 
 
 def run_process(
@@ -240,8 +425,9 @@ def run_process(
     """Run ``argv`` and wait for it, its timeout, or cancellation. Never raises on a bad exit code.
 
     With ``kill_descendants`` (and on Linux) the command runs under the subreaper, so a timeout or
-    cancellation also ends the processes it detached. Raises ``OSError`` only when the process
-    cannot be started (e.g. ``cwd`` does not exist).
+    cancellation also ends the processes it detached. A cancelled run returns at once (see the
+    module docstring); its ``exit_code`` is -1 unless the command had already exited. Raises
+    ``OSError`` only when the process cannot be started (e.g. ``cwd`` does not exist).
     """
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms is not None and timeout_ms > 0 else None
@@ -249,7 +435,7 @@ def run_process(
     command = list(argv)
     if reaper:
         lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
-        command = [sys.executable, "-I", "-S", _REAPER, str(KILL_GRACE_SECONDS),
+        command = [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, str(KILL_GRACE_SECONDS),
                    "-" if lc_ctype is None else "=" + lc_ctype, *argv]
     proc = subprocess.Popen(
         command,
@@ -261,21 +447,23 @@ def run_process(
         start_new_session=True,
         close_fds=True,
     )
-    runner = _Runner(proc, max_capture_bytes, on_output, reaper)
+    try:
+        runner = _Runner(proc, max_capture_bytes, on_output, reaper)
+    except BaseException:  # e.g. out of file descriptors: the command must not outlive the call
+        _stop_unwatched(proc)
+        raise
+    unregister = cancel.on_cancel(runner.wakeup.set) if cancel is not None else None
     try:
         timed_out, cancelled = runner.loop(deadline, cancel)
+    except BaseException:  # e.g. KeyboardInterrupt: the command is stopped as if cancelled
+        runner.terminate()
+        _stop_in_background(runner)
+        raise
     finally:
-        if proc.poll() is None and runner.term_sent_at is not None:
-            _signal_group(runner.pgid, signal.SIGKILL)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-    try:
-        returncode = proc.wait(timeout=KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL itself failed
-        _signal_group(runner.pgid, signal.SIGKILL)
-        returncode = proc.wait()
-    return ProcessOutcome(
+        if unregister is not None:
+            unregister()
+    returncode = proc.poll() if cancelled else runner.close()
+    outcome = ProcessOutcome(
         stdout_parts=runner.out.parts(),
         stderr_parts=runner.err.parts(),
         exit_code=_exit_code(returncode),
@@ -285,3 +473,6 @@ def run_process(
         stdout_bytes=runner.out.total,
         stderr_bytes=runner.err.total,
     )
+    if cancelled:  # the caller has its answer; the grace period and the reaping go on without it
+        _stop_in_background(runner)
+    return outcome

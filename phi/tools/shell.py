@@ -12,7 +12,8 @@ group, filtered environment) after two checks: the deny-pattern guardrail and th
 
 A non-zero exit status is a normal result (``details.success`` is False). A timeout is an error
 whose text carries the partial output and the seed's timeout message; cancellation raises
-``ToolCancelled`` after the process group was killed.
+``ToolCancelled`` as soon as the command was sent SIGTERM (its termination completes in the
+background, see :mod:`phi.tools.process`).
 
 Output keeps the head and the tail of each stream (build summaries and test totals are at the end),
 and every place where something was left out carries one marker with the exact number of lines and
@@ -72,7 +73,7 @@ def run_guarded(tool: Any, command: str, timeout_ms: int, ctx: ToolContext) -> A
     except OSError as exc:
         raise ToolError(f"Could not run the command: {exc.strerror or exc}") from None
     if result.cancelled:
-        raise ToolCancelled("Command cancelled; its process group was terminated.")
+        raise ToolCancelled("Command cancelled; its processes are being terminated.")
     return result
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,15 @@ def pid_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def assert_all_dead(pids: list[int], within: float = 3.0) -> None:
+    """Every pid in ``pids`` is gone (or a zombie) within ``within`` seconds; survivors are killed
+    before the assertion fails so that no test leaves processes behind."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    survivors = [p for p in pids if pid_alive(p)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"processes survived: {survivors}"

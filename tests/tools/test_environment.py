@@ -15,8 +15,9 @@ from phi.errors import ConfigError
 from phi.tools.environment import (
     LocalExecutionEnvironment, LoggingEnvironment, ReadOnlyEnvironment, filter_environment,
 )
+from phi.tools.process import KILL_GRACE_SECONDS
 
-from .conftest import pid_alive
+from .conftest import assert_all_dead, pid_alive
 
 
 def _wait_for_file(path: Path, timeout: float = 5.0) -> str:
@@ -88,6 +89,8 @@ def test_timeout_of_well_behaved_command_is_quick(env):
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["plain", "ignores-sigterm"])
 def test_cancellation_mid_command_returns_quickly(env, workdir, ignore_term):
+    """The call returns at once, even when the command ignores SIGTERM (it then gets SIGKILL when
+    the grace period ends, after the call returned)."""
     token = CancellationToken()
     pidfile = workdir / "pid"
     cancelled_at: list[float] = []
@@ -95,10 +98,9 @@ def test_cancellation_mid_command_returns_quickly(env, workdir, ignore_term):
     trap = "trap '' TERM; " if ignore_term else ""
     result = env.exec_command(f"{trap}sleep 60 & echo $! > {pidfile}; wait", 60_000, cancel=token)
     returned = time.monotonic() - cancelled_at[0]
-    assert returned < 2.5 if ignore_term else returned < 0.5
+    assert returned < 0.5
     assert result.cancelled and not result.timed_out
-    time.sleep(0.1)
-    assert not pid_alive(int(_wait_for_file(pidfile)))
+    assert_all_dead([int(_wait_for_file(pidfile))], within=KILL_GRACE_SECONDS + 3 if ignore_term else 1)
 
 
 def test_fifty_megabytes_of_output_do_not_deadlock(env):

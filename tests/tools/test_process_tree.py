@@ -7,7 +7,6 @@ timeout or the cancellation, none of those pids may still be alive.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -19,7 +18,7 @@ import pytest
 from phi.cancel import CancellationToken
 from phi.tools.process import reaper_available
 
-from .conftest import pid_alive
+from .conftest import assert_all_dead
 
 pytestmark = pytest.mark.skipif(not reaper_available(), reason="descendant tracking needs Linux /proc")
 
@@ -49,16 +48,6 @@ def wait_for_pids(path: Path, count: int) -> list[int]:
                 return pids
         time.sleep(0.02)
     raise AssertionError(f"only {path.read_text() if path.exists() else ''!r} recorded")
-
-
-def assert_all_dead(pids: list[int]) -> None:
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
-        time.sleep(0.05)
-    survivors = [p for p in pids if pid_alive(p)]
-    for pid in survivors:  # do not leave them behind, whatever the outcome
-        os.kill(pid, signal.SIGKILL)
-    assert not survivors, f"processes survived: {survivors}"
 
 
 def test_timeout_kills_detached_descendants(env, workdir):
