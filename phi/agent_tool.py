@@ -4,7 +4,8 @@ An AgentTool has a ``name``, a ``description``, a JSON Schema ``parameters`` obj
 ``execute(args, ctx)``. ``execute`` returns a :class:`~phi.types.ToolResult` (or, for convenience,
 a string, a list of content blocks, or any JSON-serialisable value) and reports failures by raising
 :class:`~phi.errors.ToolError`. Optional attributes: ``label`` (display name) and ``timeout_ms``
-(overrides the loop's default tool timeout).
+(overrides the loop's default tool timeout) and ``inline`` (True: run on the loop's own thread,
+for tools that return at once; see :mod:`phi.tool_exec`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class FunctionTool:
     fn: Callable[[dict[str, Any], ToolContext], Any]
     label: str = ""
     timeout_ms: int | None = None
+    inline: bool = False  # run on the loop's thread: for a function that returns at once (phi.tool_exec)
 
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         return self.fn(args, ctx)

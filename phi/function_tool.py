@@ -84,6 +84,7 @@ class DecoratedTool:
         description: str | None = None,
         label: str | None = None,
         timeout_ms: int | None = None,
+        inline: bool = False,
     ) -> None:
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise ConfigError(f"@tool cannot wrap async function {fn.__name__}(): phi tools are synchronous")
@@ -93,10 +94,14 @@ class DecoratedTool:
             raise ConfigError(f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
         if timeout_ms is not None and (not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0):
             raise ConfigError(f"timeout_ms of tool {self.name} must be a positive integer, got {timeout_ms!r}")
+        if inline and timeout_ms is not None:
+            raise ConfigError(f"tool {self.name}: an inline tool runs on the loop's thread and cannot time out; "
+                              "drop timeout_ms or inline")
         doc = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc.description
         self.label = label or self.name
         self.timeout_ms = timeout_ms
+        self.inline = inline
         self._params = _inspect_params(fn, self.name)
         self.parameters = _build_schema(self._params, doc.params, self.name)
         self._validator: Any = None
@@ -245,6 +250,7 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     timeout_ms: int | None = None,
+    inline: bool = False,
 ) -> Callable[[F], DecoratedTool]: ...
 
 
@@ -255,18 +261,23 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     timeout_ms: int | None = None,
+    inline: bool = False,
 ) -> Any:
     """Turn a typed function into an AgentTool; use as ``@tool`` or ``@tool(name=..., ...)``.
 
     ``name`` defaults to the function name, ``description`` to the docstring's free text,
-    ``label`` to the name. ``timeout_ms`` overrides the loop's default tool timeout.
+    ``label`` to the name. ``timeout_ms`` overrides the loop's default tool timeout. ``inline=True``
+    runs the tool on the loop's own thread (see :mod:`phi.tool_exec`): only for a function that
+    returns at once and never blocks.
     """
     if fn is not None:
         if not callable(fn):
             raise ConfigError(f"@tool expects a function, got {fn!r}")
-        return DecoratedTool(fn, name=name, description=description, label=label, timeout_ms=timeout_ms)
+        return DecoratedTool(fn, name=name, description=description, label=label, timeout_ms=timeout_ms,
+                             inline=inline)
 
     def decorate(inner: Callable[..., Any]) -> DecoratedTool:
-        return DecoratedTool(inner, name=name, description=description, label=label, timeout_ms=timeout_ms)
+        return DecoratedTool(inner, name=name, description=description, label=label, timeout_ms=timeout_ms,
+                             inline=inline)
 
     return decorate

@@ -43,6 +43,16 @@ def ok(n: int) -> str:
     return "ok"
 
 
+@tool(name="ok", inline=True)
+def ok_inline(n: int) -> str:
+    """Say ok.
+
+    Args:
+        n: Which call this is.
+    """
+    return "ok"
+
+
 def script(turns: int) -> list[dict]:
     replies: list[dict] = [{"blocks": [{"type": "text", "chunks": ["Let", " me", " check", f" #{i}"]},
                                        {"type": "toolCall", "id": f"call_{i}", "name": "ok", "arguments": {"n": i}}],
@@ -51,9 +61,9 @@ def script(turns: int) -> list[dict]:
     return replies
 
 
-def run_turns(turns: int) -> tuple[float, int]:
+def run_turns(turns: int, tool: object = ok) -> tuple[float, int]:
     """One run of ``turns`` turns through Agent.prompt; returns (seconds, events consumed)."""
-    agent = Agent(provider=ScriptedProvider(script(turns), record_calls=False), tools=[ok], system_prompt="bench")
+    agent = Agent(provider=ScriptedProvider(script(turns), record_calls=False), tools=[tool], system_prompt="bench")
     started = time.perf_counter()
     stream = agent.prompt("go")
     events = sum(1 for _ in stream)
@@ -111,6 +121,12 @@ def main() -> None:
     growth = figures[f"ms_per_turn_{sizes[-1]}"] / figures[f"ms_per_turn_{sizes[0]}"]
     figures[f"growth_{sizes[0]}_to_{sizes[-1]}"] = round(growth, 3)
     print(f"  growth N={sizes[0]} -> N={sizes[-1]}: {growth:.2f}x (1.0 = flat)")
+    print("the same with ok() marked inline (no thread hop per call):")
+    for n in sizes:
+        samples = sorted(run_turns(n, ok_inline) for _ in range(max(3, args.repeat // 2)))
+        elapsed, _ = samples[len(samples) // 2]
+        figures[f"inline_ms_per_turn_{n}"] = round(elapsed * 1000 / n, 4)
+        print(f"  N={n:>5}: {elapsed * 1000 / n:.3f} ms/turn")
 
     parallel_s = parallel_tools_wall()
     print(f"parallel tools: 10 x 200 ms in {parallel_s * 1000:.1f} ms wall (tool phase)")

@@ -126,3 +126,33 @@ def test_the_worker_pool_grows_on_demand_and_shrinks_when_idle():
         time.sleep(0.01)
     assert len(finished) == 20 and pool.size == 0
     assert all(t.daemon for t in threading.enumerate() if t.name == "phi-tool")
+
+
+def test_an_inline_tool_runs_on_the_run_thread_with_the_same_events():
+    where = []
+
+    def body(args, ctx):
+        where.append(threading.current_thread().name)
+        ctx.update("half")
+        return "done"
+
+    hop = run([tool_turn(call("t1", "t")), "ok"], [text_tool("t", body)])
+    inline_tool = text_tool("t", body)
+    inline_tool.inline = True
+    inline = run([tool_turn(call("t1", "t")), "ok"], [inline_tool])
+    assert where[0] == "phi-tool" and where[1] == "test-loop"
+    assert hop.types == inline.types
+    assert [m.text for m in inline.results] == ["done"]
+
+
+def test_an_inline_tool_cannot_have_a_timeout():
+    import pytest
+
+    from phi import tool
+    from phi.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="inline"):
+        @tool(inline=True, timeout_ms=10)
+        def quick() -> str:
+            """Quick."""
+            return "x"
