@@ -104,18 +104,22 @@ def abort_from_another_thread() -> None:
         assert_valid_conversation(agent.messages)
 
 
+def on_nth_event(action: Callable[[], Any]) -> Callable[[Any], None]:
+    """A subscriber that runs ``action`` at a random event (1st to 24th) of the run."""
+    nth, count = random.randrange(1, 25), [0]
+
+    def on_event(event: Any) -> None:
+        count[0] += 1
+        if count[0] == nth:
+            action()
+
+    return on_event
+
+
 def abort_from_a_callback() -> None:
     agent = make_agent()
     for i in range(RUNS):
-        nth = random.randrange(1, 25)
-        count = {"n": 0}
-
-        def on_event(event: Any, nth: int = nth, count: dict = count) -> None:
-            count["n"] += 1
-            if count["n"] == nth:
-                agent.abort()
-
-        unsubscribe = agent.subscribe(on_event)
+        unsubscribe = agent.subscribe(on_nth_event(agent.abort))
         finish(agent.prompt(f"prompt {i}")).result()
         unsubscribe()
         assert_valid_conversation(agent.messages)
@@ -123,15 +127,12 @@ def abort_from_a_callback() -> None:
 
 def raise_from_a_callback() -> None:
     agent, raised = make_agent(), 0
+
+    def fail() -> None:
+        raise CallbackFailed("from a subscriber")
+
     for i in range(RUNS):
-        nth = random.randrange(1, 25)
-        count = {"n": 0}
-
-        def on_event(event: Any, nth: int = nth, count: dict = count) -> None:
-            count["n"] += 1
-            if count["n"] == nth:
-                raise CallbackFailed(str(nth))
-
+        on_event = on_nth_event(fail)
         unsubscribe = agent.subscribe(on_event)
         stream = finish(agent.prompt(f"prompt {i}"))
         try:

@@ -156,3 +156,31 @@ def test_an_inline_tool_cannot_have_a_timeout():
         def quick() -> str:
             """Quick."""
             return "x"
+
+
+def test_tool_arguments_are_validated_once_by_the_loop():
+    from phi import tool
+    from phi.agent_tool import ToolContext
+    from phi.errors import InvalidArgs
+
+    @tool
+    def double(n: int) -> int:
+        """Double it.
+
+        Args:
+            n: The number.
+        """
+        return 2 * n
+
+    def refuse():
+        raise AssertionError("the @tool validated arguments the loop had already validated")
+
+    direct_check = double._get_validator
+    double._get_validator = refuse
+    out = run([tool_turn(call("t1", "double", {"n": 4})), "ok"], [double])
+    assert [m.text for m in out.results] == ["8"]
+    double._get_validator = direct_check  # called on its own, the tool still checks its arguments
+    import pytest
+
+    with pytest.raises(InvalidArgs):
+        double.execute({"n": "four"}, ToolContext("c", "double"))
