@@ -25,7 +25,8 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from typing import Any, Callable, Mapping
+import time
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -36,7 +37,7 @@ from ..errors import ConfigError
 from ..log import get_logger
 from ..providers.secrets import check_headers, scrub
 from ..providers.sse import SSEEvent, iter_sse
-from ..providers.transport import HttpClient, abort_response, iter_body
+from ..providers.transport import HttpClient, abort_response, iter_body, socket_of
 from .errors import McpConnectionError, McpError, McpHttpError, McpProtocolError
 from .http_listen import Listener
 from .session import Session
@@ -47,6 +48,7 @@ log = get_logger("phi.mcp.http")
 ACCEPT = "application/json, text/event-stream"
 CONNECT_TIMEOUT = 10.0
 MAX_ERROR_BODY = 64 << 10
+STREAM_END_WAIT = 0.1  # seconds
 _TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 _reinit_ids = itertools.count(1)
 
@@ -76,6 +78,9 @@ class HttpTransport:
         self._initialize: dict[str, Any] | None = None  # the initialize request, replayed after a 404
         self._reinit_lock = threading.Lock()
         self._listener: Listener | None = None
+        # After a response on an SSE stream, wait briefly for the server to end the stream, so the
+        # connection can be used again; given up for good the first time a server keeps it open.
+        self._await_stream_end = True
 
     # ----------------------------------------------------------------- the session's side
 
@@ -225,11 +230,14 @@ class HttpTransport:
         return self._pick(value if isinstance(value, list) else [value], request_id)
 
     def _read_events(self, response: requests.Response, request_id: Any, stop: CancellationToken) -> Any:
-        for event in iter_sse(iter_body(response)):
+        body = iter_body(response)
+        for event in iter_sse(body):
             value = decode_event(event, self._session)  # type: ignore[arg-type]
             if value is None:
                 continue
             reply = self._pick([value], request_id)
+            if reply is not None and self._await_stream_end and not _ends_soon(body, response):
+                self._await_stream_end = False  # this server keeps its streams open: stop waiting
             if reply is not None or stop.is_cancelled():
                 return reply
         return None
@@ -345,6 +353,22 @@ def _either(a: CancellationToken, b: CancellationToken) -> tuple[CancellationTok
         undo_b()
 
     return both, release
+
+
+def _ends_soon(body: Iterator[bytes], response: requests.Response) -> bool:
+    """Whether the rest of ``body`` ends within :data:`STREAM_END_WAIT` (then the connection goes
+    back to the pool)."""
+    sock = socket_of(response)
+    if sock is not None:
+        sock.settimeout(STREAM_END_WAIT)  # urllib3 sets its own timeout again on the next request
+    deadline = time.monotonic() + STREAM_END_WAIT
+    try:
+        for _ in body:
+            if time.monotonic() > deadline:
+                return False
+    except Exception:  # a stream that breaks now only costs its connection
+        return False
+    return True
 
 
 def _read_some(response: requests.Response, limit: int) -> str:

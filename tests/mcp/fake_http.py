@@ -89,7 +89,8 @@ def _handler(fake: FakeHttpMcp) -> type[BaseHTTPRequestHandler]:
 
         def record(self, body: Any) -> None:
             with fake.lock:
-                fake.requests.append({"verb": self.command, "headers": dict(self.headers), "body": body})
+                fake.requests.append({"verb": self.command, "headers": dict(self.headers), "body": body,
+                                      "port": self.client_address[1]})
 
         def send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
@@ -130,22 +131,39 @@ def _handler(fake: FakeHttpMcp) -> type[BaseHTTPRequestHandler]:
                 self.send(200, json.dumps(messages[-1]).encode(), {"Content-Type": "application/json", **headers})
 
         def stream(self, messages: list[dict[str, Any]], headers: dict[str, str]) -> None:
+            """An SSE reply in chunked encoding (as uvicorn sends it), ended after the response
+            unless ``keep_open`` holds it open."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(b"id: prime\ndata:\n\n: a comment\n\n")
+            self.chunk(b"id: prime\ndata:\n\n: a comment\n\n")
             for message in messages:
-                self.wfile.write(f"event: message\nid: {uuid.uuid4()}\ndata: {json.dumps(message)}\n\n".encode())
-                self.wfile.flush()
-            deadline = time.monotonic() + fake.keep_open
+                self.chunk(f"event: message\nid: {uuid.uuid4()}\ndata: {json.dumps(message)}\n\n".encode())
+            self.hold_open(fake.keep_open, chunked=True)
+            if fake.keep_open <= 0:
+                self.wfile.write(b"0\r\n\r\n")
+
+        def chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def hold_open(self, seconds: float, chunked: bool = False) -> None:
+            """Keep an event stream open with comments, until ``seconds`` pass or the client leaves."""
+            if seconds <= 0:
+                return
+            deadline = time.monotonic() + seconds
             try:
                 while time.monotonic() < deadline:
                     time.sleep(0.05)
-                    self.wfile.write(b": keep-alive\n\n")
-                    self.wfile.flush()
+                    if chunked:
+                        self.chunk(b": keep-alive\n\n")
+                    else:
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
             except OSError:
                 pass
             self.close_connection = True
@@ -161,14 +179,7 @@ def _handler(fake: FakeHttpMcp) -> type[BaseHTTPRequestHandler]:
             for message in fake.get_stream:
                 self.wfile.write(f"data: {json.dumps(message)}\n\n".encode())
                 self.wfile.flush()
-            try:
-                for _ in range(100):
-                    time.sleep(0.05)
-                    self.wfile.write(b": keep-alive\n\n")
-                    self.wfile.flush()
-            except OSError:
-                pass
-            self.close_connection = True
+            self.hold_open(5.0)
 
         def do_DELETE(self) -> None:
             self.record(None)

@@ -209,3 +209,26 @@ def test_a_tool_call_may_outlast_the_request_timeout(fake, sse):
     server = fake(sse=sse)
     with McpClient.connect_http(server.url, timeout=0.5, call_timeout=10, listen=False) as client:
         assert client.call_tool("sleep", {"seconds": 1.5, "text": "slow but fine"}).text == "slow but fine"
+
+
+def test_sse_replies_reuse_the_connection(fake):
+    """MCP-12: once the server has ended a reply stream, its connection serves the next request."""
+    server = fake(sse=True)
+    with McpClient.connect_http(server.url, timeout=10, listen=False) as client:
+        for n in range(5):
+            client.call_tool("echo", {"text": str(n)})
+    calls = server.posts("tools/call")
+    assert len({post["port"] for post in calls}) == 1
+
+
+def test_a_server_that_keeps_reply_streams_open_costs_one_short_wait(fake):
+    """MCP-12: a stream left open after the response is closed by the client after a short wait,
+    once; later replies are not waited for."""
+    server = fake(sse=True)
+    server.keep_open = 30.0
+    with McpClient.connect_http(server.url, timeout=10, listen=False) as client:
+        started = time.monotonic()
+        for n in range(5):
+            assert client.call_tool("echo", {"text": str(n)}).text == str(n)
+        assert time.monotonic() - started < 5
+        assert client._transport._await_stream_end is False  # type: ignore[attr-defined]
