@@ -200,7 +200,8 @@ class HttpTransport:
         if status >= 300:
             raise self._status_error(method, response)
         if not expect_reply:
-            return None  # 202 Accepted, empty body: nothing to parse
+            _release_when_ended(iter_body(response), response)  # 202 Accepted, empty body: never parsed
+            return None
         if status in (202, 204):
             raise McpProtocolError(f"MCP server {self.label} answered the request {method} with HTTP {status} "
                                    "and no response")
@@ -222,6 +223,7 @@ class HttpTransport:
             data += chunk
             if len(data) > MAX_MESSAGE_BYTES:
                 raise McpProtocolError(f"MCP server {self.label} sent a reply over {MAX_MESSAGE_BYTES} bytes")
+        response.raw.release_conn()  # read to its end: the connection can serve the next request
         try:
             value = json.loads(data)
         except ValueError:
@@ -236,7 +238,7 @@ class HttpTransport:
             if value is None:
                 continue
             reply = self._pick([value], request_id)
-            if reply is not None and self._await_stream_end and not _ends_soon(body, response):
+            if reply is not None and self._await_stream_end and not _release_when_ended(body, response):
                 self._await_stream_end = False  # this server keeps its streams open: stop waiting
             if reply is not None or stop.is_cancelled():
                 return reply
@@ -355,9 +357,12 @@ def _either(a: CancellationToken, b: CancellationToken) -> tuple[CancellationTok
     return both, release
 
 
-def _ends_soon(body: Iterator[bytes], response: requests.Response) -> bool:
-    """Whether the rest of ``body`` ends within :data:`STREAM_END_WAIT` (then the connection goes
-    back to the pool)."""
+def _release_when_ended(body: Iterator[bytes], response: requests.Response) -> bool:
+    """Read the rest of ``body`` if it ends within :data:`STREAM_END_WAIT`, and give the connection
+    back to the pool; False (the connection is closed with the response) when it does not.
+
+    A connection goes back to the pool only through this and :meth:`HttpTransport._read_json`:
+    ``response.close()`` on a body read through ``raw`` closes the connection."""
     sock = socket_of(response)
     if sock is not None:
         sock.settimeout(STREAM_END_WAIT)  # urllib3 sets its own timeout again on the next request
@@ -368,6 +373,7 @@ def _ends_soon(body: Iterator[bytes], response: requests.Response) -> bool:
                 return False
     except Exception:  # a stream that breaks now only costs its connection
         return False
+    response.raw.release_conn()  # the body was read to its end: the connection is clean
     return True
 
 

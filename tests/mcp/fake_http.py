@@ -44,7 +44,8 @@ class FakeHttpMcp:
 
     def posts(self, method: str | None = None) -> list[dict[str, Any]]:
         with self.lock:
-            return [r for r in self.requests if r["verb"] == "POST" and (method is None or r["body"].get("method") == method)]
+            return [r for r in self.requests if r["verb"] == "POST" and isinstance(r["body"], dict)
+                    and (method is None or r["body"].get("method") == method)]
 
     def verbs(self) -> list[str]:
         with self.lock:
@@ -113,6 +114,9 @@ def _handler(fake: FakeHttpMcp) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
             self.record(body)
+            if not isinstance(body, dict):  # a POST cut off by the client closing
+                self.send(400)
+                return
             if fake.status is not None:
                 status, headers, payload = fake.status
                 self.send(status, payload, headers)
