@@ -89,7 +89,8 @@ def lines_match(expected: str, actual: str) -> bool:
 
 
 DRIVER = """
-import json, sys
+import faulthandler, json, sys
+faulthandler.dump_traceback_later(float(sys.argv[2]), exit=True)  # a hang shows where it hangs
 blocks = json.load(open(sys.argv[1], encoding="utf-8"))
 namespace = {"__name__": "__main__"}
 for path, line, code in blocks:
@@ -126,8 +127,8 @@ def run_page(page: Path, workdir: Path, substitutions: dict[str, str] | None = N
     (workdir / "home").mkdir(exist_ok=True)
     script = workdir / ".docs-blocks.json"
     script.write_text(json.dumps(program), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", DRIVER, str(script)], cwd=workdir, capture_output=True,
-                          text=True, timeout=timeout, env=offline_environment(workdir / "home"))
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(script), str(timeout)], cwd=workdir,
+                          capture_output=True, text=True, timeout=timeout + 30, env=offline_environment(workdir / "home"))
     assert done.returncode == 0, f"{page.name}: a runnable block failed\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     printed = done.stdout
     for public, local in substitutions.items():
