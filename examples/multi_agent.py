@@ -5,8 +5,9 @@
 
 The editor's tools are two sub-agents. Each runs its own loop, with its own system prompt, tools and
 model, and sees only the task the editor writes for it; its final text is the tool result. The
-researcher has a tool of its own (a tiny in-memory library). Progress of the children streams to
-the parent as ToolExecutionUpdate events, printed here as they arrive.
+researcher has a tool of its own (a tiny in-memory library). Each delegation is printed when it
+starts and ends, with the child's loop id (``{session}.sub.1``) and how many turns it took; the
+children's own text also streams to the parent as ToolExecutionUpdate events while they work.
 
 Real models: ``PHI_MODEL`` (default claude-sonnet-4-5) and its API key. Offline: ``--offline``,
 ``PHI_OFFLINE=1``, or no API key variable set — every agent then plays a script, so the pipeline
