@@ -43,6 +43,9 @@ class ScriptedBlock:
 
 @dataclass
 class ScriptedError:
+    """A failure a scripted reply raises after ``after_chunks`` chunks: a ``ProviderError`` of
+    ``kind`` with ``message``, an optional HTTP ``status`` and ``retry_after_ms``."""
+
     kind: str = "api"
     message: str = "scripted error"
     after_chunks: int = 0
@@ -52,6 +55,13 @@ class ScriptedError:
 
 @dataclass
 class ScriptedResponse:
+    """One scripted model reply: content ``blocks`` streamed chunk by chunk, a ``stop_reason``
+    (default: ``toolUse`` with tool calls, else ``stop``), ``usage``, and optionally an ``error``
+    (raised as a ProviderError) or ``throw`` (a plain exception, as a buggy provider would raise),
+    a delay per chunk, a hang until cancelled after N chunks, and an ``error_message`` for the reply
+    (with ``stop_reason`` ``error``).
+    Build common ones with :meth:`text`, :meth:`tool_call` and :meth:`failure`."""
+
     blocks: list[ScriptedBlock] = field(default_factory=list)
     stop_reason: StopReason | None = None  # default: toolUse when there are tool calls, else stop
     usage: Usage = field(default_factory=Usage)

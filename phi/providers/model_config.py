@@ -79,6 +79,17 @@ def capabilities_for(model: str) -> dict[str, bool]:
 
 @dataclass(slots=True)
 class ModelConfig:
+    """Which model to call and how: ``api`` picks the wire protocol (one provider module each, see
+    :mod:`phi.providers.registry`), ``provider`` names the service, ``id`` is the model (or Azure
+    deployment). ``base_url`` replaces the protocol's default endpoint; ``api_key`` and ``headers``
+    authenticate (else the protocol's environment variable is read at call time). ``reasoning``
+    says the model can think (thinking is requested only then); ``context_window`` and
+    ``max_tokens`` are its limits; ``compat`` describes an OpenAI-compatible server; ``options``
+    holds protocol extras (region, project, api_version, timeouts, ...); ``capabilities``
+    overrides the capability table (:meth:`supports`). Build one with a preset classmethod
+    (:meth:`anthropic`, :meth:`openai`, :meth:`google`, :meth:`bedrock`, ...).
+    """
+
     id: str
     api: str = API_OPENAI
     provider: str = "openai"

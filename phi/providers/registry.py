@@ -78,6 +78,7 @@ _default_lock = threading.Lock()
 
 
 def default_registry() -> ProviderRegistry:
+    """The process-wide registry the loop uses: the built-in protocols, plus any you register."""
     global _default
     with _default_lock:
         if _default is None:

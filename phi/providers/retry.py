@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 @dataclass(slots=True)
 class RetryConfig:
+    """How the loop retries a model call that failed with ``rate_limited`` or ``network`` before any
+    of its reply was shown (SPEC ERR-2): at most ``max_retries`` times, waiting
+    ``initial_delay_ms * backoff_multiplier ** (attempt - 1)`` capped at ``max_delay_ms`` (±20 % with
+    ``jitter``), or the server's ``Retry-After`` capped at ``max_retry_after_ms``."""
+
     max_retries: int = 3
     initial_delay_ms: int = 1000
     backoff_multiplier: float = 2.0
