@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -59,6 +59,8 @@ class ReplayServer:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.replies: list[Reply] = []
+        # Optional: compute each reply from the request instead of popping ``replies`` (scripted models).
+        self.responder: Callable[[Recorded], Reply] | None = None
         self.requests: list[Recorded] = []
         self.connections = 0  # TCP connections accepted
         self.closed_by_client: list[float] = []  # when a client closed a connection we kept silent on
@@ -127,8 +129,12 @@ class ReplayServer:
                     return
                 with self._lock:
                     self.requests.append(request)
-                    reply = self.replies.pop(0) if self.replies else Reply(b"no reply queued", status=500,
-                                                                          content_type="text/plain")
+                    responder = self.responder
+                    if responder is None:
+                        reply = self.replies.pop(0) if self.replies else Reply(b"no reply queued", status=500,
+                                                                              content_type="text/plain")
+                if responder is not None:
+                    reply = responder(request)
                 if not self._respond(conn, reply):
                     return
         except OSError:

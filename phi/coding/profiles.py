@@ -1,0 +1,184 @@
+"""Provider profiles (seed 004 §3.1–3.7): the tools, prompt and model settings a model family works
+best with.
+
+    profile = create_anthropic_profile("claude-sonnet-4-5")
+    profile.tool_registry.register(my_tool)            # custom tools; same name = override (§3.7)
+    session = Session(profile, LocalExecutionEnvironment("/path/to/repo"))
+
+Each profile pairs a :class:`~phi.providers.model_config.ModelConfig` (the wire protocol: OpenAI
+Responses, Anthropic Messages, Gemini) with a :class:`~phi.coding.registry.ToolRegistry` from
+:mod:`phi.coding.profile_tools` plus the sub-agent tools, base instructions from
+:mod:`phi.coding.instructions`, capability flags (§3.2) and ``provider_options``:
+
+* ``{"openai": {"body": {...}}}`` — extra Responses request fields (reasoning effort itself comes
+  from ``SessionConfig.reasoning_effort`` as ``reasoning.effort``);
+* ``{"anthropic": {"beta_headers": ["interleaved-thinking-2025-05-14", ...]}}`` — the
+  ``anthropic-beta`` header;
+* ``{"gemini": {"safety_settings": [...], "body": {...}}}`` — ``safetySettings`` and other fields.
+
+``provider`` replaces the wire protocol (a ScriptedProvider offline, a proxy, ...); ``base_url`` and
+``api_key`` point the protocol elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from ..errors import ConfigError
+from ..providers.model_config import ModelConfig
+from ..types import ToolDefinition
+from .profile_tools import (
+    ANTHROPIC_SHELL_TIMEOUT_MS,
+    GEMINI_SHELL_TIMEOUT_MS,
+    OPENAI_SHELL_TIMEOUT_MS,
+    PROFILE_TOOLS,
+)
+from .registry import ToolRegistry
+
+PROFILE_IDS = ("openai", "anthropic", "gemini")
+
+
+@dataclass
+class ProviderProfile:
+    """Seed 004 §3.2. Build one with :func:`create_openai_profile` and friends."""
+
+    id: str
+    model: str
+    model_config: ModelConfig
+    tool_registry: ToolRegistry
+    supports_reasoning: bool = True
+    supports_streaming: bool = True
+    supports_parallel_tool_calls: bool = True
+    context_window_size: int = 128_000
+    default_command_timeout_ms: int = 10_000
+    knowledge_cutoff: str | None = None
+    base_instructions: str | None = None  # None: phi.coding.instructions.base_instructions(id)
+    options: dict[str, Any] = field(default_factory=dict)  # provider_options, keyed by profile id
+    provider: Any = None  # a StreamProvider replacing the wire protocol (offline, proxy, ...)
+
+    def __post_init__(self) -> None:
+        if self.id not in PROFILE_IDS:
+            raise ConfigError(f"profile id must be one of {PROFILE_IDS}, got {self.id!r}")
+        from .provider_options import body_extras
+
+        body_extras(self.id, self.options)  # refuses malformed options now, not at the first request
+
+    def tools(self) -> list[ToolDefinition]:
+        return self.tool_registry.definitions()
+
+    def provider_options(self) -> dict[str, Any] | None:
+        return dict(self.options) or None
+
+    def instructions(self) -> str:
+        """Layer 1 of the system prompt (§6.2)."""
+        if self.base_instructions is not None:
+            return self.base_instructions
+        from .instructions import base_instructions
+
+        return base_instructions(self.id)
+
+    def build_system_prompt(self, environment: Any, *, tools: list[ToolDefinition] | None = None,
+                            user_override: str | None = None) -> str:
+        """The layered system prompt (§6.1) for ``environment``: base instructions, the tool
+        summary, the environment block and git snapshot, project documents, ``user_override`` last.
+
+        The tool summary rides with the base instructions (the tools' guidance belongs there); the
+        layers after it are assembled by :func:`phi.coding.prompt.build_system_prompt`.
+        """
+        from .prompt import build_system_prompt
+
+        base = self.instructions()
+        summary = tool_summary(tools if tools is not None else self.tools())
+        if summary:
+            base = f"{base.rstrip()}\n\n{summary}"
+        return build_system_prompt(self.id, environment, model=self.model, user_override=user_override,
+                                   cwd=environment.working_directory(), knowledge_cutoff=self.knowledge_cutoff,
+                                   base=base)
+
+    def with_model(self, model: str) -> ProviderProfile:
+        """The same profile for another model of the same service (sub-agents' ``model``)."""
+        return replace(self, model=model, model_config=replace(self.model_config, id=model),
+                       tool_registry=self.tool_registry.copy())
+
+
+def tool_summary(tools: list[ToolDefinition]) -> str:
+    """Layer 3 (§6.1): one line per tool, its name and the first sentence of its description."""
+    if not tools:
+        return ""
+    lines = ["# Tools", "You can call these tools:"]
+    for definition in tools:
+        first = definition.description.split(". ")[0].rstrip(".")
+        lines.append(f"- {definition.name}: {first}.")
+    return "\n".join(lines)
+
+
+def _profile(profile_id: str, model: str, model_config: ModelConfig, *, provider: Any,
+             provider_options: dict[str, Any] | None, context_window: int, shell_timeout_ms: int,
+             knowledge_cutoff: str | None, parallel: bool, reasoning: bool) -> ProviderProfile:
+    from .provider_options import apply_header_options
+    from .subagents import subagent_tools
+
+    registry = ToolRegistry([*PROFILE_TOOLS[profile_id](), *subagent_tools()])
+    options = dict(provider_options or {})
+    model_config = apply_header_options(profile_id, options, model_config)
+    return ProviderProfile(profile_id, model, model_config, registry, supports_reasoning=reasoning,
+                           supports_parallel_tool_calls=parallel, context_window_size=context_window,
+                           default_command_timeout_ms=shell_timeout_ms, knowledge_cutoff=knowledge_cutoff,
+                           options=options, provider=provider)
+
+
+def _config(make: Callable[..., ModelConfig], model: str, model_config: ModelConfig | None,
+            **kwargs: Any) -> ModelConfig:
+    if model_config is not None:
+        return replace(model_config, id=model) if model != model_config.id else model_config
+    return make(model, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+def create_openai_profile(model: str = "gpt-5.2-codex", *, api_key: str | None = None, base_url: str | None = None,
+                          model_config: ModelConfig | None = None, provider: Any = None,
+                          provider_options: dict[str, Any] | None = None, context_window: int = 400_000,
+                          knowledge_cutoff: str | None = None) -> ProviderProfile:
+    """codex-aligned (§3.4): OpenAI Responses API, ``apply_patch`` edits, 10 s command timeout."""
+    mc = _config(ModelConfig.openai_responses, model, model_config, api_key=api_key, base_url=base_url,
+                 context_window=context_window)
+    return _profile("openai", model, mc, provider=provider, provider_options=provider_options,
+                    context_window=context_window, shell_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
+
+
+def create_anthropic_profile(model: str = "claude-sonnet-4-5", *, api_key: str | None = None,
+                             base_url: str | None = None, model_config: ModelConfig | None = None,
+                             provider: Any = None, provider_options: dict[str, Any] | None = None,
+                             context_window: int = 200_000, knowledge_cutoff: str | None = None) -> ProviderProfile:
+    """Claude Code-aligned (§3.5): Anthropic Messages API, ``edit_file``, 120 s command timeout."""
+    mc = _config(ModelConfig.anthropic, model, model_config, api_key=api_key, base_url=base_url,
+                 context_window=context_window)
+    return _profile("anthropic", model, mc, provider=provider, provider_options=provider_options,
+                    context_window=context_window, shell_timeout_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
+                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
+
+
+def create_gemini_profile(model: str = "gemini-2.5-pro", *, api_key: str | None = None, base_url: str | None = None,
+                          model_config: ModelConfig | None = None, provider: Any = None,
+                          provider_options: dict[str, Any] | None = None, context_window: int = 1_048_576,
+                          knowledge_cutoff: str | None = None) -> ProviderProfile:
+    """gemini-cli-aligned (§3.6): Gemini API, ``read_many_files`` and ``list_dir``, 10 s timeout."""
+    mc = _config(ModelConfig.google, model, model_config, api_key=api_key, base_url=base_url,
+                 context_window=context_window)
+    return _profile("gemini", model, mc, provider=provider, provider_options=provider_options,
+                    context_window=context_window, shell_timeout_ms=GEMINI_SHELL_TIMEOUT_MS,
+                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
+
+
+def create_profile(profile_id: str, model: str | None = None, **kwargs: Any) -> ProviderProfile:
+    """``create_<profile_id>_profile(model, **kwargs)``; ``model`` None: the profile's default."""
+    makers = {"openai": create_openai_profile, "anthropic": create_anthropic_profile,
+              "gemini": create_gemini_profile}
+    if profile_id not in makers:
+        raise ConfigError(f"unknown profile {profile_id!r}; use one of {PROFILE_IDS}")
+    return makers[profile_id](model, **kwargs) if model else makers[profile_id](**kwargs)
+
+
+__all__ = ["ProviderProfile", "create_openai_profile", "create_anthropic_profile", "create_gemini_profile",
+           "create_profile", "tool_summary", "PROFILE_IDS"]
