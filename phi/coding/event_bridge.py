@@ -86,8 +86,8 @@ class EventBridge:
         if handler is not None:
             handler(event)
 
-    def emit(self, kind: EventKind, **data: Any) -> None:
-        self.session._emit(kind, data)
+    def emit(self, event_kind: EventKind, /, **data: Any) -> None:
+        self.session._emit(event_kind, data)
 
     # ----------------------------------------------------------------- messages
 

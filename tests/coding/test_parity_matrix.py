@@ -17,7 +17,7 @@ from phi.coding import EventKind, SessionConfig, SessionState, SteeringTurn
 
 from .dialects import PROFILES, Dialect, session_for
 from .helpers import check_event_order, collect, of_kind, tool_names
-from .wire import Call, ScriptedModelServer, Turn, tool_outputs, user_texts
+from .wire import Call, ScriptedModelServer, Turn, protocol_from_body, tool_outputs, user_texts
 
 
 @pytest.fixture
@@ -141,8 +141,7 @@ def test_multi_step_read_analyze_edit(profile, server, tmp_path):
     write(tmp_path, "config.py", "TIMEOUT = 30\nRETRIES = 3\n")
 
     def analyze(body):  # the model acts on what the read returned
-        protocol = "openai" if "input" in body else "anthropic" if "messages" in body else "gemini"
-        seen = tool_outputs(protocol, body)[-1]
+        seen = tool_outputs(protocol_from_body(body), body)[-1]
         assert "1 | TIMEOUT = 30" in seen
         return Turn("TIMEOUT is 30 s, too short for CI; raising it to 120.",
                     [d.edit("config.py", "TIMEOUT = 30", "TIMEOUT = 120")])
@@ -238,8 +237,7 @@ def test_subagent_spawn_and_wait(profile, server, tmp_path):
     task = "Write notes.txt saying child notes"
 
     def wait_for_child(body):
-        protocol = "openai" if "input" in body else "anthropic" if "messages" in body else "gemini"
-        agent_id = json.loads(tool_outputs(protocol, body)[-1])["agent_id"]
+        agent_id = json.loads(tool_outputs(protocol_from_body(body), body)[-1])["agent_id"]
         return Turn(calls=[Call("wait", {"agent_id": agent_id})])
 
     server.script("Delegate", Turn(calls=[d.spawn(task, working_dir="sub")]), wait_for_child,

@@ -289,3 +289,8 @@ def _error(protocol: str, message: str) -> Reply:
 
 __all__ = ["Call", "Turn", "ScriptedModelServer", "responses_sse", "anthropic_sse", "gemini_sse", "user_texts",
            "tool_outputs", "first_user_text"]
+
+
+def protocol_from_body(body: dict[str, Any]) -> str:
+    """Which protocol a parsed request body belongs to (for callable turns)."""
+    return "openai" if "input" in body else "anthropic" if "messages" in body else "gemini"
