@@ -97,8 +97,9 @@ class SessionTool:
             request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
             allowed, reason = decide(config.approval, request)
             if not allowed:
-                raise ToolError(f"The {self.name} call was denied by the user" + (f": {reason}" if reason else ".")
-                                + " Do not repeat it unchanged; choose another approach or ask the user.")
+                because = f": {reason.rstrip('.')}." if reason else "."
+                raise ToolError(f"The {self.name} call was denied by the user{because} Do not repeat it unchanged; "
+                                "choose another approach or ask the user.")
         value = self.registered.run(args, session.execution_env, ToolCallContext(ctx, session))
         return shape_for_model(to_tool_result(value), self.name, config.tool_output_limits, config.tool_line_limits)
 
