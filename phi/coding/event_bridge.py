@@ -35,7 +35,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..providers.base import ErrorKind, is_context_overflow
-from ..types import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolResultMessage, UserMessage
+from ..types import AssistantMessage, StopReason, TextContent, ThinkingContent, UserMessage
 from .events import EventKind
 from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
 from .pipeline import full_output, text_of

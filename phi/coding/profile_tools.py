@@ -132,28 +132,33 @@ def anthropic_tools() -> list[RegisteredTool]:
 # --------------------------------------------------------------------------- Gemini (gemini-cli)
 
 
+def _gemini_shell(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    return run_shell(env, call, args["command"], timeout_ms=args.get("timeout_ms"), workdir=args.get("dir_path"),
+                     description=args.get("description"), profile_default_ms=GEMINI_SHELL_TIMEOUT_MS)
+
+
+def _gemini_replace(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    """gemini-cli's replace: exactly ``expected_replacements`` occurrences (default 1) are changed."""
+    expected = int(args.get("expected_replacements") or 1)
+    found = _count_occurrences(env, args["file_path"], args["old_string"])
+    if found and found != expected:
+        raise ToolError(f"Expected {expected} occurrence(s) of old_string in {args['file_path']} but found "
+                        f"{found}. Include more context to pick one, or set expected_replacements to {found}.")
+    forwarded = {k: args[k] for k in ("file_path", "old_string", "new_string")}
+    forwarded["replace_all"] = expected > 1
+    return CodingEditFileTool(env=env).execute(forwarded, call.tool)
+
+
+def _gemini_list_dir(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    return ListDirTool(env=env).execute({"path": args.get("dir_path") or ".", "depth": args.get("depth") or 1},
+                                        call.tool)
+
+
+def _gemini_read_many(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    return ReadManyFilesTool(env=env).execute({"paths": list(args["include"])}, call.tool)
+
+
 def gemini_tools() -> list[RegisteredTool]:
-    def shell(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
-        return run_shell(env, call, args["command"], timeout_ms=args.get("timeout_ms"), workdir=args.get("dir_path"),
-                         description=args.get("description"), profile_default_ms=GEMINI_SHELL_TIMEOUT_MS)
-
-    def replace(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
-        expected = int(args.get("expected_replacements") or 1)
-        found = _count_occurrences(env, args["file_path"], args["old_string"])
-        if found and found != expected:
-            raise ToolError(f"Expected {expected} occurrence(s) of old_string in {args['file_path']} but found "
-                            f"{found}. Include more context to pick one, or set expected_replacements to {found}.")
-        forwarded = {k: args[k] for k in ("file_path", "old_string", "new_string")}
-        forwarded["replace_all"] = expected > 1
-        return CodingEditFileTool(env=env).execute(forwarded, call.tool)
-
-    def list_dir(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
-        return ListDirTool(env=env).execute({"path": args.get("dir_path") or ".", "depth": args.get("depth") or 1},
-                                            call.tool)
-
-    def read_many(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
-        return ReadManyFilesTool(env=env).execute({"paths": list(args["include"])}, call.tool)
-
     grep = grep_executor(lambda a: {"pattern": a["pattern"], "path": a.get("dir_path"),
                                     "glob_filter": a.get("include"), "output_mode": "content"})
     return [
@@ -164,7 +169,7 @@ def gemini_tools() -> list[RegisteredTool]:
             "comes under a '--- path ---' header. Useful to get an overview before changing code."),
             {"include": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
                          "description": "Paths or glob patterns of the files to read."}},
-            ["include"], read_many, "read"),
+            ["include"], _gemini_read_many, "read"),
         write_file_tool("Write content to a file, creating it and its directories when needed."),
         tool("edit_file", (
             "Replace text in a file. old_string must match exactly (whitespace and indentation included) "
@@ -175,7 +180,7 @@ def gemini_tools() -> list[RegisteredTool]:
              "new_string": described(STRING, "The replacement text."),
              "expected_replacements": {"type": "integer", "minimum": 1,
                                        "description": "How many occurrences to replace (default 1)."}},
-            ["file_path", "old_string", "new_string"], replace, "write"),
+            ["file_path", "old_string", "new_string"], _gemini_replace, "write"),
         tool("shell", (
             "Run a shell command with bash and return its output and exit code. Explain what it does in "
             "description. Commands stop after 10 seconds unless timeout_ms says otherwise."),
@@ -183,7 +188,7 @@ def gemini_tools() -> list[RegisteredTool]:
              "description": described(STRING, "Why the command is run, in a few words."),
              "dir_path": described(STRING, "Directory to run in, relative to the working directory."),
              "timeout_ms": TIMEOUT_MS},
-            ["command"], shell, "execute"),
+            ["command"], _gemini_shell, "execute"),
         tool("grep", (
             "Search file contents for a regular expression; returns 'path:line:text' for each match. "
             "Restrict the files with include (a glob)."),
@@ -195,7 +200,7 @@ def gemini_tools() -> list[RegisteredTool]:
         tool("list_dir", "List a directory's files and subdirectories (with sizes), optionally several levels deep.",
              {"dir_path": described(STRING, "Directory to list (default: the working directory)."),
               "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to show (default 1)."}},
-             [], list_dir, "read"),
+             [], _gemini_list_dir, "read"),
     ]
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..agent import Agent
@@ -136,7 +135,8 @@ class Session:
 
     # ----------------------------------------------------------------- observing
 
-    def subscribe(self, callback: Callable[[SessionEvent], None], *, include_subagents: bool = False) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[SessionEvent], None], *,
+                  include_subagents: bool = False) -> Callable[[], None]:
         """Call ``callback(event)`` for every event, in order. With ``include_subagents`` the events of
         this session's sub-agents come too (from their own threads). Returns an unsubscribe function."""
         entry = (callback, include_subagents)

@@ -30,11 +30,9 @@ import shlex
 from typing import Any, Callable
 
 from ..errors import ToolError
-from ..tools.apply_patch import ApplyPatchTool
 from ..tools.edit_file import CodingEditFileTool
-from ..tools.find_files import GlobTool, ListDirTool
+from ..tools.find_files import GlobTool
 from ..tools.read_file import CodingReadFileTool
-from ..tools.read_many_files import ReadManyFilesTool
 from ..tools.search import GrepTool
 from ..tools.shell import ShellTool
 from ..tools.write_file import CodingWriteFileTool

@@ -112,7 +112,8 @@ def test_scoped_environment_resolves_and_confines_to_its_subdirectory(tmp_path):
     (tmp_path / "top.txt").write_text("top\n")
     inner = LocalExecutionEnvironment(str(tmp_path))
     scoped = ScopedEnvironment(inner, "pkg")
-    assert scoped.working_directory() == str(tmp_path / "pkg") and scoped.allowed_write_roots == (str(tmp_path / "pkg"),)
+    pkg = str(tmp_path / "pkg")
+    assert scoped.working_directory() == pkg and scoped.allowed_write_roots == (pkg,)
     scoped.write_file("mod.py", "x = 1\n")
     assert (tmp_path / "pkg" / "mod.py").read_text() == "x = 1\n"
     assert scoped.read_file("../top.txt").startswith("top")  # reads are not confined

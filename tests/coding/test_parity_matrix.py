@@ -175,7 +175,8 @@ def test_parallel_tool_calls(profile, server, tmp_path):
     d = Dialect(profile)
     # each command only succeeds if the other one is running at the same time
     meet = "touch {me}.flag; for i in $(seq 300); do [ -f {other}.flag ] && exit 0; sleep 0.01; done; exit 7"
-    server.script("Both", Turn(calls=[d.shell(meet.format(me="a", other="b")), d.shell(meet.format(me="b", other="a"))]),
+    both = [d.shell(meet.format(me="a", other="b")), d.shell(meet.format(me="b", other="a"))]
+    server.script("Both", Turn(calls=both),
                   Turn("Both ran."))
     session = session_for(profile, server, str(tmp_path))
     events, _ = collect(session, "Both at once")
@@ -195,7 +196,8 @@ def test_steering_mid_task(profile, server, tmp_path):
     events, result = collect(session, "Format the code")
     order = [e.kind for e in events]
     steer = order.index(EventKind.STEERING_INJECTED)
-    assert order.index(EventKind.TOOL_CALL_END) < steer < len(order) - 1 - order[::-1].index(EventKind.ASSISTANT_TEXT_START)
+    last_reply = len(order) - 1 - order[::-1].index(EventKind.ASSISTANT_TEXT_START)
+    assert order.index(EventKind.TOOL_CALL_END) < steer < last_reply
     assert events[steer].data["content"] == "Use tabs, not spaces."
     protocol, body = server.seen["Format"][1]
     assert user_texts(protocol, body)[-1] == "Use tabs, not spaces."  # a user message for the model

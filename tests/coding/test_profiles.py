@@ -111,9 +111,10 @@ def test_custom_tools_are_registered_and_override_profile_tools(tmp_path):
                                  ScriptedResponse.tool_call("double", {"x": 21}, call_id="c"), "done"])
     profile = create_anthropic_profile(provider=provider)
     ran = []
-    shell_def = ToolDefinition("shell", "A safer shell.", {"type": "object", "properties": {"command": {"type": "string"}},
-                                                          "required": ["command"]})
-    profile.tool_registry.register(RegisteredTool(shell_def, lambda args, env: ran.append(args["command"]) or "dry run"))
+    shell_def = ToolDefinition("shell", "A safer shell.", {"type": "object", "required": ["command"],
+                                                          "properties": {"command": {"type": "string"}}})
+    dry_run = lambda args, env: ran.append(args["command"]) or "dry run"  # noqa: E731
+    profile.tool_registry.register(RegisteredTool(shell_def, dry_run))
     tests_def = ToolDefinition("run_tests", "Run the test suite.", {"type": "object",
                                                                     "properties": {"filter": {"type": "string"}}})
     profile.tool_registry.register(RegisteredTool(tests_def, lambda args, env: f"ran {args['filter']} in "

@@ -23,8 +23,8 @@ MARKER = "[WARNING: Tool output was truncated."
 
 def _param(profile_id: str):
     key = KEYS[profile_id]
-    return pytest.param(profile_id, marks=pytest.mark.skipif(
-        not os.environ.get(key), reason=f"{key} is not set: the real-API smoke test of the {profile_id} profile is skipped"))
+    reason = f"{key} is not set: the real-API smoke test of the {profile_id} profile is skipped"
+    return pytest.param(profile_id, marks=pytest.mark.skipif(not os.environ.get(key), reason=reason))
 
 
 def run(session: Session, text: str) -> list:

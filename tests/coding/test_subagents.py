@@ -89,11 +89,13 @@ def test_send_input_reaches_a_running_child(server, tmp_path):
         assert user_texts("anthropic", body)[-1] == note  # injected between the child's tool rounds
         return Turn(calls=[D.create("extra.txt", "extra\n")])
 
-    server.script(task, Turn(calls=[D.shell("for i in $(seq 1000); do [ -f go.flag ] && exit 0; sleep 0.01; done; exit 3")]),
+    wait_for_go = "for i in $(seq 1000); do [ -f go.flag ] && exit 0; sleep 0.01; done; exit 3"
+    server.script(task, Turn(calls=[D.shell(wait_for_go)]),
                   child_turn_2, Turn("extra written"))
     server.script("Coordinate", Turn(calls=[D.spawn(task, "sub")]),
                   lambda body: Turn(calls=[Call("send_input", {"agent_id": agent_ids(body)[0], "message": note})]),
-                  lambda body: Turn(calls=[D.shell("touch sub/go.flag"), Call("wait", {"agent_id": agent_ids(body)[0]})]),
+                  lambda body: Turn(calls=[D.shell("touch sub/go.flag"),
+                                           Call("wait", {"agent_id": agent_ids(body)[0]})]),
                   Turn("The child wrote extra.txt."))
     session = session_for("anthropic", server, str(tmp_path))
     events, _ = collect(session, "Coordinate a child")
