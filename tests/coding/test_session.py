@@ -282,3 +282,14 @@ def test_a_failing_subscriber_does_not_stop_the_session(tmp_path, caplog):
     session.subscribe(broken)
     assert session.submit("x").text == "fine"
     assert "subscriber raised" in caplog.text
+
+
+def test_transient_model_errors_are_retried_by_the_core(tmp_path):
+    from phi.providers.retry import RetryConfig
+
+    session, provider = make(tmp_path, [ScriptedResponse.failure("rate_limited", "slow down", retry_after_ms=1),
+                                        ScriptedResponse.failure("network", "HTTP 503"), "recovered"])
+    session.agent.config.retry_config = RetryConfig(initial_delay_ms=1, jitter=False)
+    events, result = collect(session, "hi")
+    assert result.text == "recovered" and len(provider.calls) == 3
+    assert not of_kind(events, EventKind.ERROR) and session.state == SessionState.IDLE
