@@ -113,71 +113,65 @@ def tool_summary(tools: list[ToolDefinition]) -> str:
     return "\n".join(lines)
 
 
-def _profile(profile_id: str, model: str, model_config: ModelConfig, *, provider: Any,
-             provider_options: dict[str, Any] | None, context_window: int, shell_timeout_ms: int,
-             knowledge_cutoff: str | None, parallel: bool, reasoning: bool) -> ProviderProfile:
+@dataclass(frozen=True)
+class _Spec:
+    model: str  # the default model
+    make_config: Callable[..., ModelConfig]
+    context_window: int
+    shell_timeout_ms: int
+
+
+_SPECS = {
+    "openai": _Spec("gpt-5.2-codex", ModelConfig.openai_responses, 400_000, OPENAI_SHELL_TIMEOUT_MS),
+    "anthropic": _Spec("claude-sonnet-4-5", ModelConfig.anthropic, 200_000, ANTHROPIC_SHELL_TIMEOUT_MS),
+    "gemini": _Spec("gemini-2.5-pro", ModelConfig.google, 1_048_576, GEMINI_SHELL_TIMEOUT_MS),
+}
+
+
+def create_profile(profile_id: str, model: str | None = None, *, api_key: str | None = None,
+                   base_url: str | None = None, model_config: ModelConfig | None = None, provider: Any = None,
+                   provider_options: dict[str, Any] | None = None, context_window: int | None = None,
+                   knowledge_cutoff: str | None = None) -> ProviderProfile:
+    """The ``profile_id`` profile (``openai``, ``anthropic``, ``gemini``) for ``model`` (None: its
+    default). ``api_key``/``base_url`` point the protocol elsewhere; ``model_config`` replaces it
+    whole; ``provider`` replaces the wire protocol (a ScriptedProvider offline)."""
+    spec = _SPECS.get(profile_id)
+    if spec is None:
+        raise ConfigError(f"unknown profile {profile_id!r}; use one of {PROFILE_IDS}")
+    model = model or spec.model
+    window = context_window or spec.context_window
+    if model_config is not None:
+        mc = replace(model_config, id=model) if model != model_config.id else model_config
+    else:
+        extra = {k: v for k, v in (("api_key", api_key), ("base_url", base_url)) if v is not None}
+        mc = spec.make_config(model, context_window=window, **extra)
     from .provider_options import apply_header_options
     from .subagents import subagent_tools
 
-    registry = ToolRegistry([*PROFILE_TOOLS[profile_id](), *subagent_tools()])
     options = dict(provider_options or {})
-    model_config = apply_header_options(profile_id, options, model_config)
-    return ProviderProfile(profile_id, model, model_config, registry, supports_reasoning=reasoning,
-                           supports_parallel_tool_calls=parallel, context_window_size=context_window,
-                           default_command_timeout_ms=shell_timeout_ms, knowledge_cutoff=knowledge_cutoff,
+    registry = ToolRegistry([*PROFILE_TOOLS[profile_id](), *subagent_tools()])
+    return ProviderProfile(profile_id, model, apply_header_options(profile_id, options, mc), registry,
+                           supports_reasoning=mc.reasoning, context_window_size=window,
+                           default_command_timeout_ms=spec.shell_timeout_ms, knowledge_cutoff=knowledge_cutoff,
                            options=options, provider=provider)
 
 
-def _config(make: Callable[..., ModelConfig], model: str, model_config: ModelConfig | None,
-            **kwargs: Any) -> ModelConfig:
-    if model_config is not None:
-        return replace(model_config, id=model) if model != model_config.id else model_config
-    return make(model, **{k: v for k, v in kwargs.items() if v is not None})
+def create_openai_profile(model: str = "gpt-5.2-codex", **options: Any) -> ProviderProfile:
+    """codex-aligned (§3.4): OpenAI Responses API, ``apply_patch`` edits, 10 s command timeout.
+    ``options``: those of :func:`create_profile`."""
+    return create_profile("openai", model, **options)
 
 
-def create_openai_profile(model: str = "gpt-5.2-codex", *, api_key: str | None = None, base_url: str | None = None,
-                          model_config: ModelConfig | None = None, provider: Any = None,
-                          provider_options: dict[str, Any] | None = None, context_window: int = 400_000,
-                          knowledge_cutoff: str | None = None) -> ProviderProfile:
-    """codex-aligned (§3.4): OpenAI Responses API, ``apply_patch`` edits, 10 s command timeout."""
-    mc = _config(ModelConfig.openai_responses, model, model_config, api_key=api_key, base_url=base_url,
-                 context_window=context_window)
-    return _profile("openai", model, mc, provider=provider, provider_options=provider_options,
-                    context_window=context_window, shell_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
-                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
+def create_anthropic_profile(model: str = "claude-sonnet-4-5", **options: Any) -> ProviderProfile:
+    """Claude Code-aligned (§3.5): Anthropic Messages API, ``edit_file``, 120 s command timeout.
+    ``options``: those of :func:`create_profile`."""
+    return create_profile("anthropic", model, **options)
 
 
-def create_anthropic_profile(model: str = "claude-sonnet-4-5", *, api_key: str | None = None,
-                             base_url: str | None = None, model_config: ModelConfig | None = None,
-                             provider: Any = None, provider_options: dict[str, Any] | None = None,
-                             context_window: int = 200_000, knowledge_cutoff: str | None = None) -> ProviderProfile:
-    """Claude Code-aligned (§3.5): Anthropic Messages API, ``edit_file``, 120 s command timeout."""
-    mc = _config(ModelConfig.anthropic, model, model_config, api_key=api_key, base_url=base_url,
-                 context_window=context_window)
-    return _profile("anthropic", model, mc, provider=provider, provider_options=provider_options,
-                    context_window=context_window, shell_timeout_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
-                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
-
-
-def create_gemini_profile(model: str = "gemini-2.5-pro", *, api_key: str | None = None, base_url: str | None = None,
-                          model_config: ModelConfig | None = None, provider: Any = None,
-                          provider_options: dict[str, Any] | None = None, context_window: int = 1_048_576,
-                          knowledge_cutoff: str | None = None) -> ProviderProfile:
-    """gemini-cli-aligned (§3.6): Gemini API, ``read_many_files`` and ``list_dir``, 10 s timeout."""
-    mc = _config(ModelConfig.google, model, model_config, api_key=api_key, base_url=base_url,
-                 context_window=context_window)
-    return _profile("gemini", model, mc, provider=provider, provider_options=provider_options,
-                    context_window=context_window, shell_timeout_ms=GEMINI_SHELL_TIMEOUT_MS,
-                    knowledge_cutoff=knowledge_cutoff, parallel=True, reasoning=mc.reasoning)
-
-
-def create_profile(profile_id: str, model: str | None = None, **kwargs: Any) -> ProviderProfile:
-    """``create_<profile_id>_profile(model, **kwargs)``; ``model`` None: the profile's default."""
-    makers = {"openai": create_openai_profile, "anthropic": create_anthropic_profile,
-              "gemini": create_gemini_profile}
-    if profile_id not in makers:
-        raise ConfigError(f"unknown profile {profile_id!r}; use one of {PROFILE_IDS}")
-    return makers[profile_id](model, **kwargs) if model else makers[profile_id](**kwargs)
+def create_gemini_profile(model: str = "gemini-2.5-pro", **options: Any) -> ProviderProfile:
+    """gemini-cli-aligned (§3.6): Gemini API, ``read_many_files`` and ``list_dir``, 10 s timeout.
+    ``options``: those of :func:`create_profile`."""
+    return create_profile("gemini", model, **options)
 
 
 __all__ = ["ProviderProfile", "create_openai_profile", "create_anthropic_profile", "create_gemini_profile",

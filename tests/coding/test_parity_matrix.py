@@ -17,14 +17,8 @@ from phi.coding import EventKind, SessionConfig, SessionState, SteeringTurn
 
 from .dialects import PROFILES, Dialect, session_for
 from .helpers import check_event_order, collect, of_kind, tool_names
-from .wire import Call, ScriptedModelServer, Turn, protocol_from_body, tool_outputs, user_texts
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedModelServer()
-    yield srv
-    srv.close()
+from .wire import server  # noqa: F401 (the fixture)
+from .wire import Call, Turn, protocol_from_body, tool_outputs, user_texts
 
 
 def ends(events):

@@ -26,16 +26,10 @@ from phi.types import ToolDefinition
 
 from .dialects import session_for
 from .helpers import collect, of_kind
-from .wire import Call, ScriptedModelServer, Turn
+from .wire import server  # noqa: F401 (the fixture)
+from .wire import Call, Turn
 
 SUBAGENT_TOOLS = ["spawn_agent", "send_input", "wait", "close_agent"]
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedModelServer()
-    yield srv
-    srv.close()
 
 
 def params(profile, name):

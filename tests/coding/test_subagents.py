@@ -18,16 +18,10 @@ from phi.tools import LocalExecutionEnvironment
 
 from .dialects import Dialect, session_for
 from .helpers import collect, of_kind
-from .wire import Call, ScriptedModelServer, Turn, tool_outputs, user_texts
+from .wire import server  # noqa: F401 (the fixture)
+from .wire import Call, Turn, tool_outputs, user_texts
 
 D = Dialect("anthropic")
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedModelServer()
-    yield srv
-    srv.close()
 
 
 def agent_ids(body):

@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pytest
 from providers.conftest import Recorded, ReplayServer, Reply
 
 _ids = itertools.count(1)
@@ -294,3 +295,11 @@ __all__ = ["Call", "Turn", "ScriptedModelServer", "responses_sse", "anthropic_ss
 def protocol_from_body(body: dict[str, Any]) -> str:
     """Which protocol a parsed request body belongs to (for callable turns)."""
     return "openai" if "input" in body else "anthropic" if "messages" in body else "gemini"
+
+
+@pytest.fixture
+def server():
+    """A :class:`ScriptedModelServer`, closed after the test."""
+    srv = ScriptedModelServer()
+    yield srv
+    srv.close()
