@@ -125,7 +125,6 @@ class Session:
                            steering_mode=QueueMode.ALL, before_turn=self._before_turn)
         self.agent.session_id = self.id
         self.agent.follow_up_queue = _FollowUpQueue(self._new_input_taken)
-        self._tools_key: tuple[Any, ...] | None = None
         self.system_prompt = ""
         self._prepare_tools()
 
@@ -249,13 +248,12 @@ class Session:
     # ----------------------------------------------------------------- the run's hooks
 
     def _prepare_tools(self) -> None:
-        """The tools offered for the next input and, when they changed, the system prompt."""
+        """The tools offered for the next input and the system prompt built for them (§6.1), afresh
+        for every input: the git snapshot, project documents and ``user_instructions`` may have
+        changed since the last one. Within an input it stays the same, as does a prompt cache."""
         offered = [t for t in self.profile.tool_registry.tools() if self._offers(t)]
-        key = tuple((t.name, t.definition.description) for t in offered)
-        if key != self._tools_key:
-            self.system_prompt = self.profile.build_system_prompt(
-                self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
-            self._tools_key = key
+        self.system_prompt = self.profile.build_system_prompt(
+            self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
         self.agent.system_prompt = self.system_prompt
         self.agent.tools = [SessionTool(t, self) for t in offered]
         parallel = self.profile.supports_parallel_tool_calls

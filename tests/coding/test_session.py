@@ -293,3 +293,15 @@ def test_transient_model_errors_are_retried_by_the_core(tmp_path):
     events, result = collect(session, "hi")
     assert result.text == "recovered" and len(provider.calls) == 3
     assert not of_kind(events, EventKind.ERROR) and session.state == SessionState.IDLE
+
+
+def test_the_system_prompt_is_built_afresh_for_every_input(tmp_path):
+    """Seed 004 §2.5 builds the prompt for each request; a session rebuilds it per input, so a
+    changed ``user_instructions`` (layer 5) reaches the next input's requests."""
+    session, provider = make(tmp_path, ["one", "two"], SessionConfig(user_instructions="Answer in English."))
+    session.submit("first")
+    session.config.user_instructions = "Answer in French."
+    session.submit("second")
+    first, second = (call.system_prompt for call in provider.calls)
+    assert first.rstrip().endswith("Answer in English.") and second.rstrip().endswith("Answer in French.")
+    assert session.system_prompt == second
