@@ -59,7 +59,7 @@ class SessionConfig:
     subagent_max_turns: int = 50
     user_instructions: str | None = None
     approval: Callable[[Any], Any] | None = None  # see phi.coding.approval
-    plan_mode: bool = False  # offer only read-only tools; the environment refuses writes and commands
+    plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the first setting phi cannot work with."""
