@@ -319,3 +319,14 @@ def server():
     srv = ScriptedModelServer()
     yield srv
     srv.close()
+
+
+def system_prompt_of(protocol: str, body: dict[str, Any]) -> str:
+    """The system prompt a request carries (Responses ``instructions``, Anthropic ``system``,
+    Gemini ``systemInstruction``)."""
+    if protocol == "openai":
+        return body.get("instructions", "")
+    if protocol == "anthropic":
+        system = body.get("system", "")
+        return system if isinstance(system, str) else "".join(block["text"] for block in system)
+    return "".join(part["text"] for part in body.get("systemInstruction", {}).get("parts", []))
