@@ -305,3 +305,33 @@ def test_the_system_prompt_is_built_afresh_for_every_input(tmp_path):
     first, second = (call.system_prompt for call in provider.calls)
     assert first.rstrip().endswith("Answer in English.") and second.rstrip().endswith("Answer in French.")
     assert session.system_prompt == second
+
+
+def test_a_consumer_written_environment_runs_every_tool(tmp_path):
+    """Seed 004 §4.1/§9.4: the environment is an interface; a host's own implementation (here one that
+    delegates to a local one and audits every command and write) is what the session's tools use."""
+
+    class AuditingEnvironment:
+        def __init__(self, inner):
+            self.inner, self.audit = inner, []
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def exec_command(self, command, timeout_ms, working_dir=None, env_vars=None, **kwargs):
+            self.audit.append(("exec", command))
+            return self.inner.exec_command(command, timeout_ms, working_dir, env_vars, **kwargs)
+
+        def write_file(self, path, content, **kwargs):
+            self.audit.append(("write", path))
+            return self.inner.write_file(path, content, **kwargs)
+
+    env = AuditingEnvironment(LocalExecutionEnvironment(str(tmp_path)))
+    provider = ScriptedProvider([call("write_file", "w", file_path="a.txt", content="A"), shell("cat a.txt", "s"),
+                                 "done"])
+    session = Session(create_anthropic_profile(provider=provider), env)
+    events, result = collect(session, "write then show")
+    assert env.audit == [("write", "a.txt"), ("exec", "cat a.txt")]
+    assert of_kind(events, EventKind.TOOL_CALL_END)[1].data["output"].startswith("A")
+    assert str(tmp_path) in provider.calls[0].system_prompt  # the prompt describes this environment
+    session.close()
