@@ -3,6 +3,7 @@ queues, every event kind, errors, abort and the shutdown order."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -91,6 +92,9 @@ def test_every_event_kind_in_order(tmp_path):
     session.close()
     assert {e.kind for e in seen} == set(EventKind)
     check_event_order(seen, session.id)
+    lines = [json.loads(json.dumps(e.to_json())) for e in seen]  # every event is JSON-ready
+    assert [line["kind"] for line in lines] == [e.kind.value for e in seen]
+    assert all(line["session_id"] == session.id and line["timestamp"].endswith("Z") for line in lines)
     order = kinds(seen)
     assert order[:3] == ["SESSION_START", "USER_INPUT", "STEERING_INJECTED"]
     assert order.index("TOOL_CALL_OUTPUT_DELTA") < order.index("TOOL_CALL_END")
