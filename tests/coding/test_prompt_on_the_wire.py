@@ -51,8 +51,8 @@ def test_every_layer_reaches_the_request_in_order(profile, server, repo):
     protocol, body = server.seen["Hello"][0]
     prompt = system_prompt_of(protocol, body)
     positions = [prompt.find(marker) for marker in (
-        "- read_file:",  # the tool summary, with the base instructions
-        "<environment>",
+        "<environment>",  # after the base instructions
+        "- read_file:",  # the tool summary (§6.1 layer 3)
         "Run the tests with make check.",  # the root AGENTS.md ...
         "In pkg, keep functions pure.",  # ... then the deeper one
         "Always answer in haiku.",  # the user's instructions, last
@@ -72,7 +72,7 @@ def test_each_profile_has_its_own_base_instructions(server, repo):
         session = session_for(profile, server, str(repo))
         session.submit(f"Base {profile}")
         protocol, body = server.seen[f"Base {profile}"][0]
-        prompts[profile] = system_prompt_of(protocol, body).split("<environment>")[0]
+        prompts[profile] = system_prompt_of(protocol, body).split("<environment>")[0]  # layer 1 alone
         session.close()
     assert len(set(prompts.values())) == 3
     assert "apply_patch" in prompts["openai"] and "edit_file" in prompts["anthropic"]
