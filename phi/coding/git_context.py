@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..log import get_logger
@@ -30,6 +30,8 @@ log = get_logger("phi.coding.git_context")
 DEFAULT_COMMIT_COUNT = 5
 #: Seconds one git command may take before the snapshot gives up on it.
 GIT_TIMEOUT_S = 5.0
+#: The status counts a snapshot keeps, in the order they are shown.
+_COUNT_KINDS = ("staged", "modified", "deleted", "conflicted", "untracked")
 #: Longest commit subject kept (characters); longer ones end with "...".
 MAX_SUBJECT_CHARS = 200
 
@@ -56,11 +58,11 @@ class GitSnapshot:
     deleted: int = 0
     conflicted: int = 0
     untracked: int = 0
-    recent_commits: tuple[str, ...] = field(default=())  # "abc1234 subject", newest first
+    recent_commits: tuple[str, ...] = ()  # "abc1234 subject", newest first
 
     @property
     def is_clean(self) -> bool:
-        return not (self.staged or self.modified or self.deleted or self.conflicted or self.untracked)
+        return not any(getattr(self, kind) for kind in _COUNT_KINDS)
 
     def branch_label(self) -> str:
         """The branch name, or ``(detached at abc1234)`` / ``(detached HEAD)``."""
@@ -70,9 +72,7 @@ class GitSnapshot:
 
     def status_summary(self) -> str:
         """``clean`` or counts such as ``1 staged, 2 modified, 3 untracked``."""
-        counts = [(self.staged, "staged"), (self.modified, "modified"), (self.deleted, "deleted"),
-                  (self.conflicted, "conflicted"), (self.untracked, "untracked")]
-        shown = [f"{n} {label}" for n, label in counts if n]
+        shown = [f"{getattr(self, kind)} {kind}" for kind in _COUNT_KINDS if getattr(self, kind)]
         return ", ".join(shown) if shown else "clean"
 
     def render(self) -> str:
@@ -124,39 +124,30 @@ def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S) -> 
     return root or None
 
 
-@dataclass
-class _Status:
-    headers: dict[str, str] = field(default_factory=dict)
-    staged: int = 0
-    modified: int = 0
-    deleted: int = 0
-    conflicted: int = 0
-    untracked: int = 0
-
-
-def _parse_status(text: str) -> _Status:
-    """Branch headers and counts from ``git status --porcelain=v2 --branch -z``."""
-    status = _Status()
+def _parse_status(text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Branch headers and counts (keyed by :data:`_COUNT_KINDS`) from ``git status --porcelain=v2 --branch -z``."""
+    headers: dict[str, str] = {}
+    counts = dict.fromkeys(_COUNT_KINDS, 0)
     records = iter(text.split("\0"))
     for record in records:
         kind, _, rest = record.partition(" ")
         if kind == "#":  # "# branch.oid abc...", "# branch.head main", "# branch.ab +1 -0", ...
             key, _, value = rest.partition(" ")
-            status.headers[key] = value
+            headers[key] = value
         elif kind in ("1", "2"):  # ordinary change / rename or copy: "<XY> ..."; "." means unchanged
             if len(rest) < 2:
                 continue
             index, worktree = rest[0], rest[1]
-            status.staged += index != "."
-            status.deleted += worktree == "D"
-            status.modified += worktree not in (".", "D")
+            counts["staged"] += index != "."
+            counts["deleted"] += worktree == "D"
+            counts["modified"] += worktree not in (".", "D")
             if kind == "2":
                 next(records, None)  # a rename's original path is the following field
         elif kind == "u":
-            status.conflicted += 1
+            counts["conflicted"] += 1
         elif kind == "?":
-            status.untracked += 1
-    return status
+            counts["untracked"] += 1
+    return headers, counts
 
 
 def _ahead_behind(value: str) -> tuple[int, int]:
@@ -185,20 +176,18 @@ def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_C
     status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout)
     if status is None:
         return None
-    parsed = _parse_status(status)
-    oid = parsed.headers.get("branch.oid", "")
-    head_name = parsed.headers.get("branch.head", "")
+    headers, counts = _parse_status(status)
+    oid = headers.get("branch.oid", "")
+    head_name = headers.get("branch.head", "")
     has_commits = bool(oid) and oid != "(initial)"
     log_text = _run_git(where, ["log", f"-n{commits}", "--no-color", "--format=%h %s"], timeout) \
         if has_commits and commits > 0 else ""
-    ahead, behind = _ahead_behind(parsed.headers.get("branch.ab", ""))
+    ahead, behind = _ahead_behind(headers.get("branch.ab", ""))
     return GitSnapshot(
         root=root,
         branch=None if head_name in ("", "(detached)") else head_name,
         head=oid[:7] if has_commits else None,
-        upstream=parsed.headers.get("branch.upstream") or None,
-        ahead=ahead, behind=behind,
-        staged=parsed.staged, modified=parsed.modified, deleted=parsed.deleted,
-        conflicted=parsed.conflicted, untracked=parsed.untracked,
+        upstream=headers.get("branch.upstream") or None,
+        ahead=ahead, behind=behind, **counts,
         recent_commits=tuple(_subject(line) for line in (log_text or "").splitlines() if line),
     )

@@ -43,21 +43,22 @@ fast search tools such as `rg` when they exist.
 Make every change to an existing file with `apply_patch`. Its `input` is one patch in this format:
 
 *** Begin Patch
-*** Update File: path/to/file.py
-@@ def function_the_change_is_in
- a line of context, unchanged
--a line to remove
-+a line to add
- another line of context
+*** Update File: src/config.py
+@@ def load_config(path):
+     with open(path) as fh:
+-        data = json.load(fh)
++        data = json.load(fh) or {}
+     return data
 *** End Patch
 
 - Each file section starts with `*** Add File: <path>` (every following line starts with `+`), \
 `*** Delete File: <path>` (nothing follows) or `*** Update File: <path>` (optionally followed by \
 `*** Move to: <new path>`).
-- In an update, each hunk starts with `@@`, optionally followed by a line (a class or function \
-header) that locates it. Context lines start with a space, removed lines with `-`, added lines \
-with `+`. Give about three lines of context before and after each change, enough to make the \
-place unique.
+- In an update, each hunk starts with `@@`, optionally followed by one whole line of the file \
+(usually the class or function header) that locates it. Context lines start with a space, removed \
+lines with `-`, added lines with `+`; after that first character comes the line exactly as it is \
+in the file, indentation included. Give about three lines of context before and after each \
+change, enough to make the place unique.
 - Paths are relative to the working directory; never absolute.
 - Several files and several hunks can go in one patch. Re-read a file when a patch fails to \
 apply: the context must match the file as it is now.

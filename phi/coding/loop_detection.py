@@ -13,7 +13,7 @@ pattern must fill the window at least twice, so a short window is not a loop jus
 copy of itself.
 
 :class:`LoopDetector` keeps the recent signatures of one session and returns the warning text
-(the seed's wording) when a loop shows; after a warning it starts afresh, so the next warning needs
+(a steering message, seed 004 §2.10) when a loop shows; after a warning it starts afresh, so the next warning needs
 another full window of repeating calls.
 """
 
@@ -63,7 +63,7 @@ def detect_loop(signatures: Sequence[str], window: int = 10) -> bool:
 
 
 def loop_warning(window: int) -> str:
-    """The steering text injected when a loop is detected (the seed's wording)."""
+    """The steering text injected when a loop is detected: what happened and to try something else."""
     return (f"Loop detected: the last {window} tool calls follow a repeating pattern. "
             "Try a different approach.")
 
