@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -59,13 +59,15 @@ class ReplayServer:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.replies: list[Reply] = []
+        # Optional: compute each reply from the request instead of popping ``replies`` (scripted models).
+        self.responder: Callable[[Recorded], Reply] | None = None
         self.requests: list[Recorded] = []
         self.connections = 0  # TCP connections accepted
         self.closed_by_client: list[float] = []  # when a client closed a connection we kept silent on
         self._stop = threading.Event()
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._accept, name=f"replay-accept-{self.port}", daemon=True).start()
 
     def queue(self, *replies: Reply) -> ReplayServer:
         with self._lock:
@@ -73,28 +75,35 @@ class ReplayServer:
         return self
 
     def close(self) -> None:
+        """Stop serving. Sockets are only shut down here, which wakes the threads blocked on them;
+        each is closed by the thread that uses it. (Closing a socket another thread is about to
+        use frees its descriptor number for the next socket the process opens — a client's
+        connection in a later test — and that thread would then accept or read on it.)"""
         self._stop.set()
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        with self._lock:
-            for conn in self._open:
+        with self._lock:  # the owners close under this lock too: nothing here is closed yet
+            for sock in [self.sock, *self._open]:
                 try:
-                    conn.close()
+                    sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
 
     def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                with self._lock:
+                    self._open.append(conn)
+                    self.connections += 1
+                    if self._stop.is_set():  # accepted while closing: close() did not see it
+                        conn.shutdown(socket.SHUT_RDWR)
+                threading.Thread(target=self._serve, args=(conn,), name=f"replay-serve-{self.port}",
+                                 daemon=True).start()
+        finally:
             with self._lock:
-                self._open.append(conn)
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                self.sock.close()
 
     def _read_request(self, conn: socket.socket) -> Recorded | None:
         data = b""
@@ -119,6 +128,19 @@ class ReplayServer:
         return Recorded(method, path, headers, rest[:length])
 
     def _serve(self, conn: socket.socket) -> None:
+        try:
+            self._serve_requests(conn)
+        finally:
+            self._discard(conn)
+
+    def _discard(self, conn: socket.socket) -> None:
+        """Forget ``conn`` and close it (by its serving thread only; see close())."""
+        with self._lock:
+            if conn in self._open:
+                self._open.remove(conn)
+            conn.close()
+
+    def _serve_requests(self, conn: socket.socket) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             while not self._stop.is_set():
@@ -127,8 +149,12 @@ class ReplayServer:
                     return
                 with self._lock:
                     self.requests.append(request)
-                    reply = self.replies.pop(0) if self.replies else Reply(b"no reply queued", status=500,
-                                                                          content_type="text/plain")
+                    responder = self.responder
+                    if responder is None:
+                        reply = self.replies.pop(0) if self.replies else Reply(b"no reply queued", status=500,
+                                                                              content_type="text/plain")
+                if responder is not None:
+                    reply = responder(request)
                 if not self._respond(conn, reply):
                     return
         except OSError:
@@ -137,7 +163,8 @@ class ReplayServer:
     def _respond(self, conn: socket.socket, reply: Reply) -> bool:
         """Send one reply; False when the connection must not be reused."""
         if reply.reset_before:
-            _reset(conn)
+            _linger_zero(conn)
+            self._discard(conn)
             return False
         if reply.silent_before_headers:
             self._wait_for_close(conn)
@@ -163,7 +190,8 @@ class ReplayServer:
                     if piece:
                         self._send_piece(conn, piece, reply.chunked)
                     if action == "reset":
-                        _reset(conn)
+                        _linger_zero(conn)
+                        self._discard(conn)
                     elif action == "silent":
                         self._stop.wait(30)
                     else:
@@ -205,9 +233,9 @@ class ReplayServer:
             conn.sendall(piece)
 
 
-def _reset(conn: socket.socket) -> None:
+def _linger_zero(conn: socket.socket) -> None:
+    """Make the coming close send RST instead of FIN."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    conn.close()
 
 
 @pytest.fixture

@@ -1,0 +1,92 @@
+"""Session settings and states (seed 004 §2.2, §2.3, §2.7).
+
+:class:`SessionConfig` has the fields of §2.2 with its defaults; a session reads it at every model
+call and every tool call, so a change (``session.config.reasoning_effort = "high"``) takes effect on
+the next one. Two deliberate differences from the seed's table:
+
+* ``default_command_timeout_ms`` is ``None`` by default, meaning *the profile's* default: 10 s for
+  the OpenAI and Gemini profiles (the seed's value, codex's), 120 s for the Anthropic profile
+  (Claude Code's). Set it to force one value for every profile.
+* ``tool_line_limits`` sits next to ``tool_output_limits`` (§5.3 says both are overridable).
+
+Beyond §2.2: ``user_instructions`` (layer 5 of the system prompt, §6.1), ``approval`` and
+``plan_mode`` (the approval gate, :mod:`phi.coding.approval`), ``subagent_max_turns`` (§7.3's 50).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ConfigError
+from ..types import ThinkingLevel
+
+#: reasoning_effort values and the core's thinking level each one asks for (None: provider default).
+REASONING_EFFORTS: dict[str | None, ThinkingLevel] = {
+    None: ThinkingLevel.OFF,
+    "minimal": ThinkingLevel.MINIMAL,
+    "low": ThinkingLevel.LOW,
+    "medium": ThinkingLevel.MEDIUM,
+    "high": ThinkingLevel.HIGH,
+    "xhigh": ThinkingLevel.XHIGH,
+}
+
+
+class SessionState(str, enum.Enum):
+    """Seed 004 §2.3."""
+
+    IDLE = "idle"
+    PROCESSING = "processing"
+    AWAITING_INPUT = "awaiting_input"
+    CLOSED = "closed"
+
+
+@dataclass
+class SessionConfig:
+    """Limits, timeouts and settings of a session (seed 004 §2.2). See the module docstring."""
+
+    max_turns: int = 0  # model calls over the whole session; 0 = unlimited
+    max_tool_rounds_per_input: int = 200
+    default_command_timeout_ms: int | None = None  # None: the profile's default
+    max_command_timeout_ms: int = 600_000
+    reasoning_effort: str | None = None  # "low" | "medium" | "high" (| "minimal" | "xhigh") | None
+    tool_output_limits: dict[str, int] = field(default_factory=dict)  # per tool, characters
+    tool_line_limits: dict[str, int | None] = field(default_factory=dict)  # per tool, lines
+    enable_loop_detection: bool = True
+    loop_detection_window: int = 10
+    max_subagent_depth: int = 1
+    subagent_max_turns: int = 50
+    user_instructions: str | None = None
+    approval: Callable[[Any], Any] | None = None  # see phi.coding.approval
+    plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` naming the first setting phi cannot work with."""
+        if self.reasoning_effort not in REASONING_EFFORTS:
+            raise ConfigError(f"reasoning_effort must be one of {sorted(k for k in REASONING_EFFORTS if k)} "
+                              f"or None, got {self.reasoning_effort!r}")
+        for name in ("max_turns", "max_subagent_depth"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("max_tool_rounds_per_input", "max_command_timeout_ms", "subagent_max_turns"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.loop_detection_window < 2:  # a pattern must repeat at least twice to be a loop
+            raise ConfigError(f"loop_detection_window must be >= 2, got {self.loop_detection_window}")
+        if self.default_command_timeout_ms is not None and self.default_command_timeout_ms < 1:
+            raise ConfigError(f"default_command_timeout_ms must be >= 1 or None, got {self.default_command_timeout_ms}")
+        for name, limit in self.tool_output_limits.items():
+            if not isinstance(limit, int) or limit < 0:
+                raise ConfigError(f"tool_output_limits[{name!r}] must be an integer >= 0, got {limit!r}")
+        for name, lines in self.tool_line_limits.items():
+            if lines is not None and (not isinstance(lines, int) or lines < 1):
+                raise ConfigError(f"tool_line_limits[{name!r}] must be an integer >= 1 or None, got {lines!r}")
+
+    def thinking_level(self) -> ThinkingLevel:
+        """The core's thinking level for the current ``reasoning_effort``."""
+        self.check()
+        return REASONING_EFFORTS[self.reasoning_effort]
+
+
+__all__ = ["SessionConfig", "SessionState", "REASONING_EFFORTS"]

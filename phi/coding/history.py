@@ -1,0 +1,63 @@
+"""The session's history as turns (seed 004 §2.4).
+
+The conversation the model sees is the core loop's message list (``session.agent.messages``); these
+records are a typed view of it, built from the same core events the session's events come from.
+Steering and loop-detection warnings are user-role messages for the model (§2.6) and
+:class:`SteeringTurn` records here; a :class:`SystemTurn` records what the session itself noted
+(a turn limit, an unrecoverable error) and is never sent to a model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ..types import ToolCall, ToolResultMessage, Usage
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    content: str
+    tool_calls: list[ToolCall]
+    reasoning: str | None
+    usage: Usage
+    response_id: str | None = None
+    stop_reason: str = "stop"
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class ToolResultsTurn:
+    results: list[ToolResultMessage]
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SystemTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SteeringTurn:
+    content: str
+    timestamp: float = field(default_factory=time.time)
+
+
+Turn = Union[UserTurn, AssistantTurn, ToolResultsTurn, SystemTurn, SteeringTurn]
+
+
+def turn_kind(turn: Any) -> str:
+    """``user``, ``assistant``, ``tool_results``, ``system`` or ``steering``."""
+    return {UserTurn: "user", AssistantTurn: "assistant", ToolResultsTurn: "tool_results",
+            SystemTurn: "system", SteeringTurn: "steering"}[type(turn)]
+
+
+__all__ = ["UserTurn", "AssistantTurn", "ToolResultsTurn", "SystemTurn", "SteeringTurn", "Turn", "turn_kind"]

@@ -1,0 +1,107 @@
+"""The tool execution pipeline of a session (seed 004 §3.8, §5; the approval step of §8).
+
+The core loop (:mod:`phi.tool_exec`) does LOOKUP (unknown tools become error results) and VALIDATE
+(the arguments against the JSON Schema) before it calls a tool; each registered tool reaches it as
+a :class:`SessionTool`, whose ``execute`` is the rest of the pipeline:
+
+1. APPROVE — the session's approval callback sees the validated call and may deny it; a denial is
+   a :class:`~phi.errors.ToolError`, so the model gets an error result it can react to.
+2. EXECUTE — the registered executor runs with the session's execution environment.
+3. TRUNCATE — the output is cut for the model with the session's limits (characters first, then
+   lines, one marker per cut; :mod:`phi.tools.truncation`), starting from the tool's *full* output
+   when the tool already cut it with its own defaults.
+4. The full output stays in ``details["full_output"]`` (with ``details["truncated_output"]``); the
+   core's ``ToolExecutionEnd`` carries it, and the session's ``TOOL_CALL_END`` event shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..agent_tool import ToolContext, to_tool_result
+from ..errors import ToolError
+from ..tools._common import FULL_OUTPUT_MAX_CHARS
+from ..tools.truncation import HEAD_TAIL, clip, render, truncate_tool_output
+from ..types import TextContent, ToolResult
+from .approval import ApprovalRequest, decide
+from .registry import RegisteredTool, ToolCallContext
+
+#: Limits the session adds to the table of phi.tools.truncation: sub-agent results (``wait``) are
+#: cut like ``spawn_agent`` results (seed 004 §5.2).
+SESSION_TOOL_LIMITS: dict[str, int] = {"wait": 20_000}
+SESSION_TOOL_MODES: dict[str, str] = {"wait": HEAD_TAIL}
+
+
+def text_of(result: ToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def full_output(result: ToolResult) -> str:
+    """The tool's whole output: ``details["full_output"]`` when it was cut, else its text."""
+    details = result.details
+    if isinstance(details, dict) and isinstance(details.get("full_output"), str):
+        return details["full_output"]
+    return text_of(result)
+
+
+def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int],
+                    line_limits: Mapping[str, int | None]) -> ToolResult:
+    """``result`` with its text cut to the session's limits for ``tool_name`` (see module docs)."""
+    full = full_output(result)
+    shown = truncate_tool_output(full, tool_name, {**SESSION_TOOL_LIMITS, **limits}, line_limits,
+                                 SESSION_TOOL_MODES)
+    if shown == text_of(result):
+        return result
+    details = dict(result.details) if isinstance(result.details, dict) else \
+        ({} if result.details is None else {"value": result.details})
+    if shown != full:
+        details["truncated_output"] = True
+        if len(full) > FULL_OUTPUT_MAX_CHARS:
+            full = render(clip([full], FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
+        details["full_output"] = full
+    else:  # the session allows more than the tool's own defaults did: the model gets all of it
+        details.pop("full_output", None)
+        details.pop("truncated_output", None)
+    others = [block for block in result.content if not isinstance(block, TextContent)]
+    return ToolResult([TextContent(shown), *others], details, result.child_loop_id)
+
+
+@dataclass
+class SessionTool:
+    """A registered tool as the core loop sees it (an :class:`~phi.agent_tool.AgentTool`)."""
+
+    registered: RegisteredTool
+    session: Any  # the phi.coding.Session whose environment, config and approval apply
+
+    @property
+    def name(self) -> str:
+        return self.registered.definition.name
+
+    @property
+    def description(self) -> str:
+        return self.registered.definition.description
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.registered.definition.parameters
+
+    @property
+    def timeout_ms(self) -> int | None:
+        return self.registered.timeout_ms
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        session = self.session
+        config = session.config
+        if config.approval is not None:
+            request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
+            allowed, reason = decide(config.approval, request)
+            if not allowed:
+                because = f": {reason.rstrip('.')}." if reason else "."
+                raise ToolError(f"The {self.name} call was denied by the user{because} Do not repeat it unchanged; "
+                                "choose another approach or ask the user.")
+        value = self.registered.run(args, session.execution_env, ToolCallContext(ctx, session))
+        return shape_for_model(to_tool_result(value), self.name, config.tool_output_limits, config.tool_line_limits)
+
+
+__all__ = ["SessionTool", "shape_for_model", "full_output", "text_of"]

@@ -1,0 +1,140 @@
+"""How a session's model settings reach the real request (seed 004 §2.7, §3.4–3.6 "Provider options").
+
+:class:`SessionProvider` wraps the provider a profile uses (the wire protocol from
+:mod:`phi.providers`, or a provider given explicitly) and, for every model call:
+
+* sets the call's thinking level from the session's *current* ``reasoning_effort``, so a change
+  takes effect on the next model call, even in the middle of a run. The protocols then send it as
+  they do for any agent: Responses ``reasoning.effort``, an Anthropic thinking budget, a Gemini
+  ``thinkingConfig``;
+* merges the profile's extra request fields into the JSON body (``provider_options`` of the
+  OpenAI and Gemini profiles: e.g. ``safetySettings``; see :func:`body_extras`);
+* remembers the kind of the last provider failure (``auth``, ``context_overflow``, ...), which the
+  session needs to decide whether an error closes it (Appendix B).
+
+Anthropic beta headers travel in ``ModelConfig.headers`` (``anthropic-beta``), which every request
+of that model sends; :func:`apply_header_options` puts them there.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from typing import Any, Callable
+
+from ..errors import ConfigError
+from ..providers.base import ErrorKind, ProviderError, StreamConfig
+from ..providers.model_config import ModelConfig
+from ..types import ThinkingLevel
+
+_BODY_CLASSES: dict[type, type] = {}
+_BODY_LOCK = threading.Lock()
+
+
+def deep_merge(target: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` merged into ``target`` (nested dicts merged, lists and values replaced)."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            deep_merge(target[key], value)
+        else:
+            target[key] = value
+    return target
+
+
+def body_extras(profile_id: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON fields a profile's ``provider_options`` add to every request body.
+
+    * ``{"openai": {"body": {...}}}`` — merged as given (e.g. ``{"text": {"verbosity": "low"}}``).
+    * ``{"gemini": {"safety_settings": [{"category": ..., "threshold": ...}], "body": {...}}}`` —
+      ``safetySettings`` plus anything under ``body``.
+    """
+    section = (options or {}).get(profile_id) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"provider_options[{profile_id!r}] must be a dict, got {type(section).__name__}")
+    extras: dict[str, Any] = {}
+    if profile_id == "gemini" and section.get("safety_settings") is not None:
+        extras["safetySettings"] = list(section["safety_settings"])
+    body = section.get("body") or {}
+    if not isinstance(body, dict):
+        raise ConfigError(f"provider_options[{profile_id!r}]['body'] must be a dict")
+    return deep_merge(extras, json.loads(json.dumps(body)))
+
+
+def apply_header_options(profile_id: str, options: dict[str, Any] | None, model_config: ModelConfig) -> ModelConfig:
+    """``model_config`` with the profile's header options: ``{"anthropic": {"beta_headers": [...]}}``
+    becomes the ``anthropic-beta`` header (joined with commas, after any already configured)."""
+    section = (options or {}).get(profile_id) or {}
+    betas = section.get("beta_headers") if isinstance(section, dict) else None
+    if not betas:
+        return model_config
+    if isinstance(betas, str) or not all(isinstance(b, str) and b.strip() for b in betas):
+        raise ConfigError("provider_options['anthropic']['beta_headers'] must be a list of header values")
+    headers = dict(model_config.headers)
+    present = [b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()]
+    headers["anthropic-beta"] = ",".join(dict.fromkeys([*present, *(b.strip() for b in betas)]))
+    return replace(model_config, headers=headers)
+
+
+def with_body_extras(provider: Any, extras: dict[str, Any]) -> Any:
+    """A provider of the same protocol whose requests carry ``extras`` in their JSON body.
+
+    Works for protocols that build their request with a ``build_request(config)`` method (OpenAI
+    Responses, Gemini, ...); a new instance is made, so shared providers are not changed.
+    """
+    if not extras:
+        return provider
+    base = type(provider)
+    if not callable(getattr(base, "build_request", None)):
+        raise ConfigError(f"provider {base.__name__} does not build its own requests; body options cannot be "
+                          "added to it")
+    with _BODY_LOCK:
+        cls = _BODY_CLASSES.get(base)
+        if cls is None:
+            cls = _BODY_CLASSES[base] = type(f"{base.__name__}WithOptions", (_BodyExtras, base), {})
+    instance = cls()
+    instance.body_extras = extras
+    return instance
+
+
+class _BodyExtras:
+    body_extras: dict[str, Any] = {}
+
+    def build_request(self, config: StreamConfig) -> Any:
+        request = super().build_request(config)  # type: ignore[misc]
+        body = deep_merge(json.loads(request.body), json.loads(json.dumps(self.body_extras)))
+        from ..providers.http import json_bytes
+
+        return replace(request, body=json_bytes(body))
+
+
+class SessionProvider:
+    """The provider a session's loop calls (see the module docstring)."""
+
+    def __init__(self, inner: Any, thinking_level: Callable[[], ThinkingLevel]) -> None:
+        self.inner = inner
+        self.provider_id = getattr(inner, "provider_id", "provider")
+        self._thinking_level = thinking_level
+        self.last_error_kind: ErrorKind | None = None
+
+    def stream(self, config: StreamConfig, on_event: Any, cancel: Any) -> Any:
+        self.last_error_kind = None
+        config = replace(config, thinking_level=self._thinking_level())
+        try:
+            return self.inner.stream(config, on_event, cancel)
+        except ProviderError as error:
+            self.last_error_kind = error.kind
+            raise
+
+
+def resolve_provider(model_config: ModelConfig, explicit: Any = None) -> Any:
+    """The provider for a profile: ``explicit`` if given, else the registry's for the model's api."""
+    if explicit is not None:
+        return explicit
+    from ..providers.registry import default_registry
+
+    return default_registry().for_model(model_config)
+
+
+__all__ = ["SessionProvider", "body_extras", "apply_header_options", "with_body_extras", "resolve_provider",
+           "deep_merge"]

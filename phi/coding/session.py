@@ -1,0 +1,430 @@
+"""The coding session (seed 004 §2): a provider profile, an execution environment and the core loop.
+
+    session = Session(create_openai_profile("gpt-5.2-codex"), LocalExecutionEnvironment("/repo"))
+    result = session.submit("Add a --verbose flag")            # blocking
+    for event in session.submit_stream("Now run the tests"):   # live SessionEvents
+        print(event.kind, event.data)
+    session.close()
+
+(Not to be confused with :mod:`phi.session`, which *records* runs; this one *runs* a coding agent.)
+
+There is no second agent loop here: a session drives a :class:`phi.agent.Agent`, whose runs are the
+core loop (:mod:`phi.loop`). What the seed's ``process_input`` does is spread over that loop's
+extension points: the system prompt and tools are set before each input; ``before_turn`` enforces
+the round and turn limits (``TURN_LIMIT``); the session's tool adapters approve, run and truncate
+each call (:mod:`phi.coding.pipeline`); a provider wrapper applies the current reasoning effort to
+every model call (:mod:`phi.coding.provider_options`); and the core's events become session events
+(:mod:`phi.coding.event_bridge`). Steering and follow-up messages use the core's queues.
+
+States (§2.3): ``submit`` moves IDLE or AWAITING_INPUT to PROCESSING; the input ends IDLE (or
+AWAITING_INPUT when the model's final text asks a question), or CLOSED after an abort or an
+unrecoverable error (authentication, context overflow). ``close`` from any state ends in CLOSED.
+
+Shutdown (Appendix B): the run is cancelled (the model stream is closed, running commands get
+SIGTERM and, 2 s later, SIGKILL), the children are closed, the session waits until the cancelled
+commands are gone, then emits ``SESSION_END`` and is CLOSED. Events are delivered synchronously, so
+none is pending by then.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from ..agent import Agent
+from ..errors import AlreadyRunning, ConfigError, PhiError
+from ..ids import random_uuid
+from ..loop_config import ToolExecution
+from ..queues import MessageQueue
+from ..types import AgentMessage, AssistantMessage, QueueMode, RunOutcome, Usage, UserMessage
+from .config import SessionConfig, SessionState
+from .event_bridge import EventBridge
+from .events import EventKind, SessionEvent
+from .history import SystemTurn
+from .pipeline import SessionTool
+from .provider_options import SessionProvider, body_extras, resolve_provider, with_body_extras
+from .session_stream import SessionStream, SubmitResult
+from .subagents import SUBAGENT_TOOL_NAMES, SubAgentManager
+
+log = logging.getLogger("phi.coding.session")
+
+#: How long a shutdown waits for cancelled commands to be killed (SIGTERM, 2 s, SIGKILL, reaping).
+PROCESS_STOP_WAIT_S = 6.0
+#: How long abort() waits for the run to wind down before finishing the shutdown itself.
+ABORT_WAIT_S = 10.0
+
+
+class SessionClosed(PhiError):
+    """The session is CLOSED: it takes no more input."""
+
+
+class _FollowUpQueue(MessageQueue):
+    """The follow-up queue; taking a message starts a new input (the round count restarts)."""
+
+    def __init__(self, on_take: Callable[[list[AgentMessage]], None]) -> None:
+        super().__init__(QueueMode.ONE_AT_A_TIME)
+        self._on_take = on_take
+
+    def drain(self) -> list[AgentMessage]:
+        taken = super().drain()
+        if taken:
+            self._on_take(taken)
+        return taken
+
+
+class Session:
+    """A coding session (seed 004 §2.1). See the module docstring."""
+
+    def __init__(self, profile: Any, env: Any = None, config: SessionConfig | None = None, *,
+                 on_event: Callable[[SessionEvent], None] | None = None, depth: int = 0,
+                 parent: Session | None = None) -> None:
+        self.id = random_uuid()
+        self.profile = profile
+        self.config = config if config is not None else SessionConfig()
+        self.config.check()
+        self.depth = depth
+        self.parent = parent
+        if env is None:
+            from ..tools.environment import LocalExecutionEnvironment
+
+            env = LocalExecutionEnvironment()
+        self._owns_env = parent is None
+        if self._owns_env:
+            env.initialize()
+        self.base_env = env
+        self.execution_env = env
+        self._read_only_env: Any = None
+        self.state = SessionState.IDLE
+        self.history: list[Any] = []
+        self.subagents = SubAgentManager(self)
+        self.model_calls = 0  # model calls over the session (max_turns counts these)
+        self.rounds = 0  # tool rounds of the current input
+        self._subscribers: tuple[tuple[Callable[[SessionEvent], None], bool], ...] = ()
+        if on_event is not None:
+            self._subscribers = ((on_event, False),)
+        self._lock = threading.RLock()
+        self._tags: dict[int, tuple[str, AgentMessage]] = {}
+        self._stream: SessionStream | None = None
+        self._started = False
+        self._closing: str | None = None
+        self._shut = False
+        self._closed = threading.Event()
+        self._fatal_error: str | None = None
+        self._limit_hit = False
+        self._detector: Any = None
+        self._bridge = EventBridge(self)
+        inner = resolve_provider(profile.model_config, profile.provider)
+        self._provider = SessionProvider(with_body_extras(inner, body_extras(profile.id, profile.options)),
+                                         self.config.thinking_level)
+        self.agent = Agent(model_config=profile.model_config, provider=self._provider,
+                           steering_mode=QueueMode.ALL, before_turn=self._before_turn)
+        self.agent.session_id = self.id
+        self.agent.follow_up_queue = _FollowUpQueue(self._new_input_taken)
+        self.system_prompt = ""
+        self._prepare_tools()
+
+    def __repr__(self) -> str:
+        return (f"Session(id={self.id!r}, profile={self.profile.id!r}, model={self.profile.model!r}, "
+                f"state={self.state.value}, depth={self.depth})")
+
+    # ----------------------------------------------------------------- observing
+
+    def subscribe(self, callback: Callable[[SessionEvent], None], *,
+                  include_subagents: bool = False) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event, in order. With ``include_subagents`` the events of
+        this session's sub-agents come too (from their own threads). Returns an unsubscribe function."""
+        entry = (callback, include_subagents)
+        with self._lock:
+            self._subscribers = (*self._subscribers, entry)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers = tuple(e for e in self._subscribers if e is not entry)
+
+        return unsubscribe
+
+    def _emit(self, kind: EventKind, data: dict[str, Any]) -> None:
+        event = SessionEvent(kind, self.id, data)
+        self._deliver(event, own=True)
+        stream = self._stream
+        if stream is not None:
+            stream._put(event)
+
+    def _deliver(self, event: SessionEvent, own: bool) -> None:
+        for callback, include_subagents in self._subscribers:
+            if own or include_subagents:
+                try:
+                    callback(event)
+                except Exception:  # a failing subscriber must not take the session down
+                    log.exception("session event subscriber raised on %s", event.kind.name)
+        if self.parent is not None:
+            self.parent._deliver(event, own=False)
+
+    # ----------------------------------------------------------------- input
+
+    def submit(self, text: str) -> SubmitResult:
+        """Process ``text`` until the model is done (or a limit, an abort, an error); blocking."""
+        return self._submit(text, SessionStream(keep_events=False)).result()
+
+    def submit_stream(self, text: str) -> SessionStream:
+        """Start processing ``text``; iterate the returned stream for its events (it ends when the
+        input is done), then ``stream.result()`` gives the :class:`SubmitResult`."""
+        return self._submit(text, SessionStream(keep_events=True))
+
+    def _submit(self, text: str, stream: SessionStream) -> SessionStream:
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("submit() needs a non-empty text")
+        self.config.check()
+        with self._lock:
+            if self.state == SessionState.CLOSED:
+                raise SessionClosed(f"session {self.id} is closed; start a new Session")
+            if self.state == SessionState.PROCESSING:
+                raise AlreadyRunning("this session is processing an input: use steer() or follow_up() to add "
+                                     "to it, or wait for it to finish")
+            self.state = SessionState.PROCESSING
+            self._stream = stream
+            self.rounds = 0
+            self._limit_hit = False
+        try:
+            self._start_session()
+            message = UserMessage.from_text(text)
+            self._tag(message, "input")
+            self._prepare_tools()
+            self.agent.config.thinking_level = self.config.thinking_level()
+            run = self.agent.prompt_with_sender(message, self._bridge)
+        except BaseException:
+            with self._lock:
+                self.state, self._stream = SessionState.IDLE, None
+            raise
+        threading.Thread(target=self._watch, args=(run, stream), name=f"phi-session-watch-{self.id[:8]}",
+                         daemon=True).start()
+        return stream
+
+    def steer(self, text: str) -> None:
+        """Inject ``text`` after the current tool round (or at the start of the next input)."""
+        self._inject(text, "steering")
+
+    def follow_up(self, text: str) -> None:
+        """Process ``text`` as a new input once the current one is done."""
+        self._queue_message(text, "follow_up", self.agent.follow_up)
+
+    def _inject(self, text: str, tag: str) -> None:
+        self._queue_message(text, tag, self.agent.steer)
+
+    def _queue_message(self, text: str, tag: str, push: Callable[[AgentMessage], None]) -> None:
+        if self.state == SessionState.CLOSED:
+            raise SessionClosed(f"session {self.id} is closed")
+        message = UserMessage.from_text(text)
+        self._tag(message, tag)
+        push(message)
+
+    def take_queued_input(self) -> list[str]:
+        """Remove and return the texts of queued steering and follow-up messages (for a caller that
+        wants to submit them itself, e.g. a sub-agent handle after its input ended)."""
+        taken = [*self.agent.steering_queue.snapshot(), *self.agent.follow_up_queue.snapshot()]
+        self.agent.steering_queue.clear()
+        self.agent.follow_up_queue.clear()
+        for message in taken:
+            self._untag(message)
+        return [message.text for message in taken if isinstance(message, UserMessage)]
+
+    def _tag(self, message: AgentMessage, tag: str) -> None:
+        with self._lock:
+            self._tags[id(message)] = (tag, message)  # the message is kept, so its id stays unique
+
+    def _untag(self, message: AgentMessage) -> str | None:
+        with self._lock:
+            entry = self._tags.pop(id(message), None)
+        return entry[0] if entry is not None and entry[1] is message else None
+
+    def _new_input_taken(self, messages: list[AgentMessage]) -> None:
+        self.rounds = 0  # a follow-up is a new input: max_tool_rounds_per_input counts afresh
+
+    # ----------------------------------------------------------------- the run's hooks
+
+    def _prepare_tools(self) -> None:
+        """The tools offered for the next input and the system prompt built for them (§6.1), afresh
+        for every input: the git snapshot, project documents and ``user_instructions`` may have
+        changed since the last one. Within an input it stays the same, as does a prompt cache."""
+        self.execution_env = self._env_for_mode()
+        offered = [t for t in self.profile.tool_registry.tools() if self._offers(t)]
+        self.system_prompt = self.profile.build_system_prompt(
+            self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
+        self.agent.system_prompt = self.system_prompt
+        self.agent.tools = [SessionTool(t, self) for t in offered]
+        parallel = self.profile.supports_parallel_tool_calls
+        self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
+
+    def _env_for_mode(self) -> Any:
+        """The environment tools get: in plan mode one that refuses writes and commands. Read per
+        input, so ``config.plan_mode`` can be switched between inputs."""
+        if not self.config.plan_mode:
+            return self.base_env
+        if self._read_only_env is None:
+            from ..tools.environment import ReadOnlyEnvironment
+
+            self._read_only_env = ReadOnlyEnvironment(self.base_env, allow_commands=False)
+        return self._read_only_env
+
+    def _offers(self, registered: Any) -> bool:
+        if self.config.plan_mode and registered.kind != "read":
+            return False
+        return not (registered.name in SUBAGENT_TOOL_NAMES and self.depth >= self.config.max_subagent_depth)
+
+    def _before_turn(self, messages: list[AgentMessage], turn_index: int) -> bool:
+        """Seed 004 §2.5 step 1: the round and turn limits, checked before every model call."""
+        config = self.config
+        if self.rounds >= config.max_tool_rounds_per_input:
+            self._turn_limit(f"{self.rounds} tool rounds for this input (max_tool_rounds_per_input)",
+                             round=self.rounds, limit=config.max_tool_rounds_per_input)
+            return False
+        if config.max_turns > 0 and self.model_calls >= config.max_turns:
+            self._turn_limit(f"{self.model_calls} turns in this session (max_turns)", total_turns=self.model_calls,
+                             limit=config.max_turns)
+            return False
+        return True
+
+    def _turn_limit(self, reason: str, **data: Any) -> None:
+        self._limit_hit = True
+        self.history.append(SystemTurn(f"Turn limit reached: {reason}"))
+        self._emit(EventKind.TURN_LIMIT, data)
+
+    def _loop_detector(self) -> Any:
+        if not self.config.enable_loop_detection:
+            return None
+        window = self.config.loop_detection_window
+        if self._detector is None or getattr(self._detector, "window", window) != window:
+            from .loop_detection import LoopDetector
+
+            self._detector = LoopDetector(window)
+        return self._detector
+
+    # ----------------------------------------------------------------- the end of an input
+
+    def _end_input(self, end: Any) -> None:
+        """AgentEnd: the input is done (on the run's thread)."""
+        result = self._result_of(end)
+        with self._lock:
+            closing = self._closing or ("error" if self._fatal_error else None)
+            if closing is None:
+                self.state = SessionState.AWAITING_INPUT if result.outcome == "awaiting_input" else SessionState.IDLE
+                stream, self._stream = self._stream, None
+        if closing is not None:
+            self._closing = closing
+            self._shutdown(closing, result)
+            return
+        result.state = self.state
+        if stream is not None:
+            stream._finish(result)
+
+    def _result_of(self, end: Any) -> SubmitResult:
+        text = next((m.text for m in reversed(end.messages) if isinstance(m, AssistantMessage)), "")
+        outcome = {RunOutcome.COMPLETED: "completed", RunOutcome.ABORTED: "aborted", RunOutcome.ERROR: "error",
+                   RunOutcome.LIMIT: "turn_limit"}.get(end.outcome, "turn_limit" if self._limit_hit else "completed")
+        if outcome == "completed" and text.rstrip().endswith("?"):
+            outcome = "awaiting_input"  # the model asked the user something (§2.3)
+        error = next((m.error_message for m in reversed(end.messages)
+                      if isinstance(m, AssistantMessage) and m.error_message), None) if outcome == "error" else None
+        return SubmitResult(text, outcome, self.state, self.rounds, end.usage, error, list(end.messages))
+
+    def _watch(self, run: Any, stream: SessionStream) -> None:
+        """If the run raised (a bug, not a model failure), the input still ends, with that error."""
+        try:
+            run.result()
+        except BaseException as error:
+            log.error("session %s: the run raised %r", self.id, error)
+            with self._lock:
+                if self._stream is stream:
+                    self._stream = None
+                    self.state = SessionState.IDLE
+            if not stream.done:
+                stream._finish(SubmitResult("", "error", self.state, self.rounds, Usage(), str(error), []), error)
+
+    # ----------------------------------------------------------------- abort, close, shutdown
+
+    def abort(self) -> None:
+        """Stop at once (seed 004 §2.8 item 4): cancel the run and the children, kill commands,
+        then ``SESSION_END``; the session ends CLOSED. Safe from any thread and any callback."""
+        self._stop("aborted")
+
+    def close(self) -> None:
+        """End the session (aborting an input in progress); idempotent."""
+        self._stop("closed")
+
+    def _stop(self, reason: str) -> None:
+        with self._lock:
+            if self._shut:
+                running = False
+            else:
+                self._closing = self._closing or reason
+                running = self.state == SessionState.PROCESSING
+        if self._shut:
+            self._closed.wait(ABORT_WAIT_S)
+            return
+        self.subagents.abort_all()
+        if not running:
+            self._shutdown(self._closing or reason, None)
+            return
+        self.agent.abort()
+        if threading.get_ident() == self._bridge.run_thread:
+            return  # called from the run's own thread: AgentEnd will finish the shutdown
+        if not self._closed.wait(ABORT_WAIT_S):
+            log.warning("session %s: the run did not end within %ss of the abort", self.id, ABORT_WAIT_S)
+            self._shutdown(self._closing or reason, None)
+
+    def _shutdown(self, reason: str, result: SubmitResult | None) -> None:
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = True
+        try:
+            self.subagents.close_all()
+            _wait_for_stopped_commands(PROCESS_STOP_WAIT_S)
+            self._start_session()
+            self._emit(EventKind.SESSION_END, {"state": SessionState.CLOSED.value, "reason": reason,
+                                               "error": self._fatal_error, "turns": self.model_calls})
+        finally:
+            with self._lock:
+                self.state = SessionState.CLOSED
+                stream, self._stream = self._stream, None
+            if self._owns_env:
+                try:
+                    self.base_env.cleanup()
+                except Exception:
+                    log.exception("environment cleanup failed")
+            self._closed.set()
+            if stream is not None:
+                outcome = "error" if reason == "error" else ("aborted" if reason == "aborted" else "closed")
+                final = result or SubmitResult("", outcome, SessionState.CLOSED, self.rounds, Usage(), None, [])
+                final.state, final.outcome = SessionState.CLOSED, outcome if result is None else result.outcome
+                stream._finish(final)
+
+    def _start_session(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._emit(EventKind.SESSION_START, {"profile": self.profile.id, "model": self.profile.model,
+                                             "working_directory": self.execution_env.working_directory(),
+                                             "depth": self.depth,
+                                             "parent_session_id": self.parent.id if self.parent else None})
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wait_for_stopped_commands(limit_s: float) -> None:
+    """Wait until no cancelled command is still being terminated (SIGTERM → 2 s → SIGKILL)."""
+    from ..tools.process import stopping_count
+
+    deadline = time.monotonic() + limit_s
+    while stopping_count() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+__all__ = ["Session", "SessionClosed", "SubmitResult", "SessionStream"]

@@ -1,0 +1,88 @@
+"""What one input of a session gives back (seed 004 §2.9 "delivered via an iterator"): the live
+events of the input, then its :class:`SubmitResult`."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..types import Usage
+from .config import SessionState
+from .events import SessionEvent
+
+_END = object()
+
+
+@dataclass
+class SubmitResult:
+    """How an input ended.
+
+    ``outcome``: ``completed`` (the model answered), ``awaiting_input`` (its answer asks the user a
+    question), ``turn_limit``, ``error`` (the model call failed; ``error`` says why), ``aborted`` or
+    ``closed``. ``state`` is the session's state afterwards; ``messages`` the conversation messages
+    this input added (core :mod:`phi.types` messages).
+    """
+
+    text: str
+    outcome: str
+    state: SessionState
+    rounds: int = 0
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    messages: list[Any] = field(default_factory=list)
+
+
+class SessionStream:
+    """Iterate for the input's :class:`~phi.coding.events.SessionEvent` s (iteration ends when the
+    input is done); :meth:`result` waits for and returns the :class:`SubmitResult`.
+
+    If the session's run raised (a bug in user code it called, such as a tool's ``execute`` is not
+    one: those are results), iteration and ``result()`` re-raise that exception.
+    """
+
+    def __init__(self, keep_events: bool = True) -> None:
+        self._queue: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if keep_events else None
+        self._done = threading.Event()
+        self._result: SubmitResult | None = None
+        self._error: BaseException | None = None
+
+    def _put(self, event: SessionEvent) -> None:
+        if self._queue is not None:
+            self._queue.put(event)
+
+    def _finish(self, result: SubmitResult, error: BaseException | None = None) -> None:
+        if self._done.is_set():
+            return
+        self._result, self._error = result, error
+        self._done.set()
+        if self._queue is not None:
+            self._queue.put(_END)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def __iter__(self) -> Iterator[SessionEvent]:
+        if self._queue is None:
+            raise TypeError("this stream keeps no events (Session.submit); use Session.submit_stream to iterate")
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                self._queue.put(_END)  # a second iteration ends too
+                break
+            yield item
+        if self._error is not None:
+            raise self._error
+
+    def result(self, timeout: float | None = None) -> SubmitResult:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the input was not done within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+__all__ = ["SessionStream", "SubmitResult"]

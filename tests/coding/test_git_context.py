@@ -1,0 +1,164 @@
+"""The git snapshot (seed 004 §6.4) through the real ``git`` executable, and its absence."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import pytest
+
+from phi.coding.git_context import GitSnapshot, git_root, git_snapshot
+
+from .git_repo import commit_all, git, init_repo, isolated_git, needs_git, write  # noqa: F401 (fixture)
+
+pytestmark = [needs_git, pytest.mark.usefixtures("isolated_git")]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = init_repo(tmp_path / "repo", branch="feature/snapshot")
+    for n in range(1, 8):
+        write(root, f"f{n}.txt", f"version {n}\n")
+        commit_all(root, f"Commit number {n}")
+    return root
+
+
+def test_branch_counts_and_recent_commits(repo):
+    write(repo, "f1.txt", "changed\n")  # modified, not staged
+    write(repo, "f2.txt", "staged change\n")
+    git(repo, "add", "f2.txt")  # staged
+    os.remove(repo / "f3.txt")  # deleted in the work tree
+    write(repo, "new1.txt", "x")
+    write(repo, "new2.txt", "y")  # two untracked files
+    snap = git_snapshot(repo)
+    assert snap is not None
+    assert os.path.samefile(snap.root, repo)
+    assert snap.branch == "feature/snapshot"
+    assert (snap.staged, snap.modified, snap.deleted, snap.untracked, snap.conflicted) == (1, 1, 1, 2, 0)
+    assert [c.split(" ", 1)[1] for c in snap.recent_commits] == [f"Commit number {n}" for n in (7, 6, 5, 4, 3)]
+    head = git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    assert snap.recent_commits[0].startswith(head[:7]) and snap.head == head[:7]
+    text = snap.render()
+    assert "Branch: feature/snapshot" in text
+    assert "Status: 1 staged, 1 modified, 1 deleted, 2 untracked" in text
+    assert "Commit number 7" in text and "Commit number 2" not in text
+    assert "changed" not in text and "staged change" not in text  # counts only, never the diff
+
+
+def test_clean_repository_and_commit_count(repo):
+    snap = git_snapshot(repo, commits=10)
+    assert snap.is_clean and snap.status_summary() == "clean"
+    assert len(snap.recent_commits) == 7
+    assert "Status: clean" in snap.render()
+
+
+def test_from_a_subdirectory_the_root_is_the_repository(repo):
+    (repo / "sub" / "deeper").mkdir(parents=True)
+    snap = git_snapshot(repo / "sub" / "deeper")
+    assert snap is not None and os.path.samefile(snap.root, repo)
+    assert os.path.samefile(git_root(repo / "sub" / "deeper"), repo)
+
+
+def test_repository_without_commits(tmp_path):
+    root = init_repo(tmp_path / "fresh", branch="trunk")
+    write(root, "a.txt", "a")
+    snap = git_snapshot(root)
+    assert snap.branch == "trunk" and snap.head is None and snap.recent_commits == ()
+    assert snap.untracked == 1
+    assert "Recent commits: none yet" in snap.render()
+
+
+def test_detached_head(repo):
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    git(repo, "checkout", "-q", "--detach", first)
+    snap = git_snapshot(repo)
+    assert snap.branch is None and snap.head == first[:7]
+    assert snap.branch_label() == f"(detached at {first[:7]})"
+    assert snap.recent_commits == (f"{first[:7]} Commit number 1",)
+
+
+def test_upstream_ahead_and_behind(tmp_path, repo):
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    write(clone, "local.txt", "local")
+    commit_all(clone, "Local work")
+    write(repo, "remote.txt", "remote")
+    commit_all(repo, "Remote work one")
+    write(repo, "remote2.txt", "remote")
+    commit_all(repo, "Remote work two")
+    git(clone, "fetch", "-q")
+    snap = git_snapshot(clone)
+    assert snap.upstream == "origin/feature/snapshot" and (snap.ahead, snap.behind) == (1, 2)
+    assert "tracking origin/feature/snapshot; ahead 1, behind 2" in snap.render()
+
+
+def test_merge_conflict_is_counted(repo):
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, "f1.txt", "other side\n")
+    commit_all(repo, "Other side")
+    git(repo, "checkout", "-q", "feature/snapshot")
+    write(repo, "f1.txt", "this side\n")
+    commit_all(repo, "This side")
+    with pytest.raises(Exception):
+        git(repo, "merge", "-q", "other")
+    snap = git_snapshot(repo)
+    assert snap.conflicted == 1 and "1 conflicted" in snap.render()
+
+
+def test_renamed_file_counts_once_and_odd_names_are_fine(repo):
+    git(repo, "mv", "f4.txt", "renamed with space.txt")
+    write(repo, "naïve ünïcode.txt", "u")
+    snap = git_snapshot(repo)
+    assert (snap.staged, snap.modified, snap.untracked) == (1, 0, 1)
+
+
+def test_long_commit_subjects_are_shortened(repo):
+    write(repo, "long.txt", "l")
+    commit_all(repo, "S" * 500)
+    (subject, *_rest) = git_snapshot(repo).recent_commits
+    assert len(subject) == 200 and subject.endswith("...")
+
+
+def test_snapshot_ignores_git_dir_from_the_environment(repo, tmp_path, monkeypatch):
+    other = init_repo(tmp_path / "other", branch="elsewhere")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    snap = git_snapshot(repo)
+    assert snap.branch == "feature/snapshot"
+
+
+def test_outside_a_repository_there_is_no_snapshot(tmp_path):
+    (tmp_path / "plain").mkdir()
+    assert git_snapshot(tmp_path / "plain") is None
+    assert git_root(tmp_path / "plain") is None
+    assert git_snapshot(tmp_path / "missing") is None
+
+
+def test_without_git_on_path_there_is_no_snapshot(repo, tmp_path, monkeypatch):
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert git_snapshot(repo) is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in git is a POSIX shell script")
+def test_a_hanging_git_gives_up_at_the_timeout(repo, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "slow-bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    assert git_snapshot(repo, timeout=0.5) is None
+    assert time.monotonic() - started < 20  # generous: only catches a hang
+
+
+def test_render_of_a_hand_made_snapshot():
+    snap = GitSnapshot(root="/r", branch="main", head="abc1234", modified=2,
+                       recent_commits=("abc1234 Fix the parser", "def5678 Add tests"))
+    assert snap.render() == (
+        "<git>\nBranch: main\nStatus: 2 modified\nRecent commits (newest first):\n"
+        "- abc1234 Fix the parser\n- def5678 Add tests\n"
+        "This is a snapshot from the start of the session; run git through the shell tool for the current state.\n"
+        "</git>")
