@@ -17,7 +17,7 @@ Tools
 Tool sources (SPEC §12), imported only when used
     agent.with_skills(dirs) / with_mcp_server_stdio(cmd, args) / with_mcp_server_http(url) /
     with_openapi_file(path) / with_openapi_url(url) / with_openapi_spec(text); agent.close()
-    the packages phi.skills, phi.mcp and phi.openapi
+    phi.skills (SkillSet), phi.mcp, phi.openapi (from_file, from_url, from_str, OpenApiConfig)
 
 Resuming (SPEC AGENT-6, AGENT-7)
     agent.checkpoint() -> AgentSnapshot (.save(path) / AgentSnapshot.load(path)); agent.restore(s);
@@ -110,6 +110,8 @@ _EXPORTS: dict[str, str] = {
     "AgentTool": "phi.agent_tool",
     "ToolContext": "phi.agent_tool",
     "SubAgentTool": "phi.subagent",
+    "SkillSet": "phi.skills",
+    "OpenApiConfig": "phi.openapi",
     "AgentSnapshot": "phi.agent_snapshot",
     "FunctionTool": "phi.agent_tool",
     "FilterResult": "phi.filters",

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from .agent_recording import AgentRecording
 from .agent_settings import AgentSettings
 from .agent_snapshot import AgentSnapshot, Checkpoint  # noqa: F401 (Checkpoint: the older name)
 from .agent_sources import AgentToolSources
@@ -50,6 +51,7 @@ from .types import (
 
 if TYPE_CHECKING:
     from .channel import EventStream
+    from .evaluation import ParallelLoopResult
     from .events import AgentEnd
 
 # The run machinery (phi.loop, phi.events, phi.channel, phi.tool_exec) is imported by the first run,
@@ -96,7 +98,7 @@ class AgentResult:
         return cls(list(end.messages), end.outcome, end.usage, stop, error, end.rejection)
 
 
-class Agent(AgentSettings, AgentToolSources):
+class Agent(AgentSettings, AgentToolSources, AgentRecording):
     """A conversation with a model, its tools and its settings. See the module docstring.
 
     ``model`` picks the protocol from the model name (``"claude-..."``, ``"gpt-..."``,
@@ -143,6 +145,7 @@ class Agent(AgentSettings, AgentToolSources):
         self._idle = threading.Event()
         self._idle.set()
         self._sources_init()
+        self._recording_init()
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
@@ -325,6 +328,44 @@ class Agent(AgentSettings, AgentToolSources):
         result.timed_out = True
         return result
 
+    def prompt_parallel(self, text: str | AgentMessage | Sequence[AgentMessage] | None,
+                        variants: Sequence[AgentLoopConfig | dict[str, Any]], strategy: Any = None,
+                        images: Sequence[ImageContent | tuple[str, str]] | None = None,
+                        sender: Any = None) -> EventStream[ParallelLoopResult]:
+        """Run the prompt (or, with ``text=None``, a continuation) under several configurations at
+        once and keep the best answer (SPEC AGENT-8). ``variants``: configs, or mappings of settings
+        that replace the agent's own (``{"model_config": ..., "thinking_level": "high"}``);
+        ``strategy``: a :mod:`phi.evaluation` strategy (default: the first branch that succeeded).
+        The history gains only the winner's messages; ``.result()`` is the ParallelLoopResult."""
+        from .evaluation import PickFirstEvaluation
+        from .parallel import agent_loop_parallel, branch_configs
+
+        configs = branch_configs(self.config, variants)
+        chosen = strategy if strategy is not None else PickFirstEvaluation()
+        prompts = [] if text is None else _as_prompts(text, images)
+        branch_point = self.last_loop_id  # a continuation's branches descend from the last run
+        if not prompts:
+            from .loop import check_can_continue
+
+            check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id,
+                                            session_id=self.session_id))
+
+        def body(ctx: AgentContext, cfg: Any, sink: Any, cancel: CancellationToken, loop_ids: list[str]) -> Any:
+            ctx.loop_id = None if prompts else branch_point
+            return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids)
+
+        return self._start(body, None, sender, parallel=configs)
+
+    def run_parallel(self, text: str | AgentMessage | Sequence[AgentMessage] | None,
+                     variants: Sequence[AgentLoopConfig | dict[str, Any]], strategy: Any = None,
+                     images: Sequence[ImageContent | tuple[str, str]] | None = None,
+                     timeout: float | None = None) -> ParallelLoopResult:
+        """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline."""
+        stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop)
+        if timeout is not None and not stream.wait(timeout):
+            stream.abort()
+        return stream.result()
+
     def run_structured(self, prompt: str, schema: Any, max_retries: int = 2) -> Any:
         """Ask for an answer matching ``schema`` (a JSON Schema dict, a dataclass or a TypedDict).
 
@@ -361,10 +402,11 @@ class Agent(AgentSettings, AgentToolSources):
 
     # ----------------------------------------------------------------- identity (REQ-187..193, 215)
 
-    def next_loop_id(self) -> str:
+    def next_loop_id(self, config: AgentLoopConfig | None = None) -> str:
+        """The next loop id of this agent's session for ``config`` (default: the agent's own)."""
         from .loop import config_segment
 
-        segment = config_segment(self.config)
+        segment = config_segment(config or self.config)
         key = f"{self.session_id}.{segment}"
         self.loop_counters[key] = self.loop_counters.get(key, 0) + 1
         return f"{key}.{self.loop_counters[key]}"
@@ -436,10 +478,12 @@ class Agent(AgentSettings, AgentToolSources):
                               "register one with phi.providers.registry.default_registry().register(...) "
                               "or pass provider=...")
 
-    def _start(self, body: Callable[..., list[AgentMessage]], kind: ContinuationKind | None,
-               sender: Any) -> EventStream[AgentResult]:
+    def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: Any,
+               parallel: Sequence[AgentLoopConfig] | None = None) -> EventStream[Any]:
+        """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
+        history is settled when ``ParallelLoopEnd`` names the winner (SPEC AGENT-1, AGENT-8)."""
         self._check_provider()
-        system_prompt, tools = self._run_system_prompt(), self._run_tools()
+        system_prompt, tools = self._run_system_prompt(), self._recorded_tools(self._run_tools())
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
@@ -447,9 +491,10 @@ class Agent(AgentSettings, AgentToolSources):
             self._idle.clear()
             self._cancel = cancel = CancellationToken()
             generation = self._generation
-            context = AgentContext(system_prompt, list(self._messages), tools, self.agent_id,
-                                   self.session_id, self.next_loop_id(), self.last_loop_id if kind is not None else None,
-                                   kind)
+            context = AgentContext(system_prompt, list(self._messages), tools, self.agent_id, self.session_id,
+                                   None if parallel else self.next_loop_id(),
+                                   self.last_loop_id if kind is not None else None, kind)
+            loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
         self.last_active_at = time.time()
         self.last_loop_id = context.loop_id
         config = replace(self.config, get_steering_messages=self.steering_queue.drain,
@@ -457,30 +502,38 @@ class Agent(AgentSettings, AgentToolSources):
                          get_follow_up_messages=self.follow_up_queue.drain,
                          put_back_follow_up_messages=self.follow_up_queue.put_back)
         from .channel import EventChannel, EventStream
-        from .events import AgentEnd
+        from .events import AgentEnd, ParallelLoopEnd
 
         channel = EventChannel()
-        stream: EventStream[AgentResult] = EventStream(channel, threading.Event(), abort=cancel.cancel)
+        stream: EventStream[Any] = EventStream(channel, threading.Event(), abort=cancel.cancel)
         forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
-        ends: list[AgentEnd] = []
+        ends: dict[str, AgentEnd] = {}
         settled = threading.Event()
+        base = list(context.messages)
 
-        def settle() -> None:
-            """The run is over: merge its history and go idle (once, before AgentEnd is heard)."""
+        def settle(messages: list[AgentMessage] | None = None, last_loop_id: str | None = None) -> None:
+            """The run is over: merge its history and go idle (once, before its end is heard)."""
             if settled.is_set():
                 return
             settled.set()
             with self._lock:
                 if self._generation == generation:
-                    self._messages = list(context.messages)
+                    self._messages = list(context.messages) if messages is None else messages
+                    if last_loop_id is not None:
+                        self.last_loop_id = last_loop_id
                 self._cancel = None
                 self._worker = None
                 self._idle.set()
 
         def sink(event: Any) -> None:
-            if type(event) is AgentEnd:
-                ends.append(event)
-                settle()
+            kind = type(event)
+            if kind is AgentEnd:
+                ends.setdefault(event.loop_id, event)
+                if parallel is None:
+                    settle()
+            elif kind is ParallelLoopEnd:
+                winner = ends.get(event.selected_loop_id)
+                settle([*base, *winner.messages] if winner is not None else base, event.selected_loop_id)
             for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
                 callback(event)
             forward(event)
@@ -488,21 +541,24 @@ class Agent(AgentSettings, AgentToolSources):
         def work() -> None:
             result, error = None, None
             try:
-                body(context, config, sink, cancel)
-                result = AgentResult.of(ends[0])
+                if parallel is None:
+                    body(context, config, sink, cancel)
+                    result = AgentResult.of(ends[context.loop_id])  # type: ignore[index]
+                else:
+                    result = body(context, config, sink, cancel, loop_ids)
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
-                settle()
+                settle(base if parallel else None)
+                self._save_sessions()
                 stream._finish(result, error)
 
-        worker = threading.Thread(target=work, name=f"phi-agent-{context.loop_id}", daemon=True)
+        worker = threading.Thread(target=work, name=f"phi-agent-{context.loop_id or loop_ids[0]}", daemon=True)  # type: ignore[index]
         with self._lock:
             self._worker = worker
         worker.start()
         return stream
-
 
 def _drop(event: Any) -> None:
     """The sink of a run whose events nobody reads (``Agent.run``)."""

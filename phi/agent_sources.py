@@ -31,6 +31,9 @@ A = TypeVar("A", bound="AgentToolSources")
 
 log = get_logger("phi.agent")
 
+SKILLS_INSTRUCTION = ("When a task matches a skill's description below, call read_skill with its name before you "
+                      "start, then follow its instructions.")
+
 
 class AgentToolSources:
     """The tool-source builders of :class:`~phi.agent.Agent` and its ``close()``."""
@@ -125,6 +128,8 @@ class AgentToolSources:
         if self._skills is None or not len(self._skills):
             return self.system_prompt
         catalog = self._skills.format_for_prompt()
+        if self._skill_tool:
+            catalog = f"{SKILLS_INSTRUCTION}\n{catalog}"
         return f"{self.system_prompt}\n\n{catalog}" if self.system_prompt else catalog
 
     def _run_tools(self) -> list[Any]:

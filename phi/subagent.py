@@ -121,7 +121,9 @@ class SubAgentTool:
                     log.info("sub-agent %s: tool %s left out of the child (depth limit %d)", self.name,
                              tool.name, self.max_depth)
                     continue
-                tool = replace(tool, depth=self.depth + 1, max_depth=self.max_depth)
+                # a nested sub-agent reports to this one's listener unless it has its own (a recorder sees all)
+                tool = replace(tool, depth=self.depth + 1, max_depth=self.max_depth,
+                               on_event=tool.on_event or self.on_event)
             tools.append(tool)
         return tools
 

@@ -100,3 +100,21 @@ def test_a_context_left_with_unanswered_calls_breaks_an_invariant() -> None:
     assert not invariants.check([], None, context=[call, result, {"role": "toolResult", "toolCallId": "t2"}])
     failed = {**call, "stopReason": "aborted"}
     assert not invariants.check([], None, context=[failed, {"role": "user"}])
+
+
+def test_parallel_invariants_catch_misordered_runs() -> None:
+    """SPEC EVAL-1: Start first, End last, branches complete, the judge only after every branch."""
+    from phi.conformance import invariants
+
+    def run(loop_id: str) -> list[dict]:
+        return [{"type": "AgentStart", "loop_id": loop_id},
+                {"type": "AgentEnd", "loop_id": loop_id, "messages": []}]
+
+    start = {"type": "ParallelLoopStart", "loop_ids": ["a", "b"]}
+    end = {"type": "ParallelLoopEnd", "selected_loop_id": "a"}
+    a, b, judge = run("a"), run("b"), run("j")
+    assert not invariants.check_parallel([start, a[0], b[0], a[1], b[1], *judge, end], None)
+    assert invariants.check_parallel([start, a[0], b[0], a[1], judge[0], b[1], judge[1], end], None)
+    assert invariants.check_parallel([start, *a, *b], None)  # no ParallelLoopEnd
+    assert invariants.check_parallel([a[0], start, a[1], *b, end], None)  # Start not first
+    assert invariants.check_parallel([start, a[0], *b, end], None)  # branch a never ended

@@ -83,13 +83,13 @@ class Actions:
 
 
 def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQueue,
-                 follow_up: MessageQueue, clock: VirtualClock) -> AgentLoopConfig:
+                 follow_up: MessageQueue, clock: VirtualClock, branch: int | None = None) -> AgentLoopConfig:
     spec = fixture.get("config", {})
     model = spec.get("model", {})
     model_config = ModelConfig(id=model.get("id", "mock-model"), api=API_MOCK, provider=model.get("provider", "mock"))
     config = AgentLoopConfig(
         model_config=model_config,
-        provider=ReportingProvider(fixture.get("provider", {}), recorder, model_config.provider),
+        provider=ReportingProvider(fixture.get("provider", {}), recorder, model_config.provider, branch=branch),
         thinking_level=ThinkingLevel(spec.get("thinking_level", "off")),
         max_tokens=spec.get("max_tokens"),
         temperature=spec.get("temperature"),
@@ -125,6 +125,32 @@ def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQ
     return config
 
 
+def build_parallel(fixture: dict[str, Any], recorder: Recorder, steering: MessageQueue, follow_up: MessageQueue,
+                   clock: VirtualClock) -> tuple[list[AgentLoopConfig], Any]:
+    """The branch configs (the fixture's ``config`` with each branch's settings over it, and the
+    branch's own scripted provider) and the strategy of an ``agent_loop_parallel`` fixture."""
+    from .. import evaluation
+
+    def config_for(spec: dict[str, Any], branch: int | None) -> AgentLoopConfig:
+        merged = {**fixture, "config": {**fixture.get("config", {}), **spec.get("config", {})},
+                  "provider": spec.get("provider", {})}
+        config = build_config(merged, recorder, steering, follow_up, clock, branch)
+        config.get_steering_messages = config.get_follow_up_messages = None  # queues are not shared by branches
+        config.put_back_steering_messages = config.put_back_follow_up_messages = None
+        return config
+
+    configs = [config_for(spec, i) for i, spec in enumerate(fixture.get("branches", []))]
+    name = fixture.get("strategy", "pick_first")
+    simple = {"pick_first": evaluation.PickFirstEvaluation, "transparent": evaluation.TransparentEvaluation,
+              "token_efficient": evaluation.TokenEfficientEvaluation, "elaborate": evaluation.ElaborateEvaluation}
+    if isinstance(name, str) and name in simple:
+        return configs, simple[name]()
+    if isinstance(name, dict) and set(name) == {"llm_judge"}:
+        judge = name["llm_judge"]
+        return configs, evaluation.LlmJudgeEvaluation(config_for(judge, None), judge.get("system_prompt"))
+    raise ConfigError(f"unknown strategy {name!r}")
+
+
 def build_context(fixture: dict[str, Any], recorder: Recorder) -> AgentContext:
     spec = fixture.get("context", {})
     kind = spec.get("continuation_kind")
@@ -152,6 +178,8 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         config = build_config(fixture, recorder, steering, follow_up, clock)
         context = build_context(fixture, recorder)
         actions = Actions(fixture.get("actions", []), steering, follow_up, cancel, clock)
+        parallel = build_parallel(fixture, recorder, steering, follow_up, clock) \
+            if fixture.get("entry") == "agent_loop_parallel" else None
     except (PhiError, ValueError, KeyError, TypeError) as error:
         recorder.write({"kind": "error", "error": "FixtureError", "message": f"{type(error).__name__}: {error}"})
         return
@@ -162,8 +190,14 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         actions.on_event(data)
 
     prompts = [message_of(p) for p in fixture.get("prompts", [])]
+    entry = fixture.get("entry", "agent_loop")
     try:
-        if fixture.get("entry", "agent_loop") == "agent_loop_continue":
+        if parallel is not None:
+            from ..parallel import agent_loop_parallel
+
+            outcome = agent_loop_parallel(prompts, context, *parallel, sink, cancel)
+            messages = outcome.messages
+        elif entry == "agent_loop_continue":
             messages = agent_loop_continue(context, config, sink, cancel)
         else:
             messages = agent_loop(prompts, context, config, sink, cancel)
@@ -171,6 +205,8 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         final: dict[str, Any] = {"kind": "error", "error": type(error).__name__, "message": str(error)}
     else:
         final = {"kind": "result", "messages": [message_to_json(m) for m in messages]}
+        if parallel is not None:
+            final["selected_config_index"] = outcome.selected_config_index
     recorder.write({"kind": "queues", "steering": [message_to_json(m) for m in steering.snapshot()],
                     "follow_up": [message_to_json(m) for m in follow_up.snapshot()]})
     recorder.write({"kind": "context", "messages": [message_to_json(m) for m in context.messages]})

@@ -155,3 +155,43 @@ def _tools(events: list[dict[str, Any]]) -> list[str]:
             state[call_id] = "ended"
     running = [c for c, s in state.items() if s == "running"]
     return [f"invariant: tool calls {running} started but never ended"] if running else []
+
+
+def check_parallel(everything: list[dict[str, Any]], result: list[Any] | None, raised: bool = False,
+                   context: list[Any] | None = None, selected: int | None = None) -> list[str]:
+    """A parallel run (SPEC EVAL-1): ``ParallelLoopStart`` first and ``ParallelLoopEnd`` last among
+    the events of no branch; every branch, and a judge's run after all of them, a complete run by the
+    rules above (the selected branch's AgentEnd messages are the returned ones)."""
+    events, branches = split_parallel(everything)
+    problems: list[str] = []
+    ends = [i for i, e in enumerate(everything) if e.get("type") == "AgentEnd" and e in (b[-1] for b in branches if b)]
+    judge_start = next((i for i, e in enumerate(everything) if e.get("type") == "AgentStart" and e in events), None)
+    if judge_start is not None and ends and judge_start < max(ends):
+        problems.append("invariant: the judge's run starts before every branch has ended")
+    if context is not None:
+        problems += _valid_conversation(context)
+    if not everything or everything[0].get("type") != "ParallelLoopStart":
+        problems.append("invariant: a parallel run starts with ParallelLoopStart")
+    if not raised and (not everything or everything[-1].get("type") != "ParallelLoopEnd"):
+        problems.append("invariant: a parallel run ends with ParallelLoopEnd")
+    for i, branch in enumerate(branches):
+        problems += [f"branch {i}: {p}" for p in check(branch, result if i == selected else None, raised=raised)]
+    judge = [e for e in events if e.get("type") not in ("ParallelLoopStart", "ParallelLoopEnd")]
+    problems += [f"judge: {p}" for p in check(judge, None, raised=raised)]
+    return problems
+
+
+def split_parallel(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """A parallel run's events: those of no branch (ParallelLoopStart/End, a judge's run), and each
+    branch's own, in the order ParallelLoopStart lists the branch loop ids."""
+    start = next((e for e in events if e.get("type") == "ParallelLoopStart"), {})
+    ids = [str(i) for i in start.get("loop_ids", [])]
+    branches: list[list[dict[str, Any]]] = [[] for _ in ids]
+    rest = []
+    for event in events:
+        loop_id = event.get("loop_id")
+        if loop_id in ids:
+            branches[ids.index(loop_id)].append(event)
+        else:
+            rest.append(event)
+    return rest, branches

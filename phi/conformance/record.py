@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .invariants import split_parallel
 from .runner import REFERENCE_DRIVER, parse_output, run_driver
 
 _ZERO_USAGE = {"input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0}
@@ -81,7 +82,13 @@ def draft_expect(fixture: dict[str, Any], command: str = REFERENCE_DRIVER) -> di
     final = output.final or {}
     if final.get("kind") == "error":
         expect["error"] = {"error": final.get("error")}
-    expect["events"] = [prune_event(e) for e in output.events]
+    events = output.events
+    if fixture.get("entry") == "agent_loop_parallel":
+        events, branches = split_parallel(output.events)
+        expect["branch_events"] = [[prune_event(e) for e in branch] for branch in branches]
+        expect["branch_provider_requests"] = [[prune_request(r) for r in output.branch_requests.get(i, [])]
+                                              for i in range(len(branches))]
+    expect["events"] = [prune_event(e) for e in events]
     if final.get("kind") == "result":
         expect["messages"] = [prune_message(m) for m in final.get("messages", [])]
     expect["provider_requests"] = [prune_request(r) for r in output.requests]

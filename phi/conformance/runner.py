@@ -45,6 +45,7 @@ class DriverOutput:
     executed: list[str] = field(default_factory=list)
     child_events: list[dict[str, Any]] = field(default_factory=list)
     child_requests: list[dict[str, Any]] = field(default_factory=list)
+    branch_requests: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     queues: dict[str, Any] | None = None
     context: list[Any] | None = None
     final: dict[str, Any] | None = None
@@ -108,6 +109,8 @@ def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
             output.events.append(item.get("event", {}))
         elif kind == "hook":
             output.hooks.append({"name": item.get("name"), "args": item.get("args", []), "at": len(output.events)})
+        elif kind == "provider_request" and "branch" in item:
+            output.branch_requests.setdefault(int(item["branch"]), []).append(item.get("request", {}))
         elif kind == "provider_request":
             output.requests.append(item.get("request", {}))
         elif kind == "child_event":
@@ -143,8 +146,15 @@ def compare(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
         problems.append("protocol: no final result/error line")
     elif final["kind"] == "error":
         problems.append(f"unexpected error: {final.get('error')}: {final.get('message')}")
+    parallel = fixture.get("entry") == "agent_loop_parallel"
+    events, branches = invariants.split_parallel(output.events) if parallel else (output.events, [])
     if "events" in expect:
-        problems += _event_problems(expect["events"], output.events)
+        problems += _event_problems(expect["events"], events)
+    for i, expected in enumerate(expect.get("branch_events", [])):
+        got = branches[i] if i < len(branches) else []
+        problems += _event_problems(expected, got, f"branch_events[{i}]")
+    for i, expected in enumerate(expect.get("branch_provider_requests", [])):
+        problems += sequence_mismatches(expected, output.branch_requests.get(i, []), f"branch_provider_requests[{i}]")
     if "messages" in expect and final is not None and final["kind"] == "result":
         problems += list(mismatches(expect["messages"], final.get("messages"), "messages"))[:8]
     if "provider_requests" in expect:
@@ -167,7 +177,11 @@ def compare(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
     if fixture.get("invariants", True):
         raised = final is not None and final["kind"] == "error"
         result = final.get("messages") if final is not None and final["kind"] == "result" else None
-        problems += invariants.check(output.events, result, raised=raised, context=output.context)
+        if parallel:
+            problems += invariants.check_parallel(output.events, result, raised=raised, context=output.context,
+                                                  selected=final.get("selected_config_index") if final else None)
+        else:
+            problems += invariants.check(output.events, result, raised=raised, context=output.context)
         for loop_id, events in _by_loop(output.child_events).items():
             problems += [f"child run {loop_id}: {p}" for p in invariants.check(events, None)]
     return problems

@@ -250,17 +250,22 @@ def request_to_json(config: StreamConfig) -> dict[str, Any]:
 
 class ReportingProvider(ScriptedProvider):
     """A ScriptedProvider that writes a ``provider_request`` line for every call (a
-    ``child_provider_request`` line naming the sub-agent tool when ``child`` is given)."""
+    ``child_provider_request`` line naming the sub-agent tool when ``child`` is given; with a
+    ``branch`` number when it serves a branch of a parallel run)."""
 
-    def __init__(self, spec: dict[str, Any], recorder: Recorder, provider_id: str, child: str | None = None) -> None:
+    def __init__(self, spec: dict[str, Any], recorder: Recorder, provider_id: str, child: str | None = None,
+                 branch: int | None = None) -> None:
         super().__init__(spec.get("responses", []), provider_id=provider_id, default=spec.get("default"))
         self.recorder = recorder
         self.child = child
+        self.branch = branch
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: Any) -> AssistantMessage:
         line = {"kind": "provider_request", "index": len(self.calls), "request": request_to_json(config)}
         if self.child is not None:
             line.update(kind="child_provider_request", tool=self.child)
+        if self.branch is not None:
+            line["branch"] = self.branch
         self.recorder.write(line)
         return super().stream(config, on_event, cancel)
 

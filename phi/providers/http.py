@@ -393,7 +393,7 @@ def _body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
         raise ProviderError(ErrorKind.NETWORK, f"no data from the server for {read_timeout:g}s (read timeout)") from None
     except (urllib3.exceptions.HTTPError, requests.exceptions.RequestException, OSError, ValueError,
             AttributeError) as exc:
-        raise ProviderError(ErrorKind.NETWORK, f"connection lost mid-stream: {_reason(exc)}") from None
+        raise ProviderError(ErrorKind.NETWORK, f"connection lost mid-stream: {error_reason(exc)}") from None
 
 
 def _stopped(stop: CallStop) -> ProviderError | None:
@@ -411,16 +411,16 @@ def _transport_error(exc: BaseException, request: HttpRequest, timeout: tuple[fl
     elif isinstance(exc, requests.exceptions.ReadTimeout):
         text = f"{host} sent no response within {timeout[1]:g}s"
     elif isinstance(exc, requests.exceptions.ConnectionError):
-        text = f"connection to {host} failed: {_reason(exc)}"
+        text = f"connection to {host} failed: {error_reason(exc)}"
     elif isinstance(exc, requests.exceptions.RequestException):
-        return ProviderError(ErrorKind.OTHER, scrub(f"invalid request to {request.safe_url()}: {_reason(exc)}",
+        return ProviderError(ErrorKind.OTHER, scrub(f"invalid request to {request.safe_url()}: {error_reason(exc)}",
                                                     request.secrets))
     else:
         raise exc
     return ProviderError(ErrorKind.NETWORK, scrub(text, request.secrets))
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
     """The innermost cause of a requests/urllib3 exception, without URLs."""
     inner: BaseException | None = exc
     while inner is not None:

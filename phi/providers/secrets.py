@@ -73,8 +73,8 @@ def secret_forms(secret: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_SECRET}
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every representation of every secret replaced by ``***``."""
+def scrub(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
+    """``text`` with every representation of every secret replaced by ``replacement`` (``***``)."""
     forms: set[str] = set()
     for secret in secrets:
         if secret and len(secret) >= MIN_SECRET:
@@ -84,5 +84,5 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
                 forms |= secret_forms(stripped)
     for form in sorted(forms, key=len, reverse=True):  # longest first: a form may contain another
         if form in text:
-            text = text.replace(form, REDACTED)
+            text = text.replace(form, replacement)
     return text

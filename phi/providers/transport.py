@@ -191,9 +191,14 @@ class HttpClient:
 
     def post(self, url: str, headers: dict[str, str], body: bytes, timeout: tuple[float, float],
              stop: CancellationToken) -> requests.Response | None:
-        """POST on a helper thread; the response once its headers arrived, or None when ``stop``
-        fired first (the in-flight connection is then shut down, so the helper ends at once).
-        Transport failures are raised as the ``requests`` exceptions they are."""
+        """POST on a helper thread (see :meth:`send`)."""
+        return self.send("POST", url, headers, body, timeout, stop)
+
+    def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
+             timeout: tuple[float, float], stop: CancellationToken) -> requests.Response | None:
+        """Send a request on a helper thread; the response once its headers arrived, or None when
+        ``stop`` fired first (the in-flight connection is then shut down, so the helper ends at
+        once). Transport failures are raised as the ``requests`` exceptions they are."""
         session = self.session
         outcome: dict[str, Any] = {}
         ready = threading.Event()
@@ -203,8 +208,8 @@ class HttpClient:
         def worker() -> None:
             _current.flight = flight
             try:
-                response = session.post(url, data=body, headers=headers, stream=True, timeout=timeout,
-                                        allow_redirects=False)
+                response = session.request(method, url, data=body, headers=headers, stream=True, timeout=timeout,
+                                           allow_redirects=False)
             except BaseException as exc:  # handed to the waiting thread
                 outcome["error"] = exc
             else:

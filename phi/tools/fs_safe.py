@@ -14,9 +14,11 @@ old file's permission bits, and readers never see a half-written file. The price
 old file keeps the old content (the link is broken, not written through), and the new file belongs
 to the writing user.
 
-Reads (:func:`open_regular`) are not confined, but they open only regular files: directories,
-FIFOs, sockets and devices (``/dev/zero``) are refused before anything could block or grow without
-limit, and :func:`read_limited` never reads more than it was allowed to.
+Reads that must stay beneath a root (a skill's files, SPEC §12.3) use :func:`open_beneath`, the same
+walk ending in an ``O_NOFOLLOW`` open. Other reads (:func:`open_regular`) are not confined. Both open
+only regular files: directories, FIFOs, sockets and devices (``/dev/zero``) are refused before
+anything could block or grow without limit, and :func:`read_limited` never reads more than it was
+allowed to.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import BinaryIO, Sequence
 
 __all__ = [
     "ConfinementError", "NotRegularFileError", "FileTooLargeError", "open_regular", "read_limited",
-    "write_beneath", "delete_beneath", "split_parts", "MAX_PATH_CHARS",
+    "write_beneath", "delete_beneath", "open_beneath", "split_parts", "MAX_PATH_CHARS",
 ]
 
 #: Longer paths are refused up front (the kernel's PATH_MAX), so no walk or library call can recurse
@@ -45,6 +47,7 @@ class ConfinementError(PermissionError):
 
     def __init__(self, path: str, root: str, how: str) -> None:
         super().__init__(errno.EPERM, f"refused: {how} leads outside the allowed directory {root}", path)
+        self.how = how
 
 
 class NotRegularFileError(OSError):
@@ -94,10 +97,16 @@ def open_regular(path: str) -> BinaryIO:
         raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
     if not stat.S_ISREG(mode):
         raise NotRegularFileError(path, mode)
-    fd = os.open(path, _READ_FLAGS)
+    return _regular_file(os.open(path, _READ_FLAGS), path)  # checked again: it may have been swapped
+
+
+def _regular_file(fd: int, path: str) -> BinaryIO:
+    """A blocking binary file object for ``fd`` if it is a regular file; closes ``fd`` otherwise."""
     try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):  # swapped after the stat above
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if not stat.S_ISREG(mode):
             raise NotRegularFileError(path, mode)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -270,3 +279,20 @@ def delete_beneath(root: str, parts: Sequence[str], path: str) -> None:
         os.unlink(name, dir_fd=walk.fd)
     finally:
         walk.close()
+
+
+def open_beneath(root: str, parts: Sequence[str], path: str) -> BinaryIO:
+    """Open the regular file at ``parts`` beneath ``root`` for reading, without ever leaving ``root``.
+
+    ``..`` and symlinks are followed only while they stay beneath the root (ConfinementError
+    otherwise); FIFOs, sockets and devices are refused as by :func:`open_regular`. ``path`` is only
+    used in error messages.
+    """
+    check_path_text(path)
+    walk = _Walk(root)
+    try:
+        name = _resolve(walk, parts, path, follow_last=True, create_dirs=False)
+        fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=walk.fd)
+    finally:
+        walk.close()
+    return _regular_file(fd, path)

@@ -30,6 +30,7 @@ function unsupported(f) {
   if ((f.spec || []).every((id) => ADAPTER_ONLY.has(id)))
     return "pi has no loop identity or turn triggers; this adapter synthesises them, so the fixture proves nothing";
   if ((f.tools || []).some((t) => t.sub_agent)) return "pi-agent-core has no sub-agent tool";
+  if (f.entry === "agent_loop_parallel") return "pi-agent-core has no parallel evaluation";
   if (c.input_filters) return "pi has no input filters";
   if (c.limits) return "pi has no execution limits";
   if (c.context) return "pi has no built-in compaction / context-overflow recovery";

@@ -1,0 +1,52 @@
+"""phi's Model Context Protocol client (SPEC §12.1): tools from MCP servers as phi tools.
+
+Imported only when used (``import phi`` never loads it)::
+
+    from phi.mcp import McpClient, McpToolset
+
+    with McpClient.connect_stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]) as client:
+        tools = McpToolset(client).tools()       # AgentTools for phi.Agent(tools=...)
+        print(client.call_tool("echo", {"message": "hi"}).text)
+
+* :class:`McpClient` — one session over stdio (:mod:`phi.mcp.stdio`) or Streamable HTTP
+  (:mod:`phi.mcp.http`, which loads ``requests``), on the JSON-RPC core of :mod:`phi.mcp.session`.
+* :class:`McpToolAdapter`, :class:`McpToolset` — MCP tools as AgentTools (:mod:`phi.mcp.tools`).
+* :class:`McpToolInfo`, :class:`McpToolCallResult` — what the server answered (:mod:`phi.mcp.results`).
+* :class:`McpError` and its subclasses — every failure, typed (:mod:`phi.mcp.errors`).
+
+The guide is ``docs/mcp.md``.
+"""
+
+from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, McpClient
+from .errors import (
+    McpCancelled,
+    McpConnectionClosed,
+    McpConnectionError,
+    McpError,
+    McpHttpError,
+    McpProtocolError,
+    McpRpcError,
+    McpTimeout,
+)
+from .results import McpToolCallResult, McpToolInfo
+from .tools import McpToolAdapter, McpToolset, tool_name, tool_parameters
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "McpCancelled",
+    "McpClient",
+    "McpConnectionClosed",
+    "McpConnectionError",
+    "McpError",
+    "McpHttpError",
+    "McpProtocolError",
+    "McpRpcError",
+    "McpTimeout",
+    "McpToolAdapter",
+    "McpToolCallResult",
+    "McpToolInfo",
+    "McpToolset",
+    "tool_name",
+    "tool_parameters",
+]

@@ -1,0 +1,27 @@
+"""Agent Skills: ``SKILL.md`` directories, their catalog and the ``read_skill`` tool (SPEC §12.3).
+
+Imported only when used (``import phi`` does not load it)::
+
+    from phi.skills import SkillSet, read_skill_tool
+
+    skills = SkillSet.load([Path.home() / ".agents/skills", ".agents/skills"])  # later dirs win
+    system_prompt += "\\n\\n" + skills.format_for_prompt()    # the <available_skills> catalog
+    tools.append(read_skill_tool(skills))                     # the model loads a skill on demand
+
+Modules: :mod:`.frontmatter` (fences and YAML, SKILL-1/2), :mod:`.skill` (one skill, SKILL-3),
+:mod:`.skillset` (discovery, precedence, catalog, SKILL-4 to SKILL-6), :mod:`.rules` (the
+specification's rules as warnings, SKILL-7), :mod:`.read_tool` (SKILL-8). Guide: ``docs/skills.md``.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidFrontmatter, MissingField, SkillError
+from .read_tool import ReadSkillTool, read_skill_tool
+from .rules import SkillWarning
+from .skill import Skill
+from .skillset import SkillSet
+
+__all__ = [
+    "Skill", "SkillSet", "SkillError", "InvalidFrontmatter", "MissingField", "SkillWarning",
+    "ReadSkillTool", "read_skill_tool",
+]

@@ -1,0 +1,60 @@
+"""An agent run end to end with MCP tools (SPEC §12.1, MCP-7): a scripted model calls tools of the
+official SDK server; results (and failures) land in the history as tool results."""
+
+from __future__ import annotations
+
+import pytest
+
+import phi
+from phi.mcp import McpClient, McpToolset
+from phi.providers.mock import ScriptedProvider, ScriptedResponse
+from phi.types import ImageContent, ToolResultMessage
+
+from .conftest import fake_cmd, sdk_cmd
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def tool_results(agent: phi.Agent) -> list[ToolResultMessage]:
+    return [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+
+
+def test_agent_calls_mcp_tools_in_parallel():
+    provider = ScriptedProvider([
+        ScriptedResponse.tool_call("sdk__add", {"a": 2, "b": 3}, "t1"),
+        ScriptedResponse.tool_call("sdk__image", {}, "t2"),
+        "2 + 3 = 5, and here is your picture.",
+    ])
+    with McpClient.connect_stdio(*sdk_cmd(), timeout=20) as client:
+        agent = phi.Agent(provider=provider, tools=McpToolset(client, prefix="sdk").tools())
+        result = agent.run("Add 2 and 3, then show me an image.")
+    assert result.outcome.value == "completed"
+    add, image = tool_results(agent)
+    assert (add.tool_name, add.text, add.is_error) == ("sdk__add", "5", False)
+    assert add.details == {"structuredContent": {"result": 5}}
+    assert isinstance(image.content[0], ImageContent)
+    second_call = provider.calls[1]
+    assert {t.name for t in second_call.tools} >= {"sdk__add", "sdk__echo", "sdk__grow"}
+    assert any(isinstance(m, ToolResultMessage) and m.text == "5" for m in second_call.messages)
+
+
+def test_failing_mcp_tools_give_error_results_and_the_run_goes_on():
+    """A tool error, a JSON-RPC error and a dead server are error results, never a dead agent."""
+    provider = ScriptedProvider([
+        {"blocks": [{"type": "toolCall", "id": "t1", "name": "error", "arguments": {}},
+                    {"type": "toolCall", "id": "t2", "name": "rpc", "arguments": {}}]},
+        ScriptedResponse.tool_call("die", {}, "t3"),
+        ScriptedResponse.tool_call("echo", {"text": "anyone there?"}, "t4"),
+        ScriptedResponse.tool_call("echo", {}, "t5"),
+        "The server is gone.",
+    ])
+    with McpClient.connect_stdio(*fake_cmd("serve"), timeout=20) as client:
+        agent = phi.Agent(provider=provider, tools=McpToolset(client).tools())
+        result = agent.run("Try the tools.")
+    assert result.outcome.value == "completed"
+    texts = [(m.tool_call_id, m.is_error, m.text) for m in tool_results(agent)]
+    assert texts[0] == ("t1", True, "the tool failed: disk full")
+    assert texts[1][1] and "error -32001: nope" in texts[1][2]
+    assert texts[2][1] and "exited with code 5" in texts[2][2]
+    assert texts[3][1] and "exited with code 5" in texts[3][2]
+    assert texts[4] == ("t5", True, "Invalid arguments for tool echo: 'text' is a required property")
