@@ -1,0 +1,175 @@
+"""The interactive ``phi`` in a pty against a scripted model on the Anthropic wire (issue 15
+acceptance): streaming, tool lines, diffs, the status line, Ctrl+C, steering, plan mode, approval,
+/editor, /resume after a restart."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from coding.wire import Call, Turn, user_texts
+
+
+def test_streamed_answer_appears_before_the_reply_ends_then_the_status_line(launch, model):
+    text = "FIRST-PART of the answer, " + "more words flowing slowly, " * 8 + "LAST-PART."
+    model.script("Explain", Turn(text)).slow("Explain", chunk_size=80, delay=0.15)
+    phi = launch()
+    phi.prompt()
+    phi.send_line("Explain streaming")
+    phi.expect("FIRST-PART")
+    assert "LAST-PART" not in phi.text, "the whole reply arrived at once: nothing was streamed"
+    phi.expect("LAST-PART")
+    status = phi.expect(r"claude-sonnet-4-5 · in (\d+) out (\d+) · cache 0 read \(0%\) · \$(\S+) \(session \$\S+\) "
+                        r"· context \[[█░]+\] \d+%")
+    assert status.group(1) == "377" and status.group(2) == "65"
+    assert status.group(3) == f"{(377 * 3 + 65 * 15) / 1e6:.4f}"  # claude-sonnet-4-5 list price
+    phi.prompt()
+
+
+def test_a_tool_call_is_one_line_and_an_edit_shows_a_coloured_diff(launch, model, project):
+    model.script("Fix the notes", Turn("Reading.", [Call("read_file", {"file_path": "notes.txt"})]),
+                 Turn("", [Call("edit_file", {"file_path": "notes.txt", "old_string": "beta", "new_string": "BETA"})]),
+                 Turn("Done."))
+    phi = launch("--approve", "off", "--color", "always")
+    phi.prompt()
+    phi.send_line("Fix the notes")
+    phi.expect(r"\[1\] ✓ read_file\(file_path=notes\.txt\) \d+\.\ds · 3 lines")
+    phi.expect(r"\[2\] ✓ edit_file\(file_path=notes\.txt, old_string=beta, new_string=BETA\)")
+    phi.expect(r"--- a/notes\.txt\n\+\+\+ b/notes\.txt\n@@ .* @@\n alpha\n-beta\n\+BETA\n gamma")
+    assert "\x1b[32m+BETA\x1b[0m" in phi.raw.decode() and "\x1b[31m-beta\x1b[0m" in phi.raw.decode()
+    phi.expect("Done.")
+    phi.prompt()
+    phi.send_line("/show 1")
+    phi.expect(r"\[1\] read_file\(\{\"file_path\": \"notes.txt\"\}\)\n.*alpha.*beta.*gamma")
+    assert (project / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
+
+
+def test_ctrl_c_during_a_slow_stream_aborts_quickly_and_keeps_the_conversation(launch, model):
+    model.script("Tell a long story", Turn("Once upon a time " + "and then " * 400))
+    model.slow("Tell a long story", chunk_size=40, delay=0.25)
+    phi = launch()
+    phi.prompt()
+    phi.send_line("Tell a long story")
+    phi.expect("Once upon a time")
+    phi.mark()
+    sent = time.monotonic()
+    phi.ctrl_c()
+    phi.expect(r"aborted — the conversation is kept")
+    phi.expect(r"› $")
+    with phi._lock:
+        after = [t for t, size in phi.stamps if t >= sent]
+    elapsed = (after[-1] if after else time.monotonic()) - sent
+    print(f"prompt back {elapsed * 1000:.0f} ms after Ctrl+C")
+    assert elapsed < 0.2 + 0.3, f"the prompt came back {elapsed:.3f}s after Ctrl+C"  # 0.3 s of pty/CI slack
+    # the session goes on: the next input is answered, and its request still holds the first one
+    model.script("Tell a long story", *[Turn("irrelevant")])  # (the story key already has its turn)
+    phi.send_line("/sessions")
+    phi.expect("Tell a long story")
+
+
+def test_text_typed_while_a_run_streams_reaches_the_next_model_request_as_steering(launch, model):
+    model.script("Run the slow tool", Turn("", [Call("shell", {"command": "sleep 1.5; echo slept"})]), Turn("ok"))
+    phi = launch("--approve", "off")
+    phi.prompt()
+    phi.send_line("Run the slow tool")
+    time.sleep(0.5)
+    phi.send("please also add tests\r")
+    phi.expect("steering: please also add tests")
+    phi.expect(r"› $")
+    second = model.requests_of("Run the slow tool")[1]
+    assert "please also add tests" in user_texts("anthropic", second)
+
+
+def test_plan_mode_offers_only_reading_tools_and_execute_offers_all_again(launch, model):
+    model.script("Plan the change", Turn("1. edit notes.txt"), Turn("Carrying out."))
+    phi = launch()
+    phi.prompt()
+    phi.send_line("/plan")
+    phi.expect("PLAN mode")
+    phi.prompt()
+    phi.send_line("Plan the change")
+    phi.expect(r"PLAN · in")
+    phi.expect(r"PLAN › $")
+    phi.send_line("/execute")
+    phi.expect("Carrying out.")
+    phi.prompt()
+    planned, executed = model.requests_of("Plan the change")
+    planned_tools = {t["name"] for t in planned["tools"]}
+    assert planned_tools and planned_tools <= {"read_file", "grep", "glob"}
+    assert {"write_file", "edit_file", "shell"} <= {t["name"] for t in executed["tools"]}
+    assert "plan mode" in json.dumps(planned["system"])
+    assert "Carry out the plan" in user_texts("anthropic", executed)[-1]
+
+
+def test_approval_prompt_denies_then_allows_always(launch, model, project):
+    model.script("Write two files",
+                 Turn("", [Call("write_file", {"file_path": "one.txt", "content": "1\n"})]),
+                 Turn("", [Call("write_file", {"file_path": "two.txt", "content": "2\n"})]),
+                 Turn("", [Call("write_file", {"file_path": "three.txt", "content": "3\n"})]),
+                 Turn("finished"))
+    phi = launch("--approve", "smart")
+    phi.prompt()
+    phi.send_line("Write two files")
+    phi.expect(r"\? allow write_file\(file_path=one\.txt, content=1\) — \[y\]es, \[n\]o, \[a\]lways for this session: ")
+    phi.send_line("n")
+    phi.expect(r"\[1\] ✗ write_file.*denied by the user")
+    phi.expect(r"\? allow write_file\(file_path=two\.txt")
+    phi.send_line("a")
+    phi.expect(r"\[2\] ✓ write_file")
+    phi.expect(r"\[3\] ✓ write_file")  # trusted now: not asked again
+    phi.expect("finished")
+    phi.prompt()
+    assert "allow write_file(file_path=three.txt" not in phi.text
+    assert not (project / "one.txt").exists()
+    assert (project / "two.txt").read_text() == "2\n" and (project / "three.txt").read_text() == "3\n"
+
+
+def test_editor_sends_what_was_written_and_an_empty_file_cancels(launch, model, tmp_path):
+    editor = tmp_path / "fake-editor"
+    editor.write_text("#!/bin/sh\nif [ -f \"$PHI_FAKE_EDIT\" ]; then cat \"$PHI_FAKE_EDIT\" > \"$1\"; fi\n")
+    editor.chmod(0o755)
+    message = tmp_path / "message.txt"
+    model.script("From the editor", Turn("Got your long message."))
+    phi = launch(env={"EDITOR": str(editor), "VISUAL": "", "PHI_FAKE_EDIT": str(message)})
+    phi.prompt()
+    phi.send_line("/editor")
+    phi.expect("empty file: cancelled")
+    phi.prompt()
+    message.write_text("From the editor:\nline two\nline three\n")
+    phi.send_line("/editor")
+    phi.expect("Got your long message.")
+    (request,) = model.requests_of("From the editor")
+    assert user_texts("anthropic", request) == ["From the editor:\nline two\nline three"]
+
+
+def test_resume_after_a_restart_restores_the_conversation(launch, model, phi_home):
+    model.script("Remember the number 42", Turn("I will remember 42."), Turn("It was 42."))
+    first = launch()
+    first.prompt()
+    first.send_line("Remember the number 42")
+    first.expect("I will remember 42.")
+    first.prompt()
+    session_id = first.expect(r"session ([0-9a-f-]{36})", since_mark=False).group(1)
+    assert first.close() == 0
+    second = launch()
+    second.prompt()
+    second.send_line(f"/resume {session_id}")
+    second.expect(r"resumed session .*: 2 messages")
+    second.prompt()
+    second.send_line("What was the number?")
+    second.expect("It was 42.")
+    second.prompt()
+    resumed = model.requests_of("Remember the number 42")[1]
+    assert user_texts("anthropic", resumed) == ["Remember the number 42", "What was the number?"]
+    stored = json.loads((Path(phi_home) / "sessions" / f"{session_id}.json").read_text())
+    assert [loop["loop_id"].rsplit(".", 1)[-1] for loop in stored["loops"]] == ["1", "2"]
+
+
+def test_ctrl_c_twice_at_the_prompt_exits(launch):
+    phi = launch()
+    phi.prompt()
+    phi.ctrl_c()
+    phi.expect("Ctrl\\+C again to exit")
+    phi.ctrl_c()
+    assert phi.proc.wait(10) == 0
