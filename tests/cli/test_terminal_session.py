@@ -46,7 +46,7 @@ def test_a_tool_call_is_one_line_and_an_edit_shows_a_coloured_diff(launch, model
 
 
 def test_ctrl_c_during_a_slow_stream_aborts_quickly_and_keeps_the_conversation(launch, model):
-    model.script("Tell a long story", Turn("Once upon a time " + "and then " * 400))
+    model.script("Tell a long story", Turn("Once upon a time " + "and then " * 400), Turn("The end."))
     model.slow("Tell a long story", chunk_size=40, delay=0.25)
     phi = launch()
     phi.prompt()
@@ -63,9 +63,11 @@ def test_ctrl_c_during_a_slow_stream_aborts_quickly_and_keeps_the_conversation(l
     print(f"prompt back {elapsed * 1000:.0f} ms after Ctrl+C")
     assert elapsed < 0.2 + 0.3, f"the prompt came back {elapsed:.3f}s after Ctrl+C"  # 0.3 s of pty/CI slack
     # the session goes on: the next input is answered, and its request still holds the first one
-    model.script("Tell a long story", *[Turn("irrelevant")])  # (the story key already has its turn)
-    phi.send_line("/sessions")
-    phi.expect("Tell a long story")
+    phi.send_line("Finish it quickly")
+    phi.expect("The end.")
+    phi.prompt()
+    resumed = model.requests_of("Tell a long story")[1]
+    assert user_texts("anthropic", resumed) == ["Tell a long story", "Finish it quickly"]
 
 
 def test_text_typed_while_a_run_streams_reaches_the_next_model_request_as_steering(launch, model):
