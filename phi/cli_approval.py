@@ -33,8 +33,6 @@ class ApprovalGate:
         self.interactive = interactive
         self.trusted: set[str] = set()
         self._questions: queue.SimpleQueue[Question] = queue.SimpleQueue()
-        self._open: set[int] = set()
-        self._lock = threading.Lock()
 
     def needs_asking(self, request: Any) -> bool:
         if self.mode == "off" or request.tool_name in self.trusted:
@@ -48,8 +46,6 @@ class ApprovalGate:
             return ApprovalDecision(False, f"approval mode {self.mode!r} and nobody to ask (non-interactive run); "
                                            "run with --approve off to allow it")
         question = Question(request)
-        with self._lock:
-            self._open.add(id(question))
         self._questions.put(question)
         question.done.wait()
         return question.decision
@@ -80,8 +76,6 @@ class ApprovalGate:
 
     def _settle(self, question: Question, decision: ApprovalDecision) -> None:
         question.decision = decision
-        with self._lock:
-            self._open.discard(id(question))
         question.done.set()
 
 

@@ -13,13 +13,11 @@ the restart is lost.
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("phi.cli")
 _LOOP_ID = re.compile(r"\A(.*)\.(\d+)\Z")
 
 
