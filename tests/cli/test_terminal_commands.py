@@ -1,0 +1,103 @@
+"""More of the interactive ``phi`` in a pty: the offline model, thinking shown dimmed and hidden,
+/help, /tools, /model, /clear, /sessions, ``--resume`` at start, multi-line input."""
+
+from __future__ import annotations
+
+from coding.wire import Turn, user_texts
+
+from cli.terminal_helpers import PtyPhi
+
+
+def test_offline_session_streams_thinking_dimmed_and_hides_it_on_request(project, phi_home):
+    phi = PtyPhi(["--offline", "--color", "always"], project, {"PHI_HOME": str(phi_home)})
+    try:
+        phi.prompt()
+        phi.send_line("what is here?")
+        phi.expect(r"thinking: Let me look at the working directory first\.")
+        assert "\x1b[2mthinking: \x1b[0m" in phi.raw.decode()
+        phi.expect(r"\[1\] ✓ glob\(pattern=\*\)")
+        phi.expect(r"I found: notes\.txt")
+        phi.expect(r"offline-scripted · in \d+ out \d+ .* unknown \(session unknown\)")
+        phi.prompt()
+        phi.send_line("/thinking hide")
+        phi.expect("thinking hidden")
+        phi.prompt()
+        phi.send_line("again please")
+        phi.expect(r"I found: notes\.txt")
+        phi.prompt()
+        assert "thinking:" not in phi.text[phi._mark:]
+    finally:
+        phi.close()
+
+
+def test_help_and_tools_list_what_there_is(launch):
+    phi = launch()
+    phi.prompt()
+    phi.send_line("/help")
+    for command in ("/quit", "/clear", "/model", "/thinking", "/plan", "/execute", "/approve", "/editor", "/tools",
+                    "/save", "/sessions", "/resume", "/export", "/show"):
+        phi.expect(command)
+    phi.prompt()
+    phi.send_line("/tools")
+    phi.expect(r"edit_file\s+write")
+    phi.expect(r"shell\s+execute")
+    phi.prompt()
+    phi.send_line("/nonsense")
+    phi.expect("unknown command /nonsense")
+
+
+def test_model_switch_keeps_the_conversation_and_clear_starts_a_new_one(launch, model):
+    model.script("First question", Turn("First answer."), Turn("Second answer."))
+    model.script("Fresh start", Turn("Fresh answer."))
+    phi = launch()
+    phi.prompt()
+    phi.send_line("First question")
+    phi.expect("First answer.")
+    phi.prompt()
+    phi.send_line("/model claude-haiku-4-5")
+    phi.expect("model: claude-haiku-4-5 \\(anthropic\\); the conversation goes on")
+    phi.prompt()
+    phi.send_line("Second question")
+    phi.expect("Second answer.")
+    phi.expect(r"claude-haiku-4-5 · in")
+    phi.prompt()
+    second = model.requests_of("First question")[1]
+    assert second["model"] == "claude-haiku-4-5"
+    assert user_texts("anthropic", second) == ["First question", "Second question"]
+    phi.send_line("/clear")
+    phi.expect("new conversation")
+    phi.prompt()
+    phi.send_line("Fresh start")
+    phi.expect("Fresh answer.")
+    (fresh,) = model.requests_of("Fresh start")
+    assert user_texts("anthropic", fresh) == ["Fresh start"]
+
+
+def test_a_line_ending_in_a_backslash_continues_the_input(launch, model):
+    model.script("Line one", Turn("Got both lines."))
+    phi = launch()
+    phi.prompt()
+    phi.send("Line one\\\r")
+    phi.expect("… ")
+    phi.send("line two\r")
+    phi.expect("Got both lines.")
+    (request,) = model.requests_of("Line one")
+    assert user_texts("anthropic", request) == ["Line one\nline two"]
+
+
+def test_resume_flag_at_start_and_sessions_list(launch, model):
+    model.script("Keep this", Turn("Kept."), Turn("Still here."))
+    first = launch()
+    first.prompt()
+    first.send_line("Keep this")
+    first.expect("Kept.")
+    first.prompt()
+    first.send_line("/sessions")
+    session_id = first.expect(r"([0-9a-f-]{36})  \S+ \S+\s+1 runs  Keep this \*").group(1)
+    first.close()
+    second = launch("--resume", session_id)
+    second.expect(f"resumed session {session_id}: 2 messages")
+    second.expect(f"session {session_id}")
+    second.prompt()
+    second.send_line("Still there?")
+    second.expect("Still here.")
