@@ -131,6 +131,13 @@ class TurnStats:
         self.context_tokens = usage.input + usage.cache_read + usage.cache_write + usage.output
 
 
+def context_estimate(messages: list[Any], system_prompt: str) -> int:
+    """Tokens of a conversation by the compactor's heuristic (for models that report no usage)."""
+    from .context.tokens import estimate_tokens, message_tokens
+
+    return estimate_tokens(system_prompt) + sum(message_tokens(m) for m in messages)
+
+
 def status_line(model: str, turn: TurnStats, total: TurnStats, context_window: int, style: Style,
                 mode: str = "") -> str:
     """``model · in N out N · cache N read (P%) · $cost (session $cost) · context [gauge]``."""
@@ -287,7 +294,10 @@ class Renderer:
     def start_turn(self) -> None:
         self.turn = TurnStats(context_tokens=self.total.context_tokens)
 
-    def status(self, context_window: int, mode: str = "") -> str:
+    def status(self, context_window: int, mode: str = "", estimate: Callable[[], int] | None = None) -> str:
+        """The status line; ``estimate`` gives the context size when no model call reported usage."""
+        if not self.total.context_tokens and estimate is not None:
+            self.total.context_tokens = estimate()
         model = self.model if isinstance(self.model, str) else getattr(self.model, "id", str(self.model))
         return status_line(model, self.turn, self.total, context_window, self.style, mode)
 
@@ -304,5 +314,5 @@ _HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
     EventKind.TURN_LIMIT: Renderer._limit,
 }
 
-__all__ = ["Renderer", "Style", "TurnStats", "status_line", "gauge", "file_diff", "touched_paths", "summary",
+__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths", "summary",
            "short_arguments", "colour_diff"]

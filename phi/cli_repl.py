@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
 from .cli_options import CliOptions
-from .cli_render import Renderer, Style
+from .cli_render import Renderer, Style, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
 
@@ -258,7 +258,9 @@ class Repl:
         if result.outcome == "error" and result.error:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""
-        self.renderer.line(self.renderer.status(self.profile.context_window_size, mode))
+        agent = self.session.agent
+        estimate = lambda: context_estimate(agent.messages, agent.system_prompt)  # noqa: E731
+        self.renderer.line(self.renderer.status(self.profile.context_window_size, mode, estimate))
         self.save(quiet=True)
 
     def save(self, quiet: bool = False) -> list[str]:

@@ -193,3 +193,17 @@ def test_saving_after_a_resume_keeps_the_loops_from_before(tmp_path):
     assert [m.text for m in stored.loops[2].messages] == ["c", "three"]
     assert stored.agent_id == agent.agent_id
     assert [row.first_input for row in later.summaries()] == ["a"]
+
+
+def test_without_reported_usage_the_gauge_uses_the_token_estimate():
+    from phi.cli_render import context_estimate
+    from phi.types import UserMessage
+
+    renderer = Renderer(io.StringIO(), Style(False))
+    renderer.model = "m"
+    messages = [UserMessage.from_text("x" * 4000)]
+    tokens = context_estimate(messages, "y" * 400)
+    assert 1100 <= tokens < 1150  # 1000 + 100 tokens of text, plus the message overhead
+    line = renderer.status(2000, estimate=lambda: tokens)
+    assert line.endswith(f"context {gauge(tokens / 2000, Style(False))}")
+    assert round(tokens / 2000 * 100) >= 55
