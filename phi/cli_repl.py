@@ -11,7 +11,9 @@ the prompt, Ctrl+C twice in a row (or Ctrl+D, or ``/quit``) exits.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import select
 import sys
 import threading
@@ -22,6 +24,9 @@ from .cli_options import CliOptions
 from .cli_render import Renderer, Style, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
+from .errors import PhiError
+
+log = logging.getLogger("phi.cli")
 
 #: how long the main thread waits for a line of steering before looking at the run again
 POLL_S = 0.05
@@ -48,6 +53,8 @@ class Terminal:
     def prompt(self, text: str) -> str:
         """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C)."""
         if self.stdin is sys.stdin:
+            if self.tty:  # readline must not count escape sequences as printed characters
+                text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
             return input(text)
         self.out.write(text)
         self.out.flush()
@@ -207,11 +214,19 @@ class Repl:
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
         self.renderer.start_turn()
-        stream = self.session.submit_stream(text)
         try:
-            result = self._watch(stream)
-        except KeyboardInterrupt:
-            result = self._interrupt(stream)
+            stream = self.session.submit_stream(text)
+            try:
+                result = self._watch(stream)
+            except KeyboardInterrupt:
+                result = self._interrupt(stream)
+        except PhiError as error:
+            self.renderer.line(self.style("red", f"error: {error}"))
+            return None
+        except Exception as error:  # a bug in a tool or hook: report it, keep the conversation
+            log.exception("the run raised")
+            self.renderer.line(self.style("red", f"the run raised {type(error).__name__}: {error}"))
+            return None
         self._after(result)
         return result
 

@@ -175,3 +175,23 @@ def test_ctrl_c_twice_at_the_prompt_exits(launch):
     phi.expect("Ctrl\\+C again to exit")
     phi.ctrl_c()
     assert phi.proc.wait(10) == 0
+
+
+def test_ctrl_c_while_a_command_runs_stops_it_and_the_prompt_returns(launch, model, project):
+    model.script("Wait for it", Turn("", [Call("shell", {"command": "sleep 30; touch finished.txt"})]), Turn("ok"))
+    phi = launch("--approve", "off")
+    phi.prompt()
+    phi.send_line("Wait for it")
+    deadline = time.monotonic() + 20
+    while len(model.requests_of("Wait for it")) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the command is running
+    phi.mark()
+    sent = time.monotonic()
+    phi.ctrl_c()
+    phi.expect("aborted — the conversation is kept")
+    phi.expect(r"› $")
+    assert time.monotonic() - sent < 5, "the prompt took too long to return"
+    time.sleep(0.3)
+    assert not (project / "finished.txt").exists()
+    assert len(model.requests_of("Wait for it")) == 1  # nothing was sent to the model after the abort
