@@ -102,13 +102,17 @@ class PtyPhi:
     def close(self) -> int:
         if self.proc.poll() is None:
             try:
+                if not self.text.endswith("› "):  # a line sent while a run streams would be steering
+                    try:
+                        self.expect(r"› $", 10, since_mark=False)
+                    except AssertionError:
+                        pass
                 self.send("/quit\r")
                 self.proc.wait(10)
             except (OSError, subprocess.TimeoutExpired):
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
-        try:
+        if self.master >= 0:  # once: the number may belong to another pty afterwards
             os.close(self.master)
-        except OSError:
-            pass
+            self.master = -1
         return self.proc.returncode
