@@ -17,7 +17,8 @@ Tools
 Tool sources (SPEC §12), imported only when used
     agent.with_skills(dirs) / with_mcp_server_stdio(cmd, args) / with_mcp_server_http(url) /
     with_openapi_file(path) / with_openapi_url(url) / with_openapi_spec(text); agent.close()
-    phi.skills (SkillSet), phi.mcp, phi.openapi (from_file, from_url, from_str, OpenApiConfig)
+    phi.skills (SkillSet), phi.mcp (McpClient, McpToolset, McpError), phi.openapi (from_file, from_url,
+    from_str, OpenApiConfig)
 
 Resuming (SPEC AGENT-6, AGENT-7)
     agent.checkpoint() -> AgentSnapshot (.save(path) / AgentSnapshot.load(path)); agent.restore(s);
@@ -112,6 +113,9 @@ _EXPORTS: dict[str, str] = {
     "SubAgentTool": "phi.subagent",
     "SkillSet": "phi.skills",
     "OpenApiConfig": "phi.openapi",
+    "McpClient": "phi.mcp",
+    "McpToolset": "phi.mcp",
+    "McpError": "phi.mcp",
     "AgentSnapshot": "phi.agent_snapshot",
     "FunctionTool": "phi.agent_tool",
     "FilterResult": "phi.filters",

@@ -59,7 +59,7 @@ class SessionConfig:
     subagent_max_turns: int = 50
     user_instructions: str | None = None
     approval: Callable[[Any], Any] | None = None  # see phi.coding.approval
-    plan_mode: bool = False  # offer only read-only tools; the environment refuses writes and commands
+    plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the first setting phi cannot work with."""
@@ -69,10 +69,11 @@ class SessionConfig:
         for name in ("max_turns", "max_subagent_depth"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("max_tool_rounds_per_input", "max_command_timeout_ms", "loop_detection_window",
-                     "subagent_max_turns"):
+        for name in ("max_tool_rounds_per_input", "max_command_timeout_ms", "subagent_max_turns"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.loop_detection_window < 2:  # a pattern must repeat at least twice to be a loop
+            raise ConfigError(f"loop_detection_window must be >= 2, got {self.loop_detection_window}")
         if self.default_command_timeout_ms is not None and self.default_command_timeout_ms < 1:
             raise ConfigError(f"default_command_timeout_ms must be >= 1 or None, got {self.default_command_timeout_ms}")
         for name, limit in self.tool_output_limits.items():

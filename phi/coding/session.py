@@ -94,11 +94,8 @@ class Session:
         if self._owns_env:
             env.initialize()
         self.base_env = env
-        if self.config.plan_mode:
-            from ..tools.environment import ReadOnlyEnvironment
-
-            env = ReadOnlyEnvironment(env, allow_commands=False)
         self.execution_env = env
+        self._read_only_env: Any = None
         self.state = SessionState.IDLE
         self.history: list[Any] = []
         self.subagents = SubAgentManager(self)
@@ -125,7 +122,6 @@ class Session:
                            steering_mode=QueueMode.ALL, before_turn=self._before_turn)
         self.agent.session_id = self.id
         self.agent.follow_up_queue = _FollowUpQueue(self._new_input_taken)
-        self._tools_key: tuple[Any, ...] | None = None
         self.system_prompt = ""
         self._prepare_tools()
 
@@ -249,17 +245,28 @@ class Session:
     # ----------------------------------------------------------------- the run's hooks
 
     def _prepare_tools(self) -> None:
-        """The tools offered for the next input and, when they changed, the system prompt."""
+        """The tools offered for the next input and the system prompt built for them (§6.1), afresh
+        for every input: the git snapshot, project documents and ``user_instructions`` may have
+        changed since the last one. Within an input it stays the same, as does a prompt cache."""
+        self.execution_env = self._env_for_mode()
         offered = [t for t in self.profile.tool_registry.tools() if self._offers(t)]
-        key = tuple((t.name, t.definition.description) for t in offered)
-        if key != self._tools_key:
-            self.system_prompt = self.profile.build_system_prompt(
-                self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
-            self._tools_key = key
+        self.system_prompt = self.profile.build_system_prompt(
+            self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
         self.agent.system_prompt = self.system_prompt
         self.agent.tools = [SessionTool(t, self) for t in offered]
         parallel = self.profile.supports_parallel_tool_calls
         self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
+
+    def _env_for_mode(self) -> Any:
+        """The environment tools get: in plan mode one that refuses writes and commands. Read per
+        input, so ``config.plan_mode`` can be switched between inputs."""
+        if not self.config.plan_mode:
+            return self.base_env
+        if self._read_only_env is None:
+            from ..tools.environment import ReadOnlyEnvironment
+
+            self._read_only_env = ReadOnlyEnvironment(self.base_env, allow_commands=False)
+        return self._read_only_env
 
     def _offers(self, registered: Any) -> bool:
         if self.config.plan_mode and registered.kind != "read":

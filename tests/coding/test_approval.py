@@ -124,3 +124,25 @@ def test_scoped_environment_resolves_and_confines_to_its_subdirectory(tmp_path):
     assert scoped.platform() == inner.platform()
     with pytest.raises(ToolError, match="not a directory"):
         ScopedEnvironment(inner, "nope")
+
+
+def test_plan_mode_can_be_switched_between_inputs(tmp_path):
+    """Plan first, then act: turning plan mode off gives the write tools and a writable environment
+    back for the next input; turning it on again takes them away."""
+    provider = ScriptedProvider([call("write_file", "w1", file_path="plan.txt", content="p"), "planned",
+                                 call("write_file", "w2", file_path="done.txt", content="d"), "done",
+                                 call("shell", "s", command="touch later.txt"), "planned again"])
+    config = SessionConfig(plan_mode=True)
+    session = Session(create_anthropic_profile(provider=provider), LocalExecutionEnvironment(str(tmp_path)), config)
+    ends = []
+    session.subscribe(lambda e: ends.append(e.data) if e.kind == EventKind.TOOL_CALL_END else None)
+    session.submit("plan")
+    config.plan_mode = False
+    session.submit("act")
+    config.plan_mode = True
+    session.submit("plan more")
+    assert [e.get("error") for e in ends] == ["Tool write_file not found", None, "Tool shell not found"]
+    assert "write_file" in [t.name for t in provider.calls[2].tools]
+    assert "write_file" not in [t.name for t in provider.calls[4].tools]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.txt"]
+    assert session.execution_env.working_directory() == str(tmp_path)

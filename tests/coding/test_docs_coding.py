@@ -20,15 +20,18 @@ def examples() -> list[tuple[str, str]]:
     return re.findall(r"```python\n(.*?)```\s*\nprints\s*\n\s*```\n(.*?)```", text, re.S)
 
 
+EXPECTED_BLOCKS = 8
+
+
 def test_every_python_block_has_its_output():
-    assert len(examples()) == text_blocks() == 7
+    assert len(examples()) == text_blocks() == EXPECTED_BLOCKS
 
 
 def text_blocks() -> int:
     return len(re.findall(r"```python\n", DOC.read_text(encoding="utf-8")))
 
 
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(EXPECTED_BLOCKS))
 def test_example_runs_and_prints_what_the_guide_says(index, tmp_path):
     code, expected = examples()[index]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}

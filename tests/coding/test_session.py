@@ -3,6 +3,7 @@ queues, every event kind, errors, abort and the shutdown order."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -91,6 +92,9 @@ def test_every_event_kind_in_order(tmp_path):
     session.close()
     assert {e.kind for e in seen} == set(EventKind)
     check_event_order(seen, session.id)
+    lines = [json.loads(json.dumps(e.to_json())) for e in seen]  # every event is JSON-ready
+    assert [line["kind"] for line in lines] == [e.kind.value for e in seen]
+    assert all(line["session_id"] == session.id and line["timestamp"].endswith("Z") for line in lines)
     order = kinds(seen)
     assert order[:3] == ["SESSION_START", "USER_INPUT", "STEERING_INJECTED"]
     assert order.index("TOOL_CALL_OUTPUT_DELTA") < order.index("TOOL_CALL_END")
@@ -293,3 +297,45 @@ def test_transient_model_errors_are_retried_by_the_core(tmp_path):
     events, result = collect(session, "hi")
     assert result.text == "recovered" and len(provider.calls) == 3
     assert not of_kind(events, EventKind.ERROR) and session.state == SessionState.IDLE
+
+
+def test_the_system_prompt_is_built_afresh_for_every_input(tmp_path):
+    """Seed 004 §2.5 builds the prompt for each request; a session rebuilds it per input, so a
+    changed ``user_instructions`` (layer 5) reaches the next input's requests."""
+    session, provider = make(tmp_path, ["one", "two"], SessionConfig(user_instructions="Answer in English."))
+    session.submit("first")
+    session.config.user_instructions = "Answer in French."
+    session.submit("second")
+    first, second = (call.system_prompt for call in provider.calls)
+    assert first.rstrip().endswith("Answer in English.") and second.rstrip().endswith("Answer in French.")
+    assert session.system_prompt == second
+
+
+def test_a_consumer_written_environment_runs_every_tool(tmp_path):
+    """Seed 004 §4.1/§9.4: the environment is an interface; a host's own implementation (here one that
+    delegates to a local one and audits every command and write) is what the session's tools use."""
+
+    class AuditingEnvironment:
+        def __init__(self, inner):
+            self.inner, self.audit = inner, []
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def exec_command(self, command, timeout_ms, working_dir=None, env_vars=None, **kwargs):
+            self.audit.append(("exec", command))
+            return self.inner.exec_command(command, timeout_ms, working_dir, env_vars, **kwargs)
+
+        def write_file(self, path, content, **kwargs):
+            self.audit.append(("write", path))
+            return self.inner.write_file(path, content, **kwargs)
+
+    env = AuditingEnvironment(LocalExecutionEnvironment(str(tmp_path)))
+    provider = ScriptedProvider([call("write_file", "w", file_path="a.txt", content="A"), shell("cat a.txt", "s"),
+                                 "done"])
+    session = Session(create_anthropic_profile(provider=provider), env)
+    events, result = collect(session, "write then show")
+    assert env.audit == [("write", "a.txt"), ("exec", "cat a.txt")]
+    assert of_kind(events, EventKind.TOOL_CALL_END)[1].data["output"].startswith("A")
+    assert str(tmp_path) in provider.calls[0].system_prompt  # the prompt describes this environment
+    session.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -48,6 +49,7 @@ class Call:
 class Turn:
     text: str = ""
     calls: list[Call] = field(default_factory=list)
+    hang: bool = False  # send the first text delta, then nothing more until the client goes away
 
 
 TurnSpec = "Turn | Callable[[dict[str, Any]], Turn]"
@@ -275,11 +277,25 @@ class ScriptedModelServer(ReplayServer):
         turn = turns[index]
         if callable(turn):
             turn = turn(body)
-        return Reply(ENCODERS[protocol](turn))
+        encoded = ENCODERS[protocol](turn)
+        if turn.hang:
+            return Reply(_first_delta(protocol, encoded), hang_at_end=True)
+        return Reply(encoded)
 
     def requests_of(self, key: str) -> list[dict[str, Any]]:
         with self._script_lock:
             return [body for _, body in self.seen.get(key, [])]
+
+
+_FIRST_DELTA = {"openai": b'"response.output_text.delta"', "anthropic": b'"text_delta"', "gemini": b'"text"'}
+
+
+def _first_delta(protocol: str, encoded: bytes) -> bytes:
+    """The stream up to and including its first text delta event (a model that stalls mid-reply)."""
+    start = encoded.index(_FIRST_DELTA[protocol])
+    end = re.compile(rb"\r?\n\r?\n").search(encoded, start)
+    assert end is not None
+    return encoded[:end.end()]
 
 
 def _error(protocol: str, message: str) -> Reply:
@@ -303,3 +319,14 @@ def server():
     srv = ScriptedModelServer()
     yield srv
     srv.close()
+
+
+def system_prompt_of(protocol: str, body: dict[str, Any]) -> str:
+    """The system prompt a request carries (Responses ``instructions``, Anthropic ``system``,
+    Gemini ``systemInstruction``)."""
+    if protocol == "openai":
+        return body.get("instructions", "")
+    if protocol == "anthropic":
+        system = body.get("system", "")
+        return system if isinstance(system, str) else "".join(block["text"] for block in system)
+    return "".join(part["text"] for part in body.get("systemInstruction", {}).get("parts", []))
