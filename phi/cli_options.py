@@ -55,8 +55,8 @@ class CliOptions:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="phi", description="A coding assistant in your terminal (interactive "
                                 "without -p). Other commands: phi demo, phi conformance, phi export, phi version.")
-    p.add_argument("-p", "--print", dest="prompt", metavar="TASK", help="run TASK, print the final answer, exit "
-                   "(status 0 when the run succeeded)")
+    p.add_argument("-p", "--print", dest="prompt", metavar="TASK", help="run TASK (- reads it from stdin), print the "
+                   "final answer, exit (status 0 when the run succeeded)")
     p.add_argument("--json", action="store_true", help="with -p: write every event as one JSON line instead")
     p.add_argument("--model", "-m", help="model id, e.g. claude-sonnet-4-5, gpt-5.2-codex, gemini-2.5-pro")
     p.add_argument("--provider", choices=sorted(PROVIDER_ALIASES), help="which service (default: from the "
@@ -80,6 +80,12 @@ def parse(argv: list[str]) -> CliOptions:
     ns = parser().parse_args(argv)
     if ns.json and ns.prompt is None:
         parser().error("--json needs -p TASK")
+    if ns.prompt == "-":
+        import sys
+
+        ns.prompt = sys.stdin.read()
+    if ns.prompt is not None and not ns.prompt.strip():
+        parser().error("-p needs a task (or - to read it from stdin)")
     return CliOptions(**vars(ns))
 
 

@@ -146,13 +146,20 @@ class Repl:
         old = self.session
         if profile is not None:
             self.profile = profile
+        if not carry:
+            self.gate.trusted.clear()  # "always allow" holds for one conversation
         self.session = self._new_session(old if carry else None)
         old.close()
 
     def resume(self, session_id: str) -> int:
         """Continue a stored session (its id, agent id and conversation); the number of messages."""
         new = self._new_session()
-        count = self.sessions.restore(session_id, new.agent)
+        try:
+            count = self.sessions.restore(session_id, new.agent)
+        except BaseException:
+            new.close()
+            raise
+        self.gate.trusted.clear()
         new.id = new.agent.session_id
         old, self.session = self.session, new
         old.close()

@@ -207,3 +207,73 @@ def test_without_reported_usage_the_gauge_uses_the_token_estimate():
     line = renderer.status(2000, estimate=lambda: tokens)
     assert line.endswith(f"context {gauge(tokens / 2000, Style(False))}")
     assert round(tokens / 2000 * 100) >= 55
+
+
+# ----------------------------------------------------------------------------- the REPL without a terminal
+
+
+@pytest.fixture
+def repl(tmp_path):
+    from phi.cli_repl import Repl
+    from phi.cli_sessions import CliSessions
+
+    options = CliOptions(offline=True, cwd=str(tmp_path), color="never")
+    out = io.StringIO()
+    instance = Repl(options, make_profile(options), CliSessions(tmp_path / "sessions"), stdin=io.StringIO(), out=out)
+    yield instance
+    instance.close()
+
+
+def test_export_calls_the_export_command_with_the_session_id(repl, monkeypatch, tmp_path):
+    import sys
+    import types
+
+    from phi.cli_commands import dispatch
+
+    calls = []
+    fake = types.ModuleType("phi.cli_export")
+    fake.main = lambda argv: calls.append(argv) or 0
+    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
+    repl.run_input("hello")
+    assert dispatch(repl, f"/export {tmp_path / 'out.html'}")
+    assert calls == [[repl.session.id, "--html", str(tmp_path / "out.html")]]
+    assert repl.sessions.store.load(repl.session.id).loops  # saved before the export reads it
+    assert "exported to" in repl.out.getvalue()
+
+
+def test_export_without_the_export_module_says_so(repl, monkeypatch):
+    import sys
+
+    from phi.cli_commands import dispatch
+
+    monkeypatch.setitem(sys.modules, "phi.cli_export", None)  # the import fails
+    assert dispatch(repl, "/export")
+    assert "/export needs phi.cli_export" in repl.out.getvalue()
+
+
+def test_always_allow_lasts_for_one_conversation(repl):
+    from phi.cli_commands import dispatch
+
+    repl.gate.trusted.add("shell")
+    dispatch(repl, "/model offline-2")  # the same conversation goes on
+    assert repl.gate.trusted == {"shell"}
+    dispatch(repl, "/clear")
+    assert repl.gate.trusted == set()
+
+
+def test_resume_of_an_unknown_session_keeps_the_current_one(repl):
+    from phi.cli_commands import dispatch
+
+    before = repl.session
+    dispatch(repl, "/resume no-such-session")
+    assert repl.session is before and "cannot resume no-such-session" in repl.out.getvalue()
+
+
+def test_print_task_from_stdin(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a task\nover two lines\n"))
+    assert parse(["-p", "-"]).prompt == "a task\nover two lines\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("  \n"))
+    with pytest.raises(SystemExit):
+        parse(["-p", "-"])
