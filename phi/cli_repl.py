@@ -50,8 +50,18 @@ class Terminal:
         if self.tty:
             import readline  # noqa: F401  (line editing and history for input())
 
+    def unread(self, line: str) -> None:
+        """Give ``line`` back: the next :meth:`prompt` returns it."""
+        self._pending = line.encode("utf-8") + b"\n" + self._pending
+
     def prompt(self, text: str) -> str:
-        """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C)."""
+        """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
+        last run ended (already read from the terminal) comes first."""
+        if b"\n" in self._pending:
+            line, _, self._pending = self._pending.partition(b"\n")
+            self.out.write(text + line.decode("utf-8", "replace") + "\n")
+            self.out.flush()
+            return line.decode("utf-8", "replace")
         if self.stdin is sys.stdin:
             if self.tty:  # readline must not count escape sequences as printed characters
                 text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
@@ -179,8 +189,6 @@ class Repl:
                                      "twice at the prompt exits"))
 
     def run(self) -> int:
-        from .cli_commands import dispatch
-
         self.banner()
         interrupted = False
         while True:
@@ -197,15 +205,24 @@ class Repl:
                 self.renderer.line()
                 break
             interrupted = False
-            if not text.strip():
-                continue
-            if text.lstrip().startswith("/"):
-                if not dispatch(self, text.strip()):
+            try:
+                if not self.handle(text):
                     break
-                continue
-            self.run_input(text)
+            except KeyboardInterrupt:  # during a command (the editor, a save): back to the prompt
+                self.renderer.line(self.style("grey", "(interrupted)"))
         self.close()
         return 0
+
+    def handle(self, text: str) -> bool:
+        """One input: a slash command or a message for the model. False ends the program."""
+        from .cli_commands import dispatch
+
+        if not text.strip():
+            return True
+        if text.lstrip().startswith("/"):
+            return dispatch(self, text.strip())
+        self.run_input(text)
+        return True
 
     def read_input(self) -> str:
         """One input: lines ending in a backslash continue on the next line."""
@@ -244,7 +261,11 @@ class Repl:
                 self._ask(question)
                 continue
             line = self.term.poll_line(POLL_S)
-            if line is not None and line.strip() and not stream.done:
+            if line is None or not line.strip():
+                continue
+            if stream.done:  # typed as the run ended: it is the next input
+                self.term.unread(line)
+            else:
                 self.session.steer(line.strip())
         return stream.result()
 

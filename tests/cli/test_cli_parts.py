@@ -277,3 +277,16 @@ def test_print_task_from_stdin(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("  \n"))
     with pytest.raises(SystemExit):
         parse(["-p", "-"])
+
+
+def test_a_line_read_as_a_run_ended_is_the_next_input():
+    from phi.cli_repl import Terminal
+
+    out = io.StringIO()
+    terminal = Terminal(io.StringIO("typed later\n"), out)
+    terminal.unread("typed as the run ended")
+    assert terminal.prompt("› ") == "typed as the run ended"
+    assert out.getvalue() == "› typed as the run ended\n"  # shown as if typed at the prompt
+    assert terminal.prompt("› ") == "typed later"
+    with pytest.raises(EOFError):
+        terminal.prompt("› ")
