@@ -92,6 +92,13 @@ class PtyPhi:
         self.mark()
         self.send(line + "\r")
 
+    def exchange(self, line: str, *patterns: str) -> None:
+        """Send ``line``, wait for each of ``patterns`` in turn, then for the prompt."""
+        self.send_line(line)
+        for pattern in patterns:
+            self.expect(pattern)
+        self.prompt()
+
     def ctrl_c(self) -> None:
         self.send("\x03")
 

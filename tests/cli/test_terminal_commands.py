@@ -54,13 +54,8 @@ def test_model_switch_keeps_the_conversation_and_clear_starts_a_new_one(launch, 
     phi.send_line("First question")
     phi.expect("First answer.")
     phi.prompt()
-    phi.send_line("/model claude-haiku-4-5")
-    phi.expect("model: claude-haiku-4-5 \\(anthropic\\); the conversation goes on")
-    phi.prompt()
-    phi.send_line("Second question")
-    phi.expect("Second answer.")
-    phi.expect(r"claude-haiku-4-5 · in")
-    phi.prompt()
+    phi.exchange("/model claude-haiku-4-5", "model: claude-haiku-4-5 \\(anthropic\\); the conversation goes on")
+    phi.exchange("Second question", "Second answer.", r"claude-haiku-4-5 · in")
     second = model.requests_of("First question")[1]
     assert second["model"] == "claude-haiku-4-5"
     assert user_texts("anthropic", second) == ["First question", "Second question"]
@@ -89,9 +84,7 @@ def test_resume_flag_at_start_and_sessions_list(launch, model):
     model.script("Keep this", Turn("Kept."), Turn("Still here."))
     first = launch()
     first.prompt()
-    first.send_line("Keep this")
-    first.expect("Kept.")
-    first.prompt()
+    first.exchange("Keep this", "Kept.")
     first.send_line("/sessions")
     session_id = first.expect(r"([0-9a-f-]{36})  \S+ \S+\s+1 runs  Keep this \*").group(1)
     first.close()
