@@ -167,8 +167,10 @@ class Renderer:
     """Writes a session's events to ``out`` (see the module docstring). Thread-safe."""
 
     def __init__(self, out: TextIO, style: Style, *, show_thinking: bool = True,
-                 tool_kind: Callable[[str], str] | None = None, cwd: str = ".") -> None:
+                 tool_kind: Callable[[str], str] | None = None, cwd: str = ".", live: bool = False) -> None:
         self.out = out
+        self.live = live  # a terminal: a running call's line is shown, then rewritten when it ends
+        self._open_call: int | None = None  # the call whose "running" line the cursor is on
         self.style = style
         self.show_thinking = show_thinking
         self.tool_kind = tool_kind or (lambda name: "execute")
@@ -186,17 +188,23 @@ class Renderer:
 
     def write(self, text: str) -> None:
         with self._lock:
+            self._open_call = None
             self.out.write(text)
             self.out.flush()
             tail = text.rsplit("\n", 1)
             self._column = len(tail[-1]) if len(tail) > 1 else self._column + len(text)
 
-    def line(self, text: str = "") -> None:
-        """``text`` on a line of its own."""
+    def fresh_line(self) -> None:
+        """Move to the start of a line unless already there."""
         with self._lock:
             if self._column:
                 self.write("\n")
             self._mode = ""
+
+    def line(self, text: str = "") -> None:
+        """``text`` on a line of its own."""
+        with self._lock:
+            self.fresh_line()
             self.write(text + "\n")
 
     # ------------------------------------------------------------------ events
@@ -243,6 +251,12 @@ class Renderer:
             self._by_id[data["call_id"]] = call
         if self.tool_kind(call.name) == "write":
             call.before = {p: _read(self.cwd / p) for p in touched_paths(arguments)}
+        if self.live:
+            with self._lock:
+                self.fresh_line()
+                self.write(f"{self.style('grey', f'[{call.number}]')} … {self.style('bold', call.name)}"
+                           f"({short_arguments(call.arguments)})")
+                self._open_call = call.number
 
     def _tool_end(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -259,6 +273,9 @@ class Renderer:
                 f"({short_arguments(call.arguments)}) {self.style('grey', f'{seconds:.1f}s')} · "
                 f"{summary(text or '')}")
         with self._lock:
+            if self._open_call == call.number:  # nothing was written since its running line: replace it
+                self.write("\r\x1b[2K")
+                self._column = 0
             self.line(head)
             if call.diff:
                 shown = colour_diff(call.diff[:DIFF_LINES], self.style)

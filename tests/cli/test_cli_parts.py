@@ -290,3 +290,17 @@ def test_a_line_read_as_a_run_ended_is_the_next_input():
     assert terminal.prompt("› ") == "typed later"
     with pytest.raises(EOFError):
         terminal.prompt("› ")
+
+
+def test_on_a_terminal_a_running_call_shows_a_line_that_its_end_replaces():
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "make"}))
+    assert out.getvalue() == "[1] … shell(command=make)"
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="b", tool_name="shell", arguments={"command": "ls"}))
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="b", tool_name="shell", is_error=False, output="x"))
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="ok"))
+    lines = out.getvalue().split("\n")
+    assert lines[0] == "[1] … shell(command=make)"  # another call started meanwhile: it stays
+    assert lines[1].startswith("[2] … shell(command=ls)\r\x1b[2K[2] ✓ shell(command=ls) ")  # replaced in place
+    assert lines[2].startswith("[1] ✓ shell(command=make) ") and lines[3] == ""
