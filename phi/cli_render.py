@@ -201,6 +201,12 @@ class Renderer:
                 self.write("\n")
             self._mode = ""
 
+    def after_typing(self) -> None:
+        """The person pressed Enter: the terminal's cursor is at the start of a line."""
+        with self._lock:
+            self._column = 0
+            self._open_call = None
+
     def line(self, text: str = "") -> None:
         """``text`` on a line of its own."""
         with self._lock:

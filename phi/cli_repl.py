@@ -270,12 +270,16 @@ class Repl:
         return stream.result()
 
     def _ask(self, question: Any) -> None:
+        self.renderer.fresh_line()
+        self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
+                                                 "[y]es, [n]o, [a]lways for this session: "))
         try:
-            reply = self.term.read_answer(self.style("yellow", f"? allow {describe(question.request)} — "
-                                                               "[y]es, [n]o, [a]lways for this session: "))
+            reply = self.term.read_answer("")
         except KeyboardInterrupt:
             self.gate.answer(question, "n")
             raise
+        finally:
+            self.renderer.after_typing()
         decision = self.gate.answer(question, reply)
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
 
