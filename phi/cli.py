@@ -2,6 +2,7 @@
 
 * ``phi`` — an interactive coding session in the current directory (:mod:`phi.cli_repl`);
 * ``phi -p TASK [--json]`` — one run for scripts and CI (:mod:`phi.cli_batch`);
+* ``phi --json`` — a session driven by JSON commands on stdin (:mod:`phi.cli_json`);
 * ``phi demo``, ``phi conformance ...``, ``phi version``, and the commands in :data:`SUBCOMMANDS`.
 
 Options and the choice of model: :mod:`phi.cli_options`.
@@ -72,6 +73,10 @@ def run_assistant(args: list[str]) -> int:
             from .cli_batch import run_print
 
             return run_print(options, profile, sessions)
+        if options.json:
+            from .cli_json import run_json_session
+
+            return run_json_session(options, profile, sessions)
         from .cli_repl import Repl
 
         repl = Repl(options, profile, sessions)

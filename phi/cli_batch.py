@@ -39,7 +39,11 @@ class JsonLines:
     def __call__(self, event: Any) -> None:
         from .events import event_to_json
 
-        line = json.dumps(event_to_json(event), ensure_ascii=False, separators=(",", ":"))
+        self.write(event_to_json(event))
+
+    def write(self, data: dict[str, Any]) -> None:
+        """One JSON object as one line."""
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
             if self.closed:
                 return

@@ -57,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
                                 "without -p). Other commands: phi demo, phi conformance, phi export, phi version.")
     p.add_argument("-p", "--print", dest="prompt", metavar="TASK", help="run TASK (- reads it from stdin), print the "
                    "final answer, exit (status 0 when the run succeeded)")
-    p.add_argument("--json", action="store_true", help="with -p: write every event as one JSON line instead")
+    p.add_argument("--json", action="store_true", help="write every event as one JSON line; with -p for "
+                   "one task, else commands are read from stdin as JSON lines (see phi.cli_json)")
     p.add_argument("--model", "-m", help="model id, e.g. claude-sonnet-4-5, gpt-5.2-codex, gemini-2.5-pro")
     p.add_argument("--provider", choices=sorted(PROVIDER_ALIASES), help="which service (default: from the "
                    "model name, else the first API key found)")
@@ -78,8 +79,6 @@ def parser() -> argparse.ArgumentParser:
 def parse(argv: list[str]) -> CliOptions:
     """Parse ``argv``; argparse exits with status 2 on bad arguments."""
     ns = parser().parse_args(argv)
-    if ns.json and ns.prompt is None:
-        parser().error("--json needs -p TASK")
     if ns.prompt == "-":
         import sys
 

@@ -48,9 +48,9 @@ def test_base_url_and_model_reach_the_profile():
     assert (profile.id, profile.model, profile.model_config.base_url) == ("openai", "gpt-5-mini", "http://127.0.0.1:9")
 
 
-def test_json_without_print_is_refused():
+def test_bad_arguments_exit_2():
     with pytest.raises(SystemExit) as caught:
-        parse(["--json"])
+        parse(["--approve", "sometimes"])
     assert caught.value.code == 2
 
 
