@@ -88,12 +88,18 @@ def parse(argv: list[str]) -> CliOptions:
     return CliOptions(**vars(ns))
 
 
-def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> Path:
+def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the ``phi`` command keeps sessions: ``$PHI_HOME/sessions``, PHI_HOME defaulting to ``~/.phi``
+    (``phi export`` reads them from here too)."""
     env = os.environ if env is None else env
+    return Path(env.get("PHI_HOME") or Path("~/.phi").expanduser()) / "sessions"
+
+
+def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> Path:
+    """``--sessions-dir`` if given, else :func:`default_sessions_dir`."""
     if options.sessions_dir:
         return Path(options.sessions_dir).expanduser()
-    home = env.get("PHI_HOME") or str(Path("~/.phi").expanduser())
-    return Path(home) / "sessions"
+    return default_sessions_dir(env)
 
 
 def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None) -> str:
@@ -132,4 +138,4 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "default_sessions_dir", "APPROVAL_MODES", "THINKING_LEVELS"]

@@ -304,3 +304,13 @@ def test_on_a_terminal_a_running_call_shows_a_line_that_its_end_replaces():
     assert lines[0] == "[1] … shell(command=make)"  # another call started meanwhile: it stays
     assert lines[1].startswith("[2] … shell(command=ls)\r\x1b[2K[2] ✓ shell(command=ls) ")  # replaced in place
     assert lines[2].startswith("[1] ✓ shell(command=make) ") and lines[3] == ""
+
+
+def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
+    from pathlib import Path
+
+    from phi.cli_options import default_sessions_dir, sessions_dir
+
+    assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
+    assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
+    assert sessions_dir(CliOptions(sessions_dir=str(tmp_path / "x")), {"PHI_HOME": "/elsewhere"}) == tmp_path / "x"
