@@ -56,21 +56,27 @@ class JsonLines:
             self.on_closed()
 
 
-def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: TextIO | None = None,
-              err: TextIO | None = None) -> int:
-    """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
+def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
+    """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
+    asked is denied), resumed when ``--resume``, recorded into ``sessions``."""
     from .coding import Session, SessionConfig
     from .tools.environment import LocalExecutionEnvironment
 
-    out, err = out or sys.stdout, err or sys.stderr
-    effort = None if options.thinking in (None, "off") else options.thinking
     gate = ApprovalGate(options.approve or "off", interactive=False)
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
-                      SessionConfig(approval=gate, reasoning_effort=effort))
+                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort()))
     if options.resume:
         sessions.restore(options.resume, session.agent)
         session.id = session.agent.session_id
     sessions.attach(session.agent)
+    return session
+
+
+def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: TextIO | None = None,
+              err: TextIO | None = None) -> int:
+    """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
+    out, err = out or sys.stdout, err or sys.stderr
+    session = unattended_session(options, profile, sessions)
     lines = JsonLines(out, on_closed=session.agent.abort)
     if options.json:
         session.agent.subscribe(lines)
@@ -111,4 +117,4 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]
+__all__ = ["run_print", "unattended_session", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from typing import Any, TextIO
 
-from .cli_approval import ApprovalGate
-from .cli_batch import EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines
+from .cli_batch import EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines, unattended_session
 from .cli_options import CliOptions
 from .cli_sessions import CliSessions
 
@@ -44,7 +42,6 @@ class JsonSession:
         self.lines = lines
         self.stream: Any = None
         self.outcome = ""
-        self._lock = threading.Lock()
 
     def error(self, message: str) -> None:
         self.lines.write({"type": "CommandError", "message": message})
@@ -84,18 +81,8 @@ class JsonSession:
 def run_json_session(options: CliOptions, profile: Any, sessions: CliSessions, stdin: TextIO | None = None,
                      out: TextIO | None = None) -> int:
     """Serve commands from ``stdin`` until it ends (see the module docstring)."""
-    from .coding import Session, SessionConfig
-    from .tools.environment import LocalExecutionEnvironment
-
     stdin, out = stdin or sys.stdin, out or sys.stdout
-    effort = None if options.thinking in (None, "off") else options.thinking
-    gate = ApprovalGate(options.approve or "off", interactive=False)
-    session = Session(profile, LocalExecutionEnvironment(options.cwd),
-                      SessionConfig(approval=gate, reasoning_effort=effort))
-    if options.resume:
-        sessions.restore(options.resume, session.agent)
-        session.id = session.agent.session_id
-    sessions.attach(session.agent)
+    session = unattended_session(options, profile, sessions)
     lines = JsonLines(out, on_closed=session.agent.abort)
     session.agent.subscribe(lines)
     driver = JsonSession(session, lines)

@@ -51,6 +51,10 @@ class CliOptions:
     resume: str | None = None
     color: str = "auto"
 
+    def reasoning_effort(self) -> str | None:
+        """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
+        return None if self.thinking in (None, "off") else self.thinking
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="phi", description="A coding assistant in your terminal (interactive "

@@ -115,7 +115,7 @@ class Repl:
         self.gate = ApprovalGate(options.approve or "smart")
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd, live=self.out.isatty())
-        self.reasoning_effort = None if options.thinking in (None, "off") else options.thinking
+        self.reasoning_effort = options.reasoning_effort()
         self.plan_mode = False
         self.session: Session = self._new_session()
 
