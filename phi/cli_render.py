@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from .types import Usage
 #: how many diff lines are shown before "... N more lines"
 DIFF_LINES = 60
 GAUGE_WIDTH = 10
+LIVE_REFRESH_S = 0.1  # at most this often a running call's line shows its latest output
 _PATCH_PATHS = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _PATH_KEYS = ("file_path", "path", "absolute_path")
 
@@ -161,6 +163,7 @@ class ToolCall:
     output: str = ""
     is_error: bool = False
     diff: list[str] = field(default_factory=list)
+    shown_at: float = 0.0  # when its running line was last rewritten
 
 
 class Renderer:
@@ -260,9 +263,31 @@ class Renderer:
         if self.live:
             with self._lock:
                 self.fresh_line()
-                self.write(f"{self.style('grey', f'[{call.number}]')} … {self.style('bold', call.name)}"
-                           f"({short_arguments(call.arguments)})")
-                self._open_call = call.number
+                self._running_line(call, "")
+
+    def _running_line(self, call: ToolCall, tail: str) -> None:
+        """The line of a call that runs: cut to the terminal's width, so that ``\r`` can rewrite it."""
+        text = f"[{call.number}] … {call.name}({short_arguments(call.arguments)})"
+        if tail:
+            text += f" · {' '.join(tail.split())}"
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        self.write(self.style("dim", text if len(text) <= width else text[:width - 1] + "…"))
+        self._open_call = call.number
+
+    def _tool_output(self, data: dict[str, Any]) -> None:
+        """Output of a running call: its last line, on the call's running line (terminals only)."""
+        with self._lock:
+            call = self._by_id.get(data.get("call_id", ""))
+            if call is None or not self.live:
+                return
+            call.output += data.get("delta") or ""
+            now = time.monotonic()
+            if self._open_call != call.number or now - call.shown_at < LIVE_REFRESH_S:
+                return
+            call.shown_at = now
+            lines = [line for line in call.output.splitlines() if line.strip()]
+            self.write("\r\x1b[2K")
+            self._running_line(call, lines[-1] if lines else data.get("progress") or "")
 
     def _tool_end(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -329,6 +354,7 @@ _HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
     EventKind.ASSISTANT_TEXT_DELTA: Renderer._text_delta,
     EventKind.ASSISTANT_TEXT_END: Renderer._text_end,
     EventKind.TOOL_CALL_START: Renderer._tool_start,
+    EventKind.TOOL_CALL_OUTPUT_DELTA: Renderer._tool_output,
     EventKind.TOOL_CALL_END: Renderer._tool_end,
     EventKind.STEERING_INJECTED: Renderer._steering,
     EventKind.LOOP_DETECTION: Renderer._notice,

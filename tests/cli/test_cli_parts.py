@@ -314,3 +314,19 @@ def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
     assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
     assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
     assert sessions_dir(CliOptions(sessions_dir=str(tmp_path / "x")), {"PHI_HOME": "/elsewhere"}) == tmp_path / "x"
+
+
+def test_a_running_call_line_shows_its_latest_output_line(monkeypatch):
+    import phi.cli_render as render
+
+    monkeypatch.setattr(render, "LIVE_REFRESH_S", 0.0)
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "make"}))
+    renderer.on_event(_event(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id="a", tool_name="shell", delta="cc a.c\ncc b"))
+    renderer.on_event(_event(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id="a", tool_name="shell", delta=".c\n"))
+    assert out.getvalue().endswith("\r\x1b[2K[1] … shell(command=make) · cc b.c")
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False,
+                             output="cc a.c\ncc b.c\n"))
+    assert out.getvalue().split("\r\x1b[2K")[-1].startswith("[1] ✓ shell(command=make) ")
+    assert renderer.calls[0].output == "cc a.c\ncc b.c\n"  # the full output, not the deltas twice
