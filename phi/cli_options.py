@@ -138,6 +138,11 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
     if model is not None and not options.provider:
         options = CliOptions(**{**vars(options), "model": model})
     profile_id = choose_profile_id(options, env)
+    names = KEY_VARIABLES[profile_id]
+    environment = os.environ if env is None else env
+    if not options.base_url and not any(environment.get(name, "").strip() for name in names):
+        raise NoModel(f"the {profile_id} models need {' or '.join(names)}: set it, or try phi without a key: "
+                      "phi --offline")
     return create_profile(profile_id, model or options.model, base_url=options.base_url)
 
 

@@ -330,3 +330,12 @@ def test_a_running_call_line_shows_its_latest_output_line(monkeypatch):
                              output="cc a.c\ncc b.c\n"))
     assert out.getvalue().split("\r\x1b[2K")[-1].startswith("[1] ✓ shell(command=make) ")
     assert renderer.calls[0].output == "cc a.c\ncc b.c\n"  # the full output, not the deltas twice
+
+
+def test_a_model_whose_key_is_missing_is_refused_up_front():
+    with pytest.raises(NoModel, match="openai models need OPENAI_API_KEY"):
+        make_profile(CliOptions(model="gpt-5"), env={"ANTHROPIC_API_KEY": "k"})
+    with pytest.raises(NoModel, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
+        make_profile(CliOptions(provider="gemini"), env={})
+    assert make_profile(CliOptions(model="gpt-5"), env={"OPENAI_API_KEY": "k"}).id == "openai"
+    assert make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={}).id == "openai"  # a proxy
