@@ -204,6 +204,18 @@ class Renderer:
                 self.write("\n")
             self._mode = ""
 
+    def clear_running_line(self, call_id: str) -> None:
+        """If the cursor is on the running line of ``call_id``, erase it (a question takes its place)."""
+        with self._lock:
+            call = self._by_id.get(call_id)
+            if call is not None:
+                self._erase_running(call.number)
+
+    def _erase_running(self, number: int) -> None:
+        if self._open_call == number:  # nothing was written since the call's running line
+            self.write("\r\x1b[2K")
+            self._column = 0
+
     def after_typing(self) -> None:
         """The person pressed Enter: the terminal's cursor is at the start of a line."""
         with self._lock:
@@ -304,9 +316,7 @@ class Renderer:
                 f"({short_arguments(call.arguments)}) {self.style('grey', f'{seconds:.1f}s')} · "
                 f"{summary(text or '')}")
         with self._lock:
-            if self._open_call == call.number:  # nothing was written since its running line: replace it
-                self.write("\r\x1b[2K")
-                self._column = 0
+            self._erase_running(call.number)
             self.line(head)
             if call.diff:
                 shown = colour_diff(call.diff[:DIFF_LINES], self.style)
