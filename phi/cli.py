@@ -86,6 +86,9 @@ def run_assistant(args: list[str]) -> int:
     except PhiError as error:
         sys.stderr.write(f"phi: {error}\n")
         return 2
+    except KeyboardInterrupt:  # before the session was up, or while it was being closed
+        sys.stderr.write("phi: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

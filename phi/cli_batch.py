@@ -99,8 +99,11 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
         _silence(out)
         return EXIT_FAILED
     if not options.json:
-        out.write(result.text.rstrip("\n") + "\n")
-        out.flush()
+        try:
+            out.write(result.text.rstrip("\n") + "\n")
+            out.flush()
+        except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
+            _silence(out)
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
     err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}\n")
