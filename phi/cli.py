@@ -3,7 +3,7 @@
 * ``phi`` — an interactive coding session in the current directory (:mod:`phi.cli_repl`);
 * ``phi -p TASK [--json]`` — one run for scripts and CI (:mod:`phi.cli_batch`);
 * ``phi --json`` — a session driven by JSON commands on stdin (:mod:`phi.cli_json`);
-* ``phi demo``, ``phi conformance ...``, ``phi version``, and the commands in :data:`SUBCOMMANDS`.
+* ``phi demo``, ``phi conformance ...``, ``phi export ...``, ``phi version``: :data:`SUBCOMMANDS`.
 
 Options and the choice of model: :mod:`phi.cli_options`.
 """
@@ -33,20 +33,30 @@ def _version(args: list[str]) -> int:
     return 0
 
 
+def _export(args: list[str]) -> int:
+    try:
+        from .cli_export import main as export
+    except ImportError:
+        sys.stderr.write("phi: phi export needs phi.cli_export, which this installation lacks\n")
+        return 2
+    return export(args)
+
+
 def _help(args: list[str]) -> int:
     from .cli_options import parser
 
     parser().print_help(sys.stdout)
     sys.stdout.write("\nother commands:\n  phi demo [--provider scripted|anthropic|openai] [QUESTION]\n"
-                     "  phi conformance run [--driver CMD] [--filter GLOB]\n  phi version\n")
+                     "  phi conformance run [--driver CMD] [--filter GLOB]\n"
+                     "  phi export SESSION_ID --html FILE\n  phi version\n")
     return 0
 
 
-#: ``phi NAME ...`` runs SUBCOMMANDS[NAME](the remaining arguments). Add new commands here
-#: (e.g. ``"export": <phi.cli_export.main>``).
+#: ``phi NAME ...`` runs SUBCOMMANDS[NAME](the remaining arguments). Add new commands here.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "demo": _demo,
     "conformance": _conformance,
+    "export": _export,  # phi export SESSION_ID --html FILE (phi.cli_export)
     "version": _version,
     "help": _help,
 }

@@ -339,3 +339,18 @@ def test_a_model_whose_key_is_missing_is_refused_up_front():
         make_profile(CliOptions(provider="gemini"), env={})
     assert make_profile(CliOptions(model="gpt-5"), env={"OPENAI_API_KEY": "k"}).id == "openai"
     assert make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={}).id == "openai"  # a proxy
+
+
+def test_phi_export_is_dispatched_to_the_export_command(monkeypatch, capsys):
+    import sys
+    import types
+
+    from phi.cli import main
+
+    calls = []
+    fake = types.ModuleType("phi.cli_export")
+    fake.main = lambda argv: calls.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
+    assert main(["export", "abc", "--html", "out.html"]) == 7 and calls == [["abc", "--html", "out.html"]]
+    monkeypatch.setitem(sys.modules, "phi.cli_export", None)
+    assert main(["export", "abc"]) == 2 and "phi export needs phi.cli_export" in capsys.readouterr().err

@@ -32,9 +32,14 @@ def wire(model) -> list[str]:
 
 
 def events_of(stdout: str) -> list[dict]:
+    """The --json lines: each valid against the schema, together a well-formed run (the invariants the
+    conformance suite checks: bracketing, turns, deltas that add up to the messages, tool calls)."""
+    from phi.conformance.invariants import check
+
     events = [json.loads(line) for line in stdout.splitlines()]
     for event in events:
         VALIDATOR.validate(event)
+    assert check(events, events[-1]["messages"]) == []
     return events
 
 
