@@ -94,3 +94,15 @@ def test_resume_flag_at_start_and_sessions_list(launch, model):
     second.prompt()
     second.send_line("Still there?")
     second.expect("Still here.")
+
+
+def test_a_pasted_block_of_lines_is_one_input(launch, model):
+    """Terminals wrap a paste in bracketed-paste marks; readline keeps its newlines in one input."""
+    model.script("Pasted line A", Turn("Got the paste."))
+    phi = launch()
+    phi.prompt()
+    phi.send("\x1b[200~Pasted line A\nline B\nline C\x1b[201~\r")
+    phi.expect("Got the paste.")
+    phi.prompt()
+    (request,) = model.requests_of("Pasted line A")
+    assert user_texts("anthropic", request) == ["Pasted line A\nline B\nline C"]
