@@ -109,12 +109,14 @@ class Repl:
         self.sessions = sessions
         self.out = out or sys.stdout
         self.term = Terminal(stdin or sys.stdin, self.out)
-        enabled = options.color == "always" or (options.color == "auto" and self.out.isatty()
+        terminal = self.out.isatty() and os.environ.get("TERM") != "dumb"
+        enabled = options.color == "always" or (options.color == "auto" and terminal
                                                   and os.environ.get("NO_COLOR") is None)
         self.style = Style(enabled)
         self.gate = ApprovalGate(options.approve or "smart")
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
-                                 tool_kind=self._tool_kind, cwd=options.cwd, live=self.out.isatty())
+                                 tool_kind=self._tool_kind, cwd=options.cwd,
+                                 live=terminal and options.color != "never")
         self.reasoning_effort = options.reasoning_effort()
         self.plan_mode = False
         self.session: Session = self._new_session()
