@@ -1,0 +1,204 @@
+"""The git snapshot of the system prompt (seed 004 §6.4).
+
+Taken once at session start by running ``git`` in the working directory: the current branch, how
+many files are staged, modified, deleted, conflicted or untracked (counts, never the diff; an
+untracked directory counts once, as ``git status`` lists it), and the subjects of the last few
+commits. The model can always run ``git`` through the shell tool for the
+current state; the snapshot only orients it.
+
+Every ``git`` call has a timeout, does not take optional locks (``--no-optional-locks``: a snapshot
+never rewrites the index), ignores the variables that would point git at another repository, and
+runs with a fixed locale. Outside a work tree, without a ``git`` executable, or when git fails or
+hangs, :func:`git_snapshot` returns None (logged at debug level) and the prompt simply has no git
+section.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..log import get_logger
+
+__all__ = ["GitSnapshot", "git_snapshot", "git_root", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
+
+log = get_logger("phi.coding.git_context")
+
+#: How many recent commit subjects the snapshot keeps.
+DEFAULT_COMMIT_COUNT = 5
+#: Seconds one git command may take before the snapshot gives up on it.
+GIT_TIMEOUT_S = 5.0
+#: Longest commit subject kept (characters); longer ones end with "...".
+MAX_SUBJECT_CHARS = 200
+
+# Variables that make git look at another repository than the one around the working directory
+# (set, for example, while running inside a git hook).
+_REPOSITORY_VARIABLES = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES",
+)
+
+
+@dataclass(frozen=True)
+class GitSnapshot:
+    """What :func:`git_snapshot` saw. ``branch`` is None on a detached HEAD (then ``head`` names the commit)."""
+
+    root: str
+    branch: str | None
+    head: str | None = None  # short commit id; None before the first commit
+    upstream: str | None = None
+    ahead: int = 0
+    behind: int = 0
+    staged: int = 0
+    modified: int = 0
+    deleted: int = 0
+    conflicted: int = 0
+    untracked: int = 0
+    recent_commits: tuple[str, ...] = field(default=())  # "abc1234 subject", newest first
+
+    @property
+    def is_clean(self) -> bool:
+        return not (self.staged or self.modified or self.deleted or self.conflicted or self.untracked)
+
+    def branch_label(self) -> str:
+        """The branch name, or ``(detached at abc1234)`` / ``(detached HEAD)``."""
+        if self.branch is not None:
+            return self.branch
+        return f"(detached at {self.head})" if self.head else "(detached HEAD)"
+
+    def status_summary(self) -> str:
+        """``clean`` or counts such as ``1 staged, 2 modified, 3 untracked``."""
+        counts = [(self.staged, "staged"), (self.modified, "modified"), (self.deleted, "deleted"),
+                  (self.conflicted, "conflicted"), (self.untracked, "untracked")]
+        shown = [f"{n} {label}" for n, label in counts if n]
+        return ", ".join(shown) if shown else "clean"
+
+    def render(self) -> str:
+        """The ``<git>`` section of the system prompt."""
+        branch = self.branch_label()
+        if self.upstream:
+            branch += f" (tracking {self.upstream}; ahead {self.ahead}, behind {self.behind})"
+        lines = ["<git>", f"Branch: {branch}", f"Status: {self.status_summary()}"]
+        if self.recent_commits:
+            lines.append("Recent commits (newest first):")
+            lines += [f"- {subject}" for subject in self.recent_commits]
+        elif self.head is None:
+            lines.append("Recent commits: none yet")
+        lines.append("This is a snapshot from the start of the session; run git through the shell tool "
+                     "for the current state.")
+        lines.append("</git>")
+        return "\n".join(lines)
+
+
+def _git_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+def _run_git(cwd: str, args: Sequence[str], timeout: float) -> str | None:
+    """stdout of ``git args`` in ``cwd``, or None when git is missing, fails or times out."""
+    command = ["git", "--no-optional-locks", "-c", "core.quotepath=off", "-c", "log.showSignature=false", *args]
+    try:
+        done = subprocess.run(command, cwd=cwd, env=_git_environment(), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        log.debug("git %s in %s took longer than %.1fs; no git snapshot", args[0], cwd, timeout)
+        return None
+    except OSError as exc:  # no git executable, or cwd missing / not a directory
+        log.debug("git %s in %s could not run: %s", args[0], cwd, exc)
+        return None
+    if done.returncode != 0:
+        log.debug("git %s in %s exited %d: %s", args[0], cwd, done.returncode,
+                  done.stderr.decode("utf-8", "replace").strip()[:200])
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S) -> str | None:
+    """The top directory of the work tree around ``cwd``, or None outside one (or without git)."""
+    out = _run_git(os.fspath(cwd), ["rev-parse", "--show-toplevel"], timeout)
+    root = out.strip() if out else ""
+    return root or None
+
+
+@dataclass
+class _Status:
+    headers: dict[str, str] = field(default_factory=dict)
+    staged: int = 0
+    modified: int = 0
+    deleted: int = 0
+    conflicted: int = 0
+    untracked: int = 0
+
+
+def _parse_status(text: str) -> _Status:
+    """Branch headers and counts from ``git status --porcelain=v2 --branch -z``."""
+    status = _Status()
+    records = iter(text.split("\0"))
+    for record in records:
+        kind, _, rest = record.partition(" ")
+        if kind == "#":  # "# branch.oid abc...", "# branch.head main", "# branch.ab +1 -0", ...
+            key, _, value = rest.partition(" ")
+            status.headers[key] = value
+        elif kind in ("1", "2"):  # ordinary change / rename or copy: "<XY> ..."; "." means unchanged
+            if len(rest) < 2:
+                continue
+            index, worktree = rest[0], rest[1]
+            status.staged += index != "."
+            status.deleted += worktree == "D"
+            status.modified += worktree not in (".", "D")
+            if kind == "2":
+                next(records, None)  # a rename's original path is the following field
+        elif kind == "u":
+            status.conflicted += 1
+        elif kind == "?":
+            status.untracked += 1
+    return status
+
+
+def _ahead_behind(value: str) -> tuple[int, int]:
+    parts = value.split()  # "+1 -2"
+    try:
+        return (abs(int(parts[0])), abs(int(parts[1]))) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        return 0, 0
+
+
+def _subject(line: str) -> str:
+    return line if len(line) <= MAX_SUBJECT_CHARS else line[:MAX_SUBJECT_CHARS - 3] + "..."
+
+
+def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
+                 timeout: float = GIT_TIMEOUT_S) -> GitSnapshot | None:
+    """Branch, status counts and the last ``commits`` subjects of the repository around ``cwd``.
+
+    None outside a git work tree, when ``git`` is not installed, or when a git command fails or
+    takes longer than ``timeout`` seconds.
+    """
+    where = os.fspath(cwd)
+    root = git_root(where, timeout=timeout)
+    if root is None:
+        return None
+    status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout)
+    if status is None:
+        return None
+    parsed = _parse_status(status)
+    oid = parsed.headers.get("branch.oid", "")
+    head_name = parsed.headers.get("branch.head", "")
+    has_commits = bool(oid) and oid != "(initial)"
+    log_text = _run_git(where, ["log", f"-n{commits}", "--no-color", "--format=%h %s"], timeout) \
+        if has_commits and commits > 0 else ""
+    ahead, behind = _ahead_behind(parsed.headers.get("branch.ab", ""))
+    return GitSnapshot(
+        root=root,
+        branch=None if head_name in ("", "(detached)") else head_name,
+        head=oid[:7] if has_commits else None,
+        upstream=parsed.headers.get("branch.upstream") or None,
+        ahead=ahead, behind=behind,
+        staged=parsed.staged, modified=parsed.modified, deleted=parsed.deleted,
+        conflicted=parsed.conflicted, untracked=parsed.untracked,
+        recent_commits=tuple(_subject(line) for line in (log_text or "").splitlines() if line),
+    )
