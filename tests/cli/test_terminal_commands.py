@@ -17,7 +17,7 @@ def test_offline_session_streams_thinking_dimmed_and_hides_it_on_request(project
         assert "\x1b[2mthinking: \x1b[0m" in phi.raw.decode()
         phi.expect(r"\[1\] ✓ glob\(pattern=\*\)")
         phi.expect(r"I found: notes\.txt")
-        phi.expect(r"offline-scripted · in \d+ out \d+ .* unknown \(session unknown\)")
+        phi.expect(r"offline-scripted · in [\d,]+ out [\d,]+ .* unknown \(session unknown\)")
         phi.prompt()
         phi.send_line("/thinking hide")
         phi.expect("thinking hidden")
