@@ -18,10 +18,12 @@ class SlowServer(ScriptedModelServer):
 
     def __init__(self) -> None:
         super().__init__()
-        self.pacing: dict[str, tuple[int, float]] = {}
+        self.pacing: dict[str, dict[str, Any]] = {}
 
-    def slow(self, key: str, chunk_size: int = 64, delay: float = 0.1) -> SlowServer:
-        self.pacing[key] = (chunk_size, delay)
+    def slow(self, key: str, chunk_size: int = 64, delay: float = 0.1, silent_after: int | None = None) -> SlowServer:
+        """Replies of this conversation come ``chunk_size`` bytes every ``delay`` s; with ``silent_after``
+        the server sends that many body bytes, then nothing more (the socket stays open)."""
+        self.pacing[key] = {"chunk_size": chunk_size, "delay": delay, "silent_after": silent_after}
         return self
 
     def _respond_scripted(self, request: Any) -> Any:
@@ -29,9 +31,9 @@ class SlowServer(ScriptedModelServer):
         from coding.wire import first_user_text, protocol_of
 
         first = first_user_text(protocol_of(request.path), request.json())
-        for key, (size, delay) in self.pacing.items():
+        for key, pacing in self.pacing.items():
             if first.startswith(key):
-                return replace(reply, chunk_size=size, delay=delay)
+                return replace(reply, **pacing)
         return reply
 
 

@@ -193,3 +193,23 @@ def test_ctrl_c_while_a_command_runs_stops_it_and_the_prompt_returns(launch, mod
     time.sleep(0.3)
     assert not (project / "finished.txt").exists()
     assert len(model.requests_of("Wait for it")) == 1  # nothing was sent to the model after the abort
+
+
+def test_ctrl_c_while_the_server_has_gone_silent_mid_reply_returns_the_prompt(launch, model):
+    model.script("Hang after a bit", Turn("The beginning " + "x" * 300), Turn("recovered"))
+    model.slow("Hang after a bit", chunk_size=100, delay=0.05, silent_after=900)  # inside the text
+    phi = launch()
+    phi.prompt()
+    phi.send_line("Hang after a bit")
+    phi.expect("The beginning")
+    time.sleep(0.3)  # the stream is now stalled: no bytes, no end
+    phi.mark()
+    sent = time.monotonic()
+    phi.ctrl_c()
+    phi.expect(r"aborted — the conversation is kept")
+    phi.expect(r"› $")
+    with phi._lock:
+        back = phi.stamps[-1][0]
+    print(f"prompt back {(back - sent) * 1000:.0f} ms after Ctrl+C on a silent stream")
+    assert back - sent < 0.5
+    phi.exchange("Go on", "recovered")
