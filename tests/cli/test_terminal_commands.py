@@ -106,3 +106,15 @@ def test_a_pasted_block_of_lines_is_one_input(launch, model):
     phi.prompt()
     (request,) = model.requests_of("Pasted line A")
     assert user_texts("anthropic", request) == ["Pasted line A\nline B\nline C"]
+
+
+def test_thinking_level_reaches_the_model_request(launch, model):
+    model.script("Think first", Turn("quick"), Turn("deep"))
+    phi = launch()
+    phi.prompt()
+    phi.exchange("Think first", "quick")
+    phi.exchange("/thinking high", "reasoning effort: high · thinking shown")
+    phi.exchange("Now think hard", "deep")
+    before, after = model.requests_of("Think first")
+    assert "thinking" not in before
+    assert after["thinking"]["type"] == "enabled" and after["thinking"]["budget_tokens"] > 0
