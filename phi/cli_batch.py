@@ -56,6 +56,13 @@ class JsonLines:
             self.on_closed()
 
 
+def interrupt_turn(session: Any) -> None:
+    """Stop the running input (its model call, commands and sub-agents) but keep the session: the
+    conversation goes on with the next input. (``Session.abort`` would close the session.)"""
+    session.subagents.abort_all()
+    session.agent.abort()
+
+
 def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
     asked is denied), resumed when ``--resume``, recorded into ``sessions``."""
@@ -85,7 +92,7 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
         try:
             result = stream.result()
         except KeyboardInterrupt:
-            session.agent.abort()
+            interrupt_turn(session)
             stream.result(timeout=10)
             err.write("phi: interrupted\n")
             return EXIT_INTERRUPTED
@@ -120,4 +127,4 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "unattended_session", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from .cli_batch import EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines, unattended_session
+from .cli_batch import EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines, interrupt_turn, unattended_session
 from .cli_options import CliOptions
 from .cli_sessions import CliSessions
 
@@ -52,7 +52,7 @@ class JsonSession:
     def handle(self, command: dict[str, Any]) -> None:
         kind, text = command.get("type"), command.get("text")
         if kind == "abort":
-            self.session.agent.abort()
+            interrupt_turn(self.session)
             return
         if kind not in ("prompt", "steer", "follow_up"):
             self.error(f"unknown command type {kind!r}: use prompt, steer, follow_up or abort")

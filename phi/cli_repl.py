@@ -20,6 +20,7 @@ import threading
 from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
+from .cli_batch import interrupt_turn
 from .cli_options import CliOptions
 from .cli_render import Renderer, Style, context_estimate
 from .cli_sessions import CliSessions
@@ -289,7 +290,7 @@ class Repl:
     def _interrupt(self, stream: Any) -> Any:
         """Ctrl+C during a run: stop the run, keep the session."""
         self.gate.deny_all("the run was aborted")
-        self.session.agent.abort()
+        interrupt_turn(self.session)
         while True:
             try:
                 result = stream.result(timeout=ABORT_WAIT_S)

@@ -89,3 +89,22 @@ def test_end_of_input_waits_for_the_run_and_exits_0(model, project, phi_home):
     assert phi.end() == 0
     (end,) = ends(phi.lines)
     assert end["outcome"] == "completed" and end["messages"][-1]["content"][0]["text"] == "the answer"
+
+
+def test_abort_stops_the_sub_agents_of_the_run_too(model, project, phi_home):
+    model.script("Child task", Turn("", [Call("shell", {"command": "sleep 2; touch child-done.txt"})]), Turn("child ok"))
+    model.script("Delegate", Turn("", [Call("spawn_agent", {"task": "Child task: wait and touch a file"})]),
+                 Turn("Waiting " + "for the child " * 300))
+    model.slow("Delegate", chunk_size=300, delay=0.1)
+    phi = Driven(["--provider", "anthropic", "--base-url", model.url], project, phi_home)
+    phi.send({"type": "prompt", "text": "Delegate"})
+    phi.wait_for(lambda e: e["type"] == "MessageUpdate" and "Waiting" in e["delta"]["delta"])
+    deadline = time.monotonic() + 20
+    while not model.requests_of("Child task") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the child's command is running
+    phi.send({"type": "abort"})
+    phi.wait_for(lambda e: e["type"] == "AgentEnd")
+    time.sleep(2.5)
+    assert not (project / "child-done.txt").exists(), "the sub-agent went on after the abort"
+    assert phi.end() == 1
