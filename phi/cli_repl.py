@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
 from .cli_batch import interrupt_turn
-from .cli_options import CliOptions
+from .cli_options import CliOptions, default_sessions_dir
 from .cli_render import Renderer, Style, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
@@ -32,6 +32,7 @@ log = logging.getLogger("phi.cli")
 #: how long the main thread waits for a line of steering before looking at the run again
 POLL_S = 0.05
 ABORT_WAIT_S = 10.0
+HISTORY_LINES = 1000
 PLAN_INSTRUCTIONS = ("You are in plan mode: you can only read. Study the request and the code, then answer "
                      "with a numbered plan of the changes you would make. Do not try to change anything yet.")
 
@@ -39,7 +40,7 @@ PLAN_INSTRUCTIONS = ("You are in plan mode: you can only read. Study the request
 class Terminal:
     """Reading lines: blocking at the prompt, polled while a run streams (see the module docstring)."""
 
-    def __init__(self, stdin: TextIO, out: TextIO) -> None:
+    def __init__(self, stdin: TextIO, out: TextIO, history: str | None = None) -> None:
         self.stdin = stdin
         self.out = out
         try:
@@ -48,8 +49,26 @@ class Terminal:
             self.fd = None
         self.tty = self.fd is not None and os.isatty(self.fd)
         self._pending = b""
-        if self.tty:
-            import readline  # noqa: F401  (line editing and history for input())
+        self.history = history if self.tty else None  # readline's history file, kept between runs
+        if self.history is not None:
+            import readline  # line editing and history for input()
+
+            readline.set_history_length(HISTORY_LINES)
+            try:
+                readline.read_history_file(self.history)
+            except OSError:
+                pass  # no history yet
+
+    def save_history(self) -> None:
+        if self.history is None:
+            return
+        import readline
+
+        try:
+            os.makedirs(os.path.dirname(self.history) or ".", exist_ok=True)
+            readline.write_history_file(self.history)
+        except OSError as error:
+            log.warning("could not save the input history to %s: %s", self.history, error)
 
     def unread(self, line: str) -> None:
         """Give ``line`` back: the next :meth:`prompt` returns it."""
@@ -109,7 +128,7 @@ class Repl:
         self.profile = profile
         self.sessions = sessions
         self.out = out or sys.stdout
-        self.term = Terminal(stdin or sys.stdin, self.out)
+        self.term = Terminal(stdin or sys.stdin, self.out, str(default_sessions_dir().parent / "history"))
         terminal = self.out.isatty() and os.environ.get("TERM") != "dumb"
         enabled = options.color == "always" or (options.color == "auto" and terminal
                                                   and os.environ.get("NO_COLOR") is None)
@@ -327,6 +346,7 @@ class Repl:
     def close(self) -> None:
         self.session.close()
         self.save(quiet=True)
+        self.term.save_history()
 
 
 __all__ = ["Repl", "Terminal", "PLAN_INSTRUCTIONS"]

@@ -118,3 +118,16 @@ def test_thinking_level_reaches_the_model_request(launch, model):
     before, after = model.requests_of("Think first")
     assert "thinking" not in before
     assert after["thinking"]["type"] == "enabled" and after["thinking"]["budget_tokens"] > 0
+
+
+def test_the_input_history_survives_a_restart(launch, model, phi_home):
+    model.script("Remember me in history", Turn("ok"), Turn("again"))
+    first = launch()
+    first.prompt()
+    first.exchange("Remember me in history", "ok")
+    assert first.close() == 0
+    assert "Remember me in history" in (phi_home / "history").read_text()
+    second = launch()
+    second.prompt()
+    second.send("\x1b[A\x1b[A\r")  # Up twice: past /quit to the input before it
+    second.expect("again")
