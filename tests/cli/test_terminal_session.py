@@ -10,6 +10,8 @@ from pathlib import Path
 
 from coding.wire import Call, Turn, user_texts
 
+from cli.terminal_helpers import PtyPhi
+
 
 def test_streamed_answer_appears_before_the_reply_ends_then_the_status_line(launch, model):
     text = "FIRST-PART of the answer, " + "more words flowing slowly, " * 8 + "LAST-PART."
@@ -213,3 +215,20 @@ def test_ctrl_c_while_the_server_has_gone_silent_mid_reply_returns_the_prompt(la
     print(f"prompt back {(back - sent) * 1000:.0f} ms after Ctrl+C on a silent stream")
     assert back - sent < 0.5
     phi.exchange("Go on", "recovered")
+
+
+def test_openai_profile_apply_patch_shows_the_diff_of_every_file(launch, model, project):
+    patch = ("*** Begin Patch\n*** Update File: notes.txt\n@@\n alpha\n-beta\n+BETA\n gamma\n"
+             "*** Add File: new.txt\n+fresh\n*** End Patch")
+    model.script("Patch the notes", Turn("", [Call("apply_patch", {"input": patch})]), Turn("Patched."))
+    phi = PtyPhi(["--provider", "openai", "--model", "gpt-5.2-codex", "--base-url", f"{model.url}/v1",
+                  "--approve", "off"], project, {"OPENAI_API_KEY": "sk-test", "PHI_HOME": str(project.parent / "h")})
+    try:
+        phi.prompt()
+        phi.exchange("Patch the notes", r"\[1\] ✓ apply_patch\(input=\*\*\* Begin Patch",
+                     r"--- a/notes\.txt\n\+\+\+ b/notes\.txt\n@@ .* @@\n alpha\n-beta\n\+BETA\n gamma\n"
+                     r"--- /dev/null\n\+\+\+ b/new\.txt\n@@ -0,0 \+1 @@\n\+fresh", "Patched.",
+                     r"gpt-5\.2-codex · in 116 out 46 · cache 0 read \(0%\) · \$0\.0008")  # two calls: summed
+    finally:
+        phi.close()
+    assert (project / "new.txt").read_text() == "fresh\n"
