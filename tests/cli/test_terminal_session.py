@@ -15,7 +15,7 @@ from cli.terminal_helpers import PtyPhi
 
 def test_streamed_answer_appears_before_the_reply_ends_then_the_status_line(launch, model):
     text = "FIRST-PART of the answer, " + "more words flowing slowly, " * 8 + "LAST-PART."
-    model.script("Explain", Turn(text)).slow("Explain", chunk_size=80, delay=0.15)
+    model.script("Explain", Turn(text)).slow("Explain", chunk_size=250, delay=0.1)
     phi = launch()
     phi.prompt()
     phi.send_line("Explain streaming")
