@@ -174,6 +174,7 @@ class Renderer:
         self.out = out
         self.live = live  # a terminal: a running call's line is shown, then rewritten when it ends
         self._open_call: int | None = None  # the call whose "running" line the cursor is on
+        self._asking = False  # a question waits for the person's answer
         self.style = style
         self.show_thinking = show_thinking
         self.tool_kind = tool_kind or (lambda name: "execute")
@@ -204,9 +205,12 @@ class Renderer:
                 self.write("\n")
             self._mode = ""
 
-    def clear_running_line(self, call_id: str) -> None:
-        """If the cursor is on the running line of ``call_id``, erase it (a question takes its place)."""
+    def begin_question(self, call_id: str) -> None:
+        """A question about ``call_id`` is about to be asked: its running line (if the cursor is on it)
+        is erased, and no running line is drawn until :meth:`after_typing`, so that nothing lands
+        between the question and what the person types."""
         with self._lock:
+            self._asking = True
             call = self._by_id.get(call_id)
             if call is not None:
                 self._erase_running(call.number)
@@ -219,6 +223,7 @@ class Renderer:
     def after_typing(self) -> None:
         """The person pressed Enter: the terminal's cursor is at the start of a line."""
         with self._lock:
+            self._asking = False
             self._column = 0
             self._open_call = None
 
@@ -274,6 +279,8 @@ class Renderer:
             call.before = {p: _read(self.cwd / p) for p in touched_paths(arguments)}
         if self.live:
             with self._lock:
+                if self._asking:
+                    return
                 self.fresh_line()
                 self._running_line(call, "")
 
@@ -290,7 +297,7 @@ class Renderer:
         """Output of a running call: its last line, on the call's running line (terminals only)."""
         with self._lock:
             call = self._by_id.get(data.get("call_id", ""))
-            if call is None or not self.live:
+            if call is None or not self.live or self._asking:
                 return
             call.output += data.get("delta") or ""
             now = time.monotonic()

@@ -292,7 +292,7 @@ class Repl:
         return stream.result()
 
     def _ask(self, question: Any) -> None:
-        self.renderer.clear_running_line(question.request.call_id)
+        self.renderer.begin_question(question.request.call_id)
         self.renderer.fresh_line()
         self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
                                                  "[y]es, [n]o, [a]lways for this session: "))

@@ -354,3 +354,15 @@ def test_phi_export_is_dispatched_to_the_export_command(monkeypatch, capsys):
     assert main(["export", "abc", "--html", "out.html"]) == 7 and calls == [["abc", "--html", "out.html"]]
     monkeypatch.setitem(sys.modules, "phi.cli_export", None)
     assert main(["export", "abc"]) == 2 and "phi export needs phi.cli_export" in capsys.readouterr().err
+
+
+def test_no_running_line_is_drawn_between_a_question_and_its_answer():
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.begin_question("a")  # the question came before the call's start event was drawn
+    renderer.write("? allow shell — ")
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "ls"}))
+    assert out.getvalue() == "? allow shell — "
+    renderer.after_typing()
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="x"))
+    assert out.getvalue().startswith("? allow shell — [1] ✓ shell(command=ls) ")

@@ -66,10 +66,11 @@ def test_the_screen_after_an_approved_write_and_ctrl_c_twice(project, phi_home):
         screen = term.wait_for("context [")
         rows = screen.splitlines()
         call_rows = [row for row in rows if row.startswith("[1]")]
-        assert len(call_rows) == 1 and call_rows[0].startswith("[1] ✓ write_file(file_path=hello.txt, content=hi there)")
+        assert len(call_rows) == 1, screen
+        assert call_rows[0].startswith("[1] ✓ write_file(file_path=hello.txt, content=hi there)"), screen
         start = rows.index(call_rows[0])
-        assert rows[start + 1:start + 5] == ["--- /dev/null", "+++ b/hello.txt", "@@ -0,0 +1 @@", "+hi there"]
-        assert any(row.startswith("offline-scripted · in ") for row in rows)
+        assert rows[start + 1:start + 5] == ["--- /dev/null", "+++ b/hello.txt", "@@ -0,0 +1 @@", "+hi there"], screen
+        assert any(row.startswith("offline-scripted · in ") for row in rows), screen
         assert (project / "hello.txt").read_text() == "hi there\n"
         term.wait_for_prompt()
         term.keys("C-c")
