@@ -102,6 +102,8 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
             sessions.save()
         except Exception as error:
             err.write(f"phi: could not save the session: {error}\n")
+    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
+        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if lines.closed:
         _silence(out)
         return EXIT_FAILED

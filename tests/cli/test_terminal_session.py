@@ -232,3 +232,15 @@ def test_openai_profile_apply_patch_shows_the_diff_of_every_file(launch, model, 
     finally:
         phi.close()
     assert (project / "new.txt").read_text() == "fresh\n"
+
+
+def test_print_mode_on_a_terminal_names_the_session_to_resume(model, project, phi_home):
+    model.script("Quick one", Turn("Quick answer."))
+    phi = PtyPhi(["-p", "Quick one", "--provider", "anthropic", "--base-url", model.url], project,
+                 {"ANTHROPIC_API_KEY": "sk-test", "PHI_HOME": str(phi_home)})
+    try:
+        found = phi.expect(r"Quick answer\.\nphi: session ([0-9a-f-]{36}) \(phi --resume \1\)")
+        assert phi.proc.wait(10) == 0
+        assert (phi_home / "sessions" / f"{found.group(1)}.json").exists()
+    finally:
+        phi.close()
