@@ -102,8 +102,6 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
             sessions.save()
         except Exception as error:
             err.write(f"phi: could not save the session: {error}\n")
-    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
-        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if lines.closed:
         _silence(out)
         return EXIT_FAILED
@@ -113,6 +111,8 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
             out.flush()
         except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
             _silence(out)
+    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
+        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
     err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}\n")
