@@ -80,21 +80,16 @@ class ProviderProfile:
 
     def build_system_prompt(self, environment: Any, *, tools: list[ToolDefinition] | None = None,
                             user_override: str | None = None) -> str:
-        """The layered system prompt (§6.1) for ``environment``: base instructions, the tool
-        summary, the environment block and git snapshot, project documents, ``user_override`` last.
-
-        The tool summary rides with the base instructions (the tools' guidance belongs there); the
-        layers after it are assembled by :func:`phi.coding.prompt.build_system_prompt`.
-        """
+        """The layered system prompt (§6.1) for ``environment``, assembled by
+        :func:`phi.coding.prompt.build_system_prompt`: base instructions, the environment block and
+        git snapshot, the summary of ``tools`` (default: all the profile's), project documents,
+        ``user_override`` last."""
         from .prompt import build_system_prompt
 
-        base = self.instructions()
-        summary = tool_summary(tools if tools is not None else self.tools())
-        if summary:
-            base = f"{base.rstrip()}\n\n{summary}"
         return build_system_prompt(self.id, environment, model=self.model, user_override=user_override,
                                    cwd=environment.working_directory(), knowledge_cutoff=self.knowledge_cutoff,
-                                   base=base)
+                                   base=self.instructions(),
+                                   tool_summary=tool_summary(tools if tools is not None else self.tools()))
 
     def with_model(self, model: str) -> ProviderProfile:
         """The same profile for another model of the same service (sub-agents' ``model``)."""
