@@ -99,6 +99,17 @@ class PtyPhi:
             self.expect(pattern)
         self.prompt()
 
+    def interrupt(self) -> float:
+        """Ctrl+C during a run: wait until the abort is reported and the prompt is back; returns the
+        seconds from the key to the output that brought the prompt."""
+        self.mark()
+        sent = time.monotonic()
+        self.ctrl_c()
+        self.expect(r"aborted — the conversation is kept")
+        self.expect(r"› $")
+        with self._lock:
+            return self.stamps[-1][0] - sent
+
     def ctrl_c(self) -> None:
         self.send("\x03")
 
