@@ -1,0 +1,132 @@
+"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (issue 15).
+
+``-p`` prints the final answer to stdout. ``--json`` instead writes every event of the run as one
+JSON object per line, in the shapes of the conformance suite (SPEC EVT-1, :func:`phi.events.event_to_json`):
+``AgentStart`` first, ``AgentEnd`` (with the outcome, messages and usage) last, so another program
+can watch or drive phi. Diagnostics go to stderr. The run is recorded like an interactive one, so
+``phi export`` and ``--resume`` work on it.
+
+Exit status: :data:`EXIT_OK` when the run completed (the model answered), :data:`EXIT_FAILED` when
+it ended in an error, a limit or an abort, :data:`EXIT_INTERRUPTED` after Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, TextIO
+
+from .cli_approval import ApprovalGate
+from .cli_options import CliOptions
+from .cli_sessions import CliSessions
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+SUCCESS_OUTCOMES = ("completed", "awaiting_input")
+
+
+class JsonLines:
+    """A core-event subscriber writing each event as one JSON line (thread-safe)."""
+
+    def __init__(self, out: TextIO, on_closed: Any = None) -> None:
+        self.out = out
+        self.on_closed = on_closed  # called once when the reader goes away (a broken pipe)
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        from .events import event_to_json
+
+        self.write(event_to_json(event))
+
+    def write(self, data: dict[str, Any]) -> None:
+        """One JSON object as one line."""
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except BrokenPipeError:
+                self.closed = True
+        if self.closed and self.on_closed is not None:
+            self.on_closed()
+
+
+def interrupt_turn(session: Any) -> None:
+    """Stop the running input (its model call, commands and sub-agents) but keep the session: the
+    conversation goes on with the next input. (``Session.abort`` would close the session.)"""
+    session.subagents.abort_all()
+    session.agent.abort()
+
+
+def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
+    """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
+    asked is denied), resumed when ``--resume``, recorded into ``sessions``."""
+    from .coding import Session, SessionConfig
+    from .tools.environment import LocalExecutionEnvironment
+
+    gate = ApprovalGate(options.approve or "off", interactive=False)
+    session = Session(profile, LocalExecutionEnvironment(options.cwd),
+                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort()))
+    if options.resume:
+        sessions.restore(options.resume, session.agent)
+        session.id = session.agent.session_id
+    sessions.attach(session.agent)
+    return session
+
+
+def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: TextIO | None = None,
+              err: TextIO | None = None) -> int:
+    """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
+    out, err = out or sys.stdout, err or sys.stderr
+    session = unattended_session(options, profile, sessions)
+    lines = JsonLines(out, on_closed=session.agent.abort)
+    if options.json:
+        session.agent.subscribe(lines)
+    try:
+        stream = session.submit_stream(options.prompt or "")
+        try:
+            result = stream.result()
+        except KeyboardInterrupt:
+            interrupt_turn(session)
+            stream.result(timeout=10)
+            err.write("phi: interrupted\n")
+            return EXIT_INTERRUPTED
+    finally:
+        session.close()
+        try:
+            sessions.save()
+        except Exception as error:
+            err.write(f"phi: could not save the session: {error}\n")
+    if lines.closed:
+        _silence(out)
+        return EXIT_FAILED
+    if not options.json:
+        try:
+            out.write(result.text.rstrip("\n") + "\n")
+            out.flush()
+        except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
+            _silence(out)
+    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
+        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
+    if result.outcome in SUCCESS_OUTCOMES:
+        return EXIT_OK
+    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}\n")
+    return EXIT_FAILED
+
+
+def _silence(out: TextIO) -> None:
+    """The reader of stdout is gone: point it at /dev/null so the exit's flush does not fail."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]

@@ -1,0 +1,368 @@
+"""The pieces of the ``phi`` command on their own: choosing the model, rendering (gauge, diffs,
+tool lines), the approval gate, and session save/resume merging."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+import pytest
+
+from phi.cli_approval import ApprovalGate
+from phi.cli_options import CliOptions, NoModel, choose_profile_id, make_profile, parse
+from phi.cli_render import Renderer, Style, file_diff, gauge, status_line, summary, touched_paths, TurnStats
+from phi.coding import ApprovalRequest, EventKind, SessionEvent
+from phi.errors import ConfigError
+from phi.types import Usage
+
+
+# ----------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"ANTHROPIC_API_KEY": "k"}, "anthropic"), ({"OPENAI_API_KEY": "k"}, "openai"),
+    ({"GOOGLE_API_KEY": "k"}, "gemini"), ({"OPENAI_API_KEY": "k", "GEMINI_API_KEY": "k"}, "openai")])
+def test_the_profile_follows_the_first_key_in_the_environment(env, expected):
+    assert choose_profile_id(CliOptions(), env) == expected
+
+
+def test_flags_choose_before_keys():
+    env = {"ANTHROPIC_API_KEY": "k"}
+    assert choose_profile_id(CliOptions(model="gpt-5.2-codex"), env) == "openai"
+    assert choose_profile_id(CliOptions(model="gemini-2.5-flash"), env) == "gemini"
+    assert choose_profile_id(CliOptions(provider="google"), env) == "gemini"
+    with pytest.raises(ConfigError, match="--provider"):
+        choose_profile_id(CliOptions(model="llama-3"), env)
+
+
+def test_no_key_names_every_variable_and_the_offline_way():
+    with pytest.raises(NoModel) as caught:
+        choose_profile_id(CliOptions(), {"ANTHROPIC_API_KEY": "  "})
+    message = str(caught.value)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "--offline"):
+        assert name in message
+
+
+def test_base_url_and_model_reach_the_profile():
+    profile = make_profile(CliOptions(provider="openai", model="gpt-5-mini", base_url="http://127.0.0.1:9"))
+    assert (profile.id, profile.model, profile.model_config.base_url) == ("openai", "gpt-5-mini", "http://127.0.0.1:9")
+
+
+def test_bad_arguments_exit_2():
+    with pytest.raises(SystemExit) as caught:
+        parse(["--approve", "sometimes"])
+    assert caught.value.code == 2
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def test_gauge_colours_follow_the_thresholds():
+    style = Style(True)
+    assert gauge(0.59, style).startswith("\x1b[32m")
+    assert gauge(0.60, style).startswith("\x1b[33m") and gauge(0.849, style).startswith("\x1b[33m")
+    assert gauge(0.85, style).startswith("\x1b[31m")
+    assert gauge(0.5, Style(False)) == "[█████░░░░░] 50%"
+
+
+def test_status_line_says_unknown_cost_for_an_unpriced_model():
+    turn = TurnStats()
+    turn.add(Usage(input=100, output=10, cache_read=300), "my-model")
+    line = status_line("my-model", turn, turn, 1000, Style(False))
+    assert line == "my-model · in 100 out 10 · cache 300 read (75%) · unknown (session unknown) · context [████░░░░░░] 41%"
+
+
+def test_touched_paths_of_arguments_and_patches():
+    assert touched_paths({"file_path": "a.py", "content": "x"}) == ["a.py"]
+    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Move to: src/b.py\n"
+             "*** Add File: new.txt\n+hi\n*** Delete File: old.txt\n*** End Patch")
+    assert touched_paths({"input": patch}) == ["src/a.py", "src/b.py", "new.txt", "old.txt"]
+
+
+def test_diffs_of_new_and_deleted_files_are_all_additions_or_deletions():
+    assert file_diff("n.txt", None, "a\nb\n")[:3] == ["--- /dev/null", "+++ b/n.txt", "@@ -0,0 +1,2 @@"]
+    assert file_diff("o.txt", "a\n", None)[-1] == "-a"
+    assert file_diff("same.txt", "a\n", "a\n") == []
+
+
+def test_summary_of_outputs():
+    assert summary("") == "no output"
+    assert summary("one\ntwo") == "2 lines · one"
+
+
+def _event(kind: EventKind, **data) -> SessionEvent:
+    return SessionEvent(kind, "s", data)
+
+
+def test_renderer_writes_one_line_per_call_keeps_the_output_and_diffs_writes(tmp_path):
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), tool_kind=lambda name: "write", cwd=str(tmp_path))
+    renderer.on_event(_event(EventKind.ASSISTANT_TEXT_DELTA, delta="Let me write."))
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="c1", tool_name="write_file",
+                             arguments={"file_path": "f.txt", "content": "new\n"}))
+    (tmp_path / "f.txt").write_text("new\n")
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="c1", tool_name="write_file", is_error=False,
+                             output="Wrote 4 bytes"))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Let me write."
+    assert lines[1].startswith("[1] ✓ write_file(file_path=f.txt, content=new) ") and lines[1].endswith(
+        "s · 1 line · Wrote 4 bytes")
+    assert lines[2:] == ["--- /dev/null", "+++ b/f.txt", "@@ -0,0 +1 @@", "+new"]
+    assert renderer.show(1).splitlines()[1] == "Wrote 4 bytes"
+    assert "no tool call 2" in renderer.show(2)
+
+
+def test_thinking_is_dimmed_and_can_be_hidden():
+    from phi.events import MessageUpdate, StreamDelta
+    from phi.types import AssistantMessage
+
+    out = io.StringIO()
+    renderer = Renderer(out, Style(True))
+    update = MessageUpdate("l", AssistantMessage([]), StreamDelta("thinking", "hmm", 0))
+    renderer.on_core_event(update)
+    assert out.getvalue() == "\x1b[2mthinking: \x1b[0m\x1b[2mhmm\x1b[0m"
+    renderer.show_thinking = False
+    renderer.on_core_event(update)
+    assert out.getvalue().count("hmm") == 1
+
+
+# ----------------------------------------------------------------------------- approval
+
+
+def _request(kind: str, name: str = "tool") -> ApprovalRequest:
+    return ApprovalRequest("s", "c", name, {"command": "ls"}, kind)
+
+
+def test_modes_decide_who_is_asked():
+    assert ApprovalGate("off")( _request("execute")).allowed
+    smart = ApprovalGate("smart", interactive=False)
+    assert smart(_request("read")).allowed and smart(_request("agent")).allowed
+    assert not smart(_request("write")).allowed and "nobody to ask" in smart(_request("write")).reason
+    assert not ApprovalGate("on", interactive=False)(_request("read")).allowed
+
+
+def test_an_answer_from_the_main_thread_releases_the_tool_thread_and_always_trusts():
+    gate = ApprovalGate("on")
+    decisions = []
+    worker = threading.Thread(target=lambda: decisions.append(gate(_request("execute", "shell"))))
+    worker.start()
+    question = None
+    while question is None:
+        question = gate.pending()
+    gate.answer(question, "a")
+    worker.join(5)
+    assert decisions[0].allowed and gate.trusted == {"shell"}
+    assert gate(_request("execute", "shell")).allowed  # trusted: not asked again
+    assert gate.pending() is None
+
+
+def test_deny_all_releases_waiting_calls():
+    gate = ApprovalGate("on")
+    decisions = []
+    worker = threading.Thread(target=lambda: decisions.append(gate(_request("write"))))
+    worker.start()
+    while not decisions:
+        gate.deny_all("aborted")
+        worker.join(0.01)
+    assert not decisions[0].allowed and decisions[0].reason == "aborted"
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def test_saving_after_a_resume_keeps_the_loops_from_before(tmp_path):
+    from phi import Agent
+    from phi.cli_sessions import CliSessions
+    from phi.providers.mock import ScriptedProvider
+
+    first = CliSessions(tmp_path)
+    agent = Agent(provider=ScriptedProvider(["one", "two"]))
+    first.attach(agent)
+    agent.run("a")
+    agent.run("b")
+    assert first.save() == [agent.session_id]
+
+    later = CliSessions(tmp_path)  # a new process
+    resumed = Agent(provider=ScriptedProvider(["three"]))
+    later.attach(resumed)
+    assert later.restore(agent.session_id, resumed) == 4
+    resumed.run("c")
+    later.save()
+    stored = later.store.load(agent.session_id)
+    assert [loop.loop_id.rsplit(".", 1)[1] for loop in stored.loops] == ["1", "2", "3"]
+    assert [m.text for m in stored.loops[2].messages] == ["c", "three"]
+    assert stored.agent_id == agent.agent_id
+    assert [row.first_input for row in later.summaries()] == ["a"]
+
+
+def test_without_reported_usage_the_gauge_uses_the_token_estimate():
+    from phi.cli_render import context_estimate
+    from phi.types import UserMessage
+
+    renderer = Renderer(io.StringIO(), Style(False))
+    renderer.model = "m"
+    messages = [UserMessage.from_text("x" * 4000)]
+    tokens = context_estimate(messages, "y" * 400)
+    assert 1100 <= tokens < 1150  # 1000 + 100 tokens of text, plus the message overhead
+    line = renderer.status(2000, estimate=lambda: tokens)
+    assert line.endswith(f"context {gauge(tokens / 2000, Style(False))}")
+    assert round(tokens / 2000 * 100) >= 55
+
+
+# ----------------------------------------------------------------------------- the REPL without a terminal
+
+
+@pytest.fixture
+def repl(tmp_path):
+    from phi.cli_repl import Repl
+    from phi.cli_sessions import CliSessions
+
+    options = CliOptions(offline=True, cwd=str(tmp_path), color="never")
+    out = io.StringIO()
+    instance = Repl(options, make_profile(options), CliSessions(tmp_path / "sessions"), stdin=io.StringIO(), out=out)
+    yield instance
+    instance.close()
+
+
+def test_export_calls_the_export_command_with_the_session_id(repl, monkeypatch, tmp_path):
+    import sys
+    import types
+
+    from phi.cli_commands import dispatch
+
+    calls = []
+    fake = types.ModuleType("phi.cli_export")
+    fake.main = lambda argv: calls.append(argv) or 0
+    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
+    repl.run_input("hello")
+    assert dispatch(repl, f"/export {tmp_path / 'out.html'}")
+    assert calls == [[repl.session.id, "--html", str(tmp_path / "out.html")]]
+    assert repl.sessions.store.load(repl.session.id).loops  # saved before the export reads it
+    assert "exported to" in repl.out.getvalue()
+
+
+def test_export_without_the_export_module_says_so(repl, monkeypatch):
+    import sys
+
+    from phi.cli_commands import dispatch
+
+    monkeypatch.setitem(sys.modules, "phi.cli_export", None)  # the import fails
+    assert dispatch(repl, "/export")
+    assert "/export needs phi.cli_export" in repl.out.getvalue()
+
+
+def test_always_allow_lasts_for_one_conversation(repl):
+    from phi.cli_commands import dispatch
+
+    repl.gate.trusted.add("shell")
+    dispatch(repl, "/model offline-2")  # the same conversation goes on
+    assert repl.gate.trusted == {"shell"}
+    dispatch(repl, "/clear")
+    assert repl.gate.trusted == set()
+
+
+def test_resume_of_an_unknown_session_keeps_the_current_one(repl):
+    from phi.cli_commands import dispatch
+
+    before = repl.session
+    dispatch(repl, "/resume no-such-session")
+    assert repl.session is before and "cannot resume no-such-session" in repl.out.getvalue()
+
+
+def test_print_task_from_stdin(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a task\nover two lines\n"))
+    assert parse(["-p", "-"]).prompt == "a task\nover two lines\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("  \n"))
+    with pytest.raises(SystemExit):
+        parse(["-p", "-"])
+
+
+def test_a_line_read_as_a_run_ended_is_the_next_input():
+    from phi.cli_repl import Terminal
+
+    out = io.StringIO()
+    terminal = Terminal(io.StringIO("typed later\n"), out)
+    terminal.unread("typed as the run ended")
+    assert terminal.prompt("› ") == "typed as the run ended"
+    assert out.getvalue() == "› typed as the run ended\n"  # shown as if typed at the prompt
+    assert terminal.prompt("› ") == "typed later"
+    with pytest.raises(EOFError):
+        terminal.prompt("› ")
+
+
+def test_on_a_terminal_a_running_call_shows_a_line_that_its_end_replaces():
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "make"}))
+    assert out.getvalue() == "[1] … shell(command=make)"
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="b", tool_name="shell", arguments={"command": "ls"}))
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="b", tool_name="shell", is_error=False, output="x"))
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="ok"))
+    lines = out.getvalue().split("\n")
+    assert lines[0] == "[1] … shell(command=make)"  # another call started meanwhile: it stays
+    assert lines[1].startswith("[2] … shell(command=ls)\r\x1b[2K[2] ✓ shell(command=ls) ")  # replaced in place
+    assert lines[2].startswith("[1] ✓ shell(command=make) ") and lines[3] == ""
+
+
+def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
+    from pathlib import Path
+
+    from phi.cli_options import default_sessions_dir, sessions_dir
+
+    assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
+    assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
+    assert sessions_dir(CliOptions(sessions_dir=str(tmp_path / "x")), {"PHI_HOME": "/elsewhere"}) == tmp_path / "x"
+
+
+def test_a_running_call_line_shows_its_latest_output_line(monkeypatch):
+    import phi.cli_render as render
+
+    monkeypatch.setattr(render, "LIVE_REFRESH_S", 0.0)
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "make"}))
+    renderer.on_event(_event(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id="a", tool_name="shell", delta="cc a.c\ncc b"))
+    renderer.on_event(_event(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id="a", tool_name="shell", delta=".c\n"))
+    assert out.getvalue().endswith("\r\x1b[2K[1] … shell(command=make) · cc b.c")
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False,
+                             output="cc a.c\ncc b.c\n"))
+    assert out.getvalue().split("\r\x1b[2K")[-1].startswith("[1] ✓ shell(command=make) ")
+    assert renderer.calls[0].output == "cc a.c\ncc b.c\n"  # the full output, not the deltas twice
+
+
+def test_a_model_whose_key_is_missing_is_refused_up_front():
+    with pytest.raises(NoModel, match="openai models need OPENAI_API_KEY"):
+        make_profile(CliOptions(model="gpt-5"), env={"ANTHROPIC_API_KEY": "k"})
+    with pytest.raises(NoModel, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
+        make_profile(CliOptions(provider="gemini"), env={})
+    assert make_profile(CliOptions(model="gpt-5"), env={"OPENAI_API_KEY": "k"}).id == "openai"
+    assert make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={}).id == "openai"  # a proxy
+
+
+def test_phi_export_is_dispatched_to_the_export_command(monkeypatch, capsys):
+    import sys
+    import types
+
+    from phi.cli import main
+
+    calls = []
+    fake = types.ModuleType("phi.cli_export")
+    fake.main = lambda argv: calls.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
+    assert main(["export", "abc", "--html", "out.html"]) == 7 and calls == [["abc", "--html", "out.html"]]
+    monkeypatch.setitem(sys.modules, "phi.cli_export", None)
+    assert main(["export", "abc"]) == 2 and "phi export needs phi.cli_export" in capsys.readouterr().err
+
+
+def test_no_running_line_is_drawn_between_a_question_and_its_answer():
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False), live=True)
+    renderer.begin_question("a")  # the question came before the call's start event was drawn
+    renderer.write("? allow shell — ")
+    renderer.on_event(_event(EventKind.TOOL_CALL_START, call_id="a", tool_name="shell", arguments={"command": "ls"}))
+    assert out.getvalue() == "? allow shell — "
+    renderer.after_typing()
+    renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="x"))
+    assert out.getvalue().startswith("? allow shell — [1] ✓ shell(command=ls) ")
