@@ -64,7 +64,7 @@ def record_session(tmp_path: Path) -> Recorded:
          "usage": {"input": 100, "output": 20, "total_tokens": 120}},
         call("c_edit", "edit_file", {"path": "notes.txt", "old_text": "beta", "new_text": "beta changed"}),
         call("c_patch", "apply_patch", {"patch": PATCH}),
-        call("c_bash", "bash", {"command": f"echo '{HOSTILE}'; echo key={SECRET}"}),
+        call("c_bash", "bash", {"command": f"cat notes.txt; echo key={SECRET}"}),
         call("c_sub", "researcher", {"task": "check notes.txt " + HOSTILE}),
         reply("All done " + HOSTILE + " with " + SECRET, thinking="wrap up"),
     ])
