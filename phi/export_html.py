@@ -26,13 +26,14 @@ import json
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .export_assets import CONTENT_SECURITY_POLICY, CSS, JS
 from .export_diff import edit_diffs
 from .export_redact import Redactor
 from .export_tree import ExportTree, load_tree
-from .session import LoopRecord, Session
+from .session import ChildLoopRef, LoopRecord, Session
 from .types import (
     AssistantMessage,
     ExtensionMessage,
@@ -72,6 +73,26 @@ def usage_text(usage: Usage) -> str:
             parts.append(f"{label} {value}")
     parts.append(f"total {usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write}")
     return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class _LoopScope:
+    """What the messages of one loop refer to each other by: tool call ids are unique within a loop
+    only (providers and scripts reuse them across runs)."""
+
+    called: frozenset[str]
+    results: dict[str, ToolResultMessage]
+    refs: dict[str, list[ChildLoopRef]]
+
+    @classmethod
+    def of(cls, record: LoopRecord) -> _LoopScope:
+        called = frozenset(b.id for m in record.messages if isinstance(m, AssistantMessage)
+                           for b in m.content if isinstance(b, ToolCall))
+        results = {m.tool_call_id: m for m in record.messages if isinstance(m, ToolResultMessage)}
+        refs: dict[str, list[ChildLoopRef]] = {}
+        for ref in record.child_loop_refs:
+            refs.setdefault(ref.tool_call_id, []).append(ref)
+        return cls(called, results, refs)
 
 
 class _Page:
@@ -165,30 +186,22 @@ class _Page:
             facts.append("parallel branch" + (" (selected)" if record.parallel_group.is_selected else ""))
         if record.rejection:
             facts.append(f"rejected: {self.t(record.rejection)}")
-        results = {m.tool_call_id: m for m in record.messages if isinstance(m, ToolResultMessage)}
-        messages = "".join(self.message(m, results) for m in record.messages
-                           if not (isinstance(m, ToolResultMessage) and self._answered(m, record)))
+        scope = _LoopScope.of(record)
+        messages = "".join(self.message(m, scope) for m in record.messages
+                           if not (isinstance(m, ToolResultMessage) and m.tool_call_id in scope.called))
         unshown = "".join(self.sub_agent_block(ref) for ref in record.child_loop_refs
-                          if not self._called(ref.tool_call_id, record))
+                          if ref.tool_call_id not in scope.called)
         return (f'<section class="loop" id="{self.anchors[record.loop_id]}" data-loop-id="{self.t(record.loop_id)}">'
                 f'<header class="loop-head"><h3>{self.t(record.loop_id)}</h3> {self.status(record)}'
                 f'<div class="meta">{" · ".join(facts)}</div>'
                 f'<div class="usage">run usage: {esc(usage_text(record.usage))}</div></header>'
                 f'<ol class="messages">{messages}</ol>{unshown}</section>')
 
-    @staticmethod
-    def _called(call_id: str, record: LoopRecord) -> bool:
-        return any(isinstance(m, AssistantMessage) and any(isinstance(b, ToolCall) and b.id == call_id
-                                                          for b in m.content) for m in record.messages)
-
-    def _answered(self, result: ToolResultMessage, record: LoopRecord) -> bool:
-        return self._called(result.tool_call_id, record)
-
-    def message(self, message: Any, results: dict[str, ToolResultMessage]) -> str:
+    def message(self, message: Any, scope: _LoopScope) -> str:
         if isinstance(message, UserMessage):
             return f'<li class="msg msg-user"><div class="role">user</div>{self.blocks(message.content)}</li>'
         if isinstance(message, AssistantMessage):
-            return self.assistant(message, results)
+            return self.assistant(message, scope)
         if isinstance(message, ToolResultMessage):
             head = f"tool result {self.t(message.tool_name)} ({self.t(message.tool_call_id)})"
             return f'<li class="msg msg-toolResult"><div class="role">{head}</div>{self.blocks(message.content)}</li>'
@@ -197,7 +210,7 @@ class _Page:
                     f"{self.json_block(message.data)}</li>")
         return f'<li class="msg msg-extension"><div class="role">message</div>{self.t(message)}</li>'
 
-    def assistant(self, message: AssistantMessage, results: dict[str, ToolResultMessage]) -> str:
+    def assistant(self, message: AssistantMessage, scope: _LoopScope) -> str:
         parts = []
         for block in message.content:
             if isinstance(block, ThinkingContent):
@@ -205,7 +218,7 @@ class _Page:
                 parts.append(f'<details class="thinking" open><summary>thinking</summary>'
                              f'<div class="text">{self.t(text)}</div></details>')
             elif isinstance(block, ToolCall):
-                parts.append(self.tool_call(block, results.get(block.id)))
+                parts.append(self.tool_call(block, scope))
             else:
                 parts.append(self.blocks([block]))
         if message.error_message:
@@ -240,7 +253,8 @@ class _Page:
             return f'<div class="missing">image ({self.t(block.mime_type)}) not shown: not a base64 PNG, JPEG, GIF or WebP</div>'
         return f'<img class="inline" alt="image" src="data:{block.mime_type};base64,{data}">'
 
-    def tool_call(self, call: ToolCall, result: ToolResultMessage | None) -> str:
+    def tool_call(self, call: ToolCall, scope: _LoopScope) -> str:
+        result = scope.results.get(call.id)
         args = json.dumps(self.r.data(call.arguments), ensure_ascii=False, default=str)
         short = args if len(args) <= _SHORT_ARGS else args[:_SHORT_ARGS - 1] + "…"
         state = "no result" if result is None else ("error" if result.is_error else "ok")
@@ -253,16 +267,12 @@ class _Page:
             body.extend(self.image(b) for b in result.content if isinstance(b, ImageContent))
             if result.details is not None:
                 body.append(f"<details><summary>details</summary>{self.json_block(result.details)}</details>")
-        for ref in self._refs_of(call.id):
+        for ref in scope.refs.get(call.id, ()):
             body.append(self.sub_agent_block(ref))
         cls = "tool-call is-error" if state == "error" else "tool-call"
         return (f'<div class="{cls}" data-tool-call-id="{self.t(call.id)}"><details open><summary>'
                 f'{self.t(call.name)} {self.t(short)} — {state}</summary>'
                 f'<div class="tool-body">{"".join(body)}</div></details></div>')
-
-    def _refs_of(self, call_id: str) -> list[Any]:
-        return [ref for record in self.tree.all_loops() for ref in record.child_loop_refs if ref.tool_call_id == call_id
-                and ref.child_loop_id not in self.shown]
 
     def diff_block(self, text: str) -> str:
         lines = []

@@ -173,3 +173,26 @@ def test_anchors_and_ids_are_unique(recorded, tmp_path):
     text = export(recorded, tmp_path)
     ids = re.findall(r'\sid="([^"]*)"', text)
     assert len(ids) == len(set(ids))
+
+
+def test_sub_agents_of_runs_reusing_a_tool_call_id_stay_with_their_run(tmp_path):
+    """Tool call ids are unique within a run only: each run's sub-agent is shown in its own call."""
+    from phi import Agent, ScriptedProvider, SubAgentTool
+
+    from export_helpers import call, reply
+
+    helper = SubAgentTool("helper", provider=ScriptedProvider([reply("first child"), reply("second child")]))
+    script = ScriptedProvider([call("c1", "helper", {"task": "one"}), reply("one done"),
+                               call("c1", "helper", {"task": "two"}), reply("two done")])
+    store = JsonDirStore(tmp_path / "s")
+    agent = Agent(provider=script, tools=[helper]).with_session_recorder(store=store)
+    agent.run("first")
+    agent.run("second")
+    out = tmp_path / "reuse.html"
+    assert main([agent.session_id, "--html", str(out), "--store", store.directory]) == 0
+    page = parse_page(out.read_text(encoding="utf-8"))
+    first, second = store.load(agent.session_id).loops
+    for record, text in ((first, "first child"), (second, "second child")):
+        tool_call = page.find("section", data_loop_id=record.loop_id).find("div", "tool-call", data_tool_call_id="c1")
+        (child,) = tool_call.find_all("section", "loop")
+        assert text in child.text()
