@@ -167,7 +167,8 @@ class _Page:
         label = f'<span class="group-label">sub-agent {self.t(ref.tool_name)}</span>'
         if child is None:
             why = self.tree.missing.get(ref.child_session_id, "not loaded")
-            return f'<li class="sub-agent missing">{label}: session {self.t(ref.child_session_id)} — {self.t(why)}</li>'
+            return (f'<li class="sub-agent missing">{label}: session {self.t(ref.child_session_id)} — '
+                    f'{self.t(why)}</li>')
         items = self.tree_items(child, child.root_loops(), seen)
         return f'<li class="sub-agent">{label}<ul>{items}</ul></li>'
 
@@ -224,7 +225,8 @@ class _Page:
         if message.error_message:
             parts.append(f'<div class="missing">error: {self.t(message.error_message)}</div>')
         model = f"{message.provider}/{message.model}" if message.provider or message.model else ""
-        turn = (f'<div class="usage">turn usage: {esc(usage_text(message.usage))} · stop {esc(message.stop_reason.value)}'
+        turn = (f'<div class="usage">turn usage: {esc(usage_text(message.usage))} · '
+                f'stop {esc(message.stop_reason.value)}'
                 f'{" · " + self.t(model) if model else ""}</div>')
         return f'<li class="msg msg-assistant"><div class="role">assistant</div>{"".join(parts)}{turn}</li>'
 
@@ -250,7 +252,8 @@ class _Page:
             except (binascii.Error, ValueError):
                 valid = False
         if not valid:
-            return f'<div class="missing">image ({self.t(block.mime_type)}) not shown: not a base64 PNG, JPEG, GIF or WebP</div>'
+            return (f'<div class="missing">image ({self.t(block.mime_type)}) not shown: '
+                    'not a base64 PNG, JPEG, GIF or WebP</div>')
         return f'<img class="inline" alt="image" src="data:{block.mime_type};base64,{data}">'
 
     def tool_call(self, call: ToolCall, scope: _LoopScope) -> str:

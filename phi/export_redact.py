@@ -4,8 +4,8 @@ A :class:`Redactor` cleans every string the HTML export writes:
 
 * the values of the exporting process's environment variables that look like credentials
   (:func:`phi.tools.env_filter.is_secret_variable`: ``OPENAI_API_KEY``, ``GH_TOKEN``, ...), plus any
-  secrets the caller names, in every form :func:`phi.providers.secrets.scrub` knows (raw,
-  JSON-escaped, percent-encoded);
+  secrets the caller names, in every form a secret may take (raw,
+  JSON-escaped, percent-encoded — :func:`phi.providers.secrets.secret_forms`);
 * strings that have the shape of well-known credentials whatever their origin (``sk-…`` keys,
   AWS access key ids, GitHub and Slack tokens, Google API keys, ``Bearer`` values, the password of a
   ``scheme://user:password@host`` URL);
@@ -19,7 +19,7 @@ import os
 import re
 from typing import Any, Iterable, Mapping
 
-from .providers.secrets import REDACTED, scrub
+from .providers.secrets import MIN_SECRET, REDACTED, secret_forms
 from .tools.env_filter import is_secret_variable
 
 _MIN_ENV_SECRET = 8  # shorter variable values ("1", "true") would match everywhere
@@ -44,14 +44,21 @@ class Redactor:
         found = {value for name, value in env.items()
                  if len(value.strip()) >= _MIN_ENV_SECRET and is_secret_variable(name, value)}
         self.secrets = sorted(found | {s for s in secrets if s}, key=len, reverse=True)
+        forms: set[str] = set()
+        for secret in self.secrets:  # every form scrub() knows, matched in one pass per string
+            forms |= secret_forms(secret)
+            if len(secret.strip()) >= MIN_SECRET:
+                forms |= secret_forms(secret.strip())
+        alternatives = sorted(forms, key=len, reverse=True)  # longest first: a form may contain another
+        self._known = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
 
     def __repr__(self) -> str:
         return f"Redactor({len(self.secrets)} secret(s))"
 
     def text(self, value: str) -> str:
         """``value`` with every known secret and credential-shaped string replaced by ``***``."""
-        if self.secrets:
-            value = scrub(value, self.secrets)
+        if self._known is not None:
+            value = self._known.sub(REDACTED, value)
         value = _SHAPES.sub(REDACTED, value)
         value = _BEARER.sub(lambda m: m.group(1) + REDACTED, value)
         return _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + m.group(2), value)
