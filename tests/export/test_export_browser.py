@@ -83,3 +83,49 @@ def test_the_console_check_sees_a_script_the_policy_blocks(exported, tmp_path):
     run = chromium(tampered, tmp_path / "profile", "--dump-dom")
     assert any("Content Security Policy" in line for line in console_messages(run))
     assert "data-ready" not in parse_page(run.stdout).find("body").attrs
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from cdp import Browser
+
+    opened = Browser(BROWSER, tmp_path / "cdp-profile")
+    yield opened
+    opened.close()
+
+
+def test_page_works_in_the_browser(exported, browser):
+    """Over the DevTools protocol: no console call, exception or log entry; the tree and the
+    conversation are laid out; thinking can be hidden; a tree link opens the collapsed sub-agent run."""
+    session = browser.open(exported.as_uri())
+    js = lambda expression: browser.evaluate(session, expression)  # noqa: E731
+    assert js("document.body.getAttribute('data-ready')") == "1"
+    for selector in ("nav#tree", "main#conversation"):
+        width, height = js(f"(r => [r.width, r.height])(document.querySelector('{selector}').getBoundingClientRect())")
+        assert width > 100 and height > 100, selector
+    assert js("document.querySelectorAll('section.loop').length") == 4
+    assert js("document.querySelectorAll('nav#tree a').length") == 4
+    thinking = "getComputedStyle(document.querySelector('details.thinking')).display"
+    assert js(thinking) != "none"
+    js("document.getElementById('toggle-thinking').click()")
+    assert js(thinking) == "none"
+    js("document.getElementById('toggle-thinking').click()")
+    js("document.getElementById('collapse-all').click()")
+    assert js("[...document.querySelectorAll('main details')].every(d => !d.open)")
+    js("document.querySelector('nav#tree a[data-loop-id$=\".sub.1\"]').click()")
+    child = "document.querySelector('section.loop[data-loop-id$=\".sub.1\"]')"
+    assert js(f"{child}.classList.contains('current')")
+    assert js(f"(r => r.height)({child}.getBoundingClientRect())") > 0  # its tool call was opened
+    assert js("document.body.hasAttribute('data-pwned')") is False
+    assert browser.problems() == []
+    assert not [e for e in browser.seen if e["method"] == "Page.javascriptDialogOpening"]
+
+
+def test_problems_are_reported_over_the_protocol(tmp_path, browser):
+    """The protocol check can fail: a script error and a console.error are both seen."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><script>nope()</script><script>console.error('boom')</script>"
+                    "</body></html>")
+    browser.open(page.as_uri())
+    kinds = sorted(e["method"] for e in browser.problems())
+    assert kinds == ["Runtime.consoleAPICalled", "Runtime.exceptionThrown"]
