@@ -49,6 +49,7 @@ from .types import (
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 _SHORT_ARGS = 80
+_MAX_NEST = 32  # tree levels; deeper continuations are listed flat
 
 
 def esc(value: Any) -> str:
@@ -64,8 +65,7 @@ def _time(seconds: float | None) -> str:
 
 
 def usage_text(usage: Usage) -> str:
-    """``in 120 · out 45 · reasoning 0 · cache read 0 · cache write 0 · total 165`` (zeros left out
-    except in and out)."""
+    """``in 120 · out 45 · cache read 30 · total 195``: reasoning and cache figures only when not zero."""
     parts = [f"in {usage.input}", f"out {usage.output}"]
     for label, value in (("reasoning", usage.reasoning), ("cache read", usage.cache_read),
                          ("cache write", usage.cache_write)):
@@ -131,23 +131,25 @@ class _Page:
         items = self.tree_items(self.tree.root, self.tree.root.root_loops(), set())
         return f'<nav id="tree" aria-label="Loop tree"><h2>Loop tree</h2><ul class="tree">{items}</ul></nav>'
 
-    def tree_items(self, session: Session, records: list[LoopRecord], seen: set[str]) -> str:
-        out, grouped = [], set()
-        for record in records:
+    def tree_items(self, session: Session, records: list[LoopRecord], seen: set[str], depth: int = 0) -> str:
+        """List items for ``records``; below :data:`_MAX_NEST` levels, continuations are listed
+        after their parent instead of inside it (a chain of thousands of runs stays a flat list)."""
+        out, grouped, pending = [], set(), list(records)
+        for record in pending:  # grows while it is walked, past the nesting limit
             if record.loop_id in seen or record.loop_id in grouped:
                 continue
-            group = record.parallel_group
-            if group is None:
-                out.append(self.tree_item(session, record, seen))
+            if record.parallel_group is None:
+                out.append(self.tree_item(session, record, seen, depth, pending))
                 continue
-            branches = [b for b in session.parallel_siblings(record.loop_id)]
+            branches = session.parallel_siblings(record.loop_id)
             grouped.update(b.loop_id for b in branches)
-            inner = "".join(self.tree_item(session, b, seen) for b in branches)
+            inner = "".join(self.tree_item(session, b, seen, depth + 1, pending) for b in branches)
             out.append(f'<li class="parallel-group"><span class="group-label">parallel evaluation: '
                        f'{len(branches)} branches</span><ul>{inner}</ul></li>')
         return "".join(out)
 
-    def tree_item(self, session: Session, record: LoopRecord, seen: set[str]) -> str:
+    def tree_item(self, session: Session, record: LoopRecord, seen: set[str], depth: int,
+                  pending: list[LoopRecord]) -> str:
         seen.add(record.loop_id)
         label = self.t(self.loop_label(record))
         kind = record.continuation_kind
@@ -157,19 +159,24 @@ class _Page:
             label += ' <span class="selected">selected</span>'
         head = (f'<a href="#{self.anchors[record.loop_id]}" data-loop-id="{self.t(record.loop_id)}">{label}</a> '
                 f'{self.status(record)} <span class="meta">{record.usage.total_tokens} tok</span>')
-        inner = self.tree_items(session, session.children_of(record.loop_id), seen)
+        children = session.children_of(record.loop_id)
+        if depth < _MAX_NEST:
+            inner = self.tree_items(session, children, seen, depth + 1)
+        else:
+            inner = ""
+            pending.extend(children)
         for ref in record.child_loop_refs:
-            inner += self.sub_agent_item(ref, seen)
+            inner += self.sub_agent_item(ref, seen, depth + 1)
         return f'<li class="tree-loop">{head}' + (f"<ul>{inner}</ul>" if inner else "") + "</li>"
 
-    def sub_agent_item(self, ref: Any, seen: set[str]) -> str:
+    def sub_agent_item(self, ref: Any, seen: set[str], depth: int) -> str:
         child = self.tree.sessions.get(ref.child_session_id)
         label = f'<span class="group-label">sub-agent {self.t(ref.tool_name)}</span>'
         if child is None:
             why = self.tree.missing.get(ref.child_session_id, "not loaded")
             return (f'<li class="sub-agent missing">{label}: session {self.t(ref.child_session_id)} — '
                     f'{self.t(why)}</li>')
-        items = self.tree_items(child, child.root_loops(), seen)
+        items = self.tree_items(child, child.root_loops(), seen, depth + 1)
         return f'<li class="sub-agent">{label}<ul>{items}</ul></li>'
 
     # ------------------------------------------------------------------ loops and messages

@@ -111,3 +111,18 @@ def test_an_empty_session_renders():
     session = Session.explicit("empty", "agent", 5.0)
     page = parse_page(render_html(ExportTree(session, {"empty": session}), Redactor(environ={})))
     assert page.find_all("section", "loop") == [] and "runs" in page.find("header").text()
+
+
+def test_a_chain_of_thousands_of_continuations_is_exported():
+    """A deep continuation chain must not exhaust the recursion limit; every run stays linked."""
+    loops = [LoopRecord(f"deep.main.{i}", "deep", "a", parent_loop_id=f"deep.main.{i - 1}" if i > 1 else None,
+                        continuation_kind=ContinuationKind() if i > 1 else None, started_at=float(i),
+                        status=LoopStatus.COMPLETED, messages=[AssistantMessage([TextContent(f"reply {i}")])])
+             for i in range(1, 1501)]
+    for parent, child in zip(loops, loops[1:]):
+        parent.children_loop_ids.append(child.loop_id)
+    session = Session("deep", "a", 1.0, 1500.0, None, loops=loops)  # type: ignore[arg-type]
+    page = parse_page(render_html(ExportTree(session, {"deep": session}), Redactor(environ={})))
+    links = page.find("nav", id="tree").find_all("a")
+    assert [a.attrs["data-loop-id"] for a in links] == [loop.loop_id for loop in loops]
+    assert len(page.find_all("section", "loop")) == 1500
