@@ -49,6 +49,11 @@ class ToolContext:
 
 @runtime_checkable
 class AgentTool(Protocol):
+    """What the loop needs of a tool (SPEC TOOL-1): a ``name``, a ``description``, a JSON Schema
+    ``parameters`` object and ``execute(args, ctx)``, which returns the result and raises
+    :class:`~phi.errors.ToolError` on failure. Optional ``label``, ``timeout_ms`` and ``inline``: see
+    the module docstring."""
+
     name: str
     description: str
     parameters: dict[str, Any]

@@ -74,7 +74,8 @@ def _thinking(repl: Repl, arg: str) -> bool:
 
 def _plan(repl: Repl, arg: str) -> bool:
     repl.set_plan_mode(True)
-    repl.renderer.line(repl.style("magenta", "PLAN mode: only reading tools are offered; /execute carries the plan out"))
+    message = "PLAN mode: only reading tools are offered; /execute carries the plan out"
+    repl.renderer.line(repl.style("magenta", message))
     if arg:
         repl.run_input(arg)
     return True
@@ -171,14 +172,11 @@ def _resume(repl: Repl, arg: str) -> bool:
 
 
 def _export(repl: Repl, arg: str) -> bool:
-    try:
-        from .cli_export import main as export_main
-    except ImportError:
-        repl.renderer.line(repl.style("red", "/export needs phi.cli_export, which this installation lacks"))
-        return True
+    from .cli_export import main as export_main
+
     repl.save(quiet=True)
     path = arg or f"phi-session-{repl.session.id[:8]}.html"
-    status = export_main([repl.session.id, "--html", path])
+    status = export_main([repl.session.id, "--html", path, "--store", str(repl.sessions.directory)])
     repl.renderer.line(f"exported to {path}" if status == 0 else repl.style("red", f"export failed ({status})"))
     return True
 

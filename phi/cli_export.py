@@ -14,17 +14,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-
+from .cli_options import default_sessions_dir
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def default_store_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where the ``phi`` command keeps sessions: ``$PHI_HOME/sessions``, PHI_HOME defaulting to ``~/.phi``."""
-    env = os.environ if env is None else env
-    return Path(env.get("PHI_HOME") or Path("~/.phi").expanduser()) / "sessions"
 
 
 def open_store(location: str | os.PathLike[str]) -> Any:
@@ -68,7 +62,7 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2): argparse has already written why
         return int(stop.code or 0)
-    location = args.store if args.store is not None else default_store_dir()
+    location = args.store if args.store is not None else default_sessions_dir()
     store = None
     try:
         store = open_store(location)

@@ -59,6 +59,10 @@ def _now() -> float:
 
 @dataclass(slots=True)
 class AgentStart:
+    """The first event of a run (SPEC EVT-2, EVT-3): who runs it (``agent_id``, ``session_id``), its
+    ``loop_id``, the loop it continues or was spawned from (``parent_loop_id``), how it continues
+    (``continuation_kind``, None for ``agent_loop``) and the configured ``metadata``."""
+
     agent_id: str
     session_id: str
     loop_id: str
@@ -71,6 +75,10 @@ class AgentStart:
 
 @dataclass(slots=True)
 class AgentEnd:
+    """The last event of a run (SPEC EVT-3, EVT-4, EVT-9): ``messages`` are the messages the run appended
+    (its return value), ``usage`` their summed usage (LOOP-16), ``outcome`` why it ended, and
+    ``rejection`` the reason when an input filter rejected the prompts (LOOP-2)."""
+
     loop_id: str
     messages: list[AgentMessage]
     usage: Usage = field(default_factory=Usage)
@@ -82,6 +90,9 @@ class AgentEnd:
 
 @dataclass(slots=True)
 class TurnStart:
+    """Emitted when a turn begins, before its model call (SPEC EVT-5, LOOP-4): ``turn_index`` counts from 0
+    within the run and ``triggered_by`` says what started the turn."""
+
     loop_id: str
     turn_index: int
     triggered_by: TurnTrigger = TurnTrigger.USER
@@ -91,6 +102,9 @@ class TurnStart:
 
 @dataclass(slots=True)
 class TurnEnd:
+    """Emitted when a turn is over (SPEC EVT-8): ``message`` is the turn's assistant reply, ``usage`` its
+    usage and ``tool_results`` the turn's toolResult messages, in call order."""
+
     loop_id: str
     message: AgentMessage
     usage: Usage = field(default_factory=Usage)
@@ -101,6 +115,9 @@ class TurnEnd:
 
 @dataclass(slots=True)
 class MessageStart:
+    """Announces a message joining the context (SPEC EVT-4, EVT-7). An assistant reply is announced with
+    its first streamed delta (``message`` is then the reply so far); ``MessageEnd`` always follows."""
+
     loop_id: str
     message: AgentMessage
     type: ClassVar[str] = "MessageStart"
@@ -223,6 +240,9 @@ class UpdateSegment:
 
 @dataclass(slots=True)
 class MessageEnd:
+    """Closes the announcement of a message (SPEC EVT-4, EVT-6): ``message`` is the complete message as it
+    was appended to the context."""
+
     loop_id: str
     message: AgentMessage
     type: ClassVar[str] = "MessageEnd"
@@ -230,6 +250,9 @@ class MessageEnd:
 
 @dataclass(slots=True)
 class ToolExecutionStart:
+    """Emitted when a tool call is about to run, after ``before_tool_execution`` (SPEC TOOL-4): the
+    call's id, the tool's name and the call's arguments (``args``)."""
+
     loop_id: str
     tool_call_id: str
     tool_name: str
@@ -239,6 +262,9 @@ class ToolExecutionStart:
 
 @dataclass(slots=True)
 class ToolExecutionUpdate:
+    """A partial result a running tool reported through ``ctx.update`` (SPEC TOOL-10); it falls between
+    its call's ``ToolExecutionStart`` and ``ToolExecutionEnd``."""
+
     loop_id: str
     tool_call_id: str
     tool_name: str
@@ -248,6 +274,10 @@ class ToolExecutionUpdate:
 
 @dataclass(slots=True)
 class ToolExecutionEnd:
+    """Emitted when a tool call has its result (SPEC TOOL-4, TOOL-12), in completion order in parallel
+    mode: the ``result``, whether it ``is_error``, and the sub-agent's loop id (``child_loop_id``)
+    when the tool ran one."""
+
     loop_id: str
     tool_call_id: str
     tool_name: str
@@ -259,6 +289,9 @@ class ToolExecutionEnd:
 
 @dataclass(slots=True)
 class ProgressMessage:
+    """User-facing status text from a running tool's ``ctx.progress`` (SPEC TOOL-10, SUB-2); the LLM judge
+    of a parallel run also reports through it (SPEC EVAL-6), with an empty ``tool_call_id``."""
+
     loop_id: str
     tool_call_id: str
     tool_name: str
@@ -268,6 +301,9 @@ class ProgressMessage:
 
 @dataclass(slots=True)
 class InputRejected:
+    """Emitted when an input filter rejects the prompts (SPEC LOOP-2), right before ``AgentEnd``;
+    ``reason`` is the filter's text."""
+
     loop_id: str
     reason: str
     type: ClassVar[str] = "InputRejected"
@@ -275,6 +311,9 @@ class InputRejected:
 
 @dataclass(slots=True)
 class ParallelLoopStart:
+    """Opens a parallel run, before any branch event (SPEC EVAL-1): the base ``session_id`` and the
+    branches' ``loop_ids``, one per config. It has no ``loop_id`` of its own (EVT-2)."""
+
     session_id: str
     loop_ids: list[str]
     timestamp: float = field(default_factory=_now)
@@ -283,6 +322,9 @@ class ParallelLoopStart:
 
 @dataclass(slots=True)
 class ParallelLoopEnd:
+    """Closes a parallel run once its strategy chose a branch (SPEC EVAL-1): the winner's loop id and
+    config index, and ``evaluation_usage``, what choosing cost (e.g. an LLM judge's calls)."""
+
     session_id: str
     selected_loop_id: str
     selected_config_index: int

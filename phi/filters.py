@@ -14,6 +14,10 @@ from typing import Any, Protocol, runtime_checkable
 
 @dataclass(frozen=True, slots=True)
 class FilterResult:
+    """An input filter's verdict (SPEC LOOP-2): ``action`` is ``"pass"``, ``"warn"`` (``text`` is added
+    to the last prompt as a ``[Warning: text]`` line) or ``"reject"`` (``text`` is the reason; the
+    run ends). Build one with ``passed()``, ``warn(text)`` or ``reject(reason)``."""
+
     action: str = "pass"  # "pass" | "warn" | "reject"
     text: str = ""
 
@@ -32,6 +36,9 @@ class FilterResult:
 
 @runtime_checkable
 class InputFilter(Protocol):
+    """A check on the prompts' user text before a run starts (SPEC LOOP-2): ``filter(text)`` returns a
+    :class:`FilterResult` (None counts as pass). A plain callable ``text -> FilterResult`` works too."""
+
     def filter(self, text: str) -> FilterResult:
         ...
 

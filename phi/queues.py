@@ -15,6 +15,10 @@ from .types import AgentMessage, QueueMode
 
 
 class MessageQueue:
+    """A thread-safe steering or follow-up queue (SPEC LOOP-9, LOOP-18): the application ``push``-es from
+    any thread, the loop ``drain``-s one message or all of them per ``mode``, and messages a run
+    took but could not deliver return to the front with ``put_back``."""
+
     def __init__(self, mode: QueueMode = QueueMode.ONE_AT_A_TIME) -> None:
         self.mode = QueueMode(mode)
         self._items: deque[AgentMessage] = deque()

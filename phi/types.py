@@ -124,12 +124,17 @@ def _rfc3339_now() -> str:
 
 @dataclass(slots=True)
 class TextContent:
+    """A text content block (SPEC DATA-1)."""
+
     text: str
     type: ClassVar[str] = "text"
 
 
 @dataclass(slots=True)
 class ImageContent:
+    """An image content block (SPEC DATA-1): ``data`` is the base64-encoded image and ``mime_type`` its
+    media type, e.g. ``image/png`` (``mimeType`` in JSON)."""
+
     data: str  # base64
     mime_type: str
     type: ClassVar[str] = "image"
@@ -148,6 +153,10 @@ class ThinkingContent:
 
 @dataclass(slots=True)
 class ToolCall:
+    """A tool call in an assistant reply (SPEC DATA-1): ``id`` (which the toolResult answering it repeats),
+    the tool's ``name`` and the ``arguments`` object. Streamed argument text that is not a JSON
+    object is kept as ``{"__raw_arguments": text}`` (SPEC TOOL-2)."""
+
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -202,6 +211,10 @@ def content_from_json(data: Any, path: str = "content") -> Content:
 
 @dataclass(slots=True)
 class Usage:
+    """Token counts of a model call, or a sum of them (SPEC DATA-5): ``input``, ``output``, ``reasoning``,
+    ``cache_read``, ``cache_write`` and ``total_tokens`` as the provider reported them (0 when it
+    did not). ``combine`` (or ``+``) sums field-wise."""
+
     input: int = 0
     output: int = 0
     reasoning: int = 0
@@ -259,6 +272,9 @@ class Usage:
 
 @dataclass(slots=True)
 class UserMessage:
+    """A user message (SPEC DATA-2): ``content`` blocks (text, images) and a ``timestamp`` in unix
+    milliseconds."""
+
     content: list[Content]
     timestamp: int = field(default_factory=now_ms)
     role: ClassVar[str] = "user"
@@ -276,6 +292,10 @@ class UserMessage:
 
 @dataclass(slots=True)
 class AssistantMessage:
+    """A model's reply (SPEC DATA-2): its ``content`` blocks, why it ended (``stop_reason``), the ``model``
+    and ``provider`` that wrote it, its ``usage``, a ``timestamp`` in unix milliseconds and, for a
+    failed or aborted reply, ``error_message``."""
+
     content: list[Content] = field(default_factory=list)
     stop_reason: StopReason = StopReason.STOP
     model: str = ""
@@ -297,6 +317,10 @@ class AssistantMessage:
 
 @dataclass(slots=True)
 class ToolResultMessage:
+    """The result of one tool call as the model receives it (SPEC DATA-2): the ``tool_call_id`` and
+    ``tool_name`` it answers, its ``content``, ``is_error``, a ``timestamp`` in unix milliseconds,
+    and ``details`` for the application (never sent to a model, SPEC TOOL-12)."""
+
     tool_call_id: str
     tool_name: str
     content: list[Content]
@@ -401,6 +425,8 @@ def message_from_json(data: Any, path: str = "message") -> AgentMessage:
 
 
 def messages_from_json(data: Any, path: str = "messages") -> list[AgentMessage]:
+    """Decode a JSON list of messages (SPEC DATA-6, DATA-7); raises :class:`DecodeError` naming the bad
+    field, e.g. ``messages[2].content[0].type``."""
     if not isinstance(data, list):
         raise DecodeError(path, data, "a list of messages")
     return [message_from_json(item, f"{path}[{i}]") for i, item in enumerate(data)]

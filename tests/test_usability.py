@@ -13,7 +13,7 @@ from phi.types import AssistantMessage, TextContent, UserMessage
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
-REQUIREMENT = re.compile(r"\b(?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT|MCP|OAPI|SKILL|SUB|SESS|EVAL)-\d+\b")
+REQUIREMENT = re.compile(r"\b(?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT|MCP|OAPI|SKILL|SUB|SESS|EVAL|CODE|CLI|EXPORT)-\d+\b")
 SECTION = re.compile(r"SPEC §(\d+(?:\.\d+)?)")
 
 
@@ -41,7 +41,7 @@ def test_every_loop_setting_has_an_explicit_typed_setter():
 
 
 def test_docstrings_cite_only_what_spec_defines():
-    defined = set(re.findall(r"\*\*((?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT|MCP|OAPI|SKILL|SUB|SESS|EVAL)-\d+)", SPEC))
+    defined = set(re.findall(r"\*\*((?:DATA|EVT|LOOP|TOOL|CANCEL|PROV|ERR|CTX|AGENT|MCP|OAPI|SKILL|SUB|SESS|EVAL|CODE|CLI|EXPORT)-\d+)", SPEC))
     sections = set(re.findall(r"^##+ (\d+(?:\.\d+)?)\.? ", SPEC, flags=re.M))
     bad = []
     for path in sorted((ROOT / "phi").rglob("*.py")):

@@ -50,6 +50,9 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalDecision:
+    """An approval callback's answer with a reason (SPEC CODE-8): ``allowed``, and for a denial the
+    ``reason`` the model reads in the call's error result."""
+
     allowed: bool
     reason: str = ""
 
@@ -87,6 +90,7 @@ class SmartApproval:
 
 
 def allow_all(request: ApprovalRequest) -> bool:
+    """The approval policy that lets every call run."""
     return True
 
 

@@ -18,12 +18,19 @@ from ..types import ToolCall, ToolResultMessage, Usage
 
 @dataclass(frozen=True)
 class UserTurn:
+    """A user input or follow-up of the session: its text ``content`` and when it was recorded
+    (``timestamp``, unix seconds)."""
+
     content: str
     timestamp: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
 class AssistantTurn:
+    """One model reply: its text ``content``, its ``tool_calls``, its thinking text (``reasoning``, None
+    when there was none), ``usage`` and ``stop_reason`` (a StopReason value such as ``"toolUse"``).
+    ``response_id`` is optional and left None by the session."""
+
     content: str
     tool_calls: list[ToolCall]
     reasoning: str | None
@@ -35,18 +42,26 @@ class AssistantTurn:
 
 @dataclass(frozen=True)
 class ToolResultsTurn:
+    """The toolResult messages of one turn, in call order, recorded when the turn ends."""
+
     results: list[ToolResultMessage]
     timestamp: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
 class SystemTurn:
+    """A note the session or the core loop added itself, such as a turn-limit or execution-limit notice;
+    ``content`` is its text."""
+
     content: str
     timestamp: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
 class SteeringTurn:
+    """A message injected during an input, either steering (``Session.steer``) or a loop-detection
+    warning (SPEC CODE-7); the model receives it as a user message."""
+
     content: str
     timestamp: float = field(default_factory=time.time)
 

@@ -42,6 +42,10 @@ from .secrets import check_secret, scrub
 
 
 class CacheStrategy(str, enum.Enum):
+    """Where providers with explicit prompt caching (Anthropic, Bedrock) put cache breakpoints
+    (``CacheConfig.strategy``): ``AUTO`` on the system prompt, tools and messages; ``MANUAL`` only
+    where ``CacheConfig.cache_system``/``cache_tools``/``cache_messages`` say; ``DISABLED`` nowhere."""
+
     AUTO = "auto"
     DISABLED = "disabled"
     MANUAL = "manual"
@@ -144,6 +148,10 @@ class StreamProvider(Protocol):
 
 
 class ErrorKind(str, enum.Enum):
+    """How a provider failure is classified (SPEC PROV-2), as ``ProviderError.kind``. Only
+    ``RATE_LIMITED`` and ``NETWORK`` are retried (ERR-1); ``CONTEXT_OVERFLOW`` compacts the context
+    and retries once when context settings are configured (ERR-4)."""
+
     RATE_LIMITED = "rate_limited"
     NETWORK = "network"
     AUTH = "auth"

@@ -24,6 +24,10 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")
 
 @runtime_checkable
 class SessionStore(Protocol):
+    """Where whole sessions are kept by id (SPEC SESS-6): ``save`` replaces, ``list_ids`` and
+    ``load_for_agent`` give the newest save first, ``load``/``delete`` of an absent id raise
+    ``NotFound``. Implemented by ``JsonDirStore`` and ``SqliteStore``."""
+
     def save(self, session: Session) -> None:
         """Store ``session``, replacing any stored session with the same id."""
         ...

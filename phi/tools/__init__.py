@@ -14,6 +14,8 @@ nothing here imports ``requests``, ``jsonschema`` or ``yaml``.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 _EXPORTS = {
@@ -42,6 +44,21 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+class _ToolsPackage(types.ModuleType):
+    """``phi.tools`` itself. Loading a submodule makes the import system set it as a package
+    attribute, which would shadow an export of the same name (``apply_patch`` the function vs
+    ``phi.tools.apply_patch`` the module) depending on import order: such an export wins."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if _EXPORTS.get(name) == name and isinstance(value, types.ModuleType) \
+                and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _ToolsPackage
 
 
 def default_tools(env: Any = None, **options: Any) -> list[Any]:

@@ -52,6 +52,10 @@ _NOT_DESCENDED = (".git", "node_modules", "__pycache__")
 
 @dataclass
 class ExecResult:
+    """What ``exec_command`` returns (a failing command is a result, not an exception): the captured
+    ``stdout`` and ``stderr``, ``exit_code`` (128+N after signal N; -1 if a cancelled command had
+    not exited), whether it ``timed_out`` or was ``cancelled``, and ``duration_ms``."""
+
     stdout: str
     stderr: str
     exit_code: int
@@ -78,6 +82,9 @@ class ExecResult:
 
 @dataclass
 class DirEntry:
+    """One entry of ``list_directory``: its ``name``, ``is_dir``, ``size`` in bytes (None for a
+    directory, or when it cannot be read) and ``path`` relative to the listed directory."""
+
     name: str
     is_dir: bool
     size: int | None
@@ -201,7 +208,7 @@ class LocalExecutionEnvironment:
             return read_limited(fh, self.max_read_bytes if max_bytes is None else max_bytes, target)
 
     def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        """Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count.
+        r"""Text of ``path`` (invalid UTF-8 replaced); ``offset`` is a 1-based line, ``limit`` a line count.
 
         A whole-file read is bounded by ``max_read_bytes``; a ranged one streams the file and returns
         at most ``max_read_bytes`` of lines, whatever the file's size, each ending in ``\n`` (a

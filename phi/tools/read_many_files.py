@@ -46,6 +46,10 @@ def expand_paths(env: Any, entries: list[str], max_files: int, ctx: ToolContext)
 
 @dataclass
 class ReadManyFilesTool:
+    """The ``read_many_files`` tool (SPEC §9.4): several files or glob matches in one call, each under a
+    ``--- path ---`` header, with what could not be read listed as skipped. At most ``max_files``
+    files, ``max_bytes_per_file`` each and about ``max_total_bytes`` in all."""
+
     env: Any = None
     max_files: int = 50
     max_bytes_per_file: int = 1024 * 1024

@@ -224,31 +224,16 @@ def repl(tmp_path):
     instance.close()
 
 
-def test_export_calls_the_export_command_with_the_session_id(repl, monkeypatch, tmp_path):
-    import sys
-    import types
-
+def test_export_writes_the_page_of_this_session_from_the_repls_own_store(repl, monkeypatch, tmp_path):
     from phi.cli_commands import dispatch
 
-    calls = []
-    fake = types.ModuleType("phi.cli_export")
-    fake.main = lambda argv: calls.append(argv) or 0
-    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
-    repl.run_input("hello")
-    assert dispatch(repl, f"/export {tmp_path / 'out.html'}")
-    assert calls == [[repl.session.id, "--html", str(tmp_path / "out.html")]]
-    assert repl.sessions.store.load(repl.session.id).loops  # saved before the export reads it
-    assert "exported to" in repl.out.getvalue()
-
-
-def test_export_without_the_export_module_says_so(repl, monkeypatch):
-    import sys
-
-    from phi.cli_commands import dispatch
-
-    monkeypatch.setitem(sys.modules, "phi.cli_export", None)  # the import fails
-    assert dispatch(repl, "/export")
-    assert "/export needs phi.cli_export" in repl.out.getvalue()
+    monkeypatch.setenv("PHI_HOME", str(tmp_path / "elsewhere"))  # not where this REPL keeps its sessions
+    repl.run_input("hello there")
+    target = tmp_path / "out.html"
+    assert dispatch(repl, f"/export {target}")
+    assert f"exported to {target}" in repl.out.getvalue()
+    page = target.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "hello there" in page and repl.session.id in page
 
 
 def test_always_allow_lasts_for_one_conversation(repl):

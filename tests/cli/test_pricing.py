@@ -55,6 +55,15 @@ def test_a_price_on_the_model_object_itself_is_used():
     assert cost_of(Usage(input=2_000_000), Config()).input == 1.0
 
 
+def test_model_config_cost_overrides_the_table_and_prices_unknown_models():
+    listed = ModelConfig.anthropic("claude-sonnet-4-5", cost=ModelPrice(0.5, 0.5))
+    assert cost_of(Usage(input=2_000_000), listed).input == 1.0
+    private = ModelConfig(id="my-private-deployment", base_url="http://127.0.0.1:9/v1")
+    assert cost_of(Usage(input=1), private) is None
+    private.cost = ModelPrice(input=2.0, output=8.0)
+    assert cost_of(Usage(input=1_000_000, output=500_000), private).total == 6.0
+
+
 def test_gemini_pro_long_prompts_use_the_higher_rate():
     short = cost_of(Usage(input=100_000, output=1_000_000), "gemini-2.5-pro")
     long = cost_of(Usage(input=300_000, output=1_000_000), "gemini-2.5-pro")

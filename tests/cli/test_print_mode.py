@@ -1,5 +1,5 @@
 """``phi -p`` and ``phi -p --json`` (issue 15): exit statuses and output shapes; ``--json`` output
-validates against the events' JSON schema (tests/cli/event.schema.json, SPEC EVT-1 / DATA-6)."""
+validates against the events' JSON schema (conformance/schema/event.schema.json, SPEC EVT-1 / DATA-6)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from coding.wire import Call, Turn
 
 from cli.terminal_helpers import REPO
 
-SCHEMA = json.loads((Path(__file__).parent / "event.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[2] / "conformance" / "schema" / "event.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
 NO_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 

@@ -10,7 +10,8 @@ import re
 from export_helpers import HOSTILE, SECRET
 from page_parser import parse_page
 
-from phi.cli_export import default_store_dir, main
+from phi.cli_export import main
+from phi.cli_options import default_sessions_dir
 from phi.session import JsonDirStore, SqliteStore
 
 
@@ -125,7 +126,7 @@ def test_sqlite_store_and_default_store(recorded, tmp_path, monkeypatch):
     page = parse_page(export(recorded, tmp_path, "--store", str(db)))
     assert len(page.find_all("section", "loop")) == 4
     monkeypatch.setenv("PHI_HOME", str(tmp_path / "home"))
-    assert default_store_dir() == tmp_path / "home" / "sessions"
+    assert default_sessions_dir() == tmp_path / "home" / "sessions"
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "sessions").symlink_to(recorded.store.directory)
     out = tmp_path / "default.html"
