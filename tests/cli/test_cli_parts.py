@@ -10,11 +10,10 @@ import pytest
 
 from phi.cli_approval import ApprovalGate
 from phi.cli_options import CliOptions, NoModel, choose_profile_id, make_profile, parse
-from phi.cli_render import Renderer, Style, file_diff, gauge, status_line, summary, touched_paths, TurnStats
+from phi.cli_render import Renderer, Style, TurnStats, file_diff, gauge, status_line, summary, touched_paths
 from phi.coding import ApprovalRequest, EventKind, SessionEvent
 from phi.errors import ConfigError
 from phi.types import Usage
-
 
 # ----------------------------------------------------------------------------- options
 
