@@ -551,6 +551,9 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
                 settle(base if parallel else None)
+                if error is not None:
+                    kept = [] if parallel else context.messages[len(base):]
+                    self._record_raised_run(loop_ids or [context.loop_id], kept)
                 self._save_sessions()
                 stream._finish(result, error)
 

@@ -53,6 +53,24 @@ class AgentRecording:
         record = self._recorder.on_event
         return [replace(t, on_event=_both(t.on_event, record)) if isinstance(t, SubAgentTool) else t for t in tools]
 
+    def _record_raised_run(self, loop_ids: list[str], messages: list[Any]) -> None:
+        """A run that raised emits no ``AgentEnd`` (SPEC LOOP-5), so its loops would stay ``Running``
+        and their sessions never settle: the recorder alone is told they ended in an error, with the
+        messages the run kept (``messages``, for a single run). Subscribers see nothing extra."""
+        if self._recorder is None:
+            return
+        from .events import AgentEnd, RunOutcome
+        from .types import AssistantMessage, Usage
+
+        usage = Usage()
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                usage = usage + message.usage
+        for loop_id in loop_ids:
+            record = self._recorder.get_loop(loop_id)
+            if record is not None and record.status.is_open:
+                self._recorder.on_event(AgentEnd(loop_id, list(messages), usage, outcome=RunOutcome.ERROR))
+
     def _save_sessions(self) -> None:
         """After a run: save the sessions it settled (errors are logged: the run itself is over)."""
         if self._recorder is None or self._store is None:

@@ -62,3 +62,33 @@ def test_fifty_agents_delegating_twice_at_once_are_recorded_completely():
             assert child.loops[0].status is LoopStatus.COMPLETED
     leftover = {t for t in threading.enumerate()} - before
     assert all(t.name.startswith("phi-tool") or not t.is_alive() for t in leftover), leftover
+
+
+def test_a_run_that_raises_is_recorded_as_an_error_and_saved_and_the_next_run_too(tmp_path):
+    class Boom(Exception):
+        pass
+
+    def before_turn(messages, index):
+        if index == 1:
+            raise Boom("from before_turn")
+
+    store = JsonDirStore(tmp_path)
+    seen: list[str] = []
+    tool_reply = {"blocks": [{"type": "toolCall", "id": "c1", "name": "missing", "arguments": {}}]}
+    agent = Agent(provider=ScriptedProvider([tool_reply, "after"]), before_turn=before_turn)
+    agent.with_session_recorder(store=store)
+    agent.subscribe(lambda event: seen.append(event.type))
+    try:
+        agent.run("work")
+    except Boom:
+        pass
+    else:
+        raise AssertionError("the hook's exception did not reach the caller")
+    assert "AgentEnd" not in seen  # subscribers see no made-up end (SPEC LOOP-5)
+    (record,) = store.load(agent.session_id).loops
+    assert record.status is LoopStatus.ERROR and record.ended_at is not None
+    assert record.messages == agent.messages and [m.role for m in agent.messages] == ["user", "assistant", "toolResult"]
+    assert record.usage.output == sum(m.usage.output for m in agent.messages if m.role == "assistant")
+    agent.before_turn = None
+    agent.run("again")
+    assert [r.status for r in store.load(agent.session_id).loops] == [LoopStatus.ERROR, LoopStatus.COMPLETED]
