@@ -3,7 +3,7 @@ a CSP violation and a blocked load are all console messages), the page's script 
 (``<body data-ready="1">``) and nothing hostile ran (no ``data-pwned``), the DOM after the script
 shows the conversation and the loop tree, and a screenshot is saved as a test artifact.
 
-Chromium is Debian's ``chromium`` (installed by scripts/install-chromium where possible); without
+Chromium is Debian's ``chromium`` (installed by scripts/install-debian-peers where possible); without
 a chromium binary these tests are skipped with that reason."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from page_parser import parse_page
 from phi.cli_export import main
 
 BROWSER = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium binary on PATH (scripts/install-chromium "
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium binary on PATH (scripts/install-debian-peers "
                                                         "installs Debian's chromium when run as root with apt)")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 _CONSOLE = re.compile(r":CONSOLE[:(]")
