@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
 from .cli_batch import interrupt_turn
-from .cli_options import CliOptions, default_sessions_dir
+from .cli_options import KEY_VARIABLES, CliOptions, default_sessions_dir
 from .cli_render import Renderer, Style, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
@@ -162,6 +162,8 @@ class Repl:
         self._attach(session)
         self._apply_mode(session)
         self.renderer.model = self.profile.model_config
+        names = KEY_VARIABLES.get(self.profile.id, ())
+        self.renderer.auth_hint = f"check {' or '.join(names)}" if names and not self.options.offline else ""
         return session
 
     def _attach(self, session: Session) -> None:
@@ -325,7 +327,7 @@ class Repl:
         return result
 
     def _after(self, result: Any) -> None:
-        if result.outcome == "error" and result.error:
+        if result.outcome == "error" and result.error and not self.renderer.error_shown:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""
         agent = self.session.agent
