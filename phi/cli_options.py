@@ -106,16 +106,21 @@ def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> P
     return default_sessions_dir(env)
 
 
+def model_family(model: str) -> str | None:
+    """The profile whose service serves ``model`` by its name (``claude…``, ``gpt…``, ``gemini…``), or None."""
+    lowered = model.lower()
+    return next((profile for prefix, profile in _MODEL_FAMILIES if lowered.startswith(prefix)), None)
+
+
 def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None) -> str:
     """The profile for the options (see the module docstring); :class:`NoModel` when none fits."""
     env = os.environ if env is None else env
     if options.provider:
         return PROVIDER_ALIASES[options.provider]
     if options.model:
-        lowered = options.model.lower()
-        for prefix, profile in _MODEL_FAMILIES:
-            if lowered.startswith(prefix):
-                return profile
+        family = model_family(options.model)
+        if family is not None:
+            return family
         raise ConfigError(f"cannot tell which service serves model {options.model!r}; add --provider "
                           f"({', '.join(KEY_VARIABLES)})")
     for profile, names in KEY_VARIABLES.items():
@@ -127,7 +132,9 @@ def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None)
 
 
 def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str, str] | None = None) -> Any:
-    """The coding profile for ``options`` (``model`` overrides ``--model``, for ``/model``)."""
+    """The coding profile for ``options``. ``model`` (``/model``) overrides ``--model`` and, when its
+    name tells (or it is written ``SERVICE:NAME``), ``--provider`` too: the conversation can move to
+    another service."""
     from .coding import create_profile
 
     if options.offline:
@@ -135,8 +142,13 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
 
         return create_profile("anthropic", model or "offline-scripted", provider=OfflineModel(),
                               context_window=200_000)
-    if model is not None and not options.provider:
-        options = CliOptions(**{**vars(options), "model": model})
+    if model is not None:  # /model NAME: the service NAME belongs to, else the one in use
+        provider, _, name = model.rpartition(":")
+        if provider and provider not in PROVIDER_ALIASES:
+            raise ConfigError(f"unknown service {provider!r} in {model!r}; use one of {', '.join(KEY_VARIABLES)}")
+        model = name
+        options = CliOptions(**{**vars(options), "model": name,
+                                "provider": provider or model_family(name) or options.provider})
     profile_id = choose_profile_id(options, env)
     names = KEY_VARIABLES[profile_id]
     environment = os.environ if env is None else env
@@ -147,4 +159,4 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "default_sessions_dir", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "default_sessions_dir", "model_family", "APPROVAL_MODES", "THINKING_LEVELS"]

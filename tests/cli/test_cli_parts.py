@@ -47,6 +47,18 @@ def test_base_url_and_model_reach_the_profile():
     assert (profile.id, profile.model, profile.model_config.base_url) == ("openai", "gpt-5-mini", "http://127.0.0.1:9")
 
 
+def test_model_command_names_choose_the_service():
+    env = {"ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k"}
+    started = CliOptions(provider="anthropic", base_url="http://127.0.0.1:9")
+    assert make_profile(started, model="gemini-2.5-flash", env=env).id == "gemini"
+    assert make_profile(started, model="claude-haiku-4-5", env=env).id == "anthropic"
+    assert make_profile(started, model="my-proxy-model", env=env).id == "anthropic"  # unknown name: same service
+    named = make_profile(started, model="gemini:custom-tuned", env=env)
+    assert (named.id, named.model) == ("gemini", "custom-tuned")
+    with pytest.raises(ConfigError, match="unknown service 'acme'"):
+        make_profile(started, model="acme:thing", env=env)
+
+
 def test_bad_arguments_exit_2():
     with pytest.raises(SystemExit) as caught:
         parse(["--approve", "sometimes"])
