@@ -65,13 +65,15 @@ def interrupt_turn(session: Any) -> None:
 
 def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
-    asked is denied), resumed when ``--resume``, recorded into ``sessions``."""
+    asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
+    ``sessions``."""
     from .coding import Session, SessionConfig
     from .tools.environment import LocalExecutionEnvironment
 
     gate = ApprovalGate(options.approve or "off", interactive=False)
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
-                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort()))
+                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
+                                    max_turns=options.max_turns))
     if options.resume:
         sessions.restore(options.resume, session.agent)
         session.id = session.agent.session_id

@@ -50,6 +50,7 @@ class CliOptions:
     sessions_dir: str | None = None
     resume: str | None = None
     color: str = "auto"
+    max_turns: int = 0
 
     def reasoning_effort(self) -> str | None:
         """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
@@ -77,7 +78,19 @@ def parser() -> argparse.ArgumentParser:
                    "PHI_HOME defaulting to ~/.phi)")
     p.add_argument("--resume", "-r", metavar="ID", help="continue a saved session")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--max-turns", type=_non_negative, default=0, metavar="N", help="with -p or --json: stop "
+                   "after N model calls (the run ends in turn_limit, exit status 1); 0, the default: no limit")
     return p
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
+    return value
 
 
 def parse(argv: list[str]) -> CliOptions:

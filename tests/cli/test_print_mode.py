@@ -139,3 +139,39 @@ def test_the_schema_accepts_every_event_of_every_conformance_fixture():
                 assert not errors, f"{path.name}: {record['event']['type']}: {errors[:2]}"
                 seen.add(record["event"]["type"])
     assert len(seen) >= 13, seen
+
+
+def test_a_run_that_reaches_max_turns_ends_in_turn_limit_and_exits_1(model, project, phi_home):
+    model.script("Keep going", Turn("", [Call("read_file", {"file_path": "notes.txt"})]), Turn("never asked"))
+    done = run_phi(["-p", "Keep going", "--json", "--max-turns", "1", *wire(model)], project, phi_home,
+                   ANTHROPIC_API_KEY="sk-test")
+    assert done.returncode == 1
+    assert "the run ended: turn_limit" in done.stderr
+    events = events_of(done.stdout)
+    assert events[-1]["type"] == "AgentEnd"
+    assert len(model.requests_of("Keep going")) == 1
+
+
+def test_ctrl_c_ends_a_print_run_with_130_and_the_json_stream_ends_with_the_abort(model, project, phi_home):
+    import signal
+    import time
+
+    model.script("Ramble", Turn("words " * 3000)).slow("Ramble", chunk_size=200, delay=0.1)
+    env = {k: v for k, v in os.environ.items() if k not in NO_KEYS}
+    env.update(PYTHONPATH=str(REPO), PHI_HOME=str(phi_home), ANTHROPIC_API_KEY="sk-test")
+    proc = subprocess.Popen([sys.executable, "-m", "phi.cli", "-p", "Ramble", "--json", *wire(model)], cwd=project,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:  # wait until the reply streams
+        lines.append(line)
+        if '"MessageUpdate"' in line:
+            break
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    events = events_of("".join(lines) + out)
+    assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
+    (saved,) = (phi_home / "sessions").iterdir()  # saved on the way out
+    assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
