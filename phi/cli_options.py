@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -51,6 +51,7 @@ class CliOptions:
     resume: str | None = None
     color: str = "auto"
     max_turns: int = 0
+    timeout: float | None = None
 
     def reasoning_effort(self) -> str | None:
         """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
@@ -78,9 +79,22 @@ def parser() -> argparse.ArgumentParser:
                    "PHI_HOME defaulting to ~/.phi)")
     p.add_argument("--resume", "-r", metavar="ID", help="continue a saved session")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS", help="give up on the model's server "
+                   "when it sends nothing for this long (default 120; the run then ends with an error and the "
+                   "conversation stays)")
     p.add_argument("--max-turns", type=_non_negative, default=0, metavar="N", help="with -p or --json: stop "
                    "after N model calls (the run ends in turn_limit, exit status 1); 0, the default: no limit")
     return p
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, not {text!r}")
+    return value
 
 
 def _non_negative(text: str) -> int:
@@ -168,7 +182,11 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
     if not options.base_url and not any(environment.get(name, "").strip() for name in names):
         raise NoModel(f"the {profile_id} models need {' or '.join(names)}: set it, or try phi without a key: "
                       "phi --offline")
-    return create_profile(profile_id, model or options.model, base_url=options.base_url)
+    profile = create_profile(profile_id, model or options.model, base_url=options.base_url)
+    if options.timeout is not None:
+        config = profile.model_config
+        profile.model_config = replace(config, options={**config.options, "read_timeout": options.timeout})
+    return profile
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",

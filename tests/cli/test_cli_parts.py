@@ -59,10 +59,17 @@ def test_model_command_names_choose_the_service():
         make_profile(started, model="acme:thing", env=env)
 
 
-def test_bad_arguments_exit_2():
+@pytest.mark.parametrize("args", [["--approve", "sometimes"], ["--timeout", "0"], ["--timeout", "soon"],
+                                  ["--max-turns", "-1"], ["-p", "  "]])
+def test_bad_arguments_exit_2(args):
     with pytest.raises(SystemExit) as caught:
-        parse(["--approve", "sometimes"])
+        parse(args)
     assert caught.value.code == 2
+
+
+def test_timeout_reaches_the_model_config():
+    options = parse(["--timeout", "2.5", "--provider", "openai", "--base-url", "http://127.0.0.1:9"])
+    assert make_profile(options, env={}).model_config.options["read_timeout"] == 2.5
 
 
 # ----------------------------------------------------------------------------- rendering

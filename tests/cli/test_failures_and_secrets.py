@@ -52,3 +52,14 @@ def test_print_json_with_a_rejected_key_exits_1_with_only_json_on_stdout(model, 
     assert "the run ended: error" in done.stderr and "401" in done.stderr
     for where, text in [("stdout", done.stdout), ("stderr", done.stderr), *files_under(phi_home).items()]:
         assert FAKE_KEY not in text, f"the API key is in {where}"
+
+
+def test_a_server_that_stops_sending_mid_reply_times_out_and_the_prompt_returns(launch, model):
+    model.script("Start then stall", Turn("The first words", hang=True), Turn("Recovered."))
+    phi = launch("--timeout", "0.5")
+    phi.prompt()
+    phi.send_line("Start then stall")
+    phi.expect("The first w")  # the first delta
+    phi.expect(r"error: no data from the server for 0\.5s \(read timeout\)")
+    phi.prompt(timeout=10)
+    phi.exchange("Go on", "Recovered.")
