@@ -226,3 +226,27 @@ def test_print_mode_on_a_terminal_names_the_session_to_resume(model, project, ph
         assert (phi_home / "sessions" / f"{found.group(1)}.json").exists()
     finally:
         phi.close()
+
+
+def test_status_line_counts_cache_hits_and_the_gauge_turns_yellow_then_red(launch, model):
+    """Usage as the Anthropic stream reports it (cache reads, a growing prompt) reaches the status line:
+    cache reads and hit rate, their price in the cost, the gauge's colour by the context's fill."""
+    from coding.wire import anthropic_sse
+    from providers.conftest import Reply
+
+    def reply(text: str, input_tokens: int, cache_read: int) -> Reply:
+        body = anthropic_sse(Turn(text)).replace(b'"input_tokens":377', b'"input_tokens":%d' % input_tokens)
+        return Reply(body.replace(b'"cache_read_input_tokens":0', b'"cache_read_input_tokens":%d' % cache_read))
+
+    model.script("Use the cache", reply("cached", 400, 1200), reply("fuller", 130_000, 0), reply("full", 180_000, 0))
+    phi = launch("--color", "always")
+    phi.prompt()
+    phi.exchange("Use the cache", "cached", r"in 400 out 65 · cache 1,200 read \(75%\) · \$(\S+) .* context \[.*\] 1%")
+    cost = (400 * 3 + 65 * 15 + 1200 * 0.30) / 1e6
+    assert f"${cost:.4f} (session ${cost:.4f})" in phi.text
+    phi.exchange("More", "fuller", r"context \[.*\] 65%")
+    phi.exchange("Even more", "full", r"context \[.*\] 90%")
+    raw = phi.raw.decode()
+    assert "\x1b[32m[░░░░░░░░░░] 1%" in raw  # green, yellow, red (seed 002 §16.7)
+    assert "\x1b[33m[███████░░░] 65%" in raw
+    assert "\x1b[31m[█████████░] 90%" in raw
