@@ -250,3 +250,21 @@ def test_status_line_counts_cache_hits_and_the_gauge_turns_yellow_then_red(launc
     assert "\x1b[32m[░░░░░░░░░░] 1%" in raw  # green, yellow, red (seed 002 §16.7)
     assert "\x1b[33m[███████░░░] 65%" in raw
     assert "\x1b[31m[█████████░] 90%" in raw
+
+
+def test_gemini_profile_edit_and_new_file_show_their_diffs(model, project):
+    model.script("Edit and add", Turn("", [Call("edit_file", {"file_path": "notes.txt", "old_string": "gamma",
+                                                              "new_string": "GAMMA", "expected_replacements": 1}),
+                                           Call("write_file", {"file_path": "sub/added.txt", "content": "one\ntwo\n"})]),
+                 Turn("Both done."))
+    phi = PtyPhi(["--provider", "gemini", "--base-url", model.url, "--approve", "off"], project,
+                 {"GEMINI_API_KEY": "test-gemini-key", "PHI_HOME": str(project.parent / "h")})
+    try:
+        phi.prompt()
+        phi.exchange("Edit and add", "Both done.")
+        screen = phi.text
+        assert "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n alpha\n beta\n-gamma\n+GAMMA\n" in screen, screen
+        assert "--- /dev/null\n+++ b/sub/added.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n" in screen, screen
+    finally:
+        phi.close()
+    assert (project / "sub" / "added.txt").read_text() == "one\ntwo\n"
