@@ -369,3 +369,29 @@ def test_no_running_line_is_drawn_between_a_question_and_its_answer():
     renderer.after_typing()
     renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="x"))
     assert out.getvalue().startswith("? allow shell — [1] ✓ shell(command=ls) ")
+
+
+@pytest.mark.parametrize("env, expected", [({"VISUAL": "code --wait", "EDITOR": "nano"}, ["code", "--wait"]),
+                                           ({"VISUAL": "", "EDITOR": "nano -R"}, ["nano", "-R"]), ({}, ["vi"])])
+def test_editor_is_visual_then_editor_then_vi(monkeypatch, env, expected):
+    from phi.cli_commands import editor_command
+
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert editor_command() == expected
+
+
+def test_the_editors_file_is_removed_and_a_failing_editor_sends_nothing(repl, monkeypatch, tmp_path):
+    from phi.cli_commands import dispatch
+
+    seen = tmp_path / "seen"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\necho "$1" > {seen}\necho "some text" > "$1"\nexit 3\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    assert dispatch(repl, "/editor")
+    assert "the editor exited with status 3; nothing sent" in repl.out.getvalue()
+    assert not repl.session.agent.messages
+    assert not __import__("os").path.exists(seen.read_text().strip())  # the temporary file is gone

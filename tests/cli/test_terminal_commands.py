@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from coding.wire import Turn, user_texts
+from coding.wire import Call, Turn, user_texts
 
 from cli.terminal_helpers import PtyPhi
 
@@ -153,3 +153,21 @@ def test_model_switch_to_another_service_keeps_the_conversation(launch, model):
     assert third["model"] == "claude-haiku-4-5"
     assert user_texts("anthropic", third) == ["Across services", "And now?", "Once more"]
     assert "Answer from GPT." in json.dumps(third["messages"])
+
+
+def test_approve_command_switches_between_asking_for_everything_and_nothing(launch, model, project):
+    model.script("Read then write", Turn("", [Call("read_file", {"file_path": "notes.txt"})]), Turn("read it"),
+                 Turn("", [Call("write_file", {"file_path": "w.txt", "content": "w\n"})]), Turn("wrote it"))
+    phi = launch()
+    phi.prompt()
+    phi.exchange("/approve on", r"approval: on \(always allowed: none\)")
+    phi.send_line("Read then write")
+    phi.expect(r"\? allow read_file\(file_path=notes\.txt\)")  # on: even a read is asked
+    phi.send_line("y")
+    phi.expect("read it")
+    phi.prompt()
+    phi.exchange("/approve off", r"approval: off")
+    phi.exchange("now write", "wrote it")
+    assert "allow write_file" not in phi.text
+    assert (project / "w.txt").read_text() == "w\n"
+    phi.exchange("/approve sometimes", "/approve takes one of on, smart, off")
