@@ -175,3 +175,14 @@ def test_ctrl_c_ends_a_print_run_with_130_and_the_json_stream_ends_with_the_abor
     assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
     (saved,) = (phi_home / "sessions").iterdir()  # saved on the way out
     assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
+
+
+def test_json_stdout_holds_only_json_when_something_goes_wrong_around_the_run(project, phi_home, tmp_path):
+    """Diagnostics (a session that cannot be saved, log records) go to stderr; stdout stays JSON lines."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = run_phi(["-p", "what is here?", "--offline", "--json", "--sessions-dir", str(blocker / "sessions")],
+                   project, phi_home)
+    assert done.returncode == 0, done.stderr
+    events_of(done.stdout)  # every line is JSON
+    assert "could not save the session" in done.stderr
