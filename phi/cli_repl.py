@@ -119,6 +119,22 @@ class Terminal:
                 return line.strip()
 
 
+class ScreenLog(logging.Handler):
+    """phi's warnings (a retry after a server error, a failed save) as notice lines of the
+    conversation, on lines of their own, instead of raw text on stderr across a streaming reply."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        super().__init__(logging.WARNING)
+        self.renderer = renderer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            colour = "red" if record.levelno >= logging.ERROR else "yellow"
+            self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
+        except Exception:
+            self.handleError(record)
+
+
 class Repl:
     """One interactive ``phi`` process (see the module docstring)."""
 
@@ -138,6 +154,8 @@ class Repl:
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never")
         self.reasoning_effort = options.reasoning_effort()
+        self.screen_log = ScreenLog(self.renderer)
+        logging.getLogger("phi").addHandler(self.screen_log)
         self.plan_mode = False
         self.session: Session = self._new_session()
 
@@ -272,7 +290,7 @@ class Repl:
             self.renderer.line(self.style("red", f"error: {error}"))
             return None
         except Exception as error:  # a bug in a tool or hook: report it, keep the conversation
-            log.exception("the run raised")
+            log.debug("the run raised", exc_info=True)  # the line below says it; the trace for debugging
             self.renderer.line(self.style("red", f"the run raised {type(error).__name__}: {error}"))
             return None
         self._after(result)
@@ -349,6 +367,7 @@ class Repl:
         self.session.close()
         self.save(quiet=True)
         self.term.save_history()
+        logging.getLogger("phi").removeHandler(self.screen_log)
 
 
 __all__ = ["Repl", "Terminal", "PLAN_INSTRUCTIONS"]

@@ -63,3 +63,13 @@ def test_a_server_that_stops_sending_mid_reply_times_out_and_the_prompt_returns(
     phi.expect(r"error: no data from the server for 0\.5s \(read timeout\)")
     phi.prompt(timeout=10)
     phi.exchange("Go on", "Recovered.")
+
+
+def test_a_server_error_is_retried_with_a_notice_line_and_the_reply_follows(launch, model):
+    body = json.dumps({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}).encode()
+    model.script("Hello", Turn("Hi."), Reply(body, status=500, content_type="application/json"), Turn("After retry."))
+    phi = launch("--color", "always")
+    phi.prompt()
+    phi.exchange("Hello", "Hi.")
+    phi.exchange("Again", r"\n! retry 1/3 in \d\.\d+s after .*HTTP 500: Internal server error\n", "After retry.")
+    assert "\x1b[33m! retry 1/3" in phi.raw.decode()
