@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -152,26 +154,28 @@ def test_a_run_that_reaches_max_turns_ends_in_turn_limit_and_exits_1(model, proj
     assert len(model.requests_of("Keep going")) == 1
 
 
-def test_ctrl_c_ends_a_print_run_with_130_and_the_json_stream_ends_with_the_abort(model, project, phi_home):
-    import signal
-    import time
+@pytest.mark.parametrize("signum, status, said", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_ends_a_print_run_the_json_stream_with_the_abort_and_saves(model, project, phi_home, signum,
+                                                                           status, said):
+    """Ctrl+C, or SIGTERM (a CI job's time limit): the run stops, AgentEnd comes out, the session is saved."""
 
     model.script("Ramble", Turn("words " * 3000)).slow("Ramble", chunk_size=200, delay=0.1)
     env = {k: v for k, v in os.environ.items() if k not in NO_KEYS}
     env.update(PYTHONPATH=str(REPO), PHI_HOME=str(phi_home), ANTHROPIC_API_KEY="sk-test")
-    proc = subprocess.Popen([sys.executable, "-m", "phi.cli", "-p", "Ramble", "--json", *wire(model)], cwd=project,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in proc.stdout:  # wait until the reply streams
-        lines.append(line)
-        if '"MessageUpdate"' in line:
-            break
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err
-    events = events_of("".join(lines) + out)
+    stdout = phi_home.parent / "stdout.jsonl"
+    with stdout.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "phi.cli", "-p", "Ramble", "--json", *wire(model)],
+                                cwd=project, env=env, stdout=sink, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while '"MessageUpdate"' not in stdout.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the reply streams
+        time.sleep(0.2)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == status, err
+    assert f"phi: {said}" in err
+    events = events_of(stdout.read_text())
     assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
     (saved,) = (phi_home / "sessions").iterdir()  # saved on the way out
     assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
