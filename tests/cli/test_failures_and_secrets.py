@@ -73,3 +73,15 @@ def test_a_server_error_is_retried_with_a_notice_line_and_the_reply_follows(laun
     phi.exchange("Hello", "Hi.")
     phi.exchange("Again", r"\n! retry 1/3 in \d\.\d+s after .*HTTP 500: Internal server error\n", "After retry.")
     assert "\x1b[33m! retry 1/3" in phi.raw.decode()
+
+
+def test_commands_the_model_runs_do_not_see_the_key(model, project, phi_home):
+    from coding.wire import Call
+
+    model.script("Show the environment", Turn("", [Call("shell", {"command": "env; echo END-OF-ENV"})]), Turn("ok"))
+    done = run_phi(["-p", "Show the environment", "--json", "--provider", "anthropic", "--base-url", model.url],
+                   project, phi_home, ANTHROPIC_API_KEY=FAKE_KEY)
+    assert done.returncode == 0, done.stderr
+    assert "END-OF-ENV" in done.stdout and "PHI_HOME=" in done.stdout  # the command ran and printed its env
+    for where, text in [("stdout", done.stdout), ("stderr", done.stderr), *files_under(phi_home).items()]:
+        assert FAKE_KEY not in text, f"the API key is in {where}"
