@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from .cli_approval import ApprovalGate, describe
 from .cli_batch import interrupt_turn
 from .cli_options import KEY_VARIABLES, CliOptions, default_sessions_dir
-from .cli_render import Renderer, Style, context_estimate
+from .cli_render import Renderer, Style, TurnStats, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
 from .errors import PhiError
@@ -200,6 +200,7 @@ class Repl:
             self.profile = profile
         if not carry:
             self.gate.trusted.clear()  # "always allow" holds for one conversation
+            self.renderer.total = TurnStats()  # and so do the session's cost and context
         self.session = self._new_session(old if carry else None)
         old.close()
 
@@ -212,6 +213,7 @@ class Repl:
             new.close()
             raise
         self.gate.trusted.clear()
+        self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
         new.id = new.agent.session_id
         old, self.session = self.session, new
         old.close()

@@ -395,3 +395,16 @@ def test_the_editors_file_is_removed_and_a_failing_editor_sends_nothing(repl, mo
     assert "the editor exited with status 3; nothing sent" in repl.out.getvalue()
     assert not repl.session.agent.messages
     assert not __import__("os").path.exists(seen.read_text().strip())  # the temporary file is gone
+
+
+def test_clear_and_resume_start_the_session_totals_afresh(repl):
+    from phi.cli_commands import dispatch
+
+    repl.run_input("hello there")
+    first = repl.session.id
+    assert repl.renderer.total.usage.input > 0 and repl.renderer.total.context_tokens > 0
+    dispatch(repl, "/clear")
+    assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0
+    repl.run_input("another conversation")
+    dispatch(repl, f"/resume {first}")
+    assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0
