@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, TextIO
 
 from .cli_approval import ApprovalGate
-from .cli_options import CliOptions
+from .cli_options import CliOptions, key_hint
 from .cli_sessions import CliSessions
 
 EXIT_OK = 0
@@ -114,6 +114,10 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
     lines = JsonLines(out, on_closed=session.agent.abort)
     if options.json:
         session.agent.subscribe(lines)
+    from .coding import EventKind
+
+    error_kinds: set[str] = set()
+    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", "")) if event.kind == EventKind.ERROR else None)
     try:
         stream = session.submit_stream(options.prompt or "")
         try:
@@ -144,7 +148,9 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
         err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
-    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}\n")
+    hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
+    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
+              f"{f' ({hint})' if hint else ''}\n")
     return EXIT_FAILED
 
 

@@ -133,6 +133,12 @@ def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> P
     return default_sessions_dir(env)
 
 
+def key_hint(options: CliOptions, profile_id: str) -> str:
+    """What to check after the service refused the key: ``check ANTHROPIC_API_KEY`` ("" offline)."""
+    names = KEY_VARIABLES.get(profile_id, ())
+    return f"check {' or '.join(names)}" if names and not options.offline else ""
+
+
 def model_family(model: str) -> str | None:
     """The profile whose service serves ``model`` by its name (``claude…``, ``gpt…``, ``gemini…``), or None."""
     lowered = model.lower()
@@ -190,4 +196,4 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "default_sessions_dir", "model_family", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "default_sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS"]

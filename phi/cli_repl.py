@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
 from .cli_batch import interrupt_turn
-from .cli_options import KEY_VARIABLES, CliOptions, default_sessions_dir
+from .cli_options import CliOptions, default_sessions_dir, key_hint
 from .cli_render import Renderer, Style, TurnStats, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
@@ -180,8 +180,7 @@ class Repl:
         self._attach(session)
         self._apply_mode(session)
         self.renderer.model = self.profile.model_config
-        names = KEY_VARIABLES.get(self.profile.id, ())
-        self.renderer.auth_hint = f"check {' or '.join(names)}" if names and not self.options.offline else ""
+        self.renderer.auth_hint = key_hint(self.options, self.profile.id)
         return session
 
     def _attach(self, session: Session) -> None:

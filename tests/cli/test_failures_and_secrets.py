@@ -49,7 +49,7 @@ def test_print_json_with_a_rejected_key_exits_1_with_only_json_on_stdout(model, 
     assert done.returncode == 1
     events = events_of(done.stdout)  # every line JSON, valid, a well-formed run
     assert events[-1]["outcome"] == "error" and "401" in json.dumps(events[-1]["messages"][-1])
-    assert "the run ended: error" in done.stderr and "401" in done.stderr
+    assert "the run ended: error: auth: HTTP 401" in done.stderr and "(check ANTHROPIC_API_KEY)\n" in done.stderr
     for where, text in [("stdout", done.stdout), ("stderr", done.stderr), *files_under(phi_home).items()]:
         assert FAKE_KEY not in text, f"the API key is in {where}"
 
