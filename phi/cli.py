@@ -96,9 +96,12 @@ def run_assistant(args: list[str]) -> int:
     except PhiError as error:
         sys.stderr.write(f"phi: {error}\n")
         return 2
-    except KeyboardInterrupt:  # before the session was up, or while it was being closed
-        sys.stderr.write("phi: interrupted\n")
-        return 130
+    except KeyboardInterrupt as stop:  # before the session was up, while it was closed, or in --json
+        from .cli_batch import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+
+        terminated = isinstance(stop, Terminated)
+        sys.stderr.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

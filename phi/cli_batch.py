@@ -7,23 +7,48 @@ can watch or drive phi. Diagnostics go to stderr. The run is recorded like an in
 ``phi export`` and ``--resume`` work on it.
 
 Exit status: :data:`EXIT_OK` when the run completed (the model answered), :data:`EXIT_FAILED` when
-it ended in an error, a limit or an abort, :data:`EXIT_INTERRUPTED` after Ctrl+C.
+it ended in an error, a limit or an abort, :data:`EXIT_INTERRUPTED` after Ctrl+C, :data:`EXIT_TERMINATED`
+after SIGTERM (both stop the run, end the ``--json`` stream with its ``AgentEnd`` and save the session).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
-from typing import Any, TextIO
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
 
 from .cli_approval import ApprovalGate
-from .cli_options import CliOptions
+from .cli_options import CliOptions, key_hint
 from .cli_sessions import CliSessions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # SIGTERM, e.g. a CI job's time limit
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during an unattended run: handled like Ctrl+C (the run stops, the session is saved)."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Terminated` in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 SUCCESS_OUTCOMES = ("completed", "awaiting_input")
 
 
@@ -65,13 +90,15 @@ def interrupt_turn(session: Any) -> None:
 
 def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
-    asked is denied), resumed when ``--resume``, recorded into ``sessions``."""
+    asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
+    ``sessions``."""
     from .coding import Session, SessionConfig
     from .tools.environment import LocalExecutionEnvironment
 
     gate = ApprovalGate(options.approve or "off", interactive=False)
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
-                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort()))
+                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
+                                    max_turns=options.max_turns))
     if options.resume:
         sessions.restore(options.resume, session.agent)
         session.id = session.agent.session_id
@@ -87,15 +114,21 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
     lines = JsonLines(out, on_closed=session.agent.abort)
     if options.json:
         session.agent.subscribe(lines)
+    from .coding import EventKind
+
+    error_kinds: set[str] = set()
+    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", "")) if event.kind == EventKind.ERROR else None)
     try:
         stream = session.submit_stream(options.prompt or "")
         try:
-            result = stream.result()
-        except KeyboardInterrupt:
+            with sigterm_as_interrupt():
+                result = stream.result()
+        except KeyboardInterrupt as stop:
             interrupt_turn(session)
             stream.result(timeout=10)
-            err.write("phi: interrupted\n")
-            return EXIT_INTERRUPTED
+            terminated = isinstance(stop, Terminated)
+            err.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         session.close()
         try:
@@ -115,7 +148,9 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
         err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
-    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}\n")
+    hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
+    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
+              f"{f' ({hint})' if hint else ''}\n")
     return EXIT_FAILED
 
 
@@ -129,4 +164,5 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED"]
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED",
+           "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]

@@ -193,7 +193,7 @@ COMMANDS: dict[str, tuple[Command, str, str]] = {
     "/help": (_help, "", "this list"),
     "/quit": (_quit, "", "save and exit (also /exit, Ctrl+D)"),
     "/clear": (_clear, "", "start a new conversation"),
-    "/model": (_model, "[NAME]", "show or switch the model (the conversation goes on)"),
+    "/model": (_model, "[NAME]", "show or switch the model, any service (SERVICE:NAME); the conversation goes on"),
     "/thinking": (_thinking, "[LEVEL|show|hide]", "reasoning effort (off..xhigh); show or hide thinking"),
     "/plan": (_plan, "[TASK]", "plan mode: only reading tools"),
     "/execute": (_execute, "[TASK]", "leave plan mode and carry the plan out"),

@@ -18,7 +18,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from .cli_batch import EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines, interrupt_turn, unattended_session
+from .cli_batch import (EXIT_FAILED, EXIT_OK, SUCCESS_OUTCOMES, JsonLines, interrupt_turn, sigterm_as_interrupt,
+                        unattended_session)
 from .cli_options import CliOptions
 from .cli_sessions import CliSessions
 
@@ -87,12 +88,18 @@ def run_json_session(options: CliOptions, profile: Any, sessions: CliSessions, s
     session.agent.subscribe(lines)
     driver = JsonSession(session, lines)
     try:
-        for line in stdin:
-            if line.strip():
-                driver.handle(parse_command(line.strip()))
-            if lines.closed:
-                break
-        driver.finish()
+        with sigterm_as_interrupt():
+            for line in stdin:
+                if line.strip():
+                    driver.handle(parse_command(line.strip()))
+                if lines.closed:
+                    break
+            driver.finish()
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: stop the run, let its AgentEnd out, save (below)
+        interrupt_turn(session)
+        if driver.stream is not None:
+            driver.stream.result(timeout=10)
+        raise
     finally:
         session.close()
         sessions.save()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -50,6 +50,8 @@ class CliOptions:
     sessions_dir: str | None = None
     resume: str | None = None
     color: str = "auto"
+    max_turns: int = 0
+    timeout: float | None = None
 
     def reasoning_effort(self) -> str | None:
         """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
@@ -77,7 +79,32 @@ def parser() -> argparse.ArgumentParser:
                    "PHI_HOME defaulting to ~/.phi)")
     p.add_argument("--resume", "-r", metavar="ID", help="continue a saved session")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS", help="give up on the model's server "
+                   "when it sends nothing for this long (default 120; the run then ends with an error and the "
+                   "conversation stays)")
+    p.add_argument("--max-turns", type=_non_negative, default=0, metavar="N", help="with -p or --json: stop "
+                   "after N model calls (the run ends in turn_limit, exit status 1); 0, the default: no limit")
     return p
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, not {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}")
+    return value
 
 
 def parse(argv: list[str]) -> CliOptions:
@@ -106,16 +133,27 @@ def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> P
     return default_sessions_dir(env)
 
 
+def key_hint(options: CliOptions, profile_id: str) -> str:
+    """What to check after the service refused the key: ``check ANTHROPIC_API_KEY`` ("" offline)."""
+    names = KEY_VARIABLES.get(profile_id, ())
+    return f"check {' or '.join(names)}" if names and not options.offline else ""
+
+
+def model_family(model: str) -> str | None:
+    """The profile whose service serves ``model`` by its name (``claude…``, ``gpt…``, ``gemini…``), or None."""
+    lowered = model.lower()
+    return next((profile for prefix, profile in _MODEL_FAMILIES if lowered.startswith(prefix)), None)
+
+
 def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None) -> str:
     """The profile for the options (see the module docstring); :class:`NoModel` when none fits."""
     env = os.environ if env is None else env
     if options.provider:
         return PROVIDER_ALIASES[options.provider]
     if options.model:
-        lowered = options.model.lower()
-        for prefix, profile in _MODEL_FAMILIES:
-            if lowered.startswith(prefix):
-                return profile
+        family = model_family(options.model)
+        if family is not None:
+            return family
         raise ConfigError(f"cannot tell which service serves model {options.model!r}; add --provider "
                           f"({', '.join(KEY_VARIABLES)})")
     for profile, names in KEY_VARIABLES.items():
@@ -127,7 +165,9 @@ def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None)
 
 
 def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str, str] | None = None) -> Any:
-    """The coding profile for ``options`` (``model`` overrides ``--model``, for ``/model``)."""
+    """The coding profile for ``options``. ``model`` (``/model``) overrides ``--model`` and, when its
+    name tells (or it is written ``SERVICE:NAME``), ``--provider`` too: the conversation can move to
+    another service."""
     from .coding import create_profile
 
     if options.offline:
@@ -135,16 +175,25 @@ def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str
 
         return create_profile("anthropic", model or "offline-scripted", provider=OfflineModel(),
                               context_window=200_000)
-    if model is not None and not options.provider:
-        options = CliOptions(**{**vars(options), "model": model})
+    if model is not None:  # /model NAME: the service NAME belongs to, else the one in use
+        provider, _, name = model.rpartition(":")
+        if provider and provider not in PROVIDER_ALIASES:
+            raise ConfigError(f"unknown service {provider!r} in {model!r}; use one of {', '.join(KEY_VARIABLES)}")
+        model = name
+        options = CliOptions(**{**vars(options), "model": name,
+                                "provider": provider or model_family(name) or options.provider})
     profile_id = choose_profile_id(options, env)
     names = KEY_VARIABLES[profile_id]
     environment = os.environ if env is None else env
     if not options.base_url and not any(environment.get(name, "").strip() for name in names):
         raise NoModel(f"the {profile_id} models need {' or '.join(names)}: set it, or try phi without a key: "
                       "phi --offline")
-    return create_profile(profile_id, model or options.model, base_url=options.base_url)
+    profile = create_profile(profile_id, model or options.model, base_url=options.base_url)
+    if options.timeout is not None:
+        config = profile.model_config
+        profile.model_config = replace(config, options={**config.options, "read_timeout": options.timeout})
+    return profile
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "default_sessions_dir", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "default_sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS"]

@@ -187,6 +187,8 @@ class Renderer:
         self.turn = TurnStats()
         self.total = TurnStats()
         self.model: Any = ""
+        self.auth_hint = ""  # appended to an authentication error: which variable holds the key
+        self.error_shown = False  # an error of the current input was written
 
     # ------------------------------------------------------------------ output primitives
 
@@ -339,7 +341,9 @@ class Renderer:
         self.line(self.style("yellow", f"! {data.get('message', '')}"))
 
     def _error(self, data: dict[str, Any]) -> None:
-        self.line(self.style("red", f"error: {data.get('message', '')}"))
+        hint = f" ({self.auth_hint})" if data.get("kind") == "auth" and self.auth_hint else ""
+        self.error_shown = True
+        self.line(self.style("red", f"error: {data.get('message', '')}{hint}"))
 
     def _limit(self, data: dict[str, Any]) -> None:
         self.line(self.style("yellow", f"! turn limit reached ({data})"))
@@ -358,6 +362,7 @@ class Renderer:
 
     def start_turn(self) -> None:
         self.turn = TurnStats(context_tokens=self.total.context_tokens)
+        self.error_shown = False
 
     def status(self, context_window: int, mode: str = "", estimate: Callable[[], int] | None = None) -> str:
         """The status line; ``estimate`` gives the context size when no model call reported usage."""

@@ -21,8 +21,8 @@ from typing import Any, TextIO
 
 from .cli_approval import ApprovalGate, describe
 from .cli_batch import interrupt_turn
-from .cli_options import CliOptions, default_sessions_dir
-from .cli_render import Renderer, Style, context_estimate
+from .cli_options import CliOptions, default_sessions_dir, key_hint
+from .cli_render import Renderer, Style, TurnStats, context_estimate
 from .cli_sessions import CliSessions
 from .coding import Session, SessionConfig, SessionState
 from .errors import PhiError
@@ -119,6 +119,22 @@ class Terminal:
                 return line.strip()
 
 
+class ScreenLog(logging.Handler):
+    """phi's warnings (a retry after a server error, a failed save) as notice lines of the
+    conversation, on lines of their own, instead of raw text on stderr across a streaming reply."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        super().__init__(logging.WARNING)
+        self.renderer = renderer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            colour = "red" if record.levelno >= logging.ERROR else "yellow"
+            self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
+        except Exception:
+            self.handleError(record)
+
+
 class Repl:
     """One interactive ``phi`` process (see the module docstring)."""
 
@@ -138,6 +154,8 @@ class Repl:
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never")
         self.reasoning_effort = options.reasoning_effort()
+        self.screen_log = ScreenLog(self.renderer)
+        logging.getLogger("phi").addHandler(self.screen_log)
         self.plan_mode = False
         self.session: Session = self._new_session()
 
@@ -162,6 +180,7 @@ class Repl:
         self._attach(session)
         self._apply_mode(session)
         self.renderer.model = self.profile.model_config
+        self.renderer.auth_hint = key_hint(self.options, self.profile.id)
         return session
 
     def _attach(self, session: Session) -> None:
@@ -180,6 +199,7 @@ class Repl:
             self.profile = profile
         if not carry:
             self.gate.trusted.clear()  # "always allow" holds for one conversation
+            self.renderer.total = TurnStats()  # and so do the session's cost and context
         self.session = self._new_session(old if carry else None)
         old.close()
 
@@ -192,6 +212,7 @@ class Repl:
             new.close()
             raise
         self.gate.trusted.clear()
+        self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
         new.id = new.agent.session_id
         old, self.session = self.session, new
         old.close()
@@ -270,7 +291,7 @@ class Repl:
             self.renderer.line(self.style("red", f"error: {error}"))
             return None
         except Exception as error:  # a bug in a tool or hook: report it, keep the conversation
-            log.exception("the run raised")
+            log.debug("the run raised", exc_info=True)  # the line below says it; the trace for debugging
             self.renderer.line(self.style("red", f"the run raised {type(error).__name__}: {error}"))
             return None
         self._after(result)
@@ -325,7 +346,7 @@ class Repl:
         return result
 
     def _after(self, result: Any) -> None:
-        if result.outcome == "error" and result.error:
+        if result.outcome == "error" and result.error and not self.renderer.error_shown:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""
         agent = self.session.agent
@@ -347,6 +368,7 @@ class Repl:
         self.session.close()
         self.save(quiet=True)
         self.term.save_history()
+        logging.getLogger("phi").removeHandler(self.screen_log)
 
 
 __all__ = ["Repl", "Terminal", "PLAN_INSTRUCTIONS"]

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 from coding.wire import ScriptedModelServer
+from providers.conftest import Reply
 
 from cli.terminal_helpers import PtyPhi
 
@@ -27,10 +28,19 @@ class SlowServer(ScriptedModelServer):
         return self
 
     def _respond_scripted(self, request: Any) -> Any:
-        reply = super()._respond_scripted(request)
+        """A script entry may be a :class:`Reply` (an HTTP error, a stalled stream) instead of a Turn:
+        the request it falls on gets that reply."""
         from coding.wire import first_user_text, protocol_of
 
-        first = first_user_text(protocol_of(request.path), request.json())
+        protocol, body = protocol_of(request.path), request.json()
+        first = first_user_text(protocol, body)
+        with self._script_lock:
+            key = next((k for k in sorted(self.scripts, key=len, reverse=True) if first.startswith(k)), None)
+            turns, index = self.scripts.get(key, []), len(self.seen.get(key, []))
+            if key is not None and index < len(turns) and isinstance(turns[index], Reply):
+                self.seen.setdefault(key, []).append((protocol, body))
+                return turns[index]
+        reply = super()._respond_scripted(request)
         for key, pacing in self.pacing.items():
             if first.startswith(key):
                 return replace(reply, **pacing)

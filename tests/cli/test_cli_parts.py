@@ -47,10 +47,29 @@ def test_base_url_and_model_reach_the_profile():
     assert (profile.id, profile.model, profile.model_config.base_url) == ("openai", "gpt-5-mini", "http://127.0.0.1:9")
 
 
-def test_bad_arguments_exit_2():
+def test_model_command_names_choose_the_service():
+    env = {"ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k"}
+    started = CliOptions(provider="anthropic", base_url="http://127.0.0.1:9")
+    assert make_profile(started, model="gemini-2.5-flash", env=env).id == "gemini"
+    assert make_profile(started, model="claude-haiku-4-5", env=env).id == "anthropic"
+    assert make_profile(started, model="my-proxy-model", env=env).id == "anthropic"  # unknown name: same service
+    named = make_profile(started, model="gemini:custom-tuned", env=env)
+    assert (named.id, named.model) == ("gemini", "custom-tuned")
+    with pytest.raises(ConfigError, match="unknown service 'acme'"):
+        make_profile(started, model="acme:thing", env=env)
+
+
+@pytest.mark.parametrize("args", [["--approve", "sometimes"], ["--timeout", "0"], ["--timeout", "soon"],
+                                  ["--max-turns", "-1"], ["-p", "  "]])
+def test_bad_arguments_exit_2(args):
     with pytest.raises(SystemExit) as caught:
-        parse(["--approve", "sometimes"])
+        parse(args)
     assert caught.value.code == 2
+
+
+def test_timeout_reaches_the_model_config():
+    options = parse(["--timeout", "2.5", "--provider", "openai", "--base-url", "http://127.0.0.1:9"])
+    assert make_profile(options, env={}).model_config.options["read_timeout"] == 2.5
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -350,3 +369,42 @@ def test_no_running_line_is_drawn_between_a_question_and_its_answer():
     renderer.after_typing()
     renderer.on_event(_event(EventKind.TOOL_CALL_END, call_id="a", tool_name="shell", is_error=False, output="x"))
     assert out.getvalue().startswith("? allow shell — [1] ✓ shell(command=ls) ")
+
+
+@pytest.mark.parametrize("env, expected", [({"VISUAL": "code --wait", "EDITOR": "nano"}, ["code", "--wait"]),
+                                           ({"VISUAL": "", "EDITOR": "nano -R"}, ["nano", "-R"]), ({}, ["vi"])])
+def test_editor_is_visual_then_editor_then_vi(monkeypatch, env, expected):
+    from phi.cli_commands import editor_command
+
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert editor_command() == expected
+
+
+def test_the_editors_file_is_removed_and_a_failing_editor_sends_nothing(repl, monkeypatch, tmp_path):
+    from phi.cli_commands import dispatch
+
+    seen = tmp_path / "seen"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\necho "$1" > {seen}\necho "some text" > "$1"\nexit 3\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    assert dispatch(repl, "/editor")
+    assert "the editor exited with status 3; nothing sent" in repl.out.getvalue()
+    assert not repl.session.agent.messages
+    assert not __import__("os").path.exists(seen.read_text().strip())  # the temporary file is gone
+
+
+def test_clear_and_resume_start_the_session_totals_afresh(repl):
+    from phi.cli_commands import dispatch
+
+    repl.run_input("hello there")
+    first = repl.session.id
+    assert repl.renderer.total.usage.input > 0 and repl.renderer.total.context_tokens > 0
+    dispatch(repl, "/clear")
+    assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0
+    repl.run_input("another conversation")
+    dispatch(repl, f"/resume {first}")
+    assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0

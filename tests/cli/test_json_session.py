@@ -108,3 +108,19 @@ def test_abort_stops_the_sub_agents_of_the_run_too(model, project, phi_home):
     time.sleep(2.5)
     assert not (project / "child-done.txt").exists(), "the sub-agent went on after the abort"
     assert phi.end() == 1
+
+
+def test_sigterm_stops_the_run_lets_its_end_out_and_saves_the_session(model, project, phi_home):
+    import signal
+
+    model.script("Long one", Turn("Once " + "upon " * 3000)).slow("Long one", chunk_size=300, delay=0.1)
+    phi = Driven(["--provider", "anthropic", "--base-url", model.url], project, phi_home)
+    phi.send({"type": "prompt", "text": "Long one"})
+    phi.wait_for(lambda e: e["type"] == "MessageUpdate")
+    phi.proc.send_signal(signal.SIGTERM)
+    assert phi.proc.wait(30) == 143
+    time.sleep(0.1)  # the reader thread takes the last lines
+    (end,) = ends(phi.lines)
+    assert end["outcome"] == "aborted"
+    (saved,) = (phi_home / "sessions").iterdir()
+    assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"

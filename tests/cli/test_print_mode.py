@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -139,3 +141,52 @@ def test_the_schema_accepts_every_event_of_every_conformance_fixture():
                 assert not errors, f"{path.name}: {record['event']['type']}: {errors[:2]}"
                 seen.add(record["event"]["type"])
     assert len(seen) >= 13, seen
+
+
+def test_a_run_that_reaches_max_turns_ends_in_turn_limit_and_exits_1(model, project, phi_home):
+    model.script("Keep going", Turn("", [Call("read_file", {"file_path": "notes.txt"})]), Turn("never asked"))
+    done = run_phi(["-p", "Keep going", "--json", "--max-turns", "1", *wire(model)], project, phi_home,
+                   ANTHROPIC_API_KEY="sk-test")
+    assert done.returncode == 1
+    assert "the run ended: turn_limit" in done.stderr
+    events = events_of(done.stdout)
+    assert events[-1]["type"] == "AgentEnd"
+    assert len(model.requests_of("Keep going")) == 1
+
+
+@pytest.mark.parametrize("signum, status, said", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_ends_a_print_run_the_json_stream_with_the_abort_and_saves(model, project, phi_home, signum,
+                                                                           status, said):
+    """Ctrl+C, or SIGTERM (a CI job's time limit): the run stops, AgentEnd comes out, the session is saved."""
+
+    model.script("Ramble", Turn("words " * 3000)).slow("Ramble", chunk_size=200, delay=0.1)
+    env = {k: v for k, v in os.environ.items() if k not in NO_KEYS}
+    env.update(PYTHONPATH=str(REPO), PHI_HOME=str(phi_home), ANTHROPIC_API_KEY="sk-test")
+    stdout = phi_home.parent / "stdout.jsonl"
+    with stdout.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "phi.cli", "-p", "Ramble", "--json", *wire(model)],
+                                cwd=project, env=env, stdout=sink, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while '"MessageUpdate"' not in stdout.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the reply streams
+        time.sleep(0.2)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == status, err
+    assert f"phi: {said}" in err
+    events = events_of(stdout.read_text())
+    assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
+    (saved,) = (phi_home / "sessions").iterdir()  # saved on the way out
+    assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
+
+
+def test_json_stdout_holds_only_json_when_something_goes_wrong_around_the_run(project, phi_home, tmp_path):
+    """Diagnostics (a session that cannot be saved, log records) go to stderr; stdout stays JSON lines."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = run_phi(["-p", "what is here?", "--offline", "--json", "--sessions-dir", str(blocker / "sessions")],
+                   project, phi_home)
+    assert done.returncode == 0, done.stderr
+    events_of(done.stdout)  # every line is JSON
+    assert "could not save the session" in done.stderr

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from coding.wire import Turn, user_texts
+import json
+
+from coding.wire import Call, Turn, user_texts
 
 from cli.terminal_helpers import PtyPhi
 
@@ -131,3 +133,41 @@ def test_the_input_history_survives_a_restart(launch, model, phi_home):
     second.prompt()
     second.send("\x1b[A\x1b[A\r")  # Up twice: past /quit to the input before it
     second.expect("again")
+
+
+def test_model_switch_to_another_service_keeps_the_conversation(launch, model):
+    """``/model NAME`` of another family switches the service (and its profile) even when phi was
+    started with ``--provider``; the new service's request carries the whole conversation."""
+    model.script("Across services", Turn("Answer from Claude."), Turn("Answer from GPT."), Turn("Back on Claude."))
+    phi = launch(env={"OPENAI_API_KEY": "sk-test-openai"})
+    phi.prompt()
+    phi.exchange("Across services", "Answer from Claude.")
+    phi.exchange("/model gpt-5.2-codex", r"model: gpt-5\.2-codex \(openai\); the conversation goes on")
+    phi.exchange("And now?", "Answer from GPT.", r"gpt-5\.2-codex · in")
+    phi.exchange("/model anthropic:claude-haiku-4-5", r"model: claude-haiku-4-5 \(anthropic\)")
+    phi.exchange("Once more", "Back on Claude.")
+    first, second, third = model.requests_of("Across services")
+    assert second["model"] == "gpt-5.2-codex" and "input" in second  # the Responses API
+    assert user_texts("openai", second) == ["Across services", "And now?"]
+    assert "Answer from Claude." in json.dumps(second["input"])
+    assert third["model"] == "claude-haiku-4-5"
+    assert user_texts("anthropic", third) == ["Across services", "And now?", "Once more"]
+    assert "Answer from GPT." in json.dumps(third["messages"])
+
+
+def test_approve_command_switches_between_asking_for_everything_and_nothing(launch, model, project):
+    model.script("Read then write", Turn("", [Call("read_file", {"file_path": "notes.txt"})]), Turn("read it"),
+                 Turn("", [Call("write_file", {"file_path": "w.txt", "content": "w\n"})]), Turn("wrote it"))
+    phi = launch()
+    phi.prompt()
+    phi.exchange("/approve on", r"approval: on \(always allowed: none\)")
+    phi.send_line("Read then write")
+    phi.expect(r"\? allow read_file\(file_path=notes\.txt\)")  # on: even a read is asked
+    phi.send_line("y")
+    phi.expect("read it")
+    phi.prompt()
+    phi.exchange("/approve off", r"approval: off")
+    phi.exchange("now write", "wrote it")
+    assert "allow write_file" not in phi.text
+    assert (project / "w.txt").read_text() == "w\n"
+    phi.exchange("/approve sometimes", "/approve takes one of on, smart, off")

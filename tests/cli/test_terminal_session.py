@@ -226,3 +226,45 @@ def test_print_mode_on_a_terminal_names_the_session_to_resume(model, project, ph
         assert (phi_home / "sessions" / f"{found.group(1)}.json").exists()
     finally:
         phi.close()
+
+
+def test_status_line_counts_cache_hits_and_the_gauge_turns_yellow_then_red(launch, model):
+    """Usage as the Anthropic stream reports it (cache reads, a growing prompt) reaches the status line:
+    cache reads and hit rate, their price in the cost, the gauge's colour by the context's fill."""
+    from coding.wire import anthropic_sse
+    from providers.conftest import Reply
+
+    def reply(text: str, input_tokens: int, cache_read: int) -> Reply:
+        body = anthropic_sse(Turn(text)).replace(b'"input_tokens":377', b'"input_tokens":%d' % input_tokens)
+        return Reply(body.replace(b'"cache_read_input_tokens":0', b'"cache_read_input_tokens":%d' % cache_read))
+
+    model.script("Use the cache", reply("cached", 400, 1200), reply("fuller", 130_000, 0), reply("full", 180_000, 0))
+    phi = launch("--color", "always")
+    phi.prompt()
+    phi.exchange("Use the cache", "cached", r"in 400 out 65 · cache 1,200 read \(75%\) · \$(\S+) .* context \[.*\] 1%")
+    cost = (400 * 3 + 65 * 15 + 1200 * 0.30) / 1e6
+    assert f"${cost:.4f} (session ${cost:.4f})" in phi.text
+    phi.exchange("More", "fuller", r"context \[.*\] 65%")
+    phi.exchange("Even more", "full", r"context \[.*\] 90%")
+    raw = phi.raw.decode()
+    assert "\x1b[32m[░░░░░░░░░░] 1%" in raw  # green, yellow, red (seed 002 §16.7)
+    assert "\x1b[33m[███████░░░] 65%" in raw
+    assert "\x1b[31m[█████████░] 90%" in raw
+
+
+def test_gemini_profile_edit_and_new_file_show_their_diffs(model, project):
+    model.script("Edit and add", Turn("", [Call("edit_file", {"file_path": "notes.txt", "old_string": "gamma",
+                                                              "new_string": "GAMMA", "expected_replacements": 1}),
+                                           Call("write_file", {"file_path": "sub/added.txt", "content": "one\ntwo\n"})]),
+                 Turn("Both done."))
+    phi = PtyPhi(["--provider", "gemini", "--base-url", model.url, "--approve", "off"], project,
+                 {"GEMINI_API_KEY": "test-gemini-key", "PHI_HOME": str(project.parent / "h")})
+    try:
+        phi.prompt()
+        phi.exchange("Edit and add", "Both done.")
+        screen = phi.text
+        assert "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n alpha\n beta\n-gamma\n+GAMMA\n" in screen, screen
+        assert "--- /dev/null\n+++ b/sub/added.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n" in screen, screen
+    finally:
+        phi.close()
+    assert (project / "sub" / "added.txt").read_text() == "one\ntwo\n"
