@@ -165,6 +165,18 @@ def test_calls_and_signatures_match_the_code(page: Path) -> None:
     assert not call_problems(page)
 
 
+def test_the_tools_page_lists_the_real_deny_patterns() -> None:
+    """docs/tools.md shows phi.tools.shell.DEFAULT_DENY_PATTERNS in a plain block, columns two or more
+    spaces apart (a trailing parenthesised remark is not a pattern)."""
+    from phi.tools.shell import DEFAULT_DENY_PATTERNS
+
+    text = (DOCS / "tools.md").read_text(encoding="utf-8")
+    [listing] = [block.code for block in blocks(text) if not block.language and "rm -r /" in block.code]
+    shown = [word for line in listing.splitlines()
+             for word in re.split(r" {2,}", re.sub(r" {2,}\(.*\)$", "", line).strip()) if word]
+    assert shown == list(DEFAULT_DENY_PATTERNS)
+
+
 def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
     page = tmp_path / "guide.md"
     page.write_text(
