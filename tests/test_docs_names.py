@@ -35,6 +35,8 @@ RECEIVERS = {"client": "McpClient", "agent": "Agent", "toolset": "McpToolset", "
 DOTTED = re.compile(r"`(phi(?:\.[A-Za-z_]\w*)+)")
 ATTRIBUTE = re.compile(r"`([A-Z]\w*)\.([A-Za-z_]\w*)")
 CALL = re.compile(r"`((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*\([^`]*\))")
+REPO_PATH = re.compile(r"`((?:tests|scripts|examples|phi|conformance)/[\w./-]*)")
+GENERATED = ("tests/artifacts/",)  # written by test runs, not committed
 FRAGMENT_CALL = re.compile(r"^((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\((.*?)\)\s*(?:->.*?)?(?:#.*)?$", re.S | re.M)
 
 
@@ -165,6 +167,19 @@ def test_calls_and_signatures_match_the_code(page: Path) -> None:
     assert not call_problems(page)
 
 
+def missing_paths(page: Path) -> list[str]:
+    root = DOCS.parent
+    return [path for path in REPO_PATH.findall(prose(page))
+            if not path.startswith(GENERATED) and not (root / path.rstrip(".")).exists()]
+
+
+@pytest.mark.parametrize("page", guide_pages(), ids=name)
+def test_repository_paths_exist(page: Path) -> None:
+    """Files a guide points to (`tests/...`, `scripts/...`, `phi/...`) are there: a renamed test or
+    script must not leave the page behind."""
+    assert not missing_paths(page)
+
+
 def test_the_tools_page_lists_the_real_deny_patterns() -> None:
     """docs/tools.md shows phi.tools.shell.DEFAULT_DENY_PATTERNS in a plain block, columns two or more
     spaces apart (a trailing parenthesised remark is not a pattern)."""
@@ -183,10 +198,12 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
         "Use `phi.agent.Agent`, `phi.no_such_thing` and `RetryConfig.none()`, `RetryConfig.never()`.\n"
         "Defaults: `RetryConfig(max_retries=3, *, initial_delay_ms=500)`; `Agent(model=\"gpt-5\")` is fine,\n"
         "`RetryConfig(max_retrys=5)` is not.\n\n"
+        "Run by `tests/test_docs_runnable.py` and `tests/test_docs_gone.py`; see `tests/artifacts/x.png`.\n"
         "```python fragment\nMcpClient.connect_stdio(command, args=(), *, timeout=30.0, call_timeout=60.0)\n"
         "client.call_tool(name, arguments=None, *, deadline=None)\n```\n", encoding="utf-8")
     assert [d for d in DOTTED.findall(prose(page)) if not resolve_dotted(d)] == ["phi.no_such_thing"]
     assert [f"{o}.{a}" for o, a in ATTRIBUTE.findall(prose(page)) if not hasattr(public(o), a)] == ["RetryConfig.never"]
+    assert missing_paths(page) == ["tests/test_docs_gone.py"]
     assert call_problems(page) == [
         "RetryConfig: initial_delay_ms=500 shown, but the default is 1000",
         "RetryConfig: no parameter 'max_retrys' (it has ['max_retries', 'initial_delay_ms', 'backoff_multiplier', "
