@@ -1,7 +1,8 @@
 """docs/providers/: one page per wire protocol phi ships, each listing every field of the
 integration contract (seed 000 REQ-174). The facts on each page are checked by its "Try it
 offline" block, which tests/test_docs_runnable.py runs against the provider code, and its
-"Environment" row here: it names exactly the variables the provider code reads."""
+"Environment" row here: it names exactly the variables the provider code reads; the stop-reason and
+error tables agree with the provider modules' own tables."""
 
 from __future__ import annotations
 
@@ -134,3 +135,77 @@ def test_the_environment_row_lists_exactly_the_variables_the_code_reads(api: str
     assert row is not None
     listed = set(re.findall(r"`([A-Z][A-Z0-9_]{2,})`", row.group(1)))
     assert listed == variables_read(api, monkeypatch)
+
+
+# --------------------------------------------------------------------------- mapping tables
+
+# The provider tables a page documents: its stop-reason paragraph and its error table.
+STOP_TABLES = {"anthropic_messages": ("phi.providers.anthropic", "STOP_REASONS"),
+               "openai_completions": ("phi.providers.openai", "FINISH_REASONS"),
+               "bedrock_converse_stream": ("phi.providers.bedrock", "STOP_REASONS"),
+               "google_generative_ai": ("phi.providers.google", "FINISH_REASONS")}
+ERROR_TABLES = {"anthropic_messages": ("phi.providers.anthropic", "ERROR_KINDS"),
+                "bedrock_converse_stream": ("phi.providers.bedrock", "EXCEPTION_KINDS")}
+BACKTICKED = re.compile(r"`([^`]+)`")
+
+
+def section(api: str, heading: str) -> str:
+    return page_for(api).read_text(encoding="utf-8").split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def documented_stop_reasons(text: str) -> dict[str, str]:
+    """``a``, ``b`` → ``stop``; … pieces of the first paragraph (``anything else`` rules are skipped)."""
+    paragraph = text.strip().split("\n\n", 1)[0].replace("\n", " ")
+    found: dict[str, str] = {}
+    for piece in re.split(r";|\.\s", paragraph):
+        if "→" in piece:
+            left, right = piece.split("→", 1)
+            target = BACKTICKED.search(right)
+            assert target is not None, piece
+            found.update({name: target.group(1) for name in BACKTICKED.findall(left)})
+    return found
+
+
+def documented_error_kinds(text: str) -> dict[str, str]:
+    """Rows ``| `a` (…), `b` | `kind` … |`` of the page's error table."""
+    found: dict[str, str] = {}
+    for first, second in re.findall(r"^\| (`[^|]*) \| (`[^|]*)\|$", text, re.M):
+        kind = BACKTICKED.search(second)
+        assert kind is not None
+        found.update({name: kind.group(1) for name in BACKTICKED.findall(first)})
+    return found
+
+
+def check_table(documented: dict[str, str], table: dict[str, Any]) -> list[str]:
+    """Every entry of ``table`` documented with its value; every documented entry the table has agrees."""
+    value = {key: (entry[0] if isinstance(entry, tuple) else entry).value for key, entry in table.items()}
+    problems = [f"{key} not documented" for key in value if key not in documented]
+    problems += [f"{key}: page says {shown}, code says {value[key]}" for key, shown in documented.items()
+                 if key in value and value[key] != shown]
+    return problems
+
+
+@pytest.mark.parametrize("api", sorted(STOP_TABLES))
+def test_stop_reasons_on_the_page_are_the_codes(api: str) -> None:
+    module, table = STOP_TABLES[api]
+    assert not check_table(documented_stop_reasons(section(api, "Stop reasons")),
+                           getattr(importlib.import_module(module), table))
+
+
+@pytest.mark.parametrize("api", sorted(ERROR_TABLES))
+def test_error_kinds_on_the_page_are_the_codes(api: str) -> None:
+    module, table = ERROR_TABLES[api]
+    assert not check_table(documented_error_kinds(section(api, "Errors and retries")),
+                           getattr(importlib.import_module(module), table))
+
+
+def test_a_wrong_mapping_is_found() -> None:
+    text = "`end_turn` → `stop`; `max_tokens` → `stop`; anything else → `stop`.\n\nMore.\n"
+    documented = documented_stop_reasons(text)
+    assert documented == {"end_turn": "stop", "max_tokens": "stop"}
+    from phi.providers.anthropic import STOP_REASONS
+
+    problems = check_table(documented, STOP_REASONS)
+    assert "max_tokens: page says stop, code says length" in problems and "tool_use not documented" in problems
+    table = "| `error.type` | kind |\n|---|---|\n| `rate_limit_error` | `network` |\n"
+    assert documented_error_kinds(table) == {"rate_limit_error": "network"}
