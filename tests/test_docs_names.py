@@ -9,13 +9,15 @@ own staleness test, tests/test_docs_api.py):
 * every ``` `Name.attr` ``` in backticks whose ``Name`` is a public phi name has that attribute;
 * every call written in backticks or in a ```` ```python fragment ```` block, ``Name(...)`` or
   ``Name.method(...)`` with ``Name`` a public name of phi or of one of its packages, uses only
-  parameter names the callable has; when it is written as a signature (a bare ``*`` in it, or a
-  fragment block) each literal default it shows is the real default.
+  parameter names the callable has; when it is written as a signature (a bare ``*`` in it, a
+  fragment block, or a plain block that is one keyword-only call such as a config class with a
+  comment per field) each literal default it shows is the real default.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import re
@@ -89,7 +91,7 @@ def callee(written: str) -> Any:
 
 def parameters(args: str) -> ast.arguments | None:
     """The text between the parentheses read as a parameter list (``…`` and ``...`` as placeholders)."""
-    text = args.replace("…", "...").replace("\n", " ")
+    text = args.replace("…", "...")
     try:
         return ast.parse(f"def f({text}): pass").body[0].args  # type: ignore[attr-defined]
     except SyntaxError:
@@ -126,9 +128,31 @@ def problems(written: str, args: str, signature_form: bool) -> Iterator[str]:
             continue  # a name or an expression: not checked
         if value is Ellipsis:
             continue
-        default = real.parameters[name].default
+        default = real_default(target, name, real.parameters[name].default)
         if default is inspect.Parameter.empty or default != value:
             yield f"{written}: {name}={value!r} shown, but the default is {default!r}"
+
+
+def real_default(target: Any, name: str, default: Any) -> Any:
+    """A parameter's default; for a dataclass field with a ``default_factory``, what it makes."""
+    if dataclasses.is_dataclass(target) and repr(default) == "<factory>":
+        field = {f.name: f for f in dataclasses.fields(target)}[name]
+        return field.default_factory()  # type: ignore[misc]
+    return default
+
+
+def displayed_signature(code: str) -> tuple[str, str] | None:
+    """A block that is one call with keyword arguments only (``OpenApiConfig(base_url=None, ...)``
+    with a comment per field) shows a signature: its callee and argument text."""
+    try:
+        [statement] = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return None
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or call.args or not call.keywords:
+        return None
+    callee_text = ast.unparse(call.func)
+    return callee_text, ", ".join(ast.unparse(keyword) for keyword in call.keywords)
 
 
 def call_problems(page: Path) -> list[str]:
@@ -140,6 +164,8 @@ def call_problems(page: Path) -> list[str]:
         if block.language == "python" and "fragment" in block.info:
             for written, args in FRAGMENT_CALL.findall(block.code):
                 found += problems(written, args, signature_form=True)
+        elif block.language == "python" and not block.runnable and (shown := displayed_signature(block.code)):
+            found += problems(*shown, signature_form=True)
     return found
 
 
@@ -200,7 +226,9 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
         "`RetryConfig(max_retrys=5)` is not.\n\n"
         "Run by `tests/test_docs_runnable.py` and `tests/test_docs_gone.py`; see `tests/artifacts/x.png`.\n"
         "```python fragment\nMcpClient.connect_stdio(command, args=(), *, timeout=30.0, call_timeout=60.0)\n"
-        "client.call_tool(name, arguments=None, *, deadline=None)\n```\n", encoding="utf-8")
+        "client.call_tool(name, arguments=None, *, deadline=None)\n```\n"
+        "```python\nOpenApiConfig(\n    custom_headers={},  # a comment\n    timeout_secs=60.0,\n)\n```\n",
+        encoding="utf-8")
     assert [d for d in DOTTED.findall(prose(page)) if not resolve_dotted(d)] == ["phi.no_such_thing"]
     assert [f"{o}.{a}" for o, a in ATTRIBUTE.findall(prose(page)) if not hasattr(public(o), a)] == ["RetryConfig.never"]
     assert missing_paths(page) == ["tests/test_docs_gone.py"]
@@ -211,4 +239,5 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
         "McpClient.connect_stdio: call_timeout=60.0 shown, but the default is 300.0",
         "client.call_tool: no parameter 'deadline' (it has ['self', 'name', 'arguments', 'timeout', 'cancel', "
         "'on_progress'])",
+        "OpenApiConfig: timeout_secs=60.0 shown, but the default is 30.0",
     ]
