@@ -10,8 +10,9 @@ own staleness test, tests/test_docs_api.py):
 * every call written in backticks or in a ```` ```python fragment ```` block, ``Name(...)`` or
   ``Name.method(...)`` with ``Name`` a public name of phi or of one of its packages, uses only
   parameter names the callable has; when it is written as a signature (a bare ``*`` in it, a
-  fragment block, or a plain block that is one keyword-only call such as a config class with a
-  comment per field) each literal default it shows is the real default.
+  ``name=...`` or a ``name=<its real default>``, a fragment block, or a plain block that is one
+  keyword-only call such as a config class with a comment per field) every parameter it names
+  exists and each literal default it shows is the real default.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def problems(written: str, args: str, signature_form: bool) -> Iterator[str]:
     defaults = dict(zip([a.arg for a in (shown.posonlyargs + shown.args)][-len(shown.defaults):] if shown.defaults
                         else [], shown.defaults))
     defaults.update({a.arg: d for a, d in zip(shown.kwonlyargs, shown.kw_defaults) if d is not None})
+    signature_form = signature_form or any(shows_default(target, real, name, value) for name, value in defaults.items())
     for arg in listed:
         name = arg.arg
         if name not in real.parameters:
@@ -131,6 +133,17 @@ def problems(written: str, args: str, signature_form: bool) -> Iterator[str]:
         default = real_default(target, name, real.parameters[name].default)
         if default is inspect.Parameter.empty or default != value:
             yield f"{written}: {name}={value!r} shown, but the default is {default!r}"
+
+
+def shows_default(target: Any, real: inspect.Signature, name: str, node: ast.expr) -> bool:
+    """``name=...`` or ``name=<its real default>``: the text lists parameters, not a usage."""
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return False
+    if value is Ellipsis:
+        return True
+    return name in real.parameters and real_default(target, name, real.parameters[name].default) == value
 
 
 def real_default(target: Any, name: str, default: Any) -> Any:
@@ -223,7 +236,7 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
     page.write_text(
         "Use `phi.agent.Agent`, `phi.no_such_thing` and `RetryConfig.none()`, `RetryConfig.never()`.\n"
         "Defaults: `RetryConfig(max_retries=3, *, initial_delay_ms=500)`; `Agent(model=\"gpt-5\")` is fine,\n"
-        "`RetryConfig(max_retrys=5)` is not.\n\n"
+        "`RetryConfig(max_retrys=5)` is not, nor `RetryConfig.delay_for(n, retry_after_ms=...)`.\n\n"
         "Run by `tests/test_docs_runnable.py` and `tests/test_docs_gone.py`; see `tests/artifacts/x.png`.\n"
         "```python fragment\nMcpClient.connect_stdio(command, args=(), *, timeout=30.0, call_timeout=60.0)\n"
         "client.call_tool(name, arguments=None, *, deadline=None)\n```\n"
@@ -236,6 +249,7 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
         "RetryConfig: initial_delay_ms=500 shown, but the default is 1000",
         "RetryConfig: no parameter 'max_retrys' (it has ['max_retries', 'initial_delay_ms', 'backoff_multiplier', "
         "'max_delay_ms', 'jitter', 'max_retry_after_ms'])",
+        "RetryConfig.delay_for: no parameter 'n' (it has ['self', 'attempt', 'retry_after_ms'])",
         "McpClient.connect_stdio: call_timeout=60.0 shown, but the default is 300.0",
         "client.call_tool: no parameter 'deadline' (it has ['self', 'name', 'arguments', 'timeout', 'cancel', "
         "'on_progress'])",
