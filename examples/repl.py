@@ -65,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="use a scripted model (no network)")
     args = parser.parse_args(argv)
     offline = args.offline or os.environ.get("PHI_OFFLINE") == "1" or not any(os.environ.get(k) for k in KEYS)
-    agent = make_agent(args.model, offline)
+    try:
+        agent = make_agent(args.model, offline)
+    except PhiError as error:
+        print(f"phi REPL: {error}", file=sys.stderr)
+        return 2
     print(f"phi REPL — model {args.model}{' (offline, scripted)' if offline else ''}. {HELP}")
     while True:
         try:
@@ -74,22 +78,20 @@ def main(argv: list[str] | None = None) -> int:
             print()
             return 0
         command, _, rest = line.partition(" ")
-        if not line:
-            continue
         if command == "/quit":
             return 0
-        if command == "/clear":
-            agent.reset()
-            print("conversation cleared")
-        elif command == "/model":
-            switch_model(agent, rest.strip(), offline) if rest.strip() else print(f"model: {agent.model_config.id}")
-        elif command == "/help" or line.startswith("/"):
-            print(HELP)
-        else:
-            try:
+        try:  # a bad model name or a failed call is reported; the REPL goes on
+            if command == "/clear":
+                agent.reset()
+                print("conversation cleared")
+            elif command == "/model":
+                switch_model(agent, rest.strip(), offline) if rest.strip() else print(f"model: {agent.model_config.id}")
+            elif command == "/help" or line.startswith("/"):
+                print(HELP)
+            elif line:
                 stream_reply(agent, line)
-            except PhiError as error:
-                print(f"(error: {error})")
+        except PhiError as error:
+            print(f"(error: {error})")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def test_every_python_block_compiles(page: Path) -> None:
 def test_guides_with_examples_mark_them_runnable() -> None:
     """The pages whose examples were run by per-guide tests before keep being run (none silently dropped)."""
     expected = {"getting-started.md", "subagents.md", "sessions.md", "skills.md", "evaluation.md", "openapi.md",
-                "mcp.md", "operations.md"}
+                "mcp.md", "operations.md", "tools.md", "coding.md", "cli.md", "export.md"}
     assert expected <= {name(page) for page in RUNNABLE}
     getting_started = blocks((DOCS / "getting-started.md").read_text(encoding="utf-8"))
     assert all(block.runnable for block in getting_started if block.language == "python")

@@ -74,6 +74,26 @@ def test_the_required_examples_exist() -> None:
     assert len((ROOT / "examples" / "repl.py").read_text(encoding="utf-8").splitlines()) < 100
 
 
+def test_repl_reports_a_bad_model_name_and_goes_on(tmp_path: Path) -> None:
+    """With a key set (so not offline) an unknown model name is an error line, not a traceback; no
+    request is sent, so the fake key never reaches a network."""
+    env = offline_environment(tmp_path)
+    env.pop("PHI_OFFLINE")
+    env["ANTHROPIC_API_KEY"] = "sk-ant-not-a-real-key"
+    repl = str(ROOT / "examples" / "repl.py")
+    done = subprocess.run([sys.executable, repl], cwd=tmp_path, input="/model no-such-model\n/model claude-haiku-4-5\n"
+                          "/model\n/quit\n", capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stdout.split("> ")]
+    assert "offline" not in lines[0]
+    assert lines[1].startswith("(error: cannot tell which service serves model 'no-such-model'")
+    assert lines[2:4] == ["model: claude-haiku-4-5", "model: claude-haiku-4-5"]
+    started = subprocess.run([sys.executable, repl, "--model", "no-such-model"], cwd=tmp_path, input="",
+                             capture_output=True, text=True, timeout=60, env=env)
+    assert started.returncode == 2 and "cannot tell which service serves model" in started.stderr
+    assert "Traceback" not in started.stderr
+
+
 def test_a_failing_example_is_reported(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text('"""Runs offline with --offline."""\nraise SystemExit(3)\n', encoding="utf-8")
