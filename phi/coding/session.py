@@ -361,23 +361,28 @@ class Session:
         """End the session (aborting an input in progress); idempotent."""
         self._stop("closed")
 
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, wait: bool = True) -> None:
+        """Abort or close. Without ``wait`` (or when called from a thread working for this session or
+        one of its children, e.g. from a callback) it returns once the run is cancelled, and the run's
+        end finishes the shutdown: waiting there would wait for the caller itself."""
         with self._lock:
             if self._shut:
                 running = False
             else:
                 self._closing = self._closing or reason
                 running = self.state == SessionState.PROCESSING
+        wait = wait and not self.works_for_tree(threading.get_ident())
         if self._shut:
-            self._closed.wait(ABORT_WAIT_S)
+            if wait:
+                self._closed.wait(ABORT_WAIT_S)
             return
         self.subagents.abort_all()
         if not running:
             self._shutdown(self._closing or reason, None)
             return
         self.agent.abort()
-        if self._is_working_thread():
-            return  # called from the run's own thread or one of its tool calls: AgentEnd finishes the shutdown
+        if not wait:
+            return
         if not self._closed.wait(ABORT_WAIT_S):
             log.warning("session %s: the run did not end within %ss of the abort", self.id, ABORT_WAIT_S)
             self._shutdown(self._closing or reason, None)
@@ -396,10 +401,13 @@ class Session:
                 if left:
                     self._working_threads[ident] = left
 
-    def _is_working_thread(self) -> bool:
-        ident = threading.get_ident()
+    def works_for_tree(self, ident: int) -> bool:
+        """Whether thread ``ident`` runs this session's model loop or one of its tool calls, or those of
+        one of its sub-agents (so it may be inside a callback that such a run is waiting for)."""
         with self._lock:
-            return ident == self._bridge.run_thread or ident in self._working_threads
+            if ident == self._bridge.run_thread or ident in self._working_threads:
+                return True
+        return any(handle.session.works_for_tree(ident) for handle in self.subagents.handles())
 
     def _shutdown(self, reason: str, result: SubmitResult | None) -> None:
         with self._lock:

@@ -126,14 +126,15 @@ class SubAgentHandle:
         with self._lock:
             self._idle.notify_all()
 
-    def close(self) -> SubAgentResult:
-        """Stop the child (abort, kill its commands, end its session) and return its final result."""
+    def close(self, wait: bool = True) -> SubAgentResult:
+        """Stop the child (abort, kill its commands, end its session) and return its final result.
+        Without ``wait`` the child's run is cancelled and finishes its shutdown when it ends."""
         with self._lock:
             self.status = "closed"
             self._idle.notify_all()
-        self.session.close()
+        self.session._stop("closed", wait)
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
         with self._lock:
             self._idle.notify_all()
@@ -194,8 +195,15 @@ class SubAgentManager:
             handle.abort()
 
     def close_all(self) -> None:
-        """Close every child, in parallel (each waits for its commands to be killed)."""
-        threads = [threading.Thread(target=h.close, daemon=True) for h in self.handles() if h.status != "closed"]
+        """Close every child, in parallel (each waits for its commands to be killed). A child whose run
+        the calling thread belongs to (a callback of that child closing its parent) is only cancelled:
+        it ends once the callback returns."""
+        caller = threading.get_ident()
+        open_handles = [h for h in self.handles() if h.status != "closed"]
+        for handle in open_handles:
+            if handle.session.works_for_tree(caller):
+                handle.close(wait=False)
+        threads = [threading.Thread(target=h.close, daemon=True) for h in open_handles if h.status != "closed"]
         for thread in threads:
             thread.start()
         for thread in threads:

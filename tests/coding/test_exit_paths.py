@@ -254,3 +254,49 @@ def test_submit_from_a_callback_of_close_on_an_idle_session_is_refused(tmp_path,
     session.close()
     assert outcome == ["refused", "refused"] and provider.calls == []
     assert session.state == SessionState.CLOSED
+
+
+@pytest.mark.parametrize("parent_busy", [False, True])
+def test_a_child_callback_that_aborts_its_parent_does_not_deadlock(tmp_path, parent_busy, nothing_left_behind):
+    """CODE-10: a subscriber of the parent, called on a child's thread, may abort the parent — idle or
+    blocked in ``wait`` on that child. abort() returns without waiting for the child's run (which is
+    waiting for the callback), the child is cancelled, its command never outlives it, and both
+    sessions end CLOSED with one SESSION_END each."""
+    def agent_id(request):
+        return next(m.text for m in request.messages if m.role == "toolResult").split('"agent_id": "')[1][:36]
+
+    scripts = {"job": [call("shell", "s", command="sleep 60 & echo $! > child.pid; wait"), "never"],
+               "delegate": [call("spawn_agent", "p1", task="job"), lambda r: call("wait", "p2", agent_id=agent_id(r)),
+                            "never"]}
+
+    def route(request):  # one scripted conversation per session, told apart by its first input
+        step = scripts[request.messages[0].text][sum(m.role == "assistant" for m in request.messages)]
+        return step(request) if callable(step) else ScriptedResponse.text(step) if isinstance(step, str) else step
+
+    profile = create_anthropic_profile(provider=ScriptedProvider([route] * 6))
+    parent = Session(profile, LocalExecutionEnvironment(str(tmp_path)))
+    timings, ends = {}, []
+
+    def on_event(event):
+        if event.kind == EventKind.SESSION_END:
+            ends.append(event.session_id)
+        if event.session_id != parent.id and event.kind == EventKind.TOOL_CALL_START:
+            start = time.monotonic()
+            parent.abort()
+            timings["abort_s"] = time.monotonic() - start
+
+    parent.subscribe(on_event, include_subagents=True)
+    if parent_busy:
+        stream = parent.submit_stream("delegate")
+    else:
+        parent.subagents.spawn("job")
+    assert parent._closed.wait(10)
+    if parent_busy:
+        assert stream.result(10).outcome == "aborted"
+    (handle,) = parent.subagents.handles()
+    assert handle.session._closed.wait(10)
+    assert timings["abort_s"] < 5, timings  # a bound against hangs: it used to wait 10 s for itself
+    assert parent.state == handle.session.state == SessionState.CLOSED and handle.status == "closed"
+    assert sorted(ends) == sorted([parent.id, handle.session.id])
+    assert not (tmp_path / "child.pid").exists()  # the job was cancelled before it started
+    assert_history_well_formed(handle.session)
