@@ -208,9 +208,13 @@ def test_an_authentication_error_closes_the_session(tmp_path):
 
 
 def test_context_overflow_closes_the_session(tmp_path):
+    """SPEC §14 CODE-10; seed 004 Appendix B "ContextLengthError: emit warning, session -> CLOSED"."""
     session, _ = make(tmp_path, [ScriptedResponse.failure("context_overflow", "prompt is too long")])
     events, _ = collect(session, "hi")
     assert of_kind(events, EventKind.ERROR)[0].data["kind"] == "context_overflow"
+    (warning,) = of_kind(events, EventKind.WARNING)  # seed 004 §9.11: a warning, no compaction
+    assert "context window" in warning.data["message"]
+    assert kinds(events)[-3:] == ["WARNING", "ERROR", "SESSION_END"]
     assert session.state == SessionState.CLOSED
 
 
