@@ -264,3 +264,30 @@ def test_a_child_callback_that_aborts_its_parent_does_not_deadlock(tmp_path, par
     assert sorted(ends) == sorted([parent.id, handle.session.id])
     assert not (tmp_path / "child.pid").exists()  # the job was cancelled before it started
     assert_history_well_formed(handle.session)
+
+
+def test_a_call_approved_after_the_abort_does_not_run(tmp_path, nothing_left_behind):
+    """CODE-8, CODE-10: the session is aborted while a person is still deciding about a call; the run
+    does not wait for them, and when they finally say yes, the tool (one that does not look at its
+    cancellation token itself) is not run."""
+    deciding, decided, answered = threading.Event(), threading.Event(), threading.Event()
+    deployed = []
+
+    def slow_person(request):
+        deciding.set()
+        decided.wait(10)
+        answered.set()
+        return True
+
+    session, provider, profile = make(tmp_path, [call("deploy", "d"), "never"], SessionConfig(approval=slow_person))
+    profile.tool_registry.register(RegisteredTool(ToolDefinition("deploy", "Deploys.", {"type": "object"}),
+                                                  lambda args, env: deployed.append(1) or "deployed"))
+    stream = session.submit_stream("deploy")
+    assert deciding.wait(10)
+    session.abort()
+    assert stream.result(10).outcome == "aborted" and session.state == SessionState.CLOSED
+    decided.set()
+    assert answered.wait(10)
+    time.sleep(0.3)  # time for a call that would run after its approval
+    assert deployed == []
+    assert_history_well_formed(session)
