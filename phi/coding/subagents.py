@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
+from .config import SessionState
 from .registry import RegisteredTool, ToolCallContext
 from .toolsets import PATH, STRING, described, tool
 
@@ -99,11 +100,16 @@ class SubAgentHandle:
             text = "\n\n".join(pending)
 
     def send(self, message: str) -> str:
+        from .session import SessionClosed
+
         with self._lock:
-            if self.status == "closed":
-                raise ToolError(f"sub-agent {self.id} is closed; spawn a new one")
+            if self.status == "closed" or self.session.state == SessionState.CLOSED:
+                raise ToolError(f"sub-agent {self.id} is closed (its session has ended); spawn a new one")
             if self.status == "running":
-                self.session.steer(message)
+                try:
+                    self.session.steer(message)
+                except SessionClosed:
+                    raise ToolError(f"sub-agent {self.id} is shutting down; spawn a new one") from None
                 return f"Message delivered to running sub-agent {self.id}."
             self._start_locked(message)
         return f"Sub-agent {self.id} had finished; it is now working on the message."

@@ -21,6 +21,7 @@ from phi.coding import (
     SessionState,
     create_anthropic_profile,
 )
+from phi.errors import ToolError
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 from phi.types import ToolDefinition
@@ -291,3 +292,16 @@ def test_a_call_approved_after_the_abort_does_not_run(tmp_path, nothing_left_beh
     time.sleep(0.3)  # time for a call that would run after its approval
     assert deployed == []
     assert_history_well_formed(session)
+
+
+def test_send_input_to_a_child_whose_session_ended_is_an_error(tmp_path, nothing_left_behind):
+    """CODE-9: a child closed by a fatal error (here its credentials are refused) cannot take new work;
+    ``send_input`` says so instead of claiming the child is working on the message."""
+    provider = ScriptedProvider([ScriptedResponse.failure("auth", "invalid x-api-key")])
+    parent = Session(create_anthropic_profile(provider=provider), LocalExecutionEnvironment(str(tmp_path)))
+    handle = parent.subagents.spawn("a task")
+    result = handle.wait()
+    assert not result.success and handle.session.state == SessionState.CLOSED
+    with pytest.raises(ToolError, match="is closed"):
+        handle.send("try again")
+    parent.close()
