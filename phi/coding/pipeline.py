@@ -93,7 +93,7 @@ class SessionTool:
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = self.session
         config = session.config
-        with session.working_thread():  # an abort from the callbacks below must not wait for this call
+        with session._working_thread():  # an abort from the callbacks below must not wait for this call
             if config.approval is not None:
                 request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
                 allowed, reason = decide(config.approval, request)

@@ -371,7 +371,7 @@ class Session:
             else:
                 self._closing = self._closing or reason
                 running = self.state == SessionState.PROCESSING
-        wait = wait and not self.works_for_tree(threading.get_ident())
+        wait = wait and not self._works_for_tree(threading.get_ident())
         if self._shut:
             if wait:
                 self._closed.wait(ABORT_WAIT_S)
@@ -388,7 +388,7 @@ class Session:
             self._shutdown(self._closing or reason, None)
 
     @contextlib.contextmanager
-    def working_thread(self) -> Iterator[None]:
+    def _working_thread(self) -> Iterator[None]:
         """Mark the calling thread as working for the session's run (a tool call) while in the block."""
         ident = threading.get_ident()
         with self._lock:
@@ -401,13 +401,13 @@ class Session:
                 if left:
                     self._working_threads[ident] = left
 
-    def works_for_tree(self, ident: int) -> bool:
+    def _works_for_tree(self, ident: int) -> bool:
         """Whether thread ``ident`` runs this session's model loop or one of its tool calls, or those of
         one of its sub-agents (so it may be inside a callback that such a run is waiting for)."""
         with self._lock:
             if ident == self._bridge.run_thread or ident in self._working_threads:
                 return True
-        return any(handle.session.works_for_tree(ident) for handle in self.subagents.handles())
+        return any(handle.session._works_for_tree(ident) for handle in self.subagents.handles())
 
     def _shutdown(self, reason: str, result: SubmitResult | None) -> None:
         with self._lock:

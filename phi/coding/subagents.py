@@ -207,7 +207,7 @@ class SubAgentManager:
         caller = threading.get_ident()
         open_handles = [h for h in self.handles() if h.status != "closed"]
         for handle in open_handles:
-            if handle.session.works_for_tree(caller):
+            if handle.session._works_for_tree(caller):
                 handle.close(wait=False)
         threads = [threading.Thread(target=h.close, daemon=True) for h in open_handles if h.status != "closed"]
         for thread in threads:

@@ -26,10 +26,7 @@ from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 from phi.types import ToolDefinition
 
-from .helpers import check_event_order, collect, kinds, of_kind
-
-def call(name, call_id, **args):
-    return ScriptedResponse.tool_call(name, args, call_id=call_id)
+from .helpers import call, check_event_order, collect, kinds, of_kind
 
 
 def assert_history_well_formed(session: Session) -> None:

@@ -25,11 +25,7 @@ from phi.errors import AlreadyRunning, ConfigError
 from phi.providers.mock import ScriptedBlock, ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 
-from .helpers import check_event_order, collect, kinds, of_kind
-
-
-def call(name, call_id="c1", **args):
-    return ScriptedResponse.tool_call(name, args, call_id=call_id)
+from .helpers import call, check_event_order, collect, kinds, of_kind
 
 
 def shell(command, call_id="c1"):
