@@ -15,7 +15,8 @@ Ready policies:
 * :func:`allow_all`; :func:`deny_changes` (reads pass, everything else is refused).
 
 A denial becomes the error result ``The <tool> call was denied by the user: <reason> ...``; a
-callback that raises denies the call with the exception as the reason (and is logged).
+callback that raises, or answers something else than a bool or a decision, denies the call with
+the exception as the reason (and is logged).
 """
 
 from __future__ import annotations
@@ -61,14 +62,15 @@ def decide(policy: Callable[[ApprovalRequest], Any], request: ApprovalRequest) -
     """Ask ``policy``; returns (allowed, reason)."""
     try:
         answer = policy(request)
-    except Exception as error:  # a broken policy must fail closed, and visibly
+        if isinstance(answer, ApprovalDecision):
+            return answer.allowed, answer.reason
+        if isinstance(answer, bool):
+            return answer, ""
+        raise TypeError(f"an approval callback must return a bool or an ApprovalDecision, "
+                        f"got {type(answer).__name__}")
+    except Exception as error:  # a broken policy must fail closed, and visibly (not as a failed tool)
         log.exception("approval callback failed for %s", request.tool_name)
         return False, f"the approval check failed ({type(error).__name__}: {error})"
-    if isinstance(answer, ApprovalDecision):
-        return answer.allowed, answer.reason
-    if isinstance(answer, bool):
-        return answer, ""
-    raise TypeError(f"an approval callback must return a bool or an ApprovalDecision, got {type(answer).__name__}")
 
 
 @dataclass

@@ -16,6 +16,7 @@ core event                            session event (and history record)
 ``ToolExecutionUpdate``/``Progress``  ``TOOL_CALL_OUTPUT_DELTA``
 ``ToolExecutionEnd``                  ``TOOL_CALL_END`` with the full output
 ``TurnEnd``                           (``ToolResultsTurn``); ``WARNING`` at 80 % of the context
+(a context overflow error)            ``WARNING``, then the fatal ``ERROR``
 ``AgentEnd``                          the input is done: the session's state changes
 ====================================  =============================================================
 
@@ -150,6 +151,10 @@ class EventBridge:
         fatal = kind in FATAL_ERRORS
         if fatal:
             self.session._fatal_error = text
+        if kind == ErrorKind.CONTEXT_OVERFLOW:  # seed 004 Appendix B: a warning, no automatic compaction
+            self.emit(EventKind.WARNING, message="The conversation no longer fits the model's context window; "
+                                                 "the session ends (phi does not compact it).",
+                      context_window=self.session.profile.context_window_size)
         self.emit(EventKind.ERROR, message=text, kind=kind.value if kind is not None else "api", fatal=fatal)
 
     # ----------------------------------------------------------------- loop detection (§2.10)

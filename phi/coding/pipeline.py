@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..agent_tool import ToolContext, to_tool_result
-from ..errors import ToolError
+from ..errors import ToolCancelled, ToolError
 from ..tools._common import FULL_OUTPUT_MAX_CHARS
 from ..tools.truncation import HEAD_TAIL, clip, render, truncate_tool_output
 from ..types import TextContent, ToolResult
@@ -93,14 +93,17 @@ class SessionTool:
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = self.session
         config = session.config
-        if config.approval is not None:
-            request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
-            allowed, reason = decide(config.approval, request)
-            if not allowed:
-                because = f": {reason.rstrip('.')}." if reason else "."
-                raise ToolError(f"The {self.name} call was denied by the user{because} Do not repeat it unchanged; "
-                                "choose another approach or ask the user.")
-        value = self.registered.run(args, session.execution_env, ToolCallContext(ctx, session))
+        with session._working_thread():  # an abort from the callbacks below must not wait for this call
+            if config.approval is not None:
+                request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
+                allowed, reason = decide(config.approval, request)
+                if not allowed:
+                    because = f": {reason.rstrip('.')}." if reason else "."
+                    raise ToolError(f"The {self.name} call was denied by the user{because} Do not repeat it "
+                                    "unchanged; choose another approach or ask the user.")
+                if ctx.cancel.is_cancelled():  # aborted while the user was deciding: run nothing more
+                    raise ToolCancelled()
+            value = self.registered.run(args, session.execution_env, ToolCallContext(ctx, session))
         return shape_for_model(to_tool_result(value), self.name, config.tool_output_limits, config.tool_line_limits)
 
 

@@ -28,10 +28,11 @@ none is pending by then.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..agent import Agent
 from ..errors import AlreadyRunning, ConfigError, PhiError
@@ -106,6 +107,7 @@ class Session:
             self._subscribers = ((on_event, False),)
         self._lock = threading.RLock()
         self._tags: dict[int, tuple[str, AgentMessage]] = {}
+        self._working_threads: dict[int, int] = {}  # thread ident -> tool calls of this session it runs
         self._stream: SessionStream | None = None
         self._started = False
         self._closing: str | None = None
@@ -178,8 +180,7 @@ class Session:
             raise ConfigError("submit() needs a non-empty text")
         self.config.check()
         with self._lock:
-            if self.state == SessionState.CLOSED:
-                raise SessionClosed(f"session {self.id} is closed; start a new Session")
+            self._refuse_if_closed()
             if self.state == SessionState.PROCESSING:
                 raise AlreadyRunning("this session is processing an input: use steer() or follow_up() to add "
                                      "to it, or wait for it to finish")
@@ -214,11 +215,18 @@ class Session:
         self._queue_message(text, tag, self.agent.steer)
 
     def _queue_message(self, text: str, tag: str, push: Callable[[AgentMessage], None]) -> None:
-        if self.state == SessionState.CLOSED:
-            raise SessionClosed(f"session {self.id} is closed")
+        if tag != "loop_warning":  # the run's own warning may still arrive while it winds down
+            with self._lock:
+                self._refuse_if_closed()
         message = UserMessage.from_text(text)
         self._tag(message, tag)
         push(message)
+
+    def _refuse_if_closed(self) -> None:
+        """Input is refused once the session is CLOSED or on its way there (an abort, a close or a fatal
+        error is under way, e.g. when called from a callback of the shutdown itself)."""
+        if self.state == SessionState.CLOSED or self._closing is not None:
+            raise SessionClosed(f"session {self.id} is closed; start a new Session")
 
     def take_queued_input(self) -> list[str]:
         """Remove and return the texts of queued steering and follow-up messages (for a caller that
@@ -353,26 +361,53 @@ class Session:
         """End the session (aborting an input in progress); idempotent."""
         self._stop("closed")
 
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, wait: bool = True) -> None:
+        """Abort or close. Without ``wait`` (or when called from a thread working for this session or
+        one of its children, e.g. from a callback) it returns once the run is cancelled, and the run's
+        end finishes the shutdown: waiting there would wait for the caller itself."""
         with self._lock:
             if self._shut:
                 running = False
             else:
                 self._closing = self._closing or reason
                 running = self.state == SessionState.PROCESSING
+        wait = wait and not self._works_for_tree(threading.get_ident())
         if self._shut:
-            self._closed.wait(ABORT_WAIT_S)
+            if wait:
+                self._closed.wait(ABORT_WAIT_S)
             return
         self.subagents.abort_all()
         if not running:
             self._shutdown(self._closing or reason, None)
             return
         self.agent.abort()
-        if threading.get_ident() == self._bridge.run_thread:
-            return  # called from the run's own thread: AgentEnd will finish the shutdown
+        if not wait:
+            return
         if not self._closed.wait(ABORT_WAIT_S):
             log.warning("session %s: the run did not end within %ss of the abort", self.id, ABORT_WAIT_S)
             self._shutdown(self._closing or reason, None)
+
+    @contextlib.contextmanager
+    def _working_thread(self) -> Iterator[None]:
+        """Mark the calling thread as working for the session's run (a tool call) while in the block."""
+        ident = threading.get_ident()
+        with self._lock:
+            self._working_threads[ident] = self._working_threads.get(ident, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._working_threads.pop(ident) - 1
+                if left:
+                    self._working_threads[ident] = left
+
+    def _works_for_tree(self, ident: int) -> bool:
+        """Whether thread ``ident`` runs this session's model loop or one of its tool calls, or those of
+        one of its sub-agents (so it may be inside a callback that such a run is waiting for)."""
+        with self._lock:
+            if ident == self._bridge.run_thread or ident in self._working_threads:
+                return True
+        return any(handle.session._works_for_tree(ident) for handle in self.subagents.handles())
 
     def _shutdown(self, reason: str, result: SubmitResult | None) -> None:
         with self._lock:

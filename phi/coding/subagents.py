@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
+from .config import SessionState
 from .registry import RegisteredTool, ToolCallContext
 from .toolsets import PATH, STRING, described, tool
 
@@ -99,11 +100,16 @@ class SubAgentHandle:
             text = "\n\n".join(pending)
 
     def send(self, message: str) -> str:
+        from .session import SessionClosed
+
         with self._lock:
-            if self.status == "closed":
-                raise ToolError(f"sub-agent {self.id} is closed; spawn a new one")
+            if self.status == "closed" or self.session.state == SessionState.CLOSED:
+                raise ToolError(f"sub-agent {self.id} is closed (its session has ended); spawn a new one")
             if self.status == "running":
-                self.session.steer(message)
+                try:
+                    self.session.steer(message)
+                except SessionClosed:
+                    raise ToolError(f"sub-agent {self.id} is shutting down; spawn a new one") from None
                 return f"Message delivered to running sub-agent {self.id}."
             self._start_locked(message)
         return f"Sub-agent {self.id} had finished; it is now working on the message."
@@ -126,14 +132,15 @@ class SubAgentHandle:
         with self._lock:
             self._idle.notify_all()
 
-    def close(self) -> SubAgentResult:
-        """Stop the child (abort, kill its commands, end its session) and return its final result."""
+    def close(self, wait: bool = True) -> SubAgentResult:
+        """Stop the child (abort, kill its commands, end its session) and return its final result.
+        Without ``wait`` the child's run is cancelled and finishes its shutdown when it ends."""
         with self._lock:
             self.status = "closed"
             self._idle.notify_all()
-        self.session.close()
+        self.session._stop("closed", wait)
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
         with self._lock:
             self._idle.notify_all()
@@ -194,8 +201,15 @@ class SubAgentManager:
             handle.abort()
 
     def close_all(self) -> None:
-        """Close every child, in parallel (each waits for its commands to be killed)."""
-        threads = [threading.Thread(target=h.close, daemon=True) for h in self.handles() if h.status != "closed"]
+        """Close every child, in parallel (each waits for its commands to be killed). A child whose run
+        the calling thread belongs to (a callback of that child closing its parent) is only cancelled:
+        it ends once the callback returns."""
+        caller = threading.get_ident()
+        open_handles = [h for h in self.handles() if h.status != "closed"]
+        for handle in open_handles:
+            if handle.session._works_for_tree(caller):
+                handle.close(wait=False)
+        threads = [threading.Thread(target=h.close, daemon=True) for h in open_handles if h.status != "closed"]
         for thread in threads:
             thread.start()
         for thread in threads:

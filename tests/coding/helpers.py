@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from phi.coding import EventKind, SessionEvent
+from phi.providers.mock import ScriptedResponse
+
+
+def call(name: str, call_id: str = "c1", **args: Any) -> ScriptedResponse:
+    """A scripted model reply with one call of ``name``."""
+    return ScriptedResponse.tool_call(name, args, call_id=call_id)
 
 
 def kinds(events: list[SessionEvent]) -> list[str]:

@@ -22,11 +22,7 @@ from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 from phi.types import ToolDefinition
 
-from .helpers import collect, of_kind
-
-
-def call(name, call_id, **args):
-    return ScriptedResponse.tool_call(name, args, call_id=call_id)
+from .helpers import call, collect, of_kind
 
 
 def run(tmp_path, script, config, profile_factory=create_anthropic_profile):

@@ -35,3 +35,22 @@ def test_unusable_settings_are_refused_by_name(field, value):
                                            ("high", ThinkingLevel.HIGH), ("xhigh", ThinkingLevel.XHIGH)])
 def test_reasoning_effort_maps_to_the_cores_thinking_level(effort, level):
     assert SessionConfig(reasoning_effort=effort).thinking_level() == level
+
+
+def test_default_output_limits_are_the_seeds_table():
+    """Seed 004 §5.2/§5.3 (§9.5 "default character limits match the table"), and every tool a profile
+    offers has a row of it (its own name, or the seed tool it stands for) instead of the fallback."""
+    from phi.coding import create_profile
+    from phi.coding.pipeline import SESSION_TOOL_LIMITS, SESSION_TOOL_MODES
+    from phi.tools.truncation import DEFAULT_LINE_LIMITS, DEFAULT_TOOL_LIMITS, DEFAULT_TRUNCATION_MODES
+
+    seed = {"read_file": (50_000, "head_tail"), "shell": (30_000, "head_tail"), "grep": (20_000, "tail"),
+            "glob": (20_000, "tail"), "edit_file": (10_000, "tail"), "apply_patch": (10_000, "tail"),
+            "write_file": (1_000, "tail"), "spawn_agent": (20_000, "head_tail")}
+    limits, modes = {**DEFAULT_TOOL_LIMITS, **SESSION_TOOL_LIMITS}, {**DEFAULT_TRUNCATION_MODES, **SESSION_TOOL_MODES}
+    assert {name: (limits[name], modes[name]) for name in seed} == seed
+    assert (DEFAULT_LINE_LIMITS["shell"], DEFAULT_LINE_LIMITS["grep"], DEFAULT_LINE_LIMITS["glob"]) == (256, 200, 500)
+    for profile_id in ("openai", "anthropic", "gemini"):
+        offered = create_profile(profile_id).tool_registry.names()
+        unlisted = [n for n in offered if n not in limits and n not in ("send_input", "close_agent")]
+        assert not unlisted, f"{profile_id} tools without a §5.2 limit: {unlisted}"

@@ -25,11 +25,7 @@ from phi.errors import AlreadyRunning, ConfigError
 from phi.providers.mock import ScriptedBlock, ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 
-from .helpers import check_event_order, collect, kinds, of_kind
-
-
-def call(name, call_id="c1", **args):
-    return ScriptedResponse.tool_call(name, args, call_id=call_id)
+from .helpers import call, check_event_order, collect, kinds, of_kind
 
 
 def shell(command, call_id="c1"):
@@ -208,9 +204,13 @@ def test_an_authentication_error_closes_the_session(tmp_path):
 
 
 def test_context_overflow_closes_the_session(tmp_path):
+    """SPEC §14 CODE-10; seed 004 Appendix B "ContextLengthError: emit warning, session -> CLOSED"."""
     session, _ = make(tmp_path, [ScriptedResponse.failure("context_overflow", "prompt is too long")])
     events, _ = collect(session, "hi")
     assert of_kind(events, EventKind.ERROR)[0].data["kind"] == "context_overflow"
+    (warning,) = of_kind(events, EventKind.WARNING)  # seed 004 §9.11: a warning, no compaction
+    assert "context window" in warning.data["message"]
+    assert kinds(events)[-3:] == ["WARNING", "ERROR", "SESSION_END"]
     assert session.state == SessionState.CLOSED
 
 

@@ -24,7 +24,7 @@ LONG = "sleep 60 & echo $! > {name}.pid; wait"
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_abort_closes_stream_kills_processes_closes_children_then_session_end(profile, server, tmp_path):
+def test_abort_closes_stream_kills_processes_closes_children_then_session_end(profile, server, tmp_path, nothing_left_behind):
     d = Dialect(profile)
     child_task = "Think about the design for a long time"
     server.script(child_task, Turn("Let me consider every option in great detail before I answer.", hang=True))

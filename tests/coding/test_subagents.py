@@ -45,7 +45,7 @@ def wait_for_file(path, limit=10.0):
     return open(path).read().strip()
 
 
-def test_two_children_work_in_parallel_in_their_own_subdirectories(server, tmp_path):
+def test_two_children_work_in_parallel_in_their_own_subdirectories(server, tmp_path, nothing_left_behind):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     # each child's command only succeeds while the other child is running too
@@ -101,7 +101,7 @@ def test_send_input_reaches_a_running_child(server, tmp_path):
     session.close()
 
 
-def test_close_agent_kills_a_child_blocked_in_a_long_command(server, tmp_path):
+def test_close_agent_kills_a_child_blocked_in_a_long_command(server, tmp_path, nothing_left_behind):
     task = "Run the long job"
     server.script(task, Turn(calls=[D.shell("sleep 60 & echo $! > sleep.pid; wait")]), Turn("never reached"))
 
@@ -142,7 +142,7 @@ def test_depth_limit_refuses_spawning(server, tmp_path):
     session.close()
 
 
-def test_aborting_the_parent_closes_children_and_kills_their_commands(server, tmp_path):
+def test_aborting_the_parent_closes_children_and_kills_their_commands(server, tmp_path, nothing_left_behind):
     task = "Long child job"
     server.script(task, Turn(calls=[D.shell("sleep 60 & echo $! > child.pid; wait")]), Turn("never"))
     server.script("Parent", Turn(calls=[D.spawn(task)]),

@@ -11,9 +11,9 @@ import pytest
 from phi.coding import EventKind, SessionState
 from phi.providers.retry import RetryConfig
 
-from .dialects import PROFILES, session_for
+from .dialects import PROFILES, Dialect, session_for
 from .helpers import collect, of_kind
-from .wire import Turn, anthropic_sse, gemini_sse, protocol_of, responses_sse, server  # noqa: F401
+from .wire import Call, Turn, anthropic_sse, gemini_sse, protocol_of, responses_sse, server, tool_outputs  # noqa: F401
 from providers.conftest import Reply
 
 OVERFLOW = {
@@ -57,4 +57,24 @@ def test_rate_limits_and_server_errors_are_retried_without_an_error_event(profil
     assert result.text == "recovered" and session.state == SessionState.IDLE
     assert not of_kind(events, EventKind.ERROR) and len(server.requests) == 3
     assert protocol_of(server.requests[-1].path) == profile
+    session.close()
+
+
+@pytest.mark.parametrize("profile", ["openai", "anthropic"])  # Gemini sends arguments as a JSON object
+def test_tool_arguments_that_are_not_json_are_an_error_result_the_model_recovers_from(profile, server, tmp_path):
+    """Seed 004 §9.3 / Appendix B "ValidationError": a tool call whose streamed arguments are not JSON
+    runs nothing and gives the model an error result naming the problem; its corrected call runs."""
+    (tmp_path / "a.py").write_text("A = 1\n")
+    d = Dialect(profile)
+    good = d.read("a.py")
+    broken = Call(good.name, '{"' + next(iter(good.args)) + '": "a.py"')  # the closing brace is missing
+    server.script("Read", Turn(calls=[broken]), Turn(calls=[good]), Turn("A is 1."))
+    session = session_for(profile, server, str(tmp_path))
+    events, result = collect(session, "Read a.py")
+    first, second = of_kind(events, EventKind.TOOL_CALL_END)
+    assert first.data["is_error"] and "not valid JSON" in first.data["error"]
+    assert not second.data["is_error"] and "A = 1" in second.data["output"]
+    protocol, body = server.seen["Read"][1]
+    assert "not valid JSON" in tool_outputs(protocol, body)[0]
+    assert result.text == "A is 1." and session.state == SessionState.IDLE
     session.close()

@@ -37,8 +37,12 @@ _ids = itertools.count(1)
 @dataclass
 class Call:
     name: str
-    args: dict[str, Any]
+    args: dict[str, Any] | str  # a str is sent as it is (e.g. broken JSON), where the protocol carries text
     id: str = ""
+
+    @property
+    def arguments_text(self) -> str:
+        return self.args if isinstance(self.args, str) else json.dumps(self.args)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -97,7 +101,7 @@ def responses_sse(turn: Turn, model: str = "gpt-5.2-codex") -> bytes:
         index += 1
     for call in turn.calls:
         fid = f"fc_{next(_ids):032x}"
-        arguments = json.dumps(call.args)
+        arguments = call.arguments_text
         item = {"id": fid, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": call.id,
                 "name": call.name}
         event("response.output_item.added", item=item, output_index=index)
@@ -140,7 +144,7 @@ def anthropic_sse(turn: Turn, model: str = "claude-sonnet-4-5-20250929") -> byte
         event("content_block_start", index=index,
               content_block={"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
         event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": ""})
-        for piece in _chunks(json.dumps(call.args), 8):
+        for piece in _chunks(call.arguments_text, 8):
             event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece})
         event("content_block_stop", index=index)
         index += 1

@@ -1,0 +1,45 @@
+"""Fixtures shared by the coding-layer tests."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+#: Threads that outlive a session by design: the shared tool worker pool (phi/workers.py).
+SHARED_THREADS = ("phi-tool",)
+
+
+def session_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("phi") and t.name not in SHARED_THREADS}
+
+
+def child_processes() -> list[int]:
+    """Live (not zombie) processes whose parent is this test process (a command's own background jobs
+    are checked by pid in the tests that start them: once their shell is gone they belong to init)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def nothing_left_behind():
+    """After the test: no session thread still running, no child process still alive (SPEC CODE-10)."""
+    before = session_threads()
+    yield
+    deadline = time.monotonic() + 10
+    while (session_threads() - before or child_processes()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not session_threads() - before, f"threads left: {session_threads() - before}"
+    assert not child_processes(), f"processes left: {child_processes()}"
