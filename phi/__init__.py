@@ -47,140 +47,269 @@ Names are loaded on first use (PEP 562), so ``import phi`` stays fast and never 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy_exports import export_names, lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS: dict[str, str] = {
-    # the loop (SPEC §4)
-    "agent_loop": "phi.loop",
-    "agent_loop_continue": "phi.loop",
-    "default_convert_to_llm": "phi.loop",
-    "AgentContext": "phi.loop_config",
-    "AgentLoopConfig": "phi.loop_config",
-    "ToolExecution": "phi.loop_config",
-    # the application API
-    "Agent": "phi.agent",
-    "AgentResult": "phi.agent",
-    "MessageQueue": "phi.queues",
-    "tool": "phi.function_tool",
+# module (relative to this package) -> the names it gives ``phi``; repeated for type checkers below
+_EXPORTS: dict[str, tuple[str, ...]] = {
     # data model (SPEC §2)
-    "TextContent": "phi.types",
-    "ImageContent": "phi.types",
-    "ThinkingContent": "phi.types",
-    "ToolCall": "phi.types",
-    "UserMessage": "phi.types",
-    "AssistantMessage": "phi.types",
-    "ToolResultMessage": "phi.types",
-    "ExtensionMessage": "phi.types",
-    "Usage": "phi.types",
-    "StopReason": "phi.types",
-    "ThinkingLevel": "phi.types",
-    "QueueMode": "phi.types",
-    "TurnTrigger": "phi.types",
-    "ContinuationKind": "phi.types",
-    "ToolDefinition": "phi.types",
-    "ToolResult": "phi.types",
-    "message_to_json": "phi.types",
-    "message_from_json": "phi.types",
-    "messages_from_json": "phi.types",
+    ".types": ("AgentMessage", "AssistantMessage", "Content", "ContinuationKind", "ExtensionMessage", "ImageContent",
+               "Message", "QueueMode", "RunOutcome", "StopReason", "TextContent", "ThinkingContent",
+               "ThinkingLevel", "ToolCall", "ToolDefinition", "ToolResult", "ToolResultMessage", "TurnTrigger",
+               "Usage", "UserMessage", "message_from_json", "message_to_json", "messages_from_json"),
     # events (SPEC §3)
-    "AgentStart": "phi.events",
-    "AgentEnd": "phi.events",
-    "TurnStart": "phi.events",
-    "TurnEnd": "phi.events",
-    "MessageStart": "phi.events",
-    "MessageUpdate": "phi.events",
-    "MessageEnd": "phi.events",
-    "ToolExecutionStart": "phi.events",
-    "ToolExecutionUpdate": "phi.events",
-    "ToolExecutionEnd": "phi.events",
-    "ProgressMessage": "phi.events",
-    "InputRejected": "phi.events",
-    "ParallelLoopStart": "phi.events",
-    "ParallelLoopEnd": "phi.events",
-    "StreamDelta": "phi.events",
-    "event_to_json": "phi.events",
-    "event_from_json": "phi.events",
-    # concurrency (SPEC §6)
-    "CancellationToken": "phi.cancel",
-    "EventChannel": "phi.channel",
-    "EventStream": "phi.channel",
-    # tools (SPEC §5)
-    "AgentTool": "phi.agent_tool",
-    "ToolContext": "phi.agent_tool",
-    "SubAgentTool": "phi.subagent",
-    "SkillSet": "phi.skills",
-    "OpenApiConfig": "phi.openapi",
-    "McpClient": "phi.mcp",
-    "McpToolset": "phi.mcp",
-    "McpError": "phi.mcp",
-    "AgentSnapshot": "phi.agent_snapshot",
-    "FunctionTool": "phi.agent_tool",
-    "FilterResult": "phi.filters",
-    "InputFilter": "phi.filters",
-    # providers (SPEC §7)
-    "ModelConfig": "phi.providers.model_config",
-    "StreamConfig": "phi.providers.base",
-    "StreamProvider": "phi.providers.base",
-    "CacheConfig": "phi.providers.base",
-    "CacheStrategy": "phi.providers.base",
-    "ProviderError": "phi.providers.base",
-    "ErrorKind": "phi.providers.base",
-    "RetryConfig": "phi.providers.retry",
-    "ScriptedProvider": "phi.providers.mock",
-    "ScriptedResponse": "phi.providers.mock",
-    # context management (SPEC §8)
-    "ContextConfig": "phi.context.config",
-    "ExecutionLimits": "phi.context.config",
-    "ExecutionTracker": "phi.context.tracker",
-    "ContextTracker": "phi.context.tracker",
-    "compact_messages": "phi.context.compaction",
-    "final_answer_tool": "phi.structured",
-    # built-in tools (SPEC §9)
-    "default_tools": "phi.tools",
-    "coding_tools": "phi.tools",
+    ".events": ("AgentEnd", "AgentEvent", "AgentStart", "InputRejected", "MessageEnd", "MessageStart",
+                "MessageUpdate", "ParallelLoopEnd", "ParallelLoopStart", "ProgressMessage", "StreamDelta",
+                "ToolExecutionEnd", "ToolExecutionStart", "ToolExecutionUpdate", "TurnEnd", "TurnStart",
+                "event_from_json", "event_to_json"),
     # errors
-    "PhiError": "phi.errors",
-    "DecodeError": "phi.errors",
-    "InvalidContinue": "phi.errors",
-    "InvalidPrompt": "phi.errors",
-    "RunOutcome": "phi.types",
-    "AlreadyRunning": "phi.errors",
-    "ConfigError": "phi.errors",
-    "ToolError": "phi.errors",
-    "InvalidArgs": "phi.errors",
-    "ToolCancelled": "phi.errors",
-    "StructuredOutputFailed": "phi.errors",
+    ".errors": ("AlreadyRunning", "ConfigError", "DecodeError", "InvalidArgs", "InvalidContinue", "InvalidPrompt",
+                "PhiError", "StructuredOutputFailed", "ToolCancelled", "ToolError"),
+    # the loop (SPEC §4-5)
+    ".loop.run": ("agent_loop", "agent_loop_continue"),
+    ".loop.llm_view": ("default_convert_to_llm",),
+    ".loop.config": ("AgentContext", "AgentLoopConfig", "ToolExecution"),
+    ".loop.tool": ("AgentTool", "FunctionTool", "ToolContext"),
+    ".loop.filters": ("FilterResult", "InputFilter"),
+    # concurrency (SPEC §6)
+    ".concurrency.cancel": ("CancellationToken",),
+    ".concurrency.channel": ("EventChannel", "EventStream"),
+    ".concurrency.queues": ("MessageQueue",),
+    # providers (SPEC §7)
+    ".providers.model_config": ("ModelConfig",),
+    ".providers.base": ("CacheConfig", "CacheStrategy", "ErrorKind", "ProviderError", "StreamConfig",
+                        "StreamProvider"),
+    ".providers.retry": ("RetryConfig",),
+    ".providers.mock": ("ScriptedProvider", "ScriptedResponse"),
+    # context management (SPEC §8)
+    ".context.config": ("ContextConfig", "ExecutionLimits"),
+    ".context.tracker": ("ContextTracker", "ExecutionTracker"),
+    ".context.compaction": ("compact_messages",),
+    # tools (SPEC §9)
+    ".tools": ("coding_tools", "default_tools"),
+    ".tools.function_tool": ("tool",),
+    # the Agent (SPEC §11)
+    ".agent.agent": ("Agent",),
+    ".agent.result": ("AgentResult",),
+    ".agent.snapshot": ("AgentSnapshot",),
+    ".agent.final_answer": ("final_answer_tool",),
+    # above a single run (SPEC §13)
+    ".subagent": ("SubAgentTool",),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'phi' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from .agent import Agent, AgentResult
-    from .agent_snapshot import AgentSnapshot
-    from .agent_tool import AgentTool, FunctionTool, ToolContext
-    from .cancel import CancellationToken
-    from .subagent import SubAgentTool
-    from .channel import EventChannel, EventStream
-    from .loop import agent_loop, agent_loop_continue
-    from .loop_config import AgentContext, AgentLoopConfig, ToolExecution
-    from .providers.base import StreamConfig, StreamProvider, ProviderError
-    from .providers.mock import ScriptedProvider, ScriptedResponse
-    from .providers.model_config import ModelConfig
-    from .types import *  # noqa: F401,F403
+if TYPE_CHECKING:
+    from .agent.agent import Agent as Agent
+    from .agent.final_answer import final_answer_tool as final_answer_tool
+    from .agent.result import AgentResult as AgentResult
+    from .agent.snapshot import AgentSnapshot as AgentSnapshot
+    from .concurrency.cancel import CancellationToken as CancellationToken
+    from .concurrency.channel import EventChannel as EventChannel
+    from .concurrency.channel import EventStream as EventStream
+    from .concurrency.queues import MessageQueue as MessageQueue
+    from .context.compaction import compact_messages as compact_messages
+    from .context.config import ContextConfig as ContextConfig
+    from .context.config import ExecutionLimits as ExecutionLimits
+    from .context.tracker import ContextTracker as ContextTracker
+    from .context.tracker import ExecutionTracker as ExecutionTracker
+    from .errors import (
+        AlreadyRunning as AlreadyRunning,
+    )
+    from .errors import (
+        ConfigError as ConfigError,
+    )
+    from .errors import (
+        DecodeError as DecodeError,
+    )
+    from .errors import (
+        InvalidArgs as InvalidArgs,
+    )
+    from .errors import (
+        InvalidContinue as InvalidContinue,
+    )
+    from .errors import (
+        InvalidPrompt as InvalidPrompt,
+    )
+    from .errors import (
+        PhiError as PhiError,
+    )
+    from .errors import (
+        StructuredOutputFailed as StructuredOutputFailed,
+    )
+    from .errors import (
+        ToolCancelled as ToolCancelled,
+    )
+    from .errors import (
+        ToolError as ToolError,
+    )
+    from .events import (
+        AgentEnd as AgentEnd,
+    )
+    from .events import (
+        AgentEvent as AgentEvent,
+    )
+    from .events import (
+        AgentStart as AgentStart,
+    )
+    from .events import (
+        InputRejected as InputRejected,
+    )
+    from .events import (
+        MessageEnd as MessageEnd,
+    )
+    from .events import (
+        MessageStart as MessageStart,
+    )
+    from .events import (
+        MessageUpdate as MessageUpdate,
+    )
+    from .events import (
+        ParallelLoopEnd as ParallelLoopEnd,
+    )
+    from .events import (
+        ParallelLoopStart as ParallelLoopStart,
+    )
+    from .events import (
+        ProgressMessage as ProgressMessage,
+    )
+    from .events import (
+        StreamDelta as StreamDelta,
+    )
+    from .events import (
+        ToolExecutionEnd as ToolExecutionEnd,
+    )
+    from .events import (
+        ToolExecutionStart as ToolExecutionStart,
+    )
+    from .events import (
+        ToolExecutionUpdate as ToolExecutionUpdate,
+    )
+    from .events import (
+        TurnEnd as TurnEnd,
+    )
+    from .events import (
+        TurnStart as TurnStart,
+    )
+    from .events import (
+        event_from_json as event_from_json,
+    )
+    from .events import (
+        event_to_json as event_to_json,
+    )
+    from .loop.config import (
+        AgentContext as AgentContext,
+    )
+    from .loop.config import (
+        AgentLoopConfig as AgentLoopConfig,
+    )
+    from .loop.config import (
+        ToolExecution as ToolExecution,
+    )
+    from .loop.filters import FilterResult as FilterResult
+    from .loop.filters import InputFilter as InputFilter
+    from .loop.llm_view import default_convert_to_llm as default_convert_to_llm
+    from .loop.run import agent_loop as agent_loop
+    from .loop.run import agent_loop_continue as agent_loop_continue
+    from .loop.tool import AgentTool as AgentTool
+    from .loop.tool import FunctionTool as FunctionTool
+    from .loop.tool import ToolContext as ToolContext
+    from .providers.base import (
+        CacheConfig as CacheConfig,
+    )
+    from .providers.base import (
+        CacheStrategy as CacheStrategy,
+    )
+    from .providers.base import (
+        ErrorKind as ErrorKind,
+    )
+    from .providers.base import (
+        ProviderError as ProviderError,
+    )
+    from .providers.base import (
+        StreamConfig as StreamConfig,
+    )
+    from .providers.base import (
+        StreamProvider as StreamProvider,
+    )
+    from .providers.mock import ScriptedProvider as ScriptedProvider
+    from .providers.mock import ScriptedResponse as ScriptedResponse
+    from .providers.model_config import ModelConfig as ModelConfig
+    from .providers.retry import RetryConfig as RetryConfig
+    from .subagent import SubAgentTool as SubAgentTool
+    from .tools import coding_tools as coding_tools
+    from .tools import default_tools as default_tools
+    from .tools.function_tool import tool as tool
+    from .types import (
+        AgentMessage as AgentMessage,
+    )
+    from .types import (
+        AssistantMessage as AssistantMessage,
+    )
+    from .types import (
+        Content as Content,
+    )
+    from .types import (
+        ContinuationKind as ContinuationKind,
+    )
+    from .types import (
+        ExtensionMessage as ExtensionMessage,
+    )
+    from .types import (
+        ImageContent as ImageContent,
+    )
+    from .types import (
+        Message as Message,
+    )
+    from .types import (
+        QueueMode as QueueMode,
+    )
+    from .types import (
+        RunOutcome as RunOutcome,
+    )
+    from .types import (
+        StopReason as StopReason,
+    )
+    from .types import (
+        TextContent as TextContent,
+    )
+    from .types import (
+        ThinkingContent as ThinkingContent,
+    )
+    from .types import (
+        ThinkingLevel as ThinkingLevel,
+    )
+    from .types import (
+        ToolCall as ToolCall,
+    )
+    from .types import (
+        ToolDefinition as ToolDefinition,
+    )
+    from .types import (
+        ToolResult as ToolResult,
+    )
+    from .types import (
+        ToolResultMessage as ToolResultMessage,
+    )
+    from .types import (
+        TurnTrigger as TurnTrigger,
+    )
+    from .types import (
+        Usage as Usage,
+    )
+    from .types import (
+        UserMessage as UserMessage,
+    )
+    from .types import (
+        message_from_json as message_from_json,
+    )
+    from .types import (
+        message_to_json as message_to_json,
+    )
+    from .types import (
+        messages_from_json as messages_from_json,
+    )

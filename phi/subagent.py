@@ -23,14 +23,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from .agent_tool import ToolContext
 from .errors import ConfigError, ToolError
 from .ids import random_uuid
 from .log import get_logger
+from .loop.tool import ToolContext
 from .providers.model_config import ModelConfig
-from .types import AssistantMessage, TextContent, ThinkingLevel, ToolResult, TurnTrigger, Usage, UserMessage
+from .types import (
+    AssistantMessage,
+    TextContent,
+    ThinkingLevel,
+    ToolResult,
+    TurnTrigger,
+    Usage,
+    UserMessage,
+)
 
-log = get_logger("phi.subagent")
+log = get_logger(__name__)
 
 NO_TEXT = "(sub-agent produced no text output)"
 
@@ -59,7 +67,7 @@ def extract_final_text(messages: Sequence[Any]) -> str:
 
 @dataclass
 class SubAgentTool:
-    """An :class:`~phi.agent_tool.AgentTool` that runs a child agent loop. See the module docstring."""
+    """An :class:`~phi.loop.tool.AgentTool` that runs a child agent loop. See the module docstring."""
 
     name: str
     model_config: ModelConfig | None = None
@@ -134,8 +142,8 @@ class SubAgentTool:
         if self.depth >= self.max_depth:
             raise ToolError(f"sub-agent {self.name}: nesting deeper than {self.max_depth} level(s) is not allowed")
         from .context.config import ExecutionLimits
-        from .loop import agent_loop
-        from .loop_config import AgentContext, AgentLoopConfig
+        from .loop.config import AgentContext, AgentLoopConfig
+        from .loop.run import agent_loop
 
         session_id = random_uuid()
         context = AgentContext(self.system_prompt, [], self.child_tools(), random_uuid(), session_id,

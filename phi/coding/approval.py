@@ -21,11 +21,12 @@ the exception as the reason (and is logged).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-log = logging.getLogger("phi.coding.approval")
+from ..log import get_logger
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

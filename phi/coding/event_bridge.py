@@ -31,12 +31,18 @@ sees it, as a user message, in its very next request.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..log import get_logger
 from ..providers.base import ErrorKind, is_context_overflow
-from ..types import AssistantMessage, StopReason, TextContent, ThinkingContent, UserMessage
+from ..types import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    UserMessage,
+)
 from .events import EventKind
 from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
 from .pipeline import full_output, text_of
@@ -44,7 +50,7 @@ from .pipeline import full_output, text_of
 if TYPE_CHECKING:
     from .session import Session
 
-log = logging.getLogger("phi.coding.event_bridge")
+log = get_logger(__name__)
 
 FATAL_ERRORS = (ErrorKind.AUTH, ErrorKind.CONTEXT_OVERFLOW)
 CONTEXT_WARNING_RATIO = 0.8

@@ -24,7 +24,7 @@ from ..log import get_logger
 
 __all__ = ["GitSnapshot", "git_snapshot", "git_root", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
 
-log = get_logger("phi.coding.git_context")
+log = get_logger(__name__)
 
 #: How many recent commit subjects the snapshot keeps.
 DEFAULT_COMMIT_COUNT = 5

@@ -1,6 +1,6 @@
 """The tool execution pipeline of a session (seed 004 §3.8, §5; the approval step of §8).
 
-The core loop (:mod:`phi.tool_exec`) does LOOKUP (unknown tools become error results) and VALIDATE
+The core loop (:mod:`phi.loop.tool_execution`) does LOOKUP (unknown tools become error results) and VALIDATE
 (the arguments against the JSON Schema) before it calls a tool; each registered tool reaches it as
 a :class:`SessionTool`, whose ``execute`` is the rest of the pipeline:
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..agent_tool import ToolContext, to_tool_result
 from ..errors import ToolCancelled, ToolError
+from ..loop.tool import ToolContext, to_tool_result
 from ..tools._common import FULL_OUTPUT_MAX_CHARS
 from ..tools.truncation import HEAD_TAIL, clip, render, truncate_tool_output
 from ..types import TextContent, ToolResult
@@ -69,7 +69,7 @@ def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int
 
 @dataclass
 class SessionTool:
-    """A registered tool as the core loop sees it (an :class:`~phi.agent_tool.AgentTool`)."""
+    """A registered tool as the core loop sees it (an :class:`~phi.loop.tool.AgentTool`)."""
 
     registered: RegisteredTool
     session: Any  # the phi.coding.Session whose environment, config and approval apply

@@ -30,7 +30,7 @@ from .git_context import git_root
 __all__ = ["discover_project_docs", "find_project_docs", "ProjectDoc", "PROFILE_DOC_FILES",
            "UNIVERSAL_DOC", "DEFAULT_BUDGET_BYTES", "truncation_marker"]
 
-log = get_logger("phi.coding.project_docs")
+log = get_logger(__name__)
 
 DEFAULT_BUDGET_BYTES = 32 * 1024
 #: Loaded for every profile.

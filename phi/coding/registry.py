@@ -12,7 +12,7 @@ changes), ``write`` (files), ``execute`` (commands: anything), ``agent`` (sub-ag
 Custom tools default to ``execute``, the cautious choice.
 
 Registration is latest-wins: registering a name that exists replaces it, so a custom tool
-overrides a profile tool of the same name (§3.7). Any phi :class:`~phi.agent_tool.AgentTool`
+overrides a profile tool of the same name (§3.7). Any phi :class:`~phi.loop.tool.AgentTool`
 (a ``@tool`` function, an MCP tool, ...) can be registered as it is.
 """
 
@@ -23,8 +23,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..agent_tool import ToolContext
 from ..errors import ConfigError
+from ..loop.tool import ToolContext
 from ..types import ToolDefinition, ToolResult
 
 TOOL_KINDS = ("read", "write", "execute", "agent")
@@ -33,7 +33,7 @@ TOOL_KINDS = ("read", "write", "execute", "agent")
 @dataclass
 class ToolCallContext:
     """What an executor that takes three arguments gets as the third: the core's
-    :class:`~phi.agent_tool.ToolContext` (call id, cancellation token) and the session."""
+    :class:`~phi.loop.tool.ToolContext` (call id, cancellation token) and the session."""
 
     tool: ToolContext
     session: Any = None  # the phi.coding.Session running the call (None outside a session)

@@ -29,27 +29,39 @@ none is pending by then.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 from typing import Any, Callable, Iterator
 
-from ..agent import Agent
+from ..agent.agent import Agent
+from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError, PhiError
 from ..ids import random_uuid
-from ..loop_config import ToolExecution
-from ..queues import MessageQueue
-from ..types import AgentMessage, AssistantMessage, QueueMode, RunOutcome, Usage, UserMessage
+from ..log import get_logger
+from ..loop.config import ToolExecution
+from ..types import (
+    AgentMessage,
+    AssistantMessage,
+    QueueMode,
+    RunOutcome,
+    Usage,
+    UserMessage,
+)
 from .config import SessionConfig, SessionState
 from .event_bridge import EventBridge
 from .events import EventKind, SessionEvent
 from .history import SystemTurn
 from .pipeline import SessionTool
-from .provider_options import SessionProvider, body_extras, resolve_provider, with_body_extras
+from .provider_options import (
+    SessionProvider,
+    body_extras,
+    resolve_provider,
+    with_body_extras,
+)
 from .session_stream import SessionStream, SubmitResult
 from .subagents import SUBAGENT_TOOL_NAMES, SubAgentManager
 
-log = logging.getLogger("phi.coding.session")
+log = get_logger(__name__)
 
 #: How long a shutdown waits for cancelled commands to be killed (SIGTERM, 2 s, SIGKILL, reaping).
 PROCESS_STOP_WAIT_S = 6.0

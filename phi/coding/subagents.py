@@ -22,13 +22,13 @@ aborting the parent closes its children (Appendix B).
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
+from ..log import get_logger
 from .config import SessionState
 from .registry import RegisteredTool, ToolCallContext
 from .toolsets import PATH, STRING, described, tool
@@ -36,7 +36,7 @@ from .toolsets import PATH, STRING, described, tool
 if TYPE_CHECKING:
     from .session import Session
 
-log = logging.getLogger("phi.coding.subagents")
+log = get_logger(__name__)
 
 SUBAGENT_TOOL_NAMES = ("spawn_agent", "send_input", "wait", "close_agent")
 

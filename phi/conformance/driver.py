@@ -22,15 +22,21 @@ import json
 import sys
 from typing import IO, Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..concurrency.queues import MessageQueue
 from ..errors import ConfigError, PhiError
 from ..events import event_to_json
-from ..loop import agent_loop, agent_loop_continue
-from ..loop_config import AgentContext, AgentLoopConfig, ToolExecution
+from ..loop.config import AgentContext, AgentLoopConfig, ToolExecution
+from ..loop.run import agent_loop, agent_loop_continue
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..providers.retry import RetryConfig
-from ..queues import MessageQueue
-from ..types import ContinuationKind, QueueMode, ThinkingLevel, TurnTrigger, message_to_json
+from ..types import (
+    ContinuationKind,
+    QueueMode,
+    ThinkingLevel,
+    TurnTrigger,
+    message_to_json,
+)
 from .match import matches
 from .scripted import (
     Recorder,
@@ -193,7 +199,7 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
     entry = fixture.get("entry", "agent_loop")
     try:
         if parallel is not None:
-            from ..parallel import agent_loop_parallel
+            from ..evaluation.parallel import agent_loop_parallel
 
             outcome = agent_loop_parallel(prompts, context, *parallel, sink, cancel)
             messages = outcome.messages

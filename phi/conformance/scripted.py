@@ -14,12 +14,18 @@ import threading
 import time
 from typing import IO, Any, Callable
 
-from ..agent_tool import ToolContext
 from ..errors import ConfigError, ToolError
-from ..filters import FilterResult
+from ..loop.filters import FilterResult
+from ..loop.tool import ToolContext
 from ..providers.base import StreamConfig, StreamEventSink
 from ..providers.mock import ScriptedProvider
-from ..types import AssistantMessage, ToolResult, UserMessage, message_from_json, message_to_json
+from ..types import (
+    AssistantMessage,
+    ToolResult,
+    UserMessage,
+    message_from_json,
+    message_to_json,
+)
 from .match import matches
 
 WAIT_FOR_EVENT_TIMEOUT_S = 5.0

@@ -24,8 +24,8 @@ from .compaction import (
     overflow_budget,
     truncate_lines,
 )
-from .incremental import IncrementalCompaction
 from .config import CallableTokenCounter, ContextConfig, ExecutionLimits
+from .incremental import IncrementalCompaction
 from .tokens import (
     HeuristicTokenCounter,
     TokenCounter,

@@ -31,11 +31,18 @@ totals across the turns of a run — shares them with the plain functions here.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import ConfigError
-from ..types import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, UserMessage, now_ms
+from ..log import get_logger
+from ..types import (
+    AgentMessage,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    now_ms,
+)
 from .config import ContextConfig
 from .tokens import TokenCounter, message_tokens, total_tokens
 
@@ -61,7 +68,7 @@ __all__ = [
     "OMISSION_PREFIX",
 ]
 
-log = logging.getLogger("phi.context.compaction")
+log = get_logger(__name__)
 
 SUMMARY_PREFIX = "[Summary] "
 OMISSION_PREFIX = "[... "

@@ -24,11 +24,11 @@ lock, so sharing it is safe, only slower.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Sequence
 
 from ..errors import ConfigError
+from ..log import get_logger
 from ..types import AgentMessage
 from .compaction import (
     keep_within,
@@ -43,7 +43,7 @@ from .tokens import TokenCounter, message_tokens
 
 __all__ = ["IncrementalCompaction"]
 
-log = logging.getLogger("phi.context.compaction")
+log = get_logger(__name__)
 
 
 class _TokenMemo:

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..log import get_logger
 from .errors import McpConnectionClosed, McpProtocolError
@@ -28,7 +28,7 @@ from .results import McpToolCallResult, McpToolInfo
 from .session import ProgressCallback, Session, Transport
 from .stdio import StdioTransport
 
-log = get_logger("phi.mcp")
+log = get_logger(__name__)
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")

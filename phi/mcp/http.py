@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 import urllib3.exceptions
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..log import get_logger
 from ..providers.secrets import check_headers, scrub
@@ -43,7 +43,7 @@ from .http_listen import Listener
 from .session import Session
 from .stdio import MAX_MESSAGE_BYTES
 
-log = get_logger("phi.mcp.http")
+log = get_logger(__name__)
 
 ACCEPT = "application/json, text/event-stream"
 CONNECT_TIMEOUT = 10.0

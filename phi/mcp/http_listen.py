@@ -25,7 +25,7 @@ from .session import Session
 if TYPE_CHECKING:
     from .http import HttpTransport
 
-log = get_logger("phi.mcp.http")
+log = get_logger(__name__)
 
 _RETRY_SECONDS = 1.0
 _MAX_BACKOFF = 30.0

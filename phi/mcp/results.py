@@ -26,7 +26,7 @@ from ..log import get_logger
 from ..types import Content, ImageContent, TextContent, ToolResult
 from .errors import McpProtocolError
 
-log = get_logger("phi.mcp")
+log = get_logger(__name__)
 
 MAX_TEXT_BLOB = 4 << 20  # base64 characters: larger text blobs stay placeholders
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/yaml", "application/x-yaml",

@@ -22,12 +22,19 @@ import itertools
 import threading
 from typing import Any, Callable, Protocol
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
-from .errors import McpCancelled, McpConnectionClosed, McpError, McpProtocolError, McpRpcError, McpTimeout
+from .errors import (
+    McpCancelled,
+    McpConnectionClosed,
+    McpError,
+    McpProtocolError,
+    McpRpcError,
+    McpTimeout,
+)
 
-log = get_logger("phi.mcp")
-server_log = get_logger("phi.mcp.server")
+log = get_logger(__name__)
+server_log = get_logger(f"{__name__}.server")
 
 METHOD_NOT_FOUND = -32601
 _LOG_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40, "critical": 50,

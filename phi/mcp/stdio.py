@@ -26,13 +26,13 @@ import subprocess
 import threading
 from typing import IO, Any, Mapping, Sequence
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..providers.secrets import scrub
 from .errors import McpConnectionClosed, McpConnectionError, McpError, McpProtocolError
 from .session import Session
 
-log = get_logger("phi.mcp.stdio")
+log = get_logger(__name__)
 
 MAX_MESSAGE_BYTES = 64 << 20  # one line of stdout; an image result of tens of MB still fits
 STDERR_TAIL_BYTES = 8192

@@ -1,6 +1,6 @@
 """MCP tools as phi tools (SPEC §12.1, MCP-6 to MCP-8, MCP-16, MCP-17).
 
-:class:`McpToolAdapter` is an :class:`~phi.agent_tool.AgentTool` that calls one MCP tool: its
+:class:`McpToolAdapter` is an :class:`~phi.loop.tool.AgentTool` that calls one MCP tool: its
 ``parameters`` are the tool's ``inputSchema`` made usable by the loop's JSON Schema validation
 (:func:`tool_parameters`), its name is the MCP name or ``{prefix}__{name}`` made valid for model
 APIs (:func:`tool_name`). A result with ``isError`` and every :class:`McpError` become a
@@ -18,15 +18,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ConfigError, ToolCancelled, ToolError
 from ..log import get_logger
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from .client import McpClient
 from .errors import McpCancelled, McpError
 from .results import McpToolInfo
 
-log = get_logger("phi.mcp")
+log = get_logger(__name__)
 
 _VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")

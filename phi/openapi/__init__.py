@@ -14,7 +14,15 @@ reference. This package is imported only when used (``import phi`` does not load
 
 from __future__ import annotations
 
-from .config import ApiKeyAuth, BasicAuth, BearerAuth, OpenApiAuth, OpenApiConfig, OpenApiError, OperationFilter
+from .config import (
+    ApiKeyAuth,
+    BasicAuth,
+    BearerAuth,
+    OpenApiAuth,
+    OpenApiConfig,
+    OpenApiError,
+    OperationFilter,
+)
 from .loader import from_file, from_str, from_url
 from .tool import OpenApiTool
 

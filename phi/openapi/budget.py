@@ -19,7 +19,7 @@ from typing import Any
 
 from ..log import get_logger
 
-log = get_logger("phi.openapi")
+log = get_logger(__name__)
 
 MAX_HOPS = 6
 _DOCS = ("description", "title")

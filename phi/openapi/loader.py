@@ -16,10 +16,10 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from ..agent_tool import AgentTool
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..log import get_logger
+from ..loop.tool import AgentTool
 from ..providers.http import USER_AGENT, error_reason
 from ..providers.transport import CallStop, HttpClient, abort_response, iter_body
 from .config import OpenApiConfig, OpenApiError, OperationFilter
@@ -27,7 +27,7 @@ from .document import parse_document
 from .operations import build_operations
 from .tool import OpenApiTool
 
-log = get_logger("phi.openapi")
+log = get_logger(__name__)
 
 MAX_SPEC_BYTES = 64 << 20
 MAX_REDIRECTS = 5

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from ..log import get_logger
+from .budget import fit_schema
 from .config import OpenApiConfig, OpenApiError, OperationFilter
 from .document import deref, server_url
-from .budget import fit_schema
 from .schemas import SchemaConverter
 
-log = get_logger("phi.openapi")
+log = get_logger(__name__)
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_NAME = 64

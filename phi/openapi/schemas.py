@@ -23,14 +23,14 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urljoin
 from typing import Any, Callable, Mapping
+from urllib.parse import urljoin
 
 from ..log import get_logger
 from .config import OpenApiError
 from .document import resolve_pointer
 
-log = get_logger("phi.openapi")
+log = get_logger(__name__)
 
 MAX_DEPTH = 64
 _BASE = "https://document.invalid/openapi"  # base URI of relative $id values and references

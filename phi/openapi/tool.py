@@ -1,4 +1,4 @@
-"""One operation as an :class:`~phi.agent_tool.AgentTool`: build the HTTP request from the
+"""One operation as an :class:`~phi.loop.tool.AgentTool`: build the HTTP request from the
 arguments, send it, turn the response into a result (SPEC §12.2, OAPI-7 to OAPI-10).
 
 A call:
@@ -34,7 +34,7 @@ from typing import Any
 import requests
 from requests.structures import CaseInsensitiveDict
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
 from ..log import get_logger
 from ..providers.http import USER_AGENT, error_reason
@@ -45,7 +45,7 @@ from .config import REDACTED, ApiKeyAuth, BasicAuth, BearerAuth, OpenApiConfig
 from .operations import Operation
 from .serialize import encode, header_value, path_segment, query_items
 
-log = get_logger("phi.openapi")
+log = get_logger(__name__)
 
 _TEMPLATE = re.compile(r"\{([^{}/]+)\}")
 _TEXTUAL = re.compile(r"^text/|json|xml|yaml|javascript|ecmascript|x-www-form-urlencoded|csv|graphql|markdown")

@@ -11,10 +11,10 @@ fragments and is parsed at ``content_block_stop`` (or at the end, if the block n
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -28,11 +28,19 @@ from ..types import (
 )
 from . import convert, fields
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
-from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .http import (
+    HttpRequest,
+    SSEParser,
+    api_key,
+    join_url,
+    json_bytes,
+    make_builder,
+    run_stream,
+)
 from .model_config import ModelConfig
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.anthropic")
+log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

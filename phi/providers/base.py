@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, PhiError
 from ..types import (
     AssistantMessage,

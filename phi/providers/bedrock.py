@@ -17,13 +17,13 @@ else SigV4 (:mod:`phi.providers.sigv4`) from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRE
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import Any
 from urllib.parse import quote
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -38,12 +38,20 @@ from ..types import (
 from . import convert, fields
 from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .eventstream import EventStreamDecoder
-from .http import HttpRequest, StreamParser, api_key, json_bytes, make_builder, prepared_url, run_stream
+from .http import (
+    HttpRequest,
+    StreamParser,
+    api_key,
+    json_bytes,
+    make_builder,
+    prepared_url,
+    run_stream,
+)
 from .model_config import ModelConfig
 from .sigv4 import AwsCredentials, canonical_url, sign
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.bedrock")
+log = get_logger(__name__)
 
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": StopReason.STOP,

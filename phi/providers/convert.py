@@ -7,10 +7,10 @@ thinking budgets per level, tool-call id sanitising, and error payloads found in
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any
 
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     Content,
@@ -23,7 +23,7 @@ from ..types import (
 from .base import ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .model_config import ModelConfig
 
-log = logging.getLogger("phi.providers.convert")
+log = get_logger(__name__)
 
 # Anthropic rejects budgets under 1024 tokens, so the seed's 128/512 for minimal/low are raised.
 THINKING_BUDGETS: dict[ThinkingLevel, int] = {

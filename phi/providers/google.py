@@ -13,11 +13,11 @@ be resent on that same part. :mod:`phi.providers.google_vertex` reuses all of th
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -31,11 +31,19 @@ from ..types import (
 )
 from . import convert, fields
 from .base import MAX_DEPTH, ProviderError, StreamConfig, StreamEventSink
-from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .http import (
+    HttpRequest,
+    SSEParser,
+    api_key,
+    join_url,
+    json_bytes,
+    make_builder,
+    run_stream,
+)
 from .model_config import ModelConfig
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.google")
+log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 

@@ -45,16 +45,24 @@ from urllib.parse import urlsplit
 import requests
 import urllib3.exceptions
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..log import get_logger
 from ..types import AssistantMessage, StopReason
 from . import fields
-from .base import AssistantBuilder, ErrorKind, ProviderError, StreamEvent, StreamEventSink, no_json_constant
+from .base import (
+    AssistantBuilder,
+    ErrorKind,
+    ProviderError,
+    StreamEvent,
+    StreamEventSink,
+    no_json_constant,
+)
 from .model_config import ModelConfig
 from .secrets import check_headers, check_secret, is_sensitive_header, scrub
 from .transport import CallStop, HttpClient, abort_response, drain, iter_body
 
-log = logging.getLogger("phi.providers.http")
+log = get_logger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0

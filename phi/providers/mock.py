@@ -23,10 +23,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..types import AssistantMessage, StopReason, Usage
-from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .base import (
+    AssistantBuilder,
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    StreamEventSink,
+)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from .secrets import check_headers, check_secret
 
 if TYPE_CHECKING:
-    from ..pricing import ModelPrice
+    from .pricing import ModelPrice
 
 # Wire protocol identifiers (``ModelConfig.api``).
 API_ANTHROPIC = "anthropic_messages"
@@ -90,7 +90,7 @@ class ModelConfig:
     ``max_tokens`` are its limits; ``compat`` describes an OpenAI-compatible server; ``options``
     holds protocol extras (region, project, api_version, timeouts, ...); ``capabilities``
     overrides the capability table (:meth:`supports`); ``cost`` is its price
-    (:class:`phi.pricing.ModelPrice`, US dollars per million tokens) when the built-in table's is
+    (:class:`phi.providers.pricing.ModelPrice`, US dollars per million tokens) when the built-in table's is
     wrong or missing. Build one with a preset classmethod
     (:meth:`anthropic`, :meth:`openai`, :meth:`google`, :meth:`bedrock`, ...).
     """
@@ -108,7 +108,7 @@ class ModelConfig:
     compat: OpenAICompat = field(default_factory=OpenAICompat)
     options: dict[str, Any] = field(default_factory=dict)  # protocol extras: region, project, api_version, ...
     capabilities: dict[str, bool] = field(default_factory=dict)  # overrides of the capability table
-    cost: ModelPrice | None = None  # this model's price; None: phi.pricing's table decides
+    cost: ModelPrice | None = None  # this model's price; None: phi.providers.pricing's table decides
 
     def __post_init__(self) -> None:
         # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.

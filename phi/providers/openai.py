@@ -13,10 +13,10 @@ error (it may arrive after a ``finish_reason``, in which case the stop reason is
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -30,11 +30,19 @@ from ..types import (
 )
 from . import convert, fields
 from .base import StreamConfig, StreamEventSink
-from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .http import (
+    HttpRequest,
+    SSEParser,
+    api_key,
+    join_url,
+    json_bytes,
+    make_builder,
+    run_stream,
+)
 from .model_config import ModelConfig
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.openai")
+log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -13,10 +13,10 @@ A reasoning item is kept as a thinking block whose ``signature`` is the item's J
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -29,12 +29,26 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink, parse_arguments
-from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes, make_builder, run_stream
+from .base import (
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    StreamEventSink,
+    parse_arguments,
+)
+from .http import (
+    HttpRequest,
+    SSEParser,
+    api_key,
+    join_url,
+    json_bytes,
+    make_builder,
+    run_stream,
+)
 from .model_config import ModelConfig
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.openai_responses")
+log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

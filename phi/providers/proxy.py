@@ -16,17 +16,17 @@ full message is rebuilt here:
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from ..types import AssistantMessage, StopReason, message_to_json
 from . import convert, fields
 from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
 from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
 from .transport import HttpClient
 
-log = logging.getLogger("phi.providers.proxy")
+log = get_logger(__name__)
 
 
 class ProxyProvider:

@@ -24,16 +24,16 @@ from .model_config import (
     ModelConfig,
 )
 
-# api -> "module:Class", resolved on first use.
+# api -> "module:Class", resolved on first use (relative to this package: a vendored copy loads its own).
 BUILTIN: dict[str, str] = {
-    API_ANTHROPIC: "phi.providers.anthropic:AnthropicProvider",
-    API_OPENAI: "phi.providers.openai:OpenAIProvider",
-    API_OPENAI_RESPONSES: "phi.providers.openai_responses:OpenAIResponsesProvider",
-    API_AZURE_OPENAI: "phi.providers.azure_openai:AzureOpenAIProvider",
-    API_GOOGLE: "phi.providers.google:GoogleProvider",
-    API_GOOGLE_VERTEX: "phi.providers.google_vertex:GoogleVertexProvider",
-    API_BEDROCK: "phi.providers.bedrock:BedrockProvider",
-    API_PROXY: "phi.providers.proxy:ProxyProvider",
+    API_ANTHROPIC: ".anthropic:AnthropicProvider",
+    API_OPENAI: ".openai:OpenAIProvider",
+    API_OPENAI_RESPONSES: ".openai_responses:OpenAIResponsesProvider",
+    API_AZURE_OPENAI: ".azure_openai:AzureOpenAIProvider",
+    API_GOOGLE: ".google:GoogleProvider",
+    API_GOOGLE_VERTEX: ".google_vertex:GoogleVertexProvider",
+    API_BEDROCK: ".bedrock:BedrockProvider",
+    API_PROXY: ".proxy:ProxyProvider",
 }
 
 
@@ -65,7 +65,7 @@ class ProviderRegistry:
                 raise ProviderError(ErrorKind.OTHER, f"no provider registered for api {api!r} (known: {known})")
             if isinstance(entry, str):
                 module_name, _, class_name = entry.partition(":")
-                entry = getattr(importlib.import_module(module_name), class_name)()
+                entry = getattr(importlib.import_module(module_name, __package__), class_name)()
                 self._entries[api] = entry
             return entry
 

@@ -1,4 +1,9 @@
-"""Retry policy for rate limits and network failures (SPEC ERR-2).
+"""Retrying a model call (SPEC §7: ERR-1, ERR-2, ERR-4).
+
+:func:`call_with_retries` is the rule set: a failed attempt is retried only while nothing of it has
+reached the consumer; ``rate_limited`` and ``network`` failures are retried with backoff; a
+``context_overflow`` is retried once after the caller compacts the context (each model call gets its
+own single overflow retry). :class:`RetryConfig` is the policy.
 
 ``delay_for_attempt(n)`` is ``initial_delay_ms * multiplier ** (n - 1)``, capped at ``max_delay_ms``,
 times a uniform jitter in [0.8, 1.2]. A server's Retry-After, when given, replaces the computed delay
@@ -9,6 +14,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Callable
+
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
+from ..types import AssistantMessage, StopReason
+from .base import ErrorKind, ProviderError, is_context_overflow
+
+log = get_logger(__name__)
 
 
 @dataclass(slots=True)
@@ -43,3 +56,49 @@ class RetryConfig:
         if retry_after_ms is not None:
             return min(retry_after_ms, self.max_retry_after_ms) / 1000.0
         return self.delay_for_attempt(attempt)
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One attempt of a model call: the reply (None when the provider failed), the failure, and
+    whether anything of it became visible to the consumer (SPEC EVT-7)."""
+
+    reply: AssistantMessage | None
+    failure: ProviderError | None
+    visible: bool
+
+
+def call_with_retries(attempt: Callable[[], Attempt], policy: RetryConfig, cancel: CancellationToken,
+                      on_overflow: Callable[[], None] | None = None) -> Attempt:
+    """Run ``attempt`` until it succeeds or may not be retried; returns the last attempt.
+
+    - ERR-2: an attempt that became visible, or a cancelled call, is never retried.
+    - ERR-1: ``rate_limited`` and ``network`` failures are retried up to ``policy.max_retries`` times,
+      after the backoff delay or the server's Retry-After (a cancel during the wait ends the call).
+    - ERR-4: a ``context_overflow`` — also an error reply that says so before anything was shown —
+      calls ``on_overflow`` (the caller compacts with a tighter budget) and is retried once. Without
+      ``on_overflow`` (no context settings) it is final.
+    """
+    retries = 0
+    overflow_retried = False
+    while True:
+        result = attempt()
+        reply, failure = result.reply, result.failure
+        if failure is None and reply is not None and reply.stop_reason == StopReason.ERROR \
+                and not result.visible and is_context_overflow(None, reply.error_message):
+            failure = result.failure = ProviderError(ErrorKind.CONTEXT_OVERFLOW, reply.error_message or "context overflow")
+        if failure is None or result.visible or cancel.is_cancelled():
+            return result
+        if failure.is_retryable() and retries < policy.max_retries:
+            retries += 1
+            delay = policy.delay_for(retries, failure.retry_after_ms)
+            log.warning("retry %d/%d in %.2fs after %s", retries, policy.max_retries, delay, failure)
+            if cancel.wait(delay):
+                return result
+            continue
+        if failure.kind == ErrorKind.CONTEXT_OVERFLOW and on_overflow is not None and not overflow_retried:
+            overflow_retried = True
+            log.warning("context overflow; compacting and retrying once")
+            on_overflow()
+            continue
+        return result

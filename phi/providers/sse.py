@@ -22,10 +22,11 @@ event split into 4 KB network reads costs one join, not thousands of copies).
 
 from __future__ import annotations
 
-import logging
 from typing import Iterable, Iterator
 
-log = logging.getLogger("phi.providers.sse")
+from ..log import get_logger
+
+log = get_logger(__name__)
 
 _BOM = b"\xef\xbb\xbf"
 

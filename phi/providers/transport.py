@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import http.cookiejar
-import logging
 import socket
 import threading
 from typing import Any, Iterator
@@ -32,9 +31,10 @@ import urllib3
 import urllib3.connection
 import urllib3.exceptions
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 
-log = logging.getLogger("phi.providers.transport")
+log = get_logger(__name__)
 
 READ_SIZE = 65536
 DRAIN_BYTES = 1 << 20  # after the terminal event, read at most this much more to reuse the connection

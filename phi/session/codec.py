@@ -26,8 +26,14 @@ import re
 from typing import Any, Callable
 
 from ..errors import DecodeError
-from ..types import _opt_str, _str  # the DATA-6 field readers: same errors for the same mistakes
-from ..types import ContinuationKind, Usage, message_to_json, messages_from_json
+from ..types import (  # the DATA-6 field readers: same errors for the same mistakes
+    ContinuationKind,
+    Usage,
+    _opt_str,
+    _str,
+    message_to_json,
+    messages_from_json,
+)
 from .model import (
     ChildLoopRef,
     Explicit,

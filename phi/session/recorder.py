@@ -51,7 +51,7 @@ from .model import (
     exact_time,
 )
 
-log = get_logger("phi.session")
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ToolError
+from ..loop.tool import ToolContext
 from ..tools._common import os_error
 from ..tools.fs_safe import ConfinementError, check_path_text, open_beneath
 from ..tools.paths import locate_beneath

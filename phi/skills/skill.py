@@ -20,7 +20,12 @@ from typing import Any
 
 from ..tools.fs_safe import FileTooLargeError, open_regular, read_limited
 from .errors import InvalidFrontmatter, MissingField, SkillError
-from .frontmatter import MAX_FRONTMATTER_BYTES, Entry, parse_frontmatter, split_frontmatter
+from .frontmatter import (
+    MAX_FRONTMATTER_BYTES,
+    Entry,
+    parse_frontmatter,
+    split_frontmatter,
+)
 
 __all__ = ["Skill", "SPEC_FIELDS", "MAX_SKILL_FILE_BYTES", "split_tool_list"]
 

@@ -23,18 +23,18 @@ which the reference library lists a sorted list of skill directories.
 from __future__ import annotations
 
 import html
-import logging
 import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..log import get_logger
 from .errors import SkillError
 from .rules import SkillWarning, check_skill
 from .skill import Skill
 
 __all__ = ["SkillSet", "SKILL_FILE_NAMES", "MAX_DEPTH", "MAX_DIRS"]
 
-log = logging.getLogger("phi.skills")
+log = get_logger(__name__)
 
 #: Looked for in this order in a skill directory.
 SKILL_FILE_NAMES = ("SKILL.md", "skill.md")

@@ -6,10 +6,15 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
+from ..loop.tool import ToolContext
 from ..types import ToolResult
-from .fs_safe import ConfinementError, FileTooLargeError, NotRegularFileError, check_path_text
+from .fs_safe import (
+    ConfinementError,
+    FileTooLargeError,
+    NotRegularFileError,
+    check_path_text,
+)
 from .paths import check_write_allowed
 from .truncation import HEAD_TAIL, Omitted, Part, clip, render, tool_limits
 

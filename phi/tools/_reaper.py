@@ -21,14 +21,13 @@ to init. Then it spawns the program and waits:
 Keeping this in a separate process leaves the host program's own children and signal handling alone.
 """
 
+# The C core of the signal module: ``import signal`` also builds its enums, which is a third of
+# this process's start-up time.
+import _signal as signal
 import ctypes
 import os
 import sys
 import time
-
-# The C core of the signal module: ``import signal`` also builds its enums, which is a third of
-# this process's start-up time.
-import _signal as signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -23,21 +23,21 @@ failure. ``--allow-outside-cwd`` (before the patch argument) lifts the confineme
 """
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
+from ..log import get_logger
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from .environment import ExecutionEnvironment
-from .paths import check_write_allowed
 from .patch_contents import PatchApplyError, derive_new_contents
 from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
+from .paths import check_write_allowed
 
-log = logging.getLogger("phi.tools.apply_patch")
+log = get_logger(__name__)
 
 __all__ = ["PatchApplyError", "PatchResult", "apply_patch", "derive_new_contents", "ApplyPatchTool", "main"]
 

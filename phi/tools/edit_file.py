@@ -18,11 +18,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..agent_tool import ToolContext
 from ..errors import ToolError
+from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, check_writable, display_path, finish, get_env, number_lines, os_error, write_roots
-from .text_match import WHITESPACE, PUNCTUATION_TABLE
+from ._common import (
+    check_cancel,
+    check_writable,
+    display_path,
+    finish,
+    get_env,
+    number_lines,
+    os_error,
+    write_roots,
+)
+from .text_match import PUNCTUATION_TABLE, WHITESPACE
 
 _HINT_SCAN_LINES = 20_000
 MAX_EDIT_BYTES = 10 * 1024 * 1024

@@ -20,14 +20,35 @@ import shutil
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import (
+    Any,
+    BinaryIO,
+    Callable,
+    Iterable,
+    Mapping,
+    Protocol,
+    Sequence,
+    runtime_checkable,
+)
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from .env_filter import CORE_ENV_VARS, ENV_POLICIES, filter_environment, is_secret_variable
+from ..log import get_logger
+from .env_filter import (
+    CORE_ENV_VARS,
+    ENV_POLICIES,
+    filter_environment,
+    is_secret_variable,
+)
 from .fs_safe import (
-    ConfinementError, NotRegularFileError, check_path_text, delete_beneath, open_regular, read_limited,
-    split_parts, write_beneath,
+    ConfinementError,
+    NotRegularFileError,
+    check_path_text,
+    delete_beneath,
+    open_regular,
+    read_limited,
+    split_parts,
+    write_beneath,
 )
 from .globbing import glob_files
 from .paths import locate_beneath, resolve_against
@@ -36,7 +57,7 @@ from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
 
-log = logging.getLogger("phi.tools.environment")
+log = get_logger(__name__)
 
 __all__ = [
     "ExecResult", "DirEntry", "GrepOptions", "SearchError", "ExecutionEnvironment",
@@ -424,7 +445,7 @@ class LoggingEnvironment(_Wrapper):
 
     def __init__(self, inner: Any, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
         super().__init__(inner)
-        self.logger = logger or logging.getLogger("phi.tools.environment.log")
+        self.logger = logger or logging.getLogger(f"{__name__}.log")
         self.level = level
 
     def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, display_path, finish, get_env, os_error, resolve
 from .environment import quote_command

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Union
 
 from ..errors import ToolError
-from .text_match import WHITESPACE  # Unicode White_Space: what the reference implementation's trim() removes
+from .text_match import (
+    WHITESPACE,  # Unicode White_Space: what the reference implementation's trim() removes
+)
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"

@@ -24,7 +24,6 @@ period.
 from __future__ import annotations
 
 import _thread
-import logging
 import os
 import selectors
 import signal
@@ -36,10 +35,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 from .truncation import Omitted, Part, render
 
-log = logging.getLogger("phi.tools.process")
+log = get_logger(__name__)
 
 KILL_GRACE_SECONDS = 2.0
 # The parent's last resort (SIGKILL to the process group) if the reaper itself does not finish.

@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ToolError
+from ..loop.tool import ToolContext
 from ..types import ImageContent, TextContent, ToolResult
 from ._common import check_cancel, finish, get_env, number_lines, os_error, resolve
 from .text_lines import scan_lines

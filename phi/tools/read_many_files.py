@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ToolError
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, display_path, finish, get_env, resolve
 from .read_file import IMAGE_MIME_TYPES, read_text_slice

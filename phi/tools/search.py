@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent_tool import ToolContext
 from ..errors import ToolError
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, finish, get_env, os_error, resolve
 from .search_backend import OUTPUT_MODES, GrepOptions, SearchError

@@ -14,14 +14,14 @@ and a matched line longer than :data:`MAX_LINE_CHARS` is cut with a note.
 
 from __future__ import annotations
 
-import logging
 import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken
+from ..log import get_logger
 
-log = logging.getLogger("phi.tools.search_backend")
+log = get_logger(__name__)
 
 OUTPUT_MODES = ("content", "files_with_matches", "count")
 BACKENDS = ("auto", "rg", "grep")

@@ -25,18 +25,18 @@ in the command line. It is a guardrail against accidents, not a sandbox.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..agent_tool import ToolContext
 from ..errors import ToolCancelled, ToolError
+from ..log import get_logger
+from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, finish, get_env
 from .deny import DEFAULT_DENY_PATTERNS, find_denied
 from .truncation import HEAD_TAIL, Part, clip, truncate_tool_output
 
-log = logging.getLogger("phi.tools.shell")
+log = get_logger(__name__)
 
 TIMEOUT_MESSAGE = (
     "[ERROR: Command timed out after {ms}ms. Partial output is shown above.\n"

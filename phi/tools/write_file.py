@@ -14,9 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..agent_tool import ToolContext
+from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, check_writable, display_path, finish, get_env, os_error, write_roots
+from ._common import (
+    check_cancel,
+    check_writable,
+    display_path,
+    finish,
+    get_env,
+    os_error,
+    write_roots,
+)
 
 
 def write_text(env: Any, path: str, content: str, allowed_roots: Sequence[str] | None, ctx: ToolContext) -> dict:

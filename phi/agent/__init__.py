@@ -1,0 +1,29 @@
+"""SPEC §11 — the Agent: phi's application API, a conversation with a model, its tools and settings.
+
+- :mod:`.agent` — :class:`Agent`: runs on a worker thread, queues, abort, identity, resuming.
+- :mod:`.result` — :class:`AgentResult` (AGENT-2).
+- :mod:`.snapshot` — :class:`AgentSnapshot` and the resume point of an interrupted run (AGENT-6).
+- :mod:`.sources` — tool sources asked for their tools at every run (AGENT-5).
+- :mod:`.recording` — recording runs into sessions (SESS-7).
+- :mod:`.structured` and :mod:`.final_answer` — ``run_structured`` (AGENT-4).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".agent": ("Agent",),
+    ".result": ("AgentResult",),
+    ".snapshot": ("AgentSnapshot",),
+}
+
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .agent import Agent as Agent
+    from .result import AgentResult as AgentResult
+    from .snapshot import AgentSnapshot as AgentSnapshot

@@ -1,0 +1,92 @@
+"""Approval modes of the ``phi`` command (seed 002 §16.11; issue 15 ``/approve on|smart|off``).
+
+``on`` asks before every tool call, ``smart`` (the interactive default) lets reads and sub-agent
+control pass and asks before writes and commands, ``off`` asks nothing. Answering "always" trusts
+that tool for the rest of the session. The gate is the session's ``SessionConfig.approval``
+callback: it runs on a tool's worker thread and waits there for the answer, which the terminal's
+main thread gives (:meth:`ApprovalGate.pending` / :meth:`ApprovalGate.answer`). Without anyone to
+ask (``phi -p``), a call that would be asked is denied, saying why.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..coding import ApprovalDecision
+
+
+@dataclass
+class Question:
+    request: Any
+    done: threading.Event = field(default_factory=threading.Event)
+    decision: ApprovalDecision = field(default_factory=lambda: ApprovalDecision(False, "no answer"))
+
+
+class ApprovalGate:
+    """``SessionConfig.approval`` for the terminal (see the module docstring)."""
+
+    def __init__(self, mode: str = "smart", interactive: bool = True) -> None:
+        self.mode = mode
+        self.interactive = interactive
+        self.trusted: set[str] = set()
+        self._questions: queue.SimpleQueue[Question] = queue.SimpleQueue()
+
+    def needs_asking(self, request: Any) -> bool:
+        if self.mode == "off" or request.tool_name in self.trusted:
+            return False
+        return self.mode == "on" or request.kind not in ("read", "agent")
+
+    def __call__(self, request: Any) -> ApprovalDecision:
+        if not self.needs_asking(request):
+            return ApprovalDecision(True)
+        if not self.interactive:
+            return ApprovalDecision(False, f"approval mode {self.mode!r} and nobody to ask (non-interactive run); "
+                                           "run with --approve off to allow it")
+        question = Question(request)
+        self._questions.put(question)
+        question.done.wait()
+        return question.decision
+
+    def pending(self) -> Question | None:
+        """The next question waiting for the person, if any (main thread)."""
+        try:
+            return self._questions.get_nowait()
+        except queue.Empty:
+            return None
+
+    def answer(self, question: Question, reply: str) -> ApprovalDecision:
+        """``y``/``yes``, ``a``/``always`` (trust the tool for this session), else no."""
+        reply = reply.strip().lower()
+        if reply in ("a", "always"):
+            self.trusted.add(question.request.tool_name)
+        allowed = reply in ("y", "yes", "a", "always")
+        self._settle(question, ApprovalDecision(allowed, "" if allowed else "the user said no"))
+        return question.decision
+
+    def deny_all(self, reason: str) -> None:
+        """Deny every open question (the turn was aborted)."""
+        while True:
+            question = self.pending()
+            if question is None:
+                break
+            self._settle(question, ApprovalDecision(False, reason))
+
+    def _settle(self, question: Question, decision: ApprovalDecision) -> None:
+        question.decision = decision
+        question.done.set()
+
+
+def describe(request: Any) -> str:
+    """One line saying what a call wants to do."""
+    command = request.command
+    if command:
+        return f"{request.tool_name}: {command}"
+    from .render import short_arguments
+
+    return f"{request.tool_name}({short_arguments(request.arguments, 100)})"
+
+
+__all__ = ["ApprovalGate", "Question", "describe"]

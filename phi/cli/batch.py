@@ -1,0 +1,168 @@
+"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (issue 15).
+
+``-p`` prints the final answer to stdout. ``--json`` instead writes every event of the run as one
+JSON object per line, in the shapes of the conformance suite (SPEC EVT-1, :func:`phi.events.event_to_json`):
+``AgentStart`` first, ``AgentEnd`` (with the outcome, messages and usage) last, so another program
+can watch or drive phi. Diagnostics go to stderr. The run is recorded like an interactive one, so
+``phi export`` and ``--resume`` work on it.
+
+Exit status: :data:`EXIT_OK` when the run completed (the model answered), :data:`EXIT_FAILED` when
+it ended in an error, a limit or an abort, :data:`EXIT_INTERRUPTED` after Ctrl+C, :data:`EXIT_TERMINATED`
+after SIGTERM (both stop the run, end the ``--json`` stream with its ``AgentEnd`` and save the session).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
+
+from .approval import ApprovalGate
+from .options import CliOptions, key_hint
+from .sessions import CliSessions
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # SIGTERM, e.g. a CI job's time limit
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during an unattended run: handled like Ctrl+C (the run stops, the session is saved)."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Terminated` in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+SUCCESS_OUTCOMES = ("completed", "awaiting_input")
+
+
+class JsonLines:
+    """A core-event subscriber writing each event as one JSON line (thread-safe)."""
+
+    def __init__(self, out: TextIO, on_closed: Any = None) -> None:
+        self.out = out
+        self.on_closed = on_closed  # called once when the reader goes away (a broken pipe)
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        from ..events import event_to_json
+
+        self.write(event_to_json(event))
+
+    def write(self, data: dict[str, Any]) -> None:
+        """One JSON object as one line."""
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except BrokenPipeError:
+                self.closed = True
+        if self.closed and self.on_closed is not None:
+            self.on_closed()
+
+
+def interrupt_turn(session: Any) -> None:
+    """Stop the running input (its model call, commands and sub-agents) but keep the session: the
+    conversation goes on with the next input. (``Session.abort`` would close the session.)"""
+    session.subagents.abort_all()
+    session.agent.abort()
+
+
+def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
+    """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
+    asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
+    ``sessions``."""
+    from ..coding import Session, SessionConfig
+    from ..tools.environment import LocalExecutionEnvironment
+
+    gate = ApprovalGate(options.approve or "off", interactive=False)
+    session = Session(profile, LocalExecutionEnvironment(options.cwd),
+                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
+                                    max_turns=options.max_turns))
+    if options.resume:
+        sessions.restore(options.resume, session.agent)
+        session.id = session.agent.session_id
+    sessions.attach(session.agent)
+    return session
+
+
+def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: TextIO | None = None,
+              err: TextIO | None = None) -> int:
+    """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
+    out, err = out or sys.stdout, err or sys.stderr
+    session = unattended_session(options, profile, sessions)
+    lines = JsonLines(out, on_closed=session.agent.abort)
+    if options.json:
+        session.agent.subscribe(lines)
+    from ..coding import EventKind
+
+    error_kinds: set[str] = set()
+    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", "")) if event.kind == EventKind.ERROR else None)
+    try:
+        stream = session.submit_stream(options.prompt or "")
+        try:
+            with sigterm_as_interrupt():
+                result = stream.result()
+        except KeyboardInterrupt as stop:
+            interrupt_turn(session)
+            stream.result(timeout=10)
+            terminated = isinstance(stop, Terminated)
+            err.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        session.close()
+        try:
+            sessions.save()
+        except Exception as error:
+            err.write(f"phi: could not save the session: {error}\n")
+    if lines.closed:
+        _silence(out)
+        return EXIT_FAILED
+    if not options.json:
+        try:
+            out.write(result.text.rstrip("\n") + "\n")
+            out.flush()
+        except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
+            _silence(out)
+    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
+        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
+    if result.outcome in SUCCESS_OUTCOMES:
+        return EXIT_OK
+    hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
+    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
+              f"{f' ({hint})' if hint else ''}\n")
+    return EXIT_FAILED
+
+
+def _silence(out: TextIO) -> None:
+    """The reader of stdout is gone: point it at /dev/null so the exit's flush does not fail."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED",
+           "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]

@@ -1,0 +1,116 @@
+"""``phi --json`` without ``-p``: one long-lived session driven by another program (issue 15).
+
+stdin carries commands, one JSON object per line (a line that is not JSON is a prompt):
+
+* ``{"type": "prompt", "text": "..."}`` — start a run; while one runs it is queued as a follow-up;
+* ``{"type": "steer", "text": "..."}`` — steering for the running run (or the next one);
+* ``{"type": "abort"}`` — stop the running run; the session goes on.
+
+stdout carries every event of every run as one JSON line (the shapes of :mod:`phi.cli.batch`), and
+a command that cannot be carried out is answered with ``{"type": "CommandError", "message": ...}``
+on stdout too, so a reader needs only one stream. At the end of stdin phi waits for the running run,
+saves the session and exits: 0 when the last run completed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from .batch import (
+    EXIT_FAILED,
+    EXIT_OK,
+    SUCCESS_OUTCOMES,
+    JsonLines,
+    interrupt_turn,
+    sigterm_as_interrupt,
+    unattended_session,
+)
+from .options import CliOptions
+from .sessions import CliSessions
+
+
+def parse_command(line: str) -> dict[str, Any]:
+    """A command object from one input line (see the module docstring)."""
+    try:
+        command = json.loads(line)
+    except ValueError:
+        return {"type": "prompt", "text": line}
+    if not isinstance(command, dict):
+        return {"type": "prompt", "text": line}
+    return command
+
+
+class JsonSession:
+    """The session and its one running input (see the module docstring)."""
+
+    def __init__(self, session: Any, lines: JsonLines) -> None:
+        self.session = session
+        self.lines = lines
+        self.stream: Any = None
+        self.outcome = ""
+
+    def error(self, message: str) -> None:
+        self.lines.write({"type": "CommandError", "message": message})
+
+    def running(self) -> bool:
+        return self.stream is not None and not self.stream.done
+
+    def handle(self, command: dict[str, Any]) -> None:
+        kind, text = command.get("type"), command.get("text")
+        if kind == "abort":
+            interrupt_turn(self.session)
+            return
+        if kind not in ("prompt", "steer", "follow_up"):
+            self.error(f"unknown command type {kind!r}: use prompt, steer, follow_up or abort")
+            return
+        if not isinstance(text, str) or not text.strip():
+            self.error(f"a {kind} command needs a non-empty text")
+            return
+        if kind == "steer":
+            self.session.steer(text)
+            return
+        if self.running():
+            self.session.follow_up(text)
+            if not self.stream.done:
+                return
+            text = "\n\n".join(self.session.take_queued_input())  # the run ended meanwhile: start it
+        self.finish()
+        self.stream = self.session.submit_stream(text)
+
+    def finish(self) -> None:
+        """Wait for the running input, if any, and note how it ended."""
+        if self.stream is not None:
+            self.outcome = self.stream.result().outcome
+            self.stream = None
+
+
+def run_json_session(options: CliOptions, profile: Any, sessions: CliSessions, stdin: TextIO | None = None,
+                     out: TextIO | None = None) -> int:
+    """Serve commands from ``stdin`` until it ends (see the module docstring)."""
+    stdin, out = stdin or sys.stdin, out or sys.stdout
+    session = unattended_session(options, profile, sessions)
+    lines = JsonLines(out, on_closed=session.agent.abort)
+    session.agent.subscribe(lines)
+    driver = JsonSession(session, lines)
+    try:
+        with sigterm_as_interrupt():
+            for line in stdin:
+                if line.strip():
+                    driver.handle(parse_command(line.strip()))
+                if lines.closed:
+                    break
+            driver.finish()
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: stop the run, let its AgentEnd out, save (below)
+        interrupt_turn(session)
+        if driver.stream is not None:
+            driver.stream.result(timeout=10)
+        raise
+    finally:
+        session.close()
+        sessions.save()
+    return EXIT_OK if driver.outcome in SUCCESS_OUTCOMES else EXIT_FAILED
+
+
+__all__ = ["run_json_session", "parse_command", "JsonSession"]

@@ -1,0 +1,389 @@
+"""What the interactive ``phi`` shows while a session works (issue 15; seed 002 §16.6, §16.7, §16.10).
+
+:class:`Renderer` subscribes to a coding session's events (and to its agent's core events for the
+thinking stream) and writes, as they arrive: the reply text; thinking dimmed (when shown); one line
+per tool call — number, name, short arguments, status, duration and a one-line summary of the
+output, the whole output kept for ``/show N``; a coloured unified diff for every file a write tool
+changed (the files named in its arguments are read before and after the call); and, after each
+input, the status line (:func:`status_line`). ANSI colours only when :class:`Style` is enabled
+(stdout is a terminal); otherwise plain text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from ..coding import EventKind, SessionEvent
+from ..providers.pricing import Cost, cost_of, format_cost
+from ..types import Usage
+
+#: how many diff lines are shown before "... N more lines"
+DIFF_LINES = 60
+GAUGE_WIDTH = 10
+LIVE_REFRESH_S = 0.1  # at most this often a running call's line shows its latest output
+_PATCH_PATHS = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+_PATH_KEYS = ("file_path", "path", "absolute_path")
+
+
+class Style:
+    """ANSI styling, or none (``enabled=False``: text passes unchanged)."""
+
+    CODES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
+             "cyan": "36", "grey": "90"}
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, name: str, text: str) -> str:
+        if not self.enabled or not text:
+            return text
+        return f"\x1b[{self.CODES[name]}m{text}\x1b[0m"
+
+
+def short_arguments(arguments: dict[str, Any], width: int = 60) -> str:
+    """``key=value, ...`` on one line, cut to ``width`` characters."""
+    parts = []
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key}={' '.join(str(shown).split())}")
+    text = ", ".join(parts)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def summary(output: str, width: int = 60) -> str:
+    """``N lines · first line`` of a tool output."""
+    lines = output.splitlines()
+    if not lines:
+        return "no output"
+    first = " ".join(lines[0].split())
+    first = first if len(first) <= width else first[:width - 1] + "…"
+    return f"{len(lines)} line{'s' if len(lines) != 1 else ''} · {first}"
+
+
+def colour_diff(lines: list[str], style: Style) -> list[str]:
+    out = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            out.append(style("bold", line))
+        elif line.startswith("+"):
+            out.append(style("green", line))
+        elif line.startswith("-"):
+            out.append(style("red", line))
+        elif line.startswith("@@"):
+            out.append(style("cyan", line))
+        else:
+            out.append(line)
+    return out
+
+
+def file_diff(path: str, before: str | None, after: str | None) -> list[str]:
+    """A unified diff of one file (a new file is all additions, a deleted one all deletions)."""
+    a = [] if before is None else before.splitlines(keepends=True)
+    b = [] if after is None else after.splitlines(keepends=True)
+    old = "/dev/null" if before is None else f"a/{path}"
+    new = "/dev/null" if after is None else f"b/{path}"
+    return [line.rstrip("\n") for line in difflib.unified_diff(a, b, old, new)]
+
+
+def touched_paths(arguments: dict[str, Any]) -> list[str]:
+    """The files a write tool's arguments name (a path argument, or the files of a patch)."""
+    paths = [arguments[k] for k in _PATH_KEYS if isinstance(arguments.get(k), str)]
+    for key in ("input", "patch"):
+        text = arguments.get(key)
+        if isinstance(text, str):
+            paths += [m.group(1) or m.group(2) for m in _PATCH_PATHS.finditer(text)]
+    return list(dict.fromkeys(p.strip() for p in paths if p.strip()))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def gauge(ratio: float, style: Style) -> str:
+    """``[████░░░░░░] 42%``: green below 60 %, yellow below 85 %, red from there (seed 002 §16.7)."""
+    ratio = max(0.0, ratio)
+    filled = min(GAUGE_WIDTH, round(ratio * GAUGE_WIDTH))
+    colour = "green" if ratio < 0.60 else "yellow" if ratio < 0.85 else "red"
+    return style(colour, f"[{'█' * filled}{'░' * (GAUGE_WIDTH - filled)}] {round(ratio * 100)}%")
+
+
+@dataclass
+class TurnStats:
+    """Usage and cost of the model calls of one input (and, summed, of the session)."""
+
+    usage: Usage = field(default_factory=Usage)
+    cost: Cost | None = field(default_factory=Cost)
+    context_tokens: int = 0  # the last call's prompt and reply: what the next call starts from
+
+    def add(self, usage: Usage, model: Any) -> None:
+        self.usage = self.usage + usage
+        call_cost = cost_of(usage, model)
+        self.cost = None if call_cost is None or self.cost is None else self.cost + call_cost
+        self.context_tokens = usage.input + usage.cache_read + usage.cache_write + usage.output
+
+
+def context_estimate(messages: list[Any], system_prompt: str) -> int:
+    """Tokens of a conversation by the compactor's heuristic (for models that report no usage)."""
+    from ..context.tokens import estimate_tokens, message_tokens
+
+    return estimate_tokens(system_prompt) + sum(message_tokens(m) for m in messages)
+
+
+def status_line(model: str, turn: TurnStats, total: TurnStats, context_window: int, style: Style,
+                mode: str = "") -> str:
+    """``model · in N out N · cache N read (P%) · $cost (session $cost) · context [gauge]``."""
+    u = turn.usage
+    cache = f"cache {u.cache_read:,} read ({round(u.cache_hit_rate() * 100)}%)"
+    cost = f"{format_cost(turn.cost)} (session {format_cost(total.cost)})"
+    ratio = total.context_tokens / context_window if context_window else 0.0
+    parts = [style("bold", model), f"in {u.input:,} out {u.output:,}", cache, cost, f"context {gauge(ratio, style)}"]
+    if mode:
+        parts.insert(1, style("magenta", mode))
+    return style("grey", " · ").join(parts)
+
+
+@dataclass
+class ToolCall:
+    number: int
+    name: str
+    arguments: dict[str, Any]
+    started: float
+    before: dict[str, str | None] = field(default_factory=dict)
+    output: str = ""
+    is_error: bool = False
+    diff: list[str] = field(default_factory=list)
+    shown_at: float = 0.0  # when its running line was last rewritten
+
+
+class Renderer:
+    """Writes a session's events to ``out`` (see the module docstring). Thread-safe."""
+
+    def __init__(self, out: TextIO, style: Style, *, show_thinking: bool = True,
+                 tool_kind: Callable[[str], str] | None = None, cwd: str = ".", live: bool = False) -> None:
+        self.out = out
+        self.live = live  # a terminal: a running call's line is shown, then rewritten when it ends
+        self._open_call: int | None = None  # the call whose "running" line the cursor is on
+        self._asking = False  # a question waits for the person's answer
+        self.style = style
+        self.show_thinking = show_thinking
+        self.tool_kind = tool_kind or (lambda name: "execute")
+        self.cwd = Path(cwd)
+        self.calls: list[ToolCall] = []
+        self._by_id: dict[str, ToolCall] = {}
+        self._lock = threading.RLock()
+        self._column = 0  # characters written since the last newline
+        self._mode = ""  # "thinking" or "text" while a reply streams
+        self.turn = TurnStats()
+        self.total = TurnStats()
+        self.model: Any = ""
+        self.auth_hint = ""  # appended to an authentication error: which variable holds the key
+        self.error_shown = False  # an error of the current input was written
+
+    # ------------------------------------------------------------------ output primitives
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self._open_call = None
+            self.out.write(text)
+            self.out.flush()
+            tail = text.rsplit("\n", 1)
+            self._column = len(tail[-1]) if len(tail) > 1 else self._column + len(text)
+
+    def fresh_line(self) -> None:
+        """Move to the start of a line unless already there."""
+        with self._lock:
+            if self._column:
+                self.write("\n")
+            self._mode = ""
+
+    def begin_question(self, call_id: str) -> None:
+        """A question about ``call_id`` is about to be asked: its running line (if the cursor is on it)
+        is erased, and no running line is drawn until :meth:`after_typing`, so that nothing lands
+        between the question and what the person types."""
+        with self._lock:
+            self._asking = True
+            call = self._by_id.get(call_id)
+            if call is not None:
+                self._erase_running(call.number)
+
+    def _erase_running(self, number: int) -> None:
+        if self._open_call == number:  # nothing was written since the call's running line
+            self.write("\r\x1b[2K")
+            self._column = 0
+
+    def after_typing(self) -> None:
+        """The person pressed Enter: the terminal's cursor is at the start of a line."""
+        with self._lock:
+            self._asking = False
+            self._column = 0
+            self._open_call = None
+
+    def line(self, text: str = "") -> None:
+        """``text`` on a line of its own."""
+        with self._lock:
+            self.fresh_line()
+            self.write(text + "\n")
+
+    # ------------------------------------------------------------------ events
+
+    def on_core_event(self, event: Any) -> None:
+        """The agent's core events: only the thinking stream is taken from here."""
+        if event.type == "MessageUpdate" and event.delta.kind == "thinking" and event.delta.delta:
+            if not self.show_thinking:
+                return
+            with self._lock:
+                if self._mode != "thinking":
+                    if self._column:
+                        self.write("\n")
+                    self.write(self.style("dim", "thinking: "))
+                    self._mode = "thinking"
+                self.write(self.style("dim", event.delta.delta))
+
+    def on_event(self, event: SessionEvent) -> None:
+        handler = _HANDLERS.get(event.kind)
+        if handler is not None:
+            handler(self, event.data)
+
+    def _text_delta(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            if self._mode == "thinking":
+                self.write("\n")
+            self._mode = "text"
+            self.write(data["delta"])
+
+    def _text_end(self, data: dict[str, Any]) -> None:
+        usage = Usage.from_json(data.get("usage") or {}, "usage")
+        self.turn.add(usage, self.model)
+        self.total.add(usage, self.model)
+        with self._lock:
+            if self._column:
+                self.write("\n")
+            self._mode = ""
+
+    def _tool_start(self, data: dict[str, Any]) -> None:
+        arguments = data.get("arguments") or {}
+        with self._lock:
+            call = ToolCall(len(self.calls) + 1, data["tool_name"], arguments, time.monotonic())
+            self.calls.append(call)
+            self._by_id[data["call_id"]] = call
+        if self.tool_kind(call.name) == "write":
+            call.before = {p: _read(self.cwd / p) for p in touched_paths(arguments)}
+        if self.live:
+            with self._lock:
+                if self._asking:
+                    return
+                self.fresh_line()
+                self._running_line(call, "")
+
+    def _running_line(self, call: ToolCall, tail: str) -> None:
+        """The line of a call that runs: cut to the terminal's width, so that ``\r`` can rewrite it."""
+        text = f"[{call.number}] … {call.name}({short_arguments(call.arguments)})"
+        if tail:
+            text += f" · {' '.join(tail.split())}"
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        self.write(self.style("dim", text if len(text) <= width else text[:width - 1] + "…"))
+        self._open_call = call.number
+
+    def _tool_output(self, data: dict[str, Any]) -> None:
+        """Output of a running call: its last line, on the call's running line (terminals only)."""
+        with self._lock:
+            call = self._by_id.get(data.get("call_id", ""))
+            if call is None or not self.live or self._asking:
+                return
+            call.output += data.get("delta") or ""
+            now = time.monotonic()
+            if self._open_call != call.number or now - call.shown_at < LIVE_REFRESH_S:
+                return
+            call.shown_at = now
+            lines = [line for line in call.output.splitlines() if line.strip()]
+            self.write("\r\x1b[2K")
+            self._running_line(call, lines[-1] if lines else data.get("progress") or "")
+
+    def _tool_end(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            call = self._by_id.pop(data["call_id"], None)
+        if call is None:
+            return
+        call.output, call.is_error = data.get("output", ""), bool(data.get("is_error"))
+        for path, before in call.before.items():
+            call.diff += file_diff(path, before, _read(self.cwd / path))
+        seconds = time.monotonic() - call.started
+        mark = self.style("red", "✗") if call.is_error else self.style("green", "✓")
+        text = data.get("error") if call.is_error else call.output
+        head = (f"{self.style('grey', f'[{call.number}]')} {mark} {self.style('bold', call.name)}"
+                f"({short_arguments(call.arguments)}) {self.style('grey', f'{seconds:.1f}s')} · "
+                f"{summary(text or '')}")
+        with self._lock:
+            self._erase_running(call.number)
+            self.line(head)
+            if call.diff:
+                shown = colour_diff(call.diff[:DIFF_LINES], self.style)
+                more = len(call.diff) - DIFF_LINES
+                if more > 0:
+                    shown.append(self.style("grey", f"… {more} more diff lines (/show {call.number})"))
+                self.write("\n".join(shown) + "\n")
+
+    def _steering(self, data: dict[str, Any]) -> None:
+        self.line(self.style("yellow", f"↳ steering: {data.get('content', '')}"))
+
+    def _notice(self, data: dict[str, Any]) -> None:
+        self.line(self.style("yellow", f"! {data.get('message', '')}"))
+
+    def _error(self, data: dict[str, Any]) -> None:
+        hint = f" ({self.auth_hint})" if data.get("kind") == "auth" and self.auth_hint else ""
+        self.error_shown = True
+        self.line(self.style("red", f"error: {data.get('message', '')}{hint}"))
+
+    def _limit(self, data: dict[str, Any]) -> None:
+        self.line(self.style("yellow", f"! turn limit reached ({data})"))
+
+    # ------------------------------------------------------------------ commands
+
+    def show(self, number: int) -> str:
+        """The whole output (and diff) of tool call ``number`` (``/show N``)."""
+        if not 1 <= number <= len(self.calls):
+            return f"no tool call {number} (there {'is' if len(self.calls) == 1 else 'are'} {len(self.calls)})"
+        call = self.calls[number - 1]
+        parts = [f"[{call.number}] {call.name}({json.dumps(call.arguments, ensure_ascii=False)})", call.output]
+        if call.diff:
+            parts.append("\n".join(colour_diff(call.diff, self.style)))
+        return "\n".join(parts)
+
+    def start_turn(self) -> None:
+        self.turn = TurnStats(context_tokens=self.total.context_tokens)
+        self.error_shown = False
+
+    def status(self, context_window: int, mode: str = "", estimate: Callable[[], int] | None = None) -> str:
+        """The status line; ``estimate`` gives the context size when no model call reported usage."""
+        if not self.total.context_tokens and estimate is not None:
+            self.total.context_tokens = estimate()
+        model = self.model if isinstance(self.model, str) else getattr(self.model, "id", str(self.model))
+        return status_line(model, self.turn, self.total, context_window, self.style, mode)
+
+
+_HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
+    EventKind.ASSISTANT_TEXT_DELTA: Renderer._text_delta,
+    EventKind.ASSISTANT_TEXT_END: Renderer._text_end,
+    EventKind.TOOL_CALL_START: Renderer._tool_start,
+    EventKind.TOOL_CALL_OUTPUT_DELTA: Renderer._tool_output,
+    EventKind.TOOL_CALL_END: Renderer._tool_end,
+    EventKind.STEERING_INJECTED: Renderer._steering,
+    EventKind.LOOP_DETECTION: Renderer._notice,
+    EventKind.WARNING: Renderer._notice,
+    EventKind.ERROR: Renderer._error,
+    EventKind.TURN_LIMIT: Renderer._limit,
+}
+
+__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths", "summary",
+           "short_arguments", "colour_diff"]

@@ -1,0 +1,29 @@
+"""SPEC §6 — cancellation and the threads a run uses.
+
+- :mod:`.cancel` — :class:`CancellationToken` (CANCEL-1).
+- :mod:`.channel` — :class:`EventChannel` (the sink a run writes to) and :class:`EventStream`
+  (what ``Agent.prompt`` returns).
+- :mod:`.queues` — :class:`MessageQueue`, the steering and follow-up queues (LOOP-9, LOOP-18).
+- :mod:`.workers` — the shared pool of threads tool calls run on (TOOL-6).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".cancel": ("CancellationToken",),
+    ".channel": ("EventChannel", "EventStream"),
+    ".queues": ("MessageQueue",),
+}
+
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .cancel import CancellationToken as CancellationToken
+    from .channel import EventChannel as EventChannel
+    from .channel import EventStream as EventStream
+    from .queues import MessageQueue as MessageQueue

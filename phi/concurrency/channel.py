@@ -1,0 +1,138 @@
+"""Delivering events to the application (SPEC §3; the sink of §1).
+
+:class:`EventChannel` is the sink a loop writes to: ``send`` never blocks, so a slow consumer can
+never stall the loop or a provider's stream. :class:`EventStream` is what ``Agent.prompt`` returns:
+iterate it for live events, call :meth:`EventStream.result` for the run's new messages. An exception
+raised inside the loop is re-raised to the consumer, never swallowed.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Generic, Iterator, TypeVar
+
+from ..events import AgentEvent
+
+T = TypeVar("T")
+
+_CLOSED = object()
+
+
+class EventChannel:
+    """An unbounded, thread-safe queue of events. ``send`` never blocks."""
+
+    __slots__ = ("_queue", "_closed")
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+
+    def send(self, event: AgentEvent) -> None:
+        if not self._closed:
+            self._queue.put(event)
+
+    __call__ = send
+
+    def close(self, discard: bool = False) -> None:
+        """No more events: later sends are dropped. Iteration ends once the queued events are read,
+        or at once with ``discard=True`` (the queued events are dropped too)."""
+        if self._closed:
+            return
+        self._closed = True
+        if discard:
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+        self._queue.put(_CLOSED)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def get(self, timeout: float | None = None) -> AgentEvent | None:
+        """The next event, or ``None`` once the channel is closed and drained.
+
+        Raises ``queue.Empty`` if ``timeout`` passes first.
+        """
+        item = self._queue.get(timeout=timeout)
+        if item is _CLOSED:
+            self._queue.put(_CLOSED)  # keep later readers from blocking
+            return None
+        return item
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        while True:
+            item = self._queue.get()
+            if item is _CLOSED:
+                self._queue.put(_CLOSED)
+                return
+            yield item
+
+
+class EventStream(Generic[T]):
+    """Live events of a run happening on another thread, then its result.
+
+    ``for event in stream`` yields events as they happen and ends when the run ends; if the run
+    raised, the exception is re-raised there (and by :meth:`result`). Breaking out of the loop early
+    is fine: the run goes on and its result stays available.
+    """
+
+    def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None) -> None:
+        self._channel = channel
+        self._done = done
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._abort = abort
+        self._closed = False
+
+    # called by the worker thread
+    def _finish(self, result: T | None, error: BaseException | None) -> None:
+        self._result, self._error = result, error
+        self._done.set()
+        self._channel.close()
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        for event in self._channel:
+            yield event
+        if self._closed:
+            return  # closed by the consumer: no more events, and no error either
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+    def result(self, timeout: float | None = None) -> T:
+        """Wait for the run to finish and return its result (re-raising the run's exception)."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the run did not finish within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def close(self) -> None:
+        """Abort the run (if it is still going) and stop delivering events: the events not read yet
+        are dropped and iteration ends. :meth:`result` still gives the run's result."""
+        self._closed = True
+        self.abort()
+        self._channel.close(discard=True)
+
+    def abort(self) -> None:
+        """Abort the run if it is still going (events keep coming until it has ended)."""
+        if self._abort is not None and not self._done.is_set():
+            self._abort()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run has finished; returns False if ``timeout`` passed first."""
+        return self._done.wait(timeout)
+
+    def __enter__(self) -> EventStream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,60 @@
+"""Steering and follow-up queues (SPEC LOOP-9, LOOP-18).
+
+A :class:`MessageQueue` is written by the application (from any thread) and read by the loop at
+fixed points. ``one_at_a_time`` hands out one message per read; ``all`` drains the queue. Messages
+the loop took but could not deliver before its run ended come back with :meth:`put_back`, at the
+front and in their order, so no queued input is ever lost.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from ..types import AgentMessage, QueueMode
+
+
+class MessageQueue:
+    """A thread-safe steering or follow-up queue (SPEC LOOP-9, LOOP-18): the application ``push``-es from
+    any thread, the loop ``drain``-s one message or all of them per ``mode``, and messages a run
+    took but could not deliver return to the front with ``put_back``."""
+
+    def __init__(self, mode: QueueMode = QueueMode.ONE_AT_A_TIME) -> None:
+        self.mode = QueueMode(mode)
+        self._items: deque[AgentMessage] = deque()
+        self._lock = threading.Lock()
+
+    def push(self, message: AgentMessage) -> None:
+        with self._lock:
+            self._items.append(message)
+
+    def drain(self) -> list[AgentMessage]:
+        """What the loop reads: one message or all of them, per ``mode``."""
+        with self._lock:
+            if not self._items:
+                return []
+            if self.mode == QueueMode.ALL:
+                items = list(self._items)
+                self._items.clear()
+                return items
+            return [self._items.popleft()]
+
+    def put_back(self, messages: list[AgentMessage]) -> None:
+        """Return messages taken by :meth:`drain` to the front of the queue, in their order."""
+        with self._lock:
+            self._items.extendleft(reversed(messages))
+
+    def snapshot(self) -> list[AgentMessage]:
+        """The queued messages, oldest first (the queue is unchanged)."""
+        with self._lock:
+            return list(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)

@@ -1,0 +1,84 @@
+"""SPEC §13.3 — parallel evaluation: one request, several configurations, the best answer kept (seed 000 REQ-196..209).
+
+:func:`~phi.evaluation.parallel.agent_loop_parallel` runs every
+:class:`~phi.loop.config.AgentLoopConfig` of ``configs`` as a *branch*: its own thread, its own copy
+of the conversation (the message list is copied, tools are shared) and its own loop id, all in the
+base context's session. The events of every branch reach the one ``sink``, one at a time and on the
+calling thread, each attributed by its ``loop_id`` (SPEC EVT-2):
+
+    ParallelLoopStart(session_id, loop_ids)   before any branch starts
+    ... the branches' runs, interleaved; each one a complete run (AgentStart .. AgentEnd) ...
+    ... the strategy's own events (the LLM judge's run) ...
+    ParallelLoopEnd(session_id, selected_loop_id, selected_config_index, evaluation_usage)
+
+An :class:`EvaluationStrategy` then picks the winner. Five are built in: :class:`TransparentEvaluation`,
+:class:`PickFirstEvaluation`, :class:`TokenEfficientEvaluation`, :class:`ElaborateEvaluation` and
+:class:`~phi.evaluation.judge.LlmJudgeEvaluation`. A branch that fails — its model call errors, its code raises,
+it is aborted — keeps its outcome and never loses the others'; the built-in strategies select a
+failed branch only when every branch failed.
+
+With no prompts every branch continues from the base context (``agent_loop_continue``, REQ-205).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".model": ("EvaluationDecision", "EvaluationError", "EvaluationStrategy", "ParallelLoopOutcome",
+               "ParallelLoopResult", "candidate_indices", "final_text"),
+    ".strategies": ("ElaborateEvaluation", "PickFirstEvaluation", "TokenEfficientEvaluation",
+                    "TransparentEvaluation"),
+    ".judge": ("LlmJudgeEvaluation",),
+    ".parallel": ("agent_loop_parallel", "branch_configs", "merge_selected"),
+}
+
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .judge import LlmJudgeEvaluation as LlmJudgeEvaluation
+    from .model import (
+        EvaluationDecision as EvaluationDecision,
+    )
+    from .model import (
+        EvaluationError as EvaluationError,
+    )
+    from .model import (
+        EvaluationStrategy as EvaluationStrategy,
+    )
+    from .model import (
+        ParallelLoopOutcome as ParallelLoopOutcome,
+    )
+    from .model import (
+        ParallelLoopResult as ParallelLoopResult,
+    )
+    from .model import (
+        candidate_indices as candidate_indices,
+    )
+    from .model import (
+        final_text as final_text,
+    )
+    from .parallel import (
+        agent_loop_parallel as agent_loop_parallel,
+    )
+    from .parallel import (
+        branch_configs as branch_configs,
+    )
+    from .parallel import (
+        merge_selected as merge_selected,
+    )
+    from .strategies import (
+        ElaborateEvaluation as ElaborateEvaluation,
+    )
+    from .strategies import (
+        PickFirstEvaluation as PickFirstEvaluation,
+    )
+    from .strategies import (
+        TokenEfficientEvaluation as TokenEfficientEvaluation,
+    )
+    from .strategies import (
+        TransparentEvaluation as TransparentEvaluation,
+    )

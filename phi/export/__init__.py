@@ -1,0 +1,26 @@
+"""SPEC §16 — session export: a recorded session as one self-contained HTML page.
+
+- :mod:`.html` — the page (EXPORT-1..3); :mod:`.assets` — its inline style and script.
+- :mod:`.tree` — the session and every sub-agent session it reaches; :mod:`.diff` — edits as diffs.
+- :mod:`.redact` — secrets replaced on the page (EXPORT-4).
+- :mod:`.command` — ``phi export SESSION_ID --html FILE`` (EXPORT-5).
+
+A leaf: nothing else in phi imports it; a vendored copy may delete the folder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".html": ("export_session_html", "render_html"),
+}
+
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from .html import export_session_html as export_session_html
+    from .html import render_html as render_html

@@ -1,0 +1,119 @@
+"""File edits of a session as unified diffs (issue 15 ``phi export``: "diffs of file edits").
+
+A tool call is recognised as a file edit by its arguments, whatever the tool is called (phi-core's
+and the coding layer's names differ, applications register their own):
+
+* ``path``/``file_path`` with ``old_text``/``old_string`` and ``new_text``/``new_string`` — an
+  edit: the replaced text against its replacement, numbered from the ``first_line`` the tool reported
+  in its result details when it did;
+* ``path``/``file_path`` with ``content`` — a write: every line added (``/dev/null`` as the old side
+  when the result says the file was created);
+* ``patch`` holding an apply_patch ("v4a") text — one diff per file operation, parsed with
+  :func:`phi.tools.patch_parser.parse_patch` (a patch that does not parse is shown as it is).
+
+Anything else is not an edit (:func:`edit_diffs` returns ``[]``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+_CONTEXT = 3
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One file's change: ``kind`` is ``edit``, ``write``, ``add``, ``delete``, ``update`` or
+    ``patch`` (a patch that did not parse: ``text`` is the patch itself)."""
+
+    path: str
+    kind: str
+    text: str
+
+
+def _first_str(args: Mapping[str, Any], *names: str) -> str | None:
+    for name in names:
+        value = args.get(name)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def unified(old: list[str], new: list[str], old_name: str, new_name: str, start: int = 1) -> str:
+    """A unified diff of two line lists (no line endings), line numbers counted from ``start``."""
+    out = [f"--- {old_name}", f"+++ {new_name}"]
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for group in matcher.get_grouped_opcodes(_CONTEXT):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out.extend(" " + line for line in old[a1:a2])
+                continue
+            out.extend("-" + line for line in old[a1:a2])
+            out.extend("+" + line for line in new[b1:b2])
+    return "\n".join(out)
+
+
+def _range(first: int, count: int) -> str:
+    if count == 0:
+        return f"{first - 1},0"
+    return str(first) if count == 1 else f"{first},{count}"
+
+
+def _all_added(content: str, old_name: str, path: str) -> str:
+    """A diff adding every line of ``content`` (the previous content is not known)."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    body = [f"--- {old_name}", f"+++ b/{path}", f"@@ -0,0 +{_range(1, len(lines))} @@"]
+    return "\n".join(body + ["+" + line for line in lines])
+
+
+def edit_diffs(arguments: Mapping[str, Any], details: Any = None) -> list[FileDiff]:
+    """The diffs a tool call with these arguments made (``details``: its result's details)."""
+    if not isinstance(arguments, Mapping):
+        return []
+    info = details if isinstance(details, Mapping) else {}
+    path = _first_str(arguments, "path", "file_path")
+    old = _first_str(arguments, "old_text", "old_string")
+    new = _first_str(arguments, "new_text", "new_string")
+    if path is not None and old is not None and new is not None:
+        first = info.get("first_line")
+        start = first if isinstance(first, int) and not isinstance(first, bool) and first > 0 else 1
+        text = unified(old.split("\n"), new.split("\n"), f"a/{path}", f"b/{path}", start)
+        return [FileDiff(path, "edit", text)]
+    content = _first_str(arguments, "content")
+    if path is not None and content is not None:
+        old_name = "/dev/null" if info.get("created") is True else f"a/{path}"
+        return [FileDiff(path, "write", _all_added(content, old_name, path))]
+    patch = _first_str(arguments, "patch", "input")
+    if patch is not None and "*** Begin Patch" in patch:
+        return patch_diffs(patch)
+    return []
+
+
+def patch_diffs(patch: str) -> list[FileDiff]:
+    """One diff per file operation of an apply_patch text."""
+    from ..tools.patch_parser import AddFile, DeleteFile, PatchParseError, parse_patch
+
+    try:
+        hunks = parse_patch(patch)
+    except PatchParseError:
+        return [FileDiff("(patch)", "patch", patch)]
+    out = []
+    for hunk in hunks:
+        if isinstance(hunk, AddFile):
+            out.append(FileDiff(hunk.path, "add", _all_added(hunk.contents, "/dev/null", hunk.path)))
+        elif isinstance(hunk, DeleteFile):
+            out.append(FileDiff(hunk.path, "delete", f"--- a/{hunk.path}\n+++ /dev/null"))
+        else:
+            target = hunk.move_path or hunk.path
+            body = [f"--- a/{hunk.path}", f"+++ b/{target}"]
+            for chunk in hunk.chunks:
+                body.append("@@ " + chunk.change_context + " @@" if chunk.change_context else "@@")
+                body.extend(line.op + line.text for line in chunk.lines)
+            out.append(FileDiff(target, "update", "\n".join(body)))
+    return out

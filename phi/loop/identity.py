@@ -1,0 +1,57 @@
+"""Who a run is (SPEC LOOP-13): agent and session ids, and loop ids ``{session_id}.{config_id}.{N}``.
+
+``config_id`` is the configured one, else ``{provider}.{model_slug}`` (plus ``.thinking`` when a
+thinking level is set); N counts from 1 per session and config. An :class:`~phi.agent.Agent` counts
+its own loops; a bare ``agent_loop`` call given no loop id takes the next N from a process-wide table.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+from ..ids import random_uuid
+from ..types import ThinkingLevel
+from .config import AgentContext, AgentLoopConfig
+
+_counter_lock = threading.Lock()
+_LOOP_COUNTERS_MAX = 4096
+_loop_counters: OrderedDict[str, int] = OrderedDict()  # "{session}.{config}" -> last N, least recent first
+
+
+def config_segment(config: AgentLoopConfig) -> str:
+    """``config.config_id`` if set, else ``{provider}.{model_slug}`` (+ ``.thinking`` when thinking)."""
+    if config.config_id:
+        return config.config_id
+    provider = config.provider.provider_id if config.provider is not None else config.model_config.provider
+    segment = f"{provider}.{re.sub(r'[^A-Za-z0-9-]', '-', config.model_config.id)}"
+    if config.thinking_level != ThinkingLevel.OFF:
+        segment += ".thinking"
+    return segment
+
+
+def next_loop_number(session_id: str, segment: str) -> int:
+    """N of ``{session_id}.{config_id}.{N}``: 1, 2, ... per session and config, process-wide.
+
+    Only runs given no loop id use this (an Agent counts its own). The table keeps the most recently
+    used 4096 session/config pairs, so short-lived sessions do not make it grow without bound.
+    """
+    key = f"{session_id}.{segment}"
+    with _counter_lock:
+        number = _loop_counters.pop(key, 0) + 1
+        _loop_counters[key] = number
+        if len(_loop_counters) > _LOOP_COUNTERS_MAX:
+            _loop_counters.popitem(last=False)
+        return number
+
+
+def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> tuple[str, int]:
+    """Fill in missing ids (written back to ``context``); returns the loop id and its index (N - 1)."""
+    context.agent_id = context.agent_id or random_uuid()
+    context.session_id = context.session_id or random_uuid()
+    if context.loop_id is None:
+        segment = config_segment(config)
+        context.loop_id = f"{context.session_id}.{segment}.{next_loop_number(context.session_id, segment)}"
+    tail = context.loop_id.rsplit(".", 1)[-1]
+    return context.loop_id, int(tail) - 1 if tail.isdigit() else 0

@@ -1,0 +1,451 @@
+"""The agent loop (SPEC §4). Read this file top to bottom next to SPEC.md.
+
+``agent_loop`` starts a run from new prompts; ``agent_loop_continue`` resumes from a context whose
+last message is not an assistant reply. Both block until the run ends, write every event to
+``sink`` (an :class:`~phi.concurrency.channel.EventChannel` or any callable) and return the new messages.
+
+A run, in order (SPEC LOOP-1..LOOP-14):
+
+1. ``before_loop`` may veto the run: only ``AgentEnd(messages=[])`` is emitted.
+2. ``AgentStart``.
+3. Input filters check the prompts; a rejection emits ``InputRejected`` and ``AgentEnd``.
+4. The prompts join the context. Each turn then: cancellation? limits? ``before_turn``?
+   → ``TurnStart`` → announce prompts / steering / follow-ups → compaction → one streamed
+   assistant reply → its tool calls → ``TurnEnd`` → ``after_turn``.
+5. ``AgentEnd`` with all new messages and the summed usage, then ``after_loop``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..concurrency.cancel import CancellationToken
+from ..errors import InvalidContinue, InvalidPrompt
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    InputRejected,
+    MessageEnd,
+    MessageStart,
+    TurnEnd,
+    TurnStart,
+)
+from ..log import get_logger
+from ..providers.base import ErrorKind, ProviderError, StreamConfig, StreamProvider
+from ..providers.retry import Attempt, call_with_retries
+from ..types import (
+    AgentMessage,
+    AssistantMessage,
+    ContinuationKind,
+    ExtensionMessage,
+    RunOutcome,
+    StopReason,
+    TextContent,
+    ToolResultMessage,
+    TurnTrigger,
+    Usage,
+    UserMessage,
+)
+from .config import AgentContext, AgentLoopConfig
+from .filters import run_filter
+from .identity import ensure_identity
+from .llm_view import FAILED_STOPS, LLMView
+from .reply_stream import ReplyStream
+from .tool import tool_definition
+from .tool_execution import ToolRunner, unanswered_call_results
+
+if TYPE_CHECKING:
+    from ..context.incremental import IncrementalCompaction
+    from ..context.tracker import ExecutionTracker
+
+log = get_logger(__name__)
+
+Sink = Callable[[AgentEvent], None]
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def agent_loop(prompts: list[AgentMessage], context: AgentContext, config: AgentLoopConfig, sink: Sink,
+               cancel: CancellationToken | None = None) -> list[AgentMessage]:
+    """Run the loop from new ``prompts`` (SPEC §4.2). Returns every message the run added.
+
+    Raises :class:`~phi.errors.InvalidPrompt` before emitting anything if ``prompts`` is empty
+    (SPEC LOOP-20): to resume from the context as it is, use :func:`agent_loop_continue`.
+    """
+    if not prompts:
+        raise InvalidPrompt("agent_loop needs at least one prompt message; to resume from the context as it is, "
+                            "use agent_loop_continue (Agent.continue_loop)")
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run(list(prompts))
+
+
+def agent_loop_continue(context: AgentContext, config: AgentLoopConfig, sink: Sink,
+                        cancel: CancellationToken | None = None) -> list[AgentMessage]:
+    """Resume from ``context`` without new prompts (SPEC §4.3).
+
+    Raises :class:`~phi.errors.InvalidContinue` if there is nothing to continue from, if the last
+    message is an assistant reply, or if the context has no agent/session identity.
+    """
+    check_can_continue(context)
+    if context.continuation_kind is None:
+        context.continuation_kind = ContinuationKind.default()
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=True).run([])
+
+
+def check_can_continue(context: AgentContext) -> None:
+    """SPEC LOOP-3: the preconditions of ``agent_loop_continue``."""
+    if not context.agent_id or not context.session_id:
+        raise InvalidContinue(
+            "agent_loop_continue needs context.agent_id and context.session_id (the identity of the run "
+            "being continued); set them, or use Agent.continue_loop() which does"
+        )
+    last = next((m for m in reversed(context.messages) if not isinstance(m, ExtensionMessage)), None)
+    if last is None:
+        raise InvalidContinue("cannot continue: the context has no messages; start a run with agent_loop(prompts, ...)")
+    if isinstance(last, AssistantMessage):
+        raise InvalidContinue(
+            "cannot continue from an assistant message: add a user message (or tool results) first, "
+            "or start a new run with agent_loop(prompts, ...)"
+        )
+
+
+# --------------------------------------------------------------------------- one run
+
+STEERING, FOLLOW_UP = "steering", "follow_up"
+
+
+class _Run:
+    """The state of one loop run. Methods are the steps of SPEC §4, in the order they happen.
+
+    Everything a run emits, and every hook it calls, happens on the thread that called
+    ``agent_loop`` (tools post what they report to it; see :mod:`phi.loop.tool_execution`), with no lock held.
+    """
+
+    def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: Sink, cancel: CancellationToken,
+                 continuation: bool) -> None:
+        self.context = context
+        self.config = config
+        self.cancel = cancel
+        self.continuation = continuation
+        self.emit: Sink = sink.send if hasattr(sink, "send") else sink
+        self.new_messages: list[AgentMessage] = []
+        self.unannounced: list[AgentMessage] = []  # prompts wait for the first TurnStart
+        self.pending: list[tuple[str, AgentMessage]] = []  # taken from a queue, not yet delivered
+        self.usage = Usage()
+        self.loop_id = ""
+        self.tracker: ExecutionTracker | None = None
+        self.runner: ToolRunner | None = None
+        self.llm_view = LLMView()
+        self.compaction: IncrementalCompaction | None = None  # the default compaction's running totals
+
+    # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
+
+    def run(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
+        context, config = self.context, self.config
+        loop_id, loop_index = ensure_identity(context, config)
+        self.loop_id = loop_id
+        if config.before_loop is not None and config.before_loop(context.messages, loop_index) is False:
+            self.emit(AgentEnd(loop_id, [], Usage(), outcome=RunOutcome.VETOED))
+            return []
+        if config.execution_limits is not None:  # the duration limit counts from here (LOOP-10)
+            from ..context.tracker import ExecutionTracker
+
+            self.tracker = ExecutionTracker(config.execution_limits, config.clock)
+        self.emit(AgentStart(context.agent_id, context.session_id, loop_id, context.parent_loop_id,
+                             context.continuation_kind if self.continuation else None, metadata=config.metadata))
+        if prompts:
+            rejection = self.apply_input_filters(prompts)
+            if rejection is not None:
+                self.emit(InputRejected(loop_id, rejection))
+                self.emit(AgentEnd(loop_id, [], Usage(), rejection=rejection, outcome=RunOutcome.REJECTED))
+                return []
+        for prompt in prompts:
+            self.record(prompt)
+            self.unannounced.append(prompt)
+        self.runner = ToolRunner(context.tools, config, self.emit, self.cancel, loop_id)
+        try:
+            outcome = self.run_turns(self.runner)
+            self.announce_prompts()  # if no turn started, prompts are announced before AgentEnd
+            self.give_back_pending(announce=True)
+            self.emit(AgentEnd(loop_id, list(self.new_messages), self.usage, outcome=outcome))
+        except BaseException:
+            self.unwind()
+            raise
+        if config.after_loop is not None:
+            config.after_loop(context.messages, self.usage)
+        return self.new_messages
+
+    def apply_input_filters(self, prompts: list[AgentMessage]) -> str | None:
+        """SPEC LOOP-2: the first rejection wins; warnings go onto the last user prompt."""
+        if not self.config.input_filters:
+            return None
+        text = "\n".join(
+            block.text for m in prompts if isinstance(m, UserMessage) for block in m.content if isinstance(block, TextContent)
+        )
+        warnings = []
+        for flt in self.config.input_filters:
+            result = run_filter(flt, text)
+            if result.action == "reject":
+                return result.text
+            if result.action == "warn":
+                warnings.append(f"[Warning: {result.text}]")
+        if warnings:
+            for i in range(len(prompts) - 1, -1, -1):
+                prompt = prompts[i]
+                if isinstance(prompt, UserMessage):
+                    prompts[i] = replace(prompt, content=[*prompt.content, TextContent("\n".join(warnings))])
+                    break
+        return None
+
+    def unwind(self) -> None:
+        """An exception is ending the run (SPEC LOOP-5): nothing more is emitted and no hook runs,
+        but queued input is given back (LOOP-18) and every tool call of the last reply gets a
+        result, so the history stays a valid conversation."""
+        try:
+            self.give_back_pending(announce=False)
+        except Exception:  # the original exception is the one the caller must see
+            log.exception("could not give back queued messages while ending run %s", self.loop_id)
+        known = self.runner.answered if self.runner is not None else None
+        for message in unanswered_call_results(self.context.messages, known):
+            self.record(message)
+
+    # ----------------------------------------------------------------- SPEC LOOP-4: the turns
+
+    def run_turns(self, runner: ToolRunner) -> RunOutcome:
+        config, context = self.config, self.context
+        turn_index = 0
+        trigger = self.first_turn_trigger()
+        self.take(STEERING)  # steering queued before the run is announced in the first turn (LOOP-8)
+        more_tool_calls = True
+        while True:
+            while more_tool_calls or self.pending:
+                if self.cancel.is_cancelled():
+                    return RunOutcome.ABORTED
+                if self.limit_reached():
+                    return RunOutcome.LIMIT
+                if config.before_turn is not None and config.before_turn(context.messages, turn_index) is False:
+                    return RunOutcome.VETOED
+                self.emit(TurnStart(self.loop_id, turn_index, trigger))
+                self.announce_prompts()
+                self.deliver_pending()
+                self.compact_if_configured()
+
+                reply = self.stream_assistant_response()
+                if self.tracker is not None:
+                    self.tracker.record_turn(reply.usage.tokens())
+                if reply.stop_reason in FAILED_STOPS:
+                    if reply.stop_reason == StopReason.ERROR and config.on_error is not None:
+                        config.on_error(reply.error_message or "")
+                    self.end_turn(reply, [])
+                    # no queue is read after an error or abort (LOOP-17)
+                    return RunOutcome.ERROR if reply.stop_reason == StopReason.ERROR else RunOutcome.ABORTED
+                self.end_turn(reply, self.run_tools(reply, runner))
+                turn_index += 1
+                trigger = TurnTrigger.CONTINUATION
+                more_tool_calls = bool(reply.tool_calls)
+                if self.cancel.is_cancelled():
+                    return RunOutcome.ABORTED
+                if not more_tool_calls or reply.stop_reason == StopReason.LENGTH:
+                    self.take(STEERING)  # no tool ran, so the steering source was not read (LOOP-8)
+            if self.cancel.is_cancelled():
+                return RunOutcome.ABORTED
+            if not self.take(FOLLOW_UP):
+                return RunOutcome.COMPLETED
+
+    def first_turn_trigger(self) -> TurnTrigger:
+        kind = self.context.continuation_kind if self.continuation else None
+        if kind is not None and kind.kind == "branch":
+            return TurnTrigger.BRANCH
+        if self.continuation:
+            return TurnTrigger.CONTINUATION
+        return self.config.first_turn_trigger
+
+    def limit_reached(self) -> bool:
+        """SPEC LOOP-10: a stop notice, announced outside any turn, ends the run."""
+        reason = self.tracker.check_limits() if self.tracker is not None else None
+        if reason is None:
+            return False
+        self.announce_prompts()
+        self.give_back_pending(announce=True)
+        self.append(UserMessage([TextContent(f"[Agent stopped: {reason}]")]))
+        return True
+
+    def run_tools(self, reply: AssistantMessage, runner: ToolRunner) -> list[ToolResultMessage]:
+        """SPEC §5: answer every tool call of ``reply``, in call order; returns the results."""
+        results: list[ToolResultMessage] = []
+
+        def on_result(message: ToolResultMessage) -> None:
+            results.append(message)
+            self.append(message)
+
+        calls = reply.tool_calls
+        if reply.stop_reason == StopReason.LENGTH:
+            runner.answer_truncated(calls, on_result)
+        elif calls:
+            runner.run(calls, lambda: self.take(STEERING), on_result)
+        return results
+
+    def end_turn(self, reply: AssistantMessage, tool_results: list[Any]) -> None:
+        self.usage = self.usage.combine(reply.usage)
+        self.emit(TurnEnd(self.loop_id, reply, reply.usage, tool_results))
+        if self.config.after_turn is not None:
+            self.config.after_turn(self.context.messages, reply.usage)
+
+    # ----------------------------------------------------------------- messages and queues
+
+    def record(self, message: AgentMessage) -> None:
+        """Append ``message`` to the context and to the run's new messages."""
+        self.context.messages.append(message)
+        self.new_messages.append(message)
+
+    def append(self, message: AgentMessage) -> None:
+        """Append and announce (SPEC EVT-4)."""
+        self.record(message)
+        announce(self.emit, self.loop_id, message)
+
+    def announce_prompts(self) -> None:
+        while self.unannounced:
+            announce(self.emit, self.loop_id, self.unannounced.pop(0))
+
+    def take(self, queue: str) -> list[AgentMessage]:
+        """Read the steering or follow-up source; what it gives is pending until delivered."""
+        source = self.config.get_steering_messages if queue == STEERING else self.config.get_follow_up_messages
+        messages = list(source() or []) if source is not None else []
+        self.pending.extend((queue, message) for message in messages)
+        return messages
+
+    def deliver_pending(self) -> None:
+        """Append and announce the pending queued messages (at the start of a turn)."""
+        while self.pending:
+            self.append(self.pending.pop(0)[1])
+
+    def give_back_pending(self, announce: bool) -> None:
+        """SPEC LOOP-18: the run is ending; queued messages it took but did not deliver go back to
+        the front of their queue, in order — or into the history where the source cannot take them
+        back (announced unless an exception is ending the run)."""
+        pending, self.pending = self.pending, []
+        for queue, put_back in ((STEERING, self.config.put_back_steering_messages),
+                                (FOLLOW_UP, self.config.put_back_follow_up_messages)):
+            messages = [message for source, message in pending if source == queue]
+            if messages and put_back is not None:
+                put_back(messages)
+                continue
+            for message in messages:
+                if announce:
+                    self.append(message)
+                else:
+                    self.record(message)
+
+    # ----------------------------------------------------------------- SPEC §8: compaction
+
+    def compact_if_configured(self, tighter: bool = False) -> None:
+        """Fit the context into the configured budget; after an overflow, into a tighter one."""
+        cfg = self.config.context_config
+        if cfg is None:
+            return
+        from ..context.compaction import compact_with, overflow_budget
+
+        strategy = self.config.compaction_strategy
+        if strategy is None:  # the default cascade, keeping running token totals for this run
+            if self.compaction is None:
+                from ..context.incremental import IncrementalCompaction
+
+                self.compaction = IncrementalCompaction()
+            strategy = self.compaction
+        messages = self.context.messages
+        budget = overflow_budget(messages, cfg) if tighter else None
+        compacted = compact_with(strategy, messages, cfg, budget)
+        if compacted != messages:  # a fast identity comparison when nothing changed
+            messages[:] = compacted
+            self.llm_view.reset()
+
+    # ----------------------------------------------------------------- one reply (SPEC LOOP-11, §7)
+
+    def stream_assistant_response(self) -> AssistantMessage:
+        """Call the model — retried by the rules of SPEC §7 (:func:`~phi.providers.retry.call_with_retries`)
+        — and stream the reply as MessageStart / MessageUpdate / MessageEnd; the reply joins the context."""
+        stream = ReplyStream(self.emit, self.loop_id)
+
+        def attempt() -> Attempt:
+            nonlocal stream
+            stream = ReplyStream(self.emit, self.loop_id)
+            request = self.build_request()  # runs user hooks: their exceptions reach the caller
+            return self.call_provider(request, stream)
+
+        overflow = self.compact_after_overflow if self.config.context_config is not None else None
+        result = call_with_retries(attempt, self.config.retry_config, self.cancel, overflow)
+        reply = result.reply
+        if result.failure is not None or reply is None or reply.stop_reason in FAILED_STOPS:
+            reply = stream.failed(reply, result.failure, self.cancel.is_cancelled(), self.config.model_config.id,
+                                  self.provider_id())
+        stream.end(reply)
+        self.record(reply)
+        return reply
+
+    def compact_after_overflow(self) -> None:
+        self.compact_if_configured(tighter=True)
+
+    def call_provider(self, request: StreamConfig, stream: ReplyStream) -> Attempt:
+        """One attempt. Provider failures — a missing provider and provider bugs included — come back
+        as a ProviderError; an exception raised by the event sink is re-raised unchanged (LOOP-5)."""
+        reply: object = None
+        failure: ProviderError | None = None
+        try:
+            reply = self.provider().stream(request, stream.on_event, self.cancel)
+        except ProviderError as error:
+            failure = error
+        except Exception as error:
+            if stream.sink_error is None:
+                log.exception("provider %s raised", self.provider_id())
+            failure = ProviderError(ErrorKind.OTHER, f"{type(error).__name__}: {error}")
+        if stream.sink_error is not None:
+            raise stream.sink_error
+        if isinstance(reply, AssistantMessage):
+            return Attempt(reply, failure, stream.visible)
+        if failure is None:
+            failure = ProviderError(ErrorKind.OTHER, f"the provider returned {type(reply).__name__}, "
+                                                     "not an AssistantMessage")
+        return Attempt(None, failure, stream.visible)
+
+    def provider(self) -> StreamProvider:
+        """The configured provider, else the one the model's API names (imported on first use)."""
+        if self.config.provider is not None:
+            return self.config.provider
+        from ..providers.registry import get_provider
+
+        return get_provider(self.config.model_config)
+
+    def provider_id(self) -> str:
+        provider = self.config.provider
+        return provider.provider_id if provider is not None else self.config.model_config.provider
+
+    def build_request(self) -> StreamConfig:
+        """SPEC LOOP-11: transform_context → convert_to_llm → get_api_key, then the StreamConfig."""
+        config, context = self.config, self.context
+        messages = context.messages
+        if config.transform_context is not None:
+            messages = config.transform_context(list(messages))
+        if config.convert_to_llm is None:
+            llm_messages = self.llm_view.of(messages)
+        else:
+            llm_messages = config.convert_to_llm(list(messages))
+        api_key = config.get_api_key(config.model_config.provider) if config.get_api_key is not None else None
+        return StreamConfig(
+            config.model_config,
+            context.system_prompt,
+            llm_messages,
+            [tool_definition(tool) for tool in context.tools],
+            config.thinking_level,
+            config.max_tokens,
+            config.temperature,
+            config.cache_config,
+            api_key,
+        )
+
+
+def announce(emit: Sink, loop_id: str, message: AgentMessage) -> None:
+    """SPEC EVT-4: a message is announced by its MessageStart and MessageEnd."""
+    emit(MessageStart(loop_id, message))
+    emit(MessageEnd(loop_id, message))

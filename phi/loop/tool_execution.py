@@ -1,0 +1,378 @@
+"""Tool execution (SPEC §5): validate, run, time out, abort, and answer every call once, in order.
+
+For each call, in call order: ``before_tool_execution`` (False: the call is skipped with no events),
+``ToolExecutionStart``, argument validation against the tool's JSON Schema, then ``execute`` on a
+worker thread (:mod:`phi.concurrency.workers`) with a child cancellation token. ``ToolExecutionEnd`` (then
+``after_tool_execution``) follows each call as it completes. The toolResult messages are announced
+in call order.
+
+Modes (SPEC TOOL-3): *parallel* runs all calls at once and reads the steering queue once after the
+batch; *sequential* runs one call at a time and reads the queue after each; *batched* runs groups of
+``batch_size`` and reads the queue after each group. Steering that arrives in the latter two modes
+skips the remaining calls.
+
+Threads (SPEC LOOP-19): a tool runs on a worker, but everything it reports — updates, progress, its
+result — is posted to the run's thread, which emits the events and calls the hooks. The hop to a
+worker is what lets the loop time a call out and abandon one that ignores an abort; it costs about
+0.1 ms per call (two thread wake-ups; measured by ``scripts/bench/loop_overhead.py``), most of a
+turn's overhead. A tool with ``inline = True`` skips it and runs on the run's thread: for pure
+functions that return at once. Such a call cannot time out, and an abort waits for it to return. So events and
+hooks only ever happen on the run's thread, with no lock held, and a call that has ended (finished,
+timed out, abandoned at an abort, or cut off because user code raised) can never emit again.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Sequence
+
+from ..concurrency.cancel import CancellationToken
+from ..concurrency.workers import shared_pool
+from ..errors import ToolError
+from ..events import (
+    ProgressMessage,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
+from ..log import get_logger
+from ..types import AgentMessage, TextContent, ToolCall, ToolResult, ToolResultMessage
+from .config import AgentLoopConfig, ToolExecution
+from .tool import AgentTool, ToolContext, to_tool_result
+
+log = get_logger(__name__)
+
+# Result texts (SPEC TOOL-7); implementations in other languages use the same words.
+NOT_FOUND = "Tool {name} not found"
+INVALID_ARGS = "Invalid arguments for tool {name}: {reason}"
+RAISED = "Tool {name} raised {kind}: {message}"
+TIMED_OUT = "Tool exceeded timeout of {ms}ms"
+SKIPPED_FOR_STEERING = "Skipped due to queued user message."
+VETOED = "Tool execution skipped by before_tool_execution hook."
+TRUNCATED_CALL = (
+    "Tool call was not executed: the response hit the output token limit, so its arguments may be "
+    "incomplete. Re-issue the call with complete arguments."
+)
+ABORTED = "Tool execution aborted."
+
+# What workers post to the run's thread: (kind, call index, payload).
+_STARTED, _UPDATE, _PROGRESS, _DONE = "started", "update", "progress", "done"
+_CANCELLED = ("cancelled", -1, None)
+
+
+class _Execution:
+    """One tool call on its way to a result."""
+
+    __slots__ = ("call", "token", "running", "deadline", "timeout_ms", "result", "is_error", "started", "finished")
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.token: CancellationToken | None = None
+        self.running = False  # handed to a worker and not yet answered
+        self.deadline: float | None = None  # set when the worker begins: a timeout counts from there
+        self.timeout_ms: int | None = None
+        self.result: ToolResult | None = None
+        self.is_error = False
+        self.started = False  # ToolExecutionStart was emitted
+        self.finished = False  # answered: nothing of this call is emitted any more
+
+
+def error_result(text: str) -> ToolResult:
+    return ToolResult([TextContent(text)])
+
+
+class ToolRunner:
+    """Runs the tool calls of one loop run, on the run's thread. Not shared between runs."""
+
+    def __init__(self, tools: Sequence[AgentTool], config: AgentLoopConfig, emit: Callable[[Any], None],
+                 cancel: CancellationToken, loop_id: str) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.config = config
+        self.emit = emit
+        self.cancel = cancel
+        self.loop_id = loop_id
+        self.answered: dict[str, ToolResultMessage] = {}  # results of the current reply, once known
+
+    # ----------------------------------------------------------------- entry points
+
+    def run(self, calls: list[ToolCall], poll_steering: Callable[[], list[AgentMessage]],
+            on_message: Callable[[ToolResultMessage], None]) -> None:
+        """Run ``calls`` per the configured mode; ``on_message`` appends and announces each result.
+
+        ``poll_steering`` reads the steering source (after the batch, each call or each group);
+        when it returns messages in sequential or batched mode, the remaining calls are skipped.
+        """
+        self.answered = {}
+        mode = self.config.tool_execution
+        if mode == ToolExecution.PARALLEL:
+            groups = [calls]
+        elif mode == ToolExecution.SEQUENTIAL:
+            groups = [[call] for call in calls]
+        else:
+            size = max(1, self.config.batch_size)
+            groups = [calls[i:i + size] for i in range(0, len(calls), size)]
+        for n, group in enumerate(groups):
+            for execution in self._run_group(group):
+                on_message(_message(execution))
+            if self.cancel.is_cancelled():
+                continue  # the remaining calls are answered as aborted by _start
+            if poll_steering():
+                for rest in groups[n + 1:]:
+                    for call in rest:
+                        on_message(_message_for(call, error_result(SKIPPED_FOR_STEERING), True))
+                return
+
+    def answer_truncated(self, calls: list[ToolCall], on_message: Callable[[ToolResultMessage], None]) -> None:
+        """A ``length`` reply's calls are never run (no hooks, no events): each gets the truncation
+        result (SPEC TOOL-9)."""
+        for call in calls:
+            on_message(_message_for(call, error_result(TRUNCATED_CALL), True))
+
+    # ----------------------------------------------------------------- one group
+
+    def _run_group(self, calls: list[ToolCall]) -> list[_Execution]:
+        inbox: queue.SimpleQueue[tuple[str, int, Any]] = queue.SimpleQueue()
+        executions: list[_Execution] = []
+        unregister = self.cancel.on_cancel(lambda: inbox.put(_CANCELLED))
+        try:
+            for i, call in enumerate(calls):
+                executions.append(self._start(call, i, inbox))
+            for ex in executions:  # failures found before execution end right away (all Starts come first)
+                if ex.started and not ex.finished and not ex.running:
+                    self._finish(ex, ex.result, ex.is_error)  # type: ignore[arg-type]
+            self._wait(executions, inbox)
+        finally:
+            unregister()
+            for ex in executions:  # only left running when user code raised: stop them, silence them
+                if ex.running:
+                    ex.running, ex.finished = False, True
+                    ex.token.cancel()  # type: ignore[union-attr]
+        return executions
+
+    def _start(self, call: ToolCall, index: int, inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> _Execution:
+        ex = _Execution(call)
+        config = self.config
+        if self.cancel.is_cancelled():
+            ex.result, ex.is_error, ex.finished = error_result(ABORTED), True, True
+            return ex
+        if config.before_tool_execution is not None and config.before_tool_execution(call.name, call.id, call.arguments) is False:
+            ex.result, ex.is_error, ex.finished = error_result(VETOED), True, True
+            return ex
+        self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, call.arguments))
+        ex.started = True
+        tool = self.tools.get(call.name)
+        if tool is None:
+            ex.result, ex.is_error = error_result(NOT_FOUND.format(name=call.name)), True
+            return ex
+        problem = validate_arguments(tool, call.arguments)
+        if problem is not None:
+            ex.result, ex.is_error = error_result(INVALID_ARGS.format(name=call.name, reason=problem)), True
+            return ex
+        ex.token = self.cancel.child_token()
+        ctx = ToolContext(call.id, call.name, ex.token,
+                          lambda partial: inbox.put((_UPDATE, index, partial)),
+                          lambda text: inbox.put((_PROGRESS, index, text)), arguments_validated=True,
+                          loop_id=self.loop_id)
+        ex.running = True
+        if getattr(tool, "inline", False):
+            _execute(tool, call.arguments, ctx, inbox, index, ex)  # no thread hop: see the module docstring
+            return ex
+        ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
+        shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
+        return ex
+
+    def _wait(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> None:
+        """Handle what the running calls post until all are answered; enforce timeouts and the
+        abort grace period."""
+        grace_deadline: float | None = None
+        while any(ex.running for ex in executions):
+            deadlines = [ex.deadline for ex in executions if ex.running and ex.deadline is not None]
+            if grace_deadline is not None:
+                deadlines.append(grace_deadline)
+            timeout = min(deadlines) - time.monotonic() if deadlines else None
+            if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
+                self._expire(executions, grace_deadline)
+                continue
+            try:
+                kind, index, payload = inbox.get(timeout=timeout)
+            except queue.Empty:
+                continue
+            if kind == _CANCELLED[0]:
+                if grace_deadline is None:
+                    grace_deadline = time.monotonic() + self.config.tool_abort_grace_ms / 1000.0
+                continue
+            ex = executions[index]
+            if not ex.running:
+                continue  # a call that was already answered (timed out, abandoned) reports nothing more
+            if kind == _STARTED:
+                if ex.timeout_ms:
+                    ex.deadline = payload + ex.timeout_ms / 1000.0
+            elif kind == _UPDATE:
+                self._update(ex, payload)
+            elif kind == _PROGRESS:
+                self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))
+            else:
+                ex.running = False
+                self._finish(ex, *_outcome(ex.call, *payload))
+
+    def _expire(self, executions: list[_Execution], grace_deadline: float | None) -> None:
+        now = time.monotonic()
+        for ex in executions:
+            if not ex.running:
+                continue
+            if grace_deadline is not None and now >= grace_deadline:
+                self._abandon(ex, error_result(ABORTED))
+            elif ex.deadline is not None and now >= ex.deadline:
+                self._abandon(ex, error_result(TIMED_OUT.format(ms=ex.timeout_ms)))
+
+    def _abandon(self, ex: _Execution, result: ToolResult) -> None:
+        """Stop waiting for a call: cancel its token and answer with ``result``."""
+        ex.running = False
+        ex.token.cancel()  # type: ignore[union-attr]
+        log.warning("tool %s (%s) abandoned: %s", ex.call.name, ex.call.id, result.content[0].text)  # type: ignore[union-attr]
+        self._finish(ex, result, True)
+
+    def _update(self, ex: _Execution, partial: ToolResult) -> None:
+        config, call = self.config, ex.call
+        text = _text_of(partial)
+        if config.before_tool_execution_update is not None and \
+                config.before_tool_execution_update(call.name, call.id, text) is False:
+            return
+        self.emit(ToolExecutionUpdate(self.loop_id, call.id, call.name, partial))
+        if config.after_tool_execution_update is not None:
+            config.after_tool_execution_update(call.name, call.id, text)
+
+    def _finish(self, ex: _Execution, result: ToolResult, is_error: bool) -> None:
+        call = ex.call
+        ex.result, ex.is_error, ex.finished = result, is_error, True
+        self.answered[call.id] = _message(ex)
+        if ex.token is not None:
+            ex.token.release()
+        self.emit(ToolExecutionEnd(self.loop_id, call.id, call.name, result, is_error, result.child_loop_id))
+        if self.config.after_tool_execution is not None:
+            self.config.after_tool_execution(call.name, call.id, is_error)
+
+
+# --------------------------------------------------------------------------- on the worker thread
+
+
+def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQueue[tuple[str, int, Any]],
+             index: int, ex: _Execution) -> None:
+    """Run one call and post its outcome. A call answered while it waited for a free worker (its
+    run timed it out, abandoned it or ended) is not run at all."""
+    if not ex.running:
+        return
+    if ex.timeout_ms:  # only a call with a timeout needs to say when it started (SPEC TOOL-6)
+        inbox.put((_STARTED, index, time.monotonic()))
+    try:
+        value = tool.execute(args, ctx)
+    except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
+        inbox.put((_DONE, index, (None, error)))
+    else:
+        inbox.put((_DONE, index, (value, None)))
+
+
+def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[ToolResult, bool]:
+    """The result of a call that returned ``value`` or raised ``error`` (SPEC TOOL-7)."""
+    if isinstance(error, ToolError):
+        return error_result(str(error)), True
+    if error is not None:
+        log.debug("tool %s raised", call.name, exc_info=error)
+        return error_result(RAISED.format(name=call.name, kind=type(error).__name__, message=error)), True
+    try:
+        return to_tool_result(value), False
+    except (TypeError, ValueError) as bad:
+        return error_result(RAISED.format(name=call.name, kind=type(bad).__name__, message=bad)), True
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _text_of(result: ToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _message(ex: _Execution) -> ToolResultMessage:
+    assert ex.result is not None
+    return _message_for(ex.call, ex.result, ex.is_error)
+
+
+def _message_for(call: ToolCall, result: ToolResult, is_error: bool) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, list(result.content), is_error, details=result.details)
+
+
+def unanswered_call_results(messages: Sequence[AgentMessage],
+                            known: dict[str, ToolResultMessage] | None = None) -> list[ToolResultMessage]:
+    """Results for the tool calls of the last reply that have none in ``messages`` yet, in call
+    order: the ``known`` result of a call that finished, else an error result.
+
+    Used when a run ends by an exception in the middle of a turn (SPEC LOOP-5): appending them keeps
+    the history a valid conversation. Calls of an error/aborted reply need none (LOOP-12).
+    """
+    known = known or {}
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+            continue
+        if getattr(message, "role", None) != "assistant":
+            return []
+        if message.stop_reason.value in ("error", "aborted"):  # type: ignore[union-attr]
+            return []
+        text = TRUNCATED_CALL if message.stop_reason.value == "length" else ABORTED  # type: ignore[union-attr]
+        return [known.get(call.id) or _message_for(call, error_result(text), True)
+                for call in message.tool_calls if call.id not in answered]  # type: ignore[union-attr]
+    return []
+
+
+# --------------------------------------------------------------------------- argument validation
+
+_VALIDATORS_MAX = 512
+_validators: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(schema) -> (schema, validator), LRU
+_validators_lock = threading.Lock()
+
+
+def validate_arguments(tool: AgentTool, args: Any) -> str | None:
+    """Check ``args`` against the tool's JSON Schema; returns the reason they are invalid, or None."""
+    if isinstance(args, dict) and set(args) == {"__raw_arguments"}:
+        raw = str(args["__raw_arguments"])
+        return f"arguments are not valid JSON: {raw[:200]!r}"
+    schema = tool.parameters
+    validator = _cached_validator(schema)
+    if isinstance(validator, str):
+        return validator
+    if validator.is_valid(args):  # the common case, and the cheap question
+        return None
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator.iter_errors(args))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _cached_validator(schema: Any) -> Any:
+    """A validator for ``schema`` (from a bounded cache), or the reason the schema is invalid."""
+    key = id(schema)
+    with _validators_lock:
+        cached = _validators.get(key)
+        if cached is not None and cached[0] is schema:
+            _validators.move_to_end(key)
+            return cached[1]
+    import jsonschema  # lazy: keeps `import phi` fast
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        return f"the tool's parameter schema is invalid ({error.message})"
+    validator = cls(schema)
+    with _validators_lock:
+        _validators[key] = (schema, validator)  # holding the schema keeps its id from being reused
+        if len(_validators) > _VALIDATORS_MAX:
+            _validators.popitem(last=False)
+    return validator
