@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 
-from phi import Agent, MessageUpdate, ScriptedProvider
+from phi import Agent, MessageUpdate, ModelConfig, ScriptedProvider
 from phi.errors import PhiError
 from phi.providers.model_names import model_config_for
 
@@ -33,15 +34,16 @@ def offline_reply(request) -> str:
 def make_agent(model: str, offline: bool) -> Agent:
     prompt = "You are a helpful assistant in a terminal. Be brief."
     if offline:
-        return Agent(system_prompt=prompt, provider=ScriptedProvider(default=offline_reply)).with_model(model)
+        return Agent(system_prompt=prompt, provider=ScriptedProvider(default=offline_reply),
+                     model_config=replace(ModelConfig.mock(), id=model))
     return Agent(system_prompt=prompt, model_config=model_config_for(model))
 
 
 def switch_model(agent: Agent, name: str, offline: bool) -> None:
     if offline:
-        agent.with_model(name)
+        agent.model_config = replace(agent.model_config, id=name)
     else:
-        agent.with_model_config(model_config_for(name))  # may change protocol: claude-* -> gpt-*
+        agent.model_config = model_config_for(name)  # may change protocol: claude-* -> gpt-*
     print(f"model: {name}")
 
 

@@ -1,24 +1,24 @@
 """phi: a synchronous, thread-based, dependency-light LLM agent loop.
 
-A map of the API (SPEC.md gives the rules; each module's docstring names the ones it implements):
+A map of the API (SPEC.md gives the rules; each module's docstring names the ones it implements;
+docs/architecture.md maps the tree):
 
-Run an agent
-    Agent(model="claude-sonnet-4-5" | model_config=ModelConfig.<preset>(...) | provider=..., tools=[...])
+Run an agent (SPEC §11)
+    Agent(model="claude-sonnet-4-5" | model_config=ModelConfig.<preset>(...) | provider=..., tools=[...],
+          system_prompt=..., any AgentLoopConfig setting as a keyword: max_tokens=, before_turn=, ...)
     agent.prompt(text) -> EventStream (iterate for live events; .result() -> AgentResult)
     agent.run(text, timeout=None) -> AgentResult(messages, outcome, usage, stop_reason, error, ...)
     agent.steer(text) / agent.follow_up(text) / agent.abort() / agent.reset()
-    agent.subscribe(callback); agent.with_<setting>(value) for every AgentLoopConfig setting
+    agent.subscribe(callback); agent.clone(**changes) -> a new Agent; agent.config.<setting> = value
     agent.run_structured(prompt, schema) -> a validated value
 
-Tools
+Tools (SPEC §5, §9)
     @tool (typed function -> tool), FunctionTool, AgentTool (protocol), ToolContext, ToolResult,
     ToolError; built-ins: default_tools(), coding_tools(); SubAgentTool (delegate to a child loop)
 
 Tool sources (SPEC §12), imported only when used
-    agent.with_skills(dirs) / with_mcp_server_stdio(cmd, args) / with_mcp_server_http(url) /
-    with_openapi_file(path) / with_openapi_url(url) / with_openapi_spec(text); agent.close()
-    phi.skills (SkillSet), phi.mcp (McpClient, McpToolset, McpError), phi.openapi (from_file, from_url,
-    from_str, OpenApiConfig)
+    Agent(tool_sources=[phi.mcp.McpToolset.stdio(cmd, args) | .http(url), phi.skills.SkillSet.load(dirs)],
+          tools=phi.openapi.from_file(path) | from_url(url) | from_str(text)); agent.close()
 
 Resuming (SPEC AGENT-6, AGENT-7)
     agent.checkpoint() -> AgentSnapshot (.save(path) / AgentSnapshot.load(path)); agent.restore(s);
@@ -31,8 +31,9 @@ The loop itself (SPEC §4)
 Data (SPEC §2) and events (SPEC §3)
     UserMessage, AssistantMessage, ToolResultMessage, ExtensionMessage; TextContent, ImageContent,
     ThinkingContent, ToolCall; Usage, StopReason, RunOutcome; message_to_json / messages_from_json
-    AgentStart, TurnStart, MessageStart, MessageUpdate, MessageEnd, ToolExecutionStart/Update/End,
-    ProgressMessage, TurnEnd, AgentEnd, InputRejected; event_to_json / event_from_json
+    AgentEvent (a union that narrows on event.type): AgentStart, TurnStart, MessageStart, MessageUpdate,
+    MessageEnd, ToolExecutionStart/Update/End, ProgressMessage, TurnEnd, AgentEnd, InputRejected;
+    event_to_json / event_from_json
 
 Models (SPEC §7)
     ModelConfig (anthropic, openai, openai_responses, google, vertex, bedrock, preset, ...),
@@ -42,7 +43,8 @@ Context (SPEC §8)
     ContextConfig, compact_messages, ExecutionLimits, ExecutionTracker, ContextTracker
 
 Names are loaded on first use (PEP 562), so ``import phi`` stays fast and never imports
-``requests``, ``jsonschema`` or ``yaml``. Errors derive from :class:`PhiError`.
+``requests``, ``jsonschema`` or ``yaml``; type checkers see every name with its real type. Errors
+derive from :class:`PhiError`.
 """
 
 from __future__ import annotations

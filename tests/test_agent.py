@@ -27,7 +27,7 @@ from phi import (
     UserMessage,
     tool,
 )
-from phi.agent_tool import FunctionTool
+from phi.loop.tool import FunctionTool
 
 
 def echo_tool(delay: float = 0.0) -> FunctionTool:
@@ -145,24 +145,18 @@ def test_follow_up_queue_modes():
         agent = Agent(provider=provider, follow_up_mode=mode)
         agent.follow_up("more 1")
         agent.follow_up(UserMessage.from_text("more 2"))
-        assert agent.has_queued_messages()
+        assert agent.follow_up_queue
         agent.run("start")
         assert len(provider.calls) == expected_calls
-        assert not agent.has_queued_messages()
+        assert not agent.follow_up_queue
 
 
 def test_clear_queues():
     agent = Agent(provider=ScriptedProvider(["x"]))
     agent.steer("a")
     agent.follow_up("b")
-    agent.clear_steering()
-    assert agent.has_queued_messages()
-    agent.clear_follow_up()
-    assert not agent.has_queued_messages()
-    agent.steer("a")
-    agent.follow_up("b")
     agent.clear_queues()
-    assert not agent.has_queued_messages()
+    assert not agent.steering_queue and not agent.follow_up_queue
 
 
 def test_loop_exception_is_reraised_to_consumer():
@@ -214,7 +208,7 @@ def test_new_session_and_check_and_rotate():
     agent.last_active_at = time.time() - 10
     new = agent.check_and_rotate(5)
     assert new and new != old and agent.session_id == new
-    assert agent.loop_counters == {} and agent.last_loop_id is None
+    assert agent.checkpoint().loop_counters == {} and agent.last_loop_id is None
     agent.run("y")
     assert agent.last_loop_id == f"{new}.c.1"
     assert agent.new_session() != new
@@ -259,18 +253,35 @@ def test_reset_clears_history_and_queues():
     agent.run("one")
     agent.follow_up("later")
     agent.reset()
-    assert agent.messages == [] and not agent.has_queued_messages()
+    assert agent.messages == [] and not agent.follow_up_queue
 
 
-def test_with_methods_chain_and_unknown_setting_is_rejected():
-    agent = (Agent().with_system_prompt("s").with_max_tokens(100).with_temperature(0.5)
-             .with_steering_mode(QueueMode.ALL).with_tool(echo_tool()))
+def test_settings_are_keywords_and_an_unknown_setting_is_rejected():
+    agent = Agent(system_prompt="s", max_tokens=100, temperature=0.5, steering_mode=QueueMode.ALL, tools=[echo_tool()])
     assert agent.system_prompt == "s" and agent.config.max_tokens == 100 and agent.config.temperature == 0.5
     assert agent.steering_queue.mode == QueueMode.ALL and [t.name for t in agent.tools] == ["echo"]
     with pytest.raises(TypeError, match="unknown settings"):
-        Agent(max_tokenz=5)
-    with pytest.raises(AttributeError):
-        agent.with_nonsense(1)
+        Agent(max_tokenz=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown settings"):
+        agent.clone(max_tokenz=5)  # type: ignore[call-arg]
+
+
+def test_clone_is_a_new_agent_and_leaves_the_original_unchanged():
+    provider = ScriptedProvider(["a", "b"])
+    agent = Agent(provider=provider, system_prompt="s", max_tokens=100, tools=[echo_tool()],
+                  follow_up_mode=QueueMode.ALL)
+    agent.run("one")
+    agent.follow_up("queued")
+    other = agent.clone(max_tokens=7, system_prompt="t")
+    assert (agent.config.max_tokens, agent.system_prompt) == (100, "s")
+    assert (other.config.max_tokens, other.system_prompt) == (7, "t")
+    assert other.messages == agent.messages and other.messages is not agent.messages
+    assert other.tools == agent.tools and other.tools is not agent.tools
+    assert other.follow_up_queue.mode == QueueMode.ALL and not other.follow_up_queue
+    assert other.agent_id != agent.agent_id and other.session_id != agent.session_id
+    other.run("two")
+    assert len(other.messages) == 4 and len(agent.messages) == 2
+    assert agent.clone(model="gpt-5").config.model_config.api != agent.config.model_config.api
 
 
 def test_wait_for_idle_times_out_while_running():

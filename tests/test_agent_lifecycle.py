@@ -93,7 +93,7 @@ def test_reset_during_a_run_takes_effect_and_is_not_undone_by_the_run():
     assert started.wait(5)
     agent.steer("queued")
     agent.reset()
-    assert agent.messages == [] and not agent.has_queued_messages()
+    assert agent.messages == [] and not agent.steering_queue and not agent.follow_up_queue
     stream.result(timeout=5)
     assert agent.messages == [] and not agent.is_streaming
 
@@ -218,7 +218,7 @@ def test_a_provider_lookup_failure_ends_the_run_with_agent_end():
         agent.prompt("hi")
     # below the Agent, the loop turns the failed lookup into an error reply, with AgentEnd
     from phi.loop import agent_loop
-    from phi.loop_config import AgentContext, AgentLoopConfig
+    from phi.loop.config import AgentContext, AgentLoopConfig
 
     events = []
     agent_loop([UserMessage.from_text("hi")], AgentContext(), AgentLoopConfig(model_config=ModelConfig(id="x", api="nope")),
@@ -251,7 +251,7 @@ def test_run_structured_leaves_no_calls_of_its_tool_behind():
 
 
 def test_run_does_not_queue_the_events_nobody_reads(monkeypatch):
-    from phi.channel import EventChannel
+    from phi.concurrency.channel import EventChannel
 
     def refuse(self, event):
         raise AssertionError("Agent.run queued an event that nobody will read")

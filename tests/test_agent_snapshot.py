@@ -12,8 +12,8 @@ import time
 import pytest
 
 from phi import Agent, ScriptedProvider
-from phi.agent_snapshot import AgentSnapshot, resume_point
-from phi.agent_tool import FunctionTool
+from phi.agent.snapshot import AgentSnapshot, resume_point
+from phi.loop.tool import FunctionTool
 from phi.errors import DecodeError, InvalidContinue
 from phi.events import AgentStart
 from phi.providers.model_config import ModelConfig
@@ -55,8 +55,8 @@ def test_snapshot_file_round_trips_and_holds_no_secret(tmp_path):
 @pytest.mark.parametrize("content, fragment", [
     ("not json", "JSON"),
     ("[1, 2]", "agent snapshot"),
-    ('{"format": "phi.agent_snapshot/1", "messages": []}', "fields"),
-    ('{"format": "phi.agent_snapshot/1", "messages": [{"role": "alien"}], "agent_id": "a", "session_id": "s",'
+    ('{"format": "phi.agent.snapshot/1", "messages": []}', "fields"),
+    ('{"format": "phi.agent.snapshot/1", "messages": [{"role": "alien"}], "agent_id": "a", "session_id": "s",'
      ' "loop_counters": {}, "last_loop_id": null}', "role"),
 ])
 def test_a_file_that_is_not_a_snapshot_is_refused_naming_it(tmp_path, content, fragment):
@@ -138,7 +138,7 @@ def test_send_prompts_or_continues_from_the_state():
 SECOND_PROCESS = textwrap.dedent("""
     import json, sys
     from phi import Agent, ScriptedProvider
-    from phi.agent_snapshot import AgentSnapshot
+    from phi.agent.snapshot import AgentSnapshot
     agent = Agent(provider=ScriptedProvider(["resumed elsewhere"]))
     agent.restore(AgentSnapshot.load(sys.argv[1]))
     starts = []

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from phi import UserMessage
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError
 from phi.providers import registry
 from phi.providers.base import ProviderError, StreamConfig
@@ -104,7 +104,7 @@ def variables_read(api: str, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     never sent: ``run_stream`` is replaced)."""
     sent: list[Any] = []
     for target in registry.BUILTIN.values():
-        importlib.import_module(target.partition(":")[0])
+        importlib.import_module(target.partition(":")[0], registry.__package__)
     for module in list(sys.modules.values()):
         if getattr(module, "__name__", "").startswith("phi.providers.") and hasattr(module, "run_stream"):
             monkeypatch.setattr(module, "run_stream", lambda request, *rest: sent.append(request))

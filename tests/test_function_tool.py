@@ -8,10 +8,10 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDi
 
 import pytest
 
-from phi.agent_tool import AgentTool, ToolContext
+from phi.loop.tool import AgentTool, ToolContext
 from phi.errors import ConfigError, InvalidArgs, ToolError
-from phi.function_tool import DecoratedTool, tool
-from phi.schema import UnsupportedAnnotation, parse_docstring
+from phi.tools.function_tool import DecoratedTool, tool
+from phi.tools.schema import UnsupportedAnnotation, parse_docstring
 from phi.types import TextContent, ToolResult
 
 

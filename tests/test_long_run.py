@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from phi import Agent, ContextConfig, ScriptedProvider
-from phi.agent_tool import FunctionTool
+from phi.loop.tool import FunctionTool
 from phi.context import IncrementalCompaction
 from phi.context.tokens import total_tokens
 

@@ -53,14 +53,16 @@ def queued_once(agent: Agent, texts: list[str]) -> None:
         assert where.count(text) == 1, f"{text!r} appears {where.count(text)} times"
 
 
-def after_first_update(agent: Agent, action: Callable[[], Any]) -> Callable[[], None]:
-    """Subscribe so that ``action`` runs on another thread once the next run starts streaming."""
+def after_first_update(agent: Agent, action: Callable[[], Any]) -> Callable[[], Callable[[], None]]:
+    """Subscribe so that ``action`` runs on another thread once the next run starts streaming;
+    arming returns the unsubscribe function."""
     started = threading.Event()
-    agent.subscribe(lambda e: started.set() if e.type == "MessageUpdate" else None)
+    unsubscribe = agent.subscribe(lambda e: started.set() if e.type == "MessageUpdate" else None)
 
-    def arm() -> None:
+    def arm() -> Callable[[], None]:
         started.clear()
         threading.Thread(target=lambda: started.wait(BOUND) and action(), daemon=True).start()
+        return unsubscribe
 
     return arm
 
@@ -81,10 +83,10 @@ def queued_input(kind: str) -> Callable[[], None]:
         push = agent.steer if kind == "steer" else agent.follow_up
         for i in range(RUNS):
             text = f"{kind} {i}"
-            after_first_update(agent, lambda text=text: push(text))()
+            unsubscribe = after_first_update(agent, lambda text=text: push(text))()
             sent.append(text)
             finish(agent.prompt(f"prompt {i}")).result()
-            agent.unsubscribe_all()
+            unsubscribe()
         assert agent.wait_for_idle(BOUND)
         queued_once(agent, sent)
         assert_valid_conversation(agent.messages)

@@ -9,10 +9,10 @@ from typing import Literal, Optional, TypedDict
 
 import pytest
 
-from phi.agent_tool import AgentTool, ToolContext
+from phi.loop.tool import AgentTool, ToolContext
 from phi.errors import ConfigError, ToolError
-from phi.schema import ConversionError, UnsupportedAnnotation
-from phi.structured import FINAL_ANSWER_ACCEPTED, FinalAnswerTool, convert_value, final_answer_tool, schema_for_type
+from phi.tools.schema import ConversionError, UnsupportedAnnotation
+from phi.agent.final_answer import FINAL_ANSWER_ACCEPTED, FinalAnswerTool, convert_value, final_answer_tool, schema_for_type
 
 
 class Mood(enum.Enum):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from phi import Agent, ScriptedProvider
-from phi.agent_tool import FunctionTool
+from phi.loop.tool import FunctionTool
 from phi.errors import ConfigError
 from phi.events import AgentStart, ProgressMessage, ToolExecutionEnd, ToolExecutionUpdate, TurnStart
 from phi.subagent import NO_TEXT, SubAgentTool, extract_final_text

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import phi
-from phi.agent import Agent, _LOOP_SETTINGS
+from phi.agent.agent import Agent, _LOOP_SETTINGS
 from phi.types import AssistantMessage, TextContent, UserMessage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,15 +28,12 @@ def test_user_message_text_is_the_text_like_assistant_message_text():
     assert UserMessage.from_text("hi").content == [TextContent("hi")]
 
 
-def test_every_loop_setting_has_an_explicit_typed_setter():
+def test_every_loop_setting_is_a_typed_keyword_of_agent():
+    from phi.loop.config import LoopSettings
+
     assert "__getattr__" not in vars(Agent)
-    for name in _LOOP_SETTINGS:
-        if name == "clock":
-            continue
-        method = getattr(Agent, f"with_{name}", None)
-        assert method is not None, f"Agent.with_{name} is missing"
-        assert method.__annotations__, f"Agent.with_{name} has no type hints"
-    agent = Agent().with_max_tokens(99).with_temperature(0.5).with_batch_size(3)
+    assert set(LoopSettings.__annotations__) == set(_LOOP_SETTINGS)
+    agent = Agent(max_tokens=99, temperature=0.5, batch_size=3)
     assert (agent.config.max_tokens, agent.config.temperature, agent.config.batch_size) == (99, 0.5, 3)
 
 

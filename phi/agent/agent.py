@@ -1,12 +1,12 @@
-"""The Agent: the stateful, application-facing wrapper around the loop (SPEC §4, seed 001 §6).
+"""The Agent: the stateful, application-facing wrapper around the loop (SPEC §11, seed 001 §6).
 
 An Agent owns a conversation, its tools and settings, the steering and follow-up queues, and its
 identity (agent id, session id, loop counters). ``prompt`` starts a run on a worker thread and
-returns an :class:`~phi.concurrency.channel.EventStream` at once; ``run`` is the blocking convenience. Both give
-an :class:`AgentResult`. The new messages of a run join the history when the run ends, whether or
-not anyone read its events — and before anyone hears of it: by the time ``AgentEnd`` reaches a
-subscriber (or ``after_loop`` runs) the history is updated and the agent is idle, so a new prompt may
-start right there (SPEC AGENT-1).
+returns an :class:`~phi.concurrency.channel.EventStream` at once; ``run`` is the blocking
+convenience. Both give an :class:`~phi.agent.result.AgentResult`. The new messages of a run join
+the history when the run ends, whether or not anyone read its events — and before anyone hears of
+it: by the time ``AgentEnd`` reaches a subscriber (or ``after_loop`` runs) the history is updated
+and the agent is idle, so a new prompt may start right there (SPEC AGENT-1).
 
     agent = Agent(provider=ScriptedProvider(["Hello!"]), system_prompt="Be brief.")
     for event in agent.prompt("Hi"):
@@ -15,73 +15,114 @@ start right there (SPEC AGENT-1).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..concurrency.queues import MessageQueue
-from ..errors import AlreadyRunning, ConfigError, DecodeError
+from ..errors import AlreadyRunning, ConfigError
 from ..ids import random_uuid
 from ..log import get_logger
-from ..loop.config import AgentContext, AgentLoopConfig, ToolExecution
+from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSettings
+from ..loop.tool import AgentTool
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..types import (
     AgentMessage,
     AssistantMessage,
     Content,
     ContinuationKind,
+    ExtensionMessage,
     ImageContent,
     QueueMode,
-    RunOutcome,
-    StopReason,
     TextContent,
-    ThinkingLevel,
-    Usage,
+    ToolResultMessage,
     UserMessage,
     message_to_json,
     messages_from_json,
 )
-from .recording import AgentRecording
+from .recording import record_raised_run, recorded_tools, save_sessions
 from .result import AgentResult
-from .settings import AgentSettings
-from .snapshot import AgentSnapshot
-from .sources import AgentToolSources
+from .snapshot import AgentSnapshot, resume_point
+from .sources import ToolSource, close_sources, system_prompt_for_run, tools_for_run
 
 if TYPE_CHECKING:
-    from ..concurrency.channel import EventStream
-    from ..evaluation.model import ParallelLoopResult
-    from ..events import AgentEnd
+    from typing_extensions import Unpack
 
-# The run machinery (phi.loop, phi.events, phi.concurrency.channel, phi.loop.tool_execution) is imported by the first run,
-# not here, so that ``import phi; phi.Agent`` costs only what making an Agent needs (issue 11).
+    from ..concurrency.channel import EventStream
+    from ..evaluation.model import EvaluationStrategy, ParallelLoopResult
+    from ..events import AgentEnd, AgentEvent
+    from ..session import SessionRecorder, SessionStore
+
+# The run machinery (phi.loop.run, phi.events, phi.concurrency.channel, ...) is imported by the
+# first run, not here, so that ``import phi; phi.Agent`` costs only what making an Agent needs.
 
 log = get_logger(__name__)
 
-# Settings that go straight into AgentLoopConfig (each also has a chainable ``with_<name>``).
-_LOOP_SETTINGS = tuple(f.name for f in fields(AgentLoopConfig) if f.name not in (
-    "get_steering_messages", "get_follow_up_messages", "put_back_steering_messages", "put_back_follow_up_messages"))
+EventSink = Callable[["AgentEvent"], None]
+Prompt = Union[str, AgentMessage, Sequence[AgentMessage]]
+Images = Sequence[Union[ImageContent, tuple[str, str]]]
 
 
-class Agent(AgentSettings, AgentToolSources, AgentRecording):
-    """A conversation with a model, its tools and its settings. See the module docstring.
+class AgentOptions(LoopSettings, total=False):
+    """Every keyword of ``Agent(...)`` (and of :meth:`Agent.clone`)."""
 
-    ``model`` picks the protocol from the model name (``"claude-..."``, ``"gpt-..."``,
-    ``"gemini-..."`` or ``"<provider>:<model>"``, see :mod:`phi.providers.model_names`);
-    ``model_config`` gives it in full; ``provider=`` (e.g. a ScriptedProvider) overrides both.
-    Every :class:`~phi.loop.config.AgentLoopConfig` setting is also a keyword argument here and a
-    ``with_<setting>`` method (:class:`~phi.agent.settings.AgentSettings`).
+    model: str | None
+    api_key: str | None
+    system_prompt: str
+    tools: Iterable[AgentTool]
+    tool_sources: Iterable[ToolSource]
+    messages: Iterable[AgentMessage]
+    steering_mode: QueueMode | str
+    follow_up_mode: QueueMode | str
+    recorder: SessionRecorder | None
+    store: SessionStore | None
+    agent_id: str | None
+    session_id: str | None
+
+_LOOP_SETTINGS = tuple(f.name for f in fields(AgentLoopConfig) if f.name not in QUEUE_SOURCES)
+
+
+class Agent:
+    """A conversation with a model, its tools and its settings.
+
+    Making one (every keyword is optional)::
+
+        Agent(model="claude-sonnet-4-5" | "gpt-5" | "gemini-2.5-flash" | "<provider>:<model>",
+              model_config=ModelConfig.<preset>(...), provider=ScriptedProvider([...]), api_key=...,
+              system_prompt="...", tools=[...], tool_sources=[McpToolset.stdio(...), SkillSet.load(...)],
+              messages=[...], recorder=SessionRecorder(), store=JsonDirStore(...),
+              steering_mode="all", follow_up_mode=..., agent_id=..., session_id=...,
+              **every AgentLoopConfig setting (max_tokens=, thinking_level=, before_turn=, ...))
+        agent.clone(**changes)              # a new Agent: these settings, a copy of the history
+
+    What may change between runs (plain attributes; a run keeps what it started with):
+        system_prompt, tools, tool_sources, config (AgentLoopConfig), model_config, messages,
+        agent_id, session_id, last_loop_id, steering_queue, follow_up_queue
+
+    Running:   prompt(text) -> EventStream · run(text, timeout=) -> AgentResult · send(message)
+               continue_loop(kind) · resume(kind) · prompt_parallel / run_parallel · run_structured
+    While one runs (from any thread or callback): steer(text) · follow_up(text) · abort()
+               · wait_for_idle() · is_streaming
+    Observing: subscribe(callback) -> unsubscribe · record_sessions(recorder, store)
+    State:     reset() · clear_queues() · new_session() · next_loop_id() · checkpoint() / restore()
+               · save_messages() / restore_messages() · close() (also ``with Agent(...) as agent:``)
+
+    ``model`` picks the protocol from the model name (:mod:`phi.providers.model_names`);
+    ``model_config`` gives it in full; ``provider`` (e.g. a ScriptedProvider) overrides both.
     """
 
-    def __init__(self, *, system_prompt: str = "", model: str | None = None, api_key: str | None = None,
-                 model_config: ModelConfig | None = None, tools: Iterable[Any] = (),
-                 messages: Iterable[AgentMessage] = (), steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
-                 follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME, **settings: Any) -> None:
+    def __init__(self, *, model: str | None = None, api_key: str | None = None, system_prompt: str = "",
+                 tools: Iterable[AgentTool] = (), tool_sources: Iterable[ToolSource] = (),
+                 messages: Iterable[AgentMessage] = (), steering_mode: QueueMode | str = QueueMode.ONE_AT_A_TIME,
+                 follow_up_mode: QueueMode | str = QueueMode.ONE_AT_A_TIME, recorder: SessionRecorder | None = None,
+                 store: SessionStore | None = None, agent_id: str | None = None, session_id: str | None = None,
+                 **settings: Unpack[LoopSettings]) -> None:
         unknown = set(settings) - set(_LOOP_SETTINGS)
         if unknown:
             raise TypeError(f"Agent() got unknown settings {sorted(unknown)}; known: {sorted(_LOOP_SETTINGS)}")
+        model_config = settings.get("model_config")
         if model_config is None:
             if model is None:
                 model_config = ModelConfig.mock()
@@ -93,26 +134,48 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
             model_config = replace(model_config, id=model)
         if api_key is not None:
             model_config = replace(model_config, api_key=api_key)
+        settings["model_config"] = model_config
         self.system_prompt = system_prompt
-        self.tools: list[Any] = list(tools)
-        self._messages: list[AgentMessage] = list(messages)
-        self.config = AgentLoopConfig(model_config=model_config, **settings)
-        self.steering_queue = MessageQueue(steering_mode)
-        self.follow_up_queue = MessageQueue(follow_up_mode)
-        self.agent_id = random_uuid()
-        self.session_id = random_uuid()
-        self.loop_counters: dict[str, int] = {}
+        self.tools: list[AgentTool] = list(tools)
+        self.tool_sources: list[ToolSource] = list(tool_sources)
+        self.config = AgentLoopConfig(**settings)
+        self.steering_queue = MessageQueue(QueueMode(steering_mode))
+        self.follow_up_queue = MessageQueue(QueueMode(follow_up_mode))
+        self.agent_id = agent_id or random_uuid()
+        self.session_id = session_id or random_uuid()
         self.last_loop_id: str | None = None
         self.last_active_at: float | None = None
-        self._subscribers: tuple[Callable[[Any], None], ...] = ()  # replaced, never changed in place
+        self._messages: list[AgentMessage] = list(messages)
+        self._loop_counters: dict[str, int] = {}
+        self._subscribers: tuple[EventSink, ...] = ()  # replaced, never changed in place
         self._lock = threading.Lock()
         self._cancel: CancellationToken | None = None
         self._worker: threading.Thread | None = None
         self._generation = 0  # bumped by reset(): a run started before it merges nothing
         self._idle = threading.Event()
         self._idle.set()
-        self._sources_init()
-        self._recording_init()
+        self._recorder: SessionRecorder | None = None
+        self._store: SessionStore | None = None
+        self._unrecord: Callable[[], None] | None = None
+        if recorder is not None or store is not None:
+            self.record_sessions(recorder, store)
+
+    def clone(self, **changes: Unpack[AgentOptions]) -> Agent:
+        """A new, idle Agent with this one's settings, tools, tool sources, system prompt, queue modes
+        and recorder — and a copy of its history — with ``changes`` applied (any keyword of
+        ``Agent(...)``). The clone has its own identity (new agent and session ids), empty queues
+        and no subscribers; tool sources are shared, so closing either agent closes them.
+
+        ``agent.clone(model="gpt-5")`` is the same agent on another model; ``agent`` is unchanged.
+        """
+        options: dict[str, Any] = {name: getattr(self.config, name) for name in _LOOP_SETTINGS}
+        options.update(system_prompt=self.system_prompt, tools=list(self.tools), tool_sources=list(self.tool_sources),
+                       messages=list(self._messages), steering_mode=self.steering_queue.mode,
+                       follow_up_mode=self.follow_up_queue.mode, recorder=self._recorder, store=self._store)
+        if "model" in changes and "model_config" not in changes:
+            options.pop("model_config")  # the new model name picks its own protocol
+        options.update(changes)
+        return Agent(**options)
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
@@ -123,7 +186,7 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
     @property
     def messages(self) -> list[AgentMessage]:
         """The conversation. While a run is active it is the history as the run started; the run's
-        new messages join it when the run ends."""
+        new messages join it when the run ends. Replacing it is refused while a run is active."""
         return self._messages
 
     @messages.setter
@@ -133,7 +196,12 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
 
     @property
     def model_config(self) -> ModelConfig:
+        """``config.model_config``: the model the next run uses."""
         return self.config.model_config
+
+    @model_config.setter
+    def model_config(self, model_config: ModelConfig) -> None:
+        self.config.model_config = model_config
 
     @property
     def is_streaming(self) -> bool:
@@ -143,45 +211,6 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         if self.is_streaming:
             raise AlreadyRunning(f"cannot {what} while a run is active; abort() and wait_for_idle() first, "
                                  "or reset() to drop the run and the conversation")
-
-    # ----------------------------------------------------------------- settings
-
-    def with_system_prompt(self, text: str) -> Agent:
-        self.system_prompt = text
-        return self
-
-    def with_tools(self, tools: Iterable[Any]) -> Agent:
-        self.tools = list(tools)
-        return self
-
-    def with_tool(self, tool: Any) -> Agent:
-        self.tools.append(tool)
-        return self
-
-    def with_model(self, model: str) -> Agent:
-        """Another model of the same protocol and service (only the model id changes)."""
-        self.config.model_config = replace(self.config.model_config, id=model)
-        return self
-
-    def with_api_key(self, api_key: str) -> Agent:
-        self.config.model_config = replace(self.config.model_config, api_key=api_key)
-        return self
-
-    def with_provider_override(self, provider: Any) -> Agent:
-        """Seed 001 name of :meth:`with_provider`."""
-        return self.with_provider(provider)
-
-    def with_steering_mode(self, mode: QueueMode) -> Agent:
-        self.steering_queue.mode = QueueMode(mode)
-        return self
-
-    def with_follow_up_mode(self, mode: QueueMode) -> Agent:
-        self.follow_up_queue.mode = QueueMode(mode)
-        return self
-
-    def with_input_filter(self, flt: Any) -> Agent:
-        self.config.input_filters = [*self.config.input_filters, flt]
-        return self
 
     # ----------------------------------------------------------------- queues
 
@@ -193,22 +222,14 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         """Queue a message to process when the run would otherwise stop."""
         self.follow_up_queue.push(_as_message(message))
 
-    def clear_steering(self) -> None:
-        self.steering_queue.clear()
-
-    def clear_follow_up(self) -> None:
-        self.follow_up_queue.clear()
-
     def clear_queues(self) -> None:
-        self.clear_steering()
-        self.clear_follow_up()
-
-    def has_queued_messages(self) -> bool:
-        return bool(self.steering_queue) or bool(self.follow_up_queue)
+        """Forget every queued steering and follow-up message."""
+        self.steering_queue.clear()
+        self.follow_up_queue.clear()
 
     # ----------------------------------------------------------------- observing
 
-    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+    def subscribe(self, callback: EventSink) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run, synchronously, in order.
 
         Returns a function that unsubscribes. A callback may call ``abort()``, ``steer()``, start the
@@ -225,27 +246,43 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
 
         return unsubscribe
 
-    def unsubscribe_all(self) -> None:
-        """Remove every subscriber."""
-        with self._lock:
-            self._subscribers = ()
+    def record_sessions(self, recorder: SessionRecorder | None = None,
+                        store: SessionStore | None = None) -> SessionRecorder:
+        """Record every run (and its sub-agents) into ``recorder`` (a new one when None) and, with
+        ``store``, save what each run settled when it ends (SPEC SESS-7). Returns the recorder."""
+        from ..session import SessionRecorder
+
+        recorder = recorder if recorder is not None else SessionRecorder()
+        if recorder is not self._recorder:
+            if self._unrecord is not None:
+                self._unrecord()
+            self._unrecord = self.subscribe(recorder.on_event)
+        self._recorder, self._store = recorder, store
+        return recorder
+
+    @property
+    def recorder(self) -> SessionRecorder | None:
+        """The session recorder of :meth:`record_sessions`, if any."""
+        return self._recorder
+
+    @property
+    def store(self) -> SessionStore | None:
+        """Where recorded sessions are saved after each run, if anywhere."""
+        return self._store
 
     # ----------------------------------------------------------------- running
 
-    def prompt(self, text: str | AgentMessage | Sequence[AgentMessage],
-               images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
-        """Start a run with a new prompt; returns its live event stream at once."""
-        return self.prompt_with_sender(text, None, images)
-
-    def prompt_with_sender(self, text: str | AgentMessage | Sequence[AgentMessage], sender: Any,
-                           images: Sequence[ImageContent | tuple[str, str]] | None = None) -> EventStream[AgentResult]:
-        """Like ``prompt``, but events go to ``sender`` (an EventChannel or callable) instead."""
+    def prompt(self, text: Prompt, images: Images | None = None, *,
+               sender: EventSink | None = None) -> EventStream[AgentResult]:
+        """Start a run with a new prompt; returns its live event stream at once. With ``sender``
+        (an EventChannel or callable) the events go there instead of to the stream."""
         from ..loop.run import agent_loop
 
         prompts = _as_prompts(text, images)
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
 
-    def continue_loop(self, kind: ContinuationKind | str | None = None, sender: Any = None) -> EventStream[AgentResult]:
+    def continue_loop(self, kind: ContinuationKind | str | None = None, *,
+                      sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Resume from the current history (``default``, ``rerun`` or ``branch``).
 
         Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
@@ -253,40 +290,40 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         if isinstance(kind, str):
             kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
                     "branch": ContinuationKind.branch}[kind]()
-        kind = kind or ContinuationKind.default()
+        chosen = kind or ContinuationKind.default()
         from ..loop.run import agent_loop_continue, check_can_continue
 
         check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
-        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), kind, sender)
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender)
 
-    def resume(self, kind: ContinuationKind | str = "rerun", sender: Any = None) -> EventStream[AgentResult]:
+    def resume(self, kind: ContinuationKind | str = "rerun", *,
+               sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Resume an interrupted run (aborted, failed): the trailing reply that did not finish — and a
         tool step cut short, with its results — is dropped, then the run continues as ``kind``
         (``rerun`` or ``branch``), its ``parent_loop_id`` the interrupted run's loop id (SPEC AGENT-6)."""
-        from .snapshot import resume_point
-
         self._refuse_while_running("resume")
         keep = resume_point(self._messages)
         self._messages = self._messages[:keep]
-        return self.continue_loop(kind, sender)
+        return self.continue_loop(kind, sender=sender)
 
-    def send(self, message: str | AgentMessage | None = None, sender: Any = None) -> EventStream[AgentResult]:
+    def send(self, message: str | AgentMessage | None = None, *,
+             sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Start whichever run the history calls for (SPEC AGENT-7): with a message, a new prompt;
         without one, a continuation when the history awaits a reply (it ends with a user message or
         tool results), else :class:`~phi.errors.InvalidContinue`."""
         if message is not None:
-            return self.prompt_with_sender(message, sender)
-        return self.continue_loop(None, sender)
+            return self.prompt(message, sender=sender)
+        return self.continue_loop(None, sender=sender)
 
-    def run(self, text: str | AgentMessage | Sequence[AgentMessage] | None = None,
-            images: Sequence[ImageContent | tuple[str, str]] | None = None, timeout: float | None = None) -> AgentResult:
+    def run(self, text: Prompt | None = None, images: Images | None = None,
+            timeout: float | None = None) -> AgentResult:
         """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
 
         With ``timeout`` (seconds) the run is aborted at the deadline; the result then says
         ``timed_out`` (and ``outcome`` aborted). An exception from the run is raised here unchanged.
         """
         # nobody reads this run's events: they are dropped instead of queued until it ends
-        stream = self.continue_loop(sender=_drop) if text is None else self.prompt_with_sender(text, _drop, images)
+        stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
         if timeout is None or stream.wait(timeout):
             return stream.result()
         stream.abort()
@@ -295,10 +332,9 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         result.timed_out = True
         return result
 
-    def prompt_parallel(self, text: str | AgentMessage | Sequence[AgentMessage] | None,
-                        variants: Sequence[AgentLoopConfig | dict[str, Any]], strategy: Any = None,
-                        images: Sequence[ImageContent | tuple[str, str]] | None = None,
-                        sender: Any = None) -> EventStream[ParallelLoopResult]:
+    def prompt_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
+                        strategy: EvaluationStrategy | None = None, images: Images | None = None, *,
+                        sender: EventSink | None = None) -> EventStream[ParallelLoopResult]:
         """Run the prompt (or, with ``text=None``, a continuation) under several configurations at
         once and keep the best answer (SPEC AGENT-8). ``variants``: configs, or mappings of settings
         that replace the agent's own (``{"model_config": ..., "thinking_level": "high"}``);
@@ -317,15 +353,15 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
             check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id,
                                             session_id=self.session_id))
 
-        def body(ctx: AgentContext, cfg: Any, sink: Any, cancel: CancellationToken, loop_ids: list[str]) -> Any:
+        def body(ctx: AgentContext, cfg: AgentLoopConfig, sink: EventSink, cancel: CancellationToken,
+                 loop_ids: list[str]) -> ParallelLoopResult:
             ctx.loop_id = None if prompts else branch_point
             return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids)
 
         return self._start(body, None, sender, parallel=configs)
 
-    def run_parallel(self, text: str | AgentMessage | Sequence[AgentMessage] | None,
-                     variants: Sequence[AgentLoopConfig | dict[str, Any]], strategy: Any = None,
-                     images: Sequence[ImageContent | tuple[str, str]] | None = None,
+    def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
+                     strategy: EvaluationStrategy | None = None, images: Images | None = None,
                      timeout: float | None = None) -> ParallelLoopResult:
         """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline."""
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop)
@@ -367,39 +403,61 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         if threading.current_thread() is not self._worker:
             self.wait_for_idle(5.0)
 
+    def close(self) -> None:
+        """Abort a run in progress and close the tool sources (MCP servers stopped, HTTP sessions
+        ended). Safe to call twice (SPEC AGENT-5)."""
+        self.abort()
+        if threading.current_thread() is not self._worker:
+            self.wait_for_idle(5.0)
+        sources, self.tool_sources = self.tool_sources, []
+        close_sources(sources)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ----------------------------------------------------------------- identity (REQ-187..193, 215)
 
     def next_loop_id(self, config: AgentLoopConfig | None = None) -> str:
-        """The next loop id of this agent's session for ``config`` (default: the agent's own)."""
-        from ..loop.run import config_segment
+        """Take the next loop id of this agent's session for ``config`` (default: the agent's own)."""
+        from ..loop.identity import config_segment
 
         segment = config_segment(config or self.config)
         key = f"{self.session_id}.{segment}"
-        self.loop_counters[key] = self.loop_counters.get(key, 0) + 1
-        return f"{key}.{self.loop_counters[key]}"
+        self._loop_counters[key] = self._loop_counters.get(key, 0) + 1
+        return f"{key}.{self._loop_counters[key]}"
+
+    def check_and_rotate(self, threshold: float) -> str | None:
+        """Start a new session if idle for more than ``threshold`` seconds since the last run (REQ-215);
+        returns the new session id, or None."""
+        if self.last_active_at is not None and time.time() - self.last_active_at > threshold:
+            return self.new_session()
+        return None
 
     def new_session(self) -> str:
         """Start a new session id at once; loop counters and last_loop_id are cleared."""
         self.session_id = random_uuid()
-        self.loop_counters = {}
+        self._loop_counters = {}
         self.last_loop_id = None
         return self.session_id
-
-    def check_and_rotate(self, threshold: float) -> str | None:
-        """Rotate to a new session if idle for more than ``threshold`` seconds since the last run."""
-        if self.last_active_at is not None and time.time() - self.last_active_at > threshold:
-            return self.new_session()
-        return None
 
     # ----------------------------------------------------------------- persistence
 
     def save_messages(self) -> str:
         """The history as a JSON string (SPEC DATA-6)."""
+        import json
+
         return json.dumps([message_to_json(m) for m in self._messages], ensure_ascii=False)
 
     def restore_messages(self, text: str) -> None:
         """Replace the history with one saved by ``save_messages`` (refused while a run is active).
         Bad JSON raises DecodeError and leaves the history unchanged."""
+        import json
+
+        from ..errors import DecodeError
+
         self._refuse_while_running("restore messages")
         try:
             data = json.loads(text)
@@ -412,17 +470,17 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
         """A secret-free snapshot of the conversation and identity; ``.save(path)`` keeps it on disk."""
         model = self.config.model_config
         return AgentSnapshot([message_to_json(m) for m in self._messages], self.agent_id, self.session_id,
-                             dict(self.loop_counters), self.last_loop_id, system_prompt=self.system_prompt,
+                             dict(self._loop_counters), self.last_loop_id, system_prompt=self.system_prompt,
                              model={"id": model.id, "api": model.api, "provider": model.provider},
                              config_id=self.config.config_id)
 
     def restore(self, snapshot: AgentSnapshot) -> None:
-        """Return to a snapshot: its messages, identity and system prompt (refused while a run is
-        active). The model and its keys stay as this agent has them (SPEC AGENT-6)."""
+        """Return to a snapshot: its messages, identity, loop counters and system prompt (refused while
+        a run is active). The model and its keys stay as this agent has them (SPEC AGENT-6)."""
         self._refuse_while_running("restore a checkpoint")
         self._messages = messages_from_json(snapshot.messages)
         self.agent_id, self.session_id = snapshot.agent_id, snapshot.session_id
-        self.loop_counters = dict(snapshot.loop_counters)
+        self._loop_counters = dict(snapshot.loop_counters)
         self.last_loop_id = snapshot.last_loop_id
         if snapshot.system_prompt:
             self.system_prompt = snapshot.system_prompt
@@ -445,12 +503,13 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
                               "register one with phi.providers.registry.default_registry().register(...) "
                               "or pass provider=...")
 
-    def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: Any,
+    def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
                parallel: Sequence[AgentLoopConfig] | None = None) -> EventStream[Any]:
         """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
         history is settled when ``ParallelLoopEnd`` names the winner (SPEC AGENT-1, AGENT-8)."""
         self._check_provider()
-        system_prompt, tools = self._run_system_prompt(), self._recorded_tools(self._run_tools())
+        system_prompt = system_prompt_for_run(self.system_prompt, self.tool_sources)
+        tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder)
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
@@ -473,10 +532,11 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
 
         channel = EventChannel()
         stream: EventStream[Any] = EventStream(channel, threading.Event(), abort=cancel.cancel)
-        forward = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
+        forward: EventSink = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
         ends: dict[str, AgentEnd] = {}
         settled = threading.Event()
         base = list(context.messages)
+        recorder, store = self._recorder, self._store
 
         def settle(messages: list[AgentMessage] | None = None, last_loop_id: str | None = None) -> None:
             """The run is over: merge its history and go idle (once, before its end is heard)."""
@@ -492,13 +552,12 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
                 self._worker = None
                 self._idle.set()
 
-        def sink(event: Any) -> None:
-            kind = type(event)
-            if kind is AgentEnd:
+        def sink(event: AgentEvent) -> None:
+            if isinstance(event, AgentEnd):
                 ends.setdefault(event.loop_id, event)
                 if parallel is None:
                     settle()
-            elif kind is ParallelLoopEnd:
+            elif isinstance(event, ParallelLoopEnd):
                 winner = ends.get(event.selected_loop_id)
                 settle([*base, *winner.messages] if winner is not None else base, event.selected_loop_id)
             for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
@@ -510,7 +569,7 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
             try:
                 if parallel is None:
                     body(context, config, sink, cancel)
-                    result = AgentResult.of(ends[context.loop_id])  # type: ignore[index]
+                    result = AgentResult.of(ends[context.loop_id or ""])
                 else:
                     result = body(context, config, sink, cancel, loop_ids)
             except BaseException as exc:  # re-raised to the consumer by EventStream
@@ -520,17 +579,19 @@ class Agent(AgentSettings, AgentToolSources, AgentRecording):
                 settle(base if parallel else None)
                 if error is not None:
                     kept = [] if parallel else context.messages[len(base):]
-                    self._record_raised_run(loop_ids or [context.loop_id], kept)
-                self._save_sessions()
+                    record_raised_run(recorder, loop_ids or [context.loop_id or ""], kept)
+                save_sessions(recorder, store)
                 stream._finish(result, error)
 
-        worker = threading.Thread(target=work, name=f"phi-agent-{context.loop_id or loop_ids[0]}", daemon=True)  # type: ignore[index]
+        name = context.loop_id or (loop_ids[0] if loop_ids else "")
+        worker = threading.Thread(target=work, name=f"phi-agent-{name}", daemon=True)
         with self._lock:
             self._worker = worker
         worker.start()
         return stream
 
-def _drop(event: Any) -> None:
+
+def _drop(event: AgentEvent) -> None:
     """The sink of a run whose events nobody reads (``Agent.run``)."""
 
 
@@ -538,7 +599,7 @@ def _as_message(message: str | AgentMessage) -> AgentMessage:
     return UserMessage([TextContent(message)]) if isinstance(message, str) else message
 
 
-def _as_prompts(text: Any, images: Sequence[ImageContent | tuple[str, str]] | None) -> list[AgentMessage]:
+def _as_prompts(text: Prompt, images: Images | None) -> list[AgentMessage]:
     if isinstance(text, str):
         content: list[Content] = [TextContent(text)]
         for image in images or ():
@@ -546,9 +607,9 @@ def _as_prompts(text: Any, images: Sequence[ImageContent | tuple[str, str]] | No
         return [UserMessage(content)]
     if images:
         raise TypeError("images= is only for text prompts; put ImageContent blocks into your messages instead")
-    if isinstance(text, (list, tuple)):
-        return list(text)
-    return [text]
+    if isinstance(text, (UserMessage, AssistantMessage, ToolResultMessage, ExtensionMessage)):
+        return [text]
+    return list(text)
 
 
 __all__ = ["Agent"]

@@ -174,10 +174,7 @@ class Repl:
         config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False)
         session = Session(self.profile, LocalExecutionEnvironment(self.options.cwd), config)
         if carry is not None:
-            old = carry.agent
-            session.agent.messages = old.messages
-            session.agent.agent_id, session.agent.session_id = old.agent_id, old.session_id
-            session.agent.loop_counters, session.agent.last_loop_id = dict(old.loop_counters), old.last_loop_id
+            session.agent.restore(carry.agent.checkpoint())
             session.id = carry.id
         self._attach(session)
         self._apply_mode(session)

@@ -1,7 +1,7 @@
 """Recording the ``phi`` command's conversations and resuming them after a restart (issue 15).
 
 Every run of the coding session's agent is recorded by a :class:`~phi.session.SessionRecorder`
-(``Agent.with_session_recorder``) and, after each input, saved to a
+(``Agent.record_sessions``) and, after each input, saved to a
 :class:`~phi.session.JsonDirStore` (``$PHI_HOME/sessions`` by default; ``/save`` saves at once).
 
 Resuming (``/resume ID``, ``phi --resume ID``) loads the stored session and gives the new process's
@@ -42,7 +42,7 @@ class CliSessions:
 
     def attach(self, agent: Any) -> None:
         """Record ``agent``'s runs (call once per agent)."""
-        agent.with_session_recorder(self.recorder)
+        agent.record_sessions(self.recorder)
 
     def save(self) -> list[str]:
         """Save every session with new loops; returns their ids. Store errors propagate."""
@@ -83,10 +83,11 @@ class CliSessions:
             match = _LOOP_ID.match(loop.loop_id)
             if match:
                 counters[match.group(1)] = max(counters.get(match.group(1), 0), int(match.group(2)))
-        agent.messages = messages
-        agent.session_id, agent.agent_id = stored.session_id, stored.agent_id
-        agent.loop_counters = counters
-        agent.last_loop_id = loops[-1].loop_id if loops else None
+        from ..agent.snapshot import AgentSnapshot
+        from ..types import message_to_json
+
+        agent.restore(AgentSnapshot([message_to_json(m) for m in messages], stored.agent_id, stored.session_id,
+                                    counters, loops[-1].loop_id if loops else None))
         self._previous[stored.session_id] = stored
         return len(messages)
 

@@ -206,7 +206,7 @@ class Session:
             self._tag(message, "input")
             self._prepare_tools()
             self.agent.config.thinking_level = self.config.thinking_level()
-            run = self.agent.prompt_with_sender(message, self._bridge)
+            run = self.agent.prompt(message, sender=self._bridge)
         except BaseException:
             with self._lock:
                 self.state, self._stream = SessionState.IDLE, None

@@ -22,14 +22,15 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypedDict
 
 from ..providers.base import CacheConfig, StreamProvider
 from ..providers.model_config import ModelConfig
 from ..providers.retry import RetryConfig
-from ..types import AgentMessage, ContinuationKind, Message, ThinkingLevel, TurnTrigger
+from ..types import AgentMessage, ContinuationKind, Message, ThinkingLevel, TurnTrigger, Usage
 
 if TYPE_CHECKING:  # imported lazily at run time to keep ``import phi`` light
+    from ..context.config import ContextConfig, ExecutionLimits
     from .filters import InputFilter
     from .tool import AgentTool
 
@@ -56,9 +57,15 @@ class AgentContext:
     continuation_kind: ContinuationKind | None = None
 
 
+class CompactionStrategy(Protocol):
+    """Replaces the default compaction cascade (SPEC CTX-2): returns the messages to keep."""
+
+    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]: ...
+
+
 @dataclass
 class AgentLoopConfig:
-    """Every behavioural setting of a run (SPEC §4.1)."""
+    """Every behavioural setting of a run (SPEC §4.1). Enum settings also accept their string values."""
 
     model_config: ModelConfig = field(default_factory=ModelConfig.mock)
     provider: StreamProvider | None = None  # None: chosen by model_config.api from the registry
@@ -76,9 +83,9 @@ class AgentLoopConfig:
     tool_abort_grace_ms: int = 1000  # how long an aborted run waits for running tools to return
 
     retry_config: RetryConfig = field(default_factory=RetryConfig)
-    context_config: Any = None  # phi.context.ContextConfig; None disables compaction
-    compaction_strategy: Any = None  # object with compact(messages, context_config) -> messages
-    execution_limits: Any = None  # phi.context.ExecutionLimits; None: no limits
+    context_config: ContextConfig | None = None  # None disables compaction
+    compaction_strategy: CompactionStrategy | None = None  # None: the default cascade
+    execution_limits: ExecutionLimits | None = None  # None: no limits
     input_filters: Sequence[InputFilter | Callable[[str], Any]] = ()
 
     # Queue sources (SPEC LOOP-8, LOOP-9): ``get_*`` takes messages; ``put_back_*`` returns messages
@@ -94,12 +101,59 @@ class AgentLoopConfig:
     convert_to_llm: Callable[[list[AgentMessage]], list[Message]] | None = None
     get_api_key: Callable[[str], str | None] | None = None
 
-    before_loop: Callable[[list[AgentMessage], int], Any] | None = None
-    after_loop: Callable[[list[AgentMessage], Any], Any] | None = None
-    before_turn: Callable[[list[AgentMessage], int], Any] | None = None
-    after_turn: Callable[[list[AgentMessage], Any], Any] | None = None
-    on_error: Callable[[str], Any] | None = None
-    before_tool_execution: Callable[[str, str, Any], Any] | None = None
-    after_tool_execution: Callable[[str, str, bool], Any] | None = None
-    before_tool_execution_update: Callable[[str, str, str], Any] | None = None
-    after_tool_execution_update: Callable[[str, str, str], Any] | None = None
+    before_loop: Callable[[list[AgentMessage], int], object] | None = None
+    after_loop: Callable[[list[AgentMessage], Usage], object] | None = None
+    before_turn: Callable[[list[AgentMessage], int], object] | None = None
+    after_turn: Callable[[list[AgentMessage], Usage], object] | None = None
+    on_error: Callable[[str], object] | None = None
+    before_tool_execution: Callable[[str, str, Any], object] | None = None
+    after_tool_execution: Callable[[str, str, bool], object] | None = None
+    before_tool_execution_update: Callable[[str, str, str], object] | None = None
+    after_tool_execution_update: Callable[[str, str, str], object] | None = None
+
+    def __post_init__(self) -> None:
+        self.thinking_level = ThinkingLevel(self.thinking_level)
+        self.tool_execution = ToolExecution(self.tool_execution)
+        self.first_turn_trigger = TurnTrigger(self.first_turn_trigger)
+
+
+QUEUE_SOURCES = ("get_steering_messages", "get_follow_up_messages", "put_back_steering_messages",
+                 "put_back_follow_up_messages")
+
+
+class LoopSettings(TypedDict, total=False):
+    """The settings of :class:`AgentLoopConfig` an :class:`~phi.agent.Agent` takes as keyword arguments
+    (all but the queue sources, which are the agent's own queues). Kept equal to the dataclass by
+    ``tests/test_layout.py``."""
+
+    model_config: ModelConfig
+    provider: StreamProvider | None
+    thinking_level: ThinkingLevel
+    max_tokens: int | None
+    temperature: float | None
+    cache_config: CacheConfig
+    config_id: str | None
+    first_turn_trigger: TurnTrigger
+    metadata: Any
+    tool_execution: ToolExecution
+    batch_size: int
+    tool_timeout_ms: int | None
+    tool_abort_grace_ms: int
+    retry_config: RetryConfig
+    context_config: ContextConfig | None
+    compaction_strategy: CompactionStrategy | None
+    execution_limits: ExecutionLimits | None
+    input_filters: Sequence[InputFilter | Callable[[str], Any]]
+    clock: Callable[[], float]
+    transform_context: Callable[[list[AgentMessage]], list[AgentMessage]] | None
+    convert_to_llm: Callable[[list[AgentMessage]], list[Message]] | None
+    get_api_key: Callable[[str], str | None] | None
+    before_loop: Callable[[list[AgentMessage], int], object] | None
+    after_loop: Callable[[list[AgentMessage], Usage], object] | None
+    before_turn: Callable[[list[AgentMessage], int], object] | None
+    after_turn: Callable[[list[AgentMessage], Usage], object] | None
+    on_error: Callable[[str], object] | None
+    before_tool_execution: Callable[[str, str, Any], object] | None
+    after_tool_execution: Callable[[str, str, bool], object] | None
+    before_tool_execution_update: Callable[[str, str, str], object] | None
+    after_tool_execution_update: Callable[[str, str, str], object] | None

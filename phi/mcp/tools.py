@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, ToolCancelled, ToolError
 from ..log import get_logger
@@ -139,6 +139,21 @@ class McpToolset:
         self._lock = threading.Lock()
         self._tools: list[McpToolAdapter] | None = None
         self._version = -1
+
+    @classmethod
+    def stdio(cls, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None, *,
+              prefix: str | None = None, **options: Any) -> McpToolset:
+        """Start an MCP server as a child process and offer its tools (named ``{prefix}__{name}`` when
+        ``prefix`` is given): ``Agent(tool_sources=[McpToolset.stdio("npx", [...])])``. Connects now:
+        a server that cannot start raises ``McpError``. ``options`` go to :meth:`McpClient.connect_stdio`."""
+        return cls(McpClient.connect_stdio(command, list(args), env, **options), prefix=prefix)
+
+    @classmethod
+    def http(cls, url: str, headers: Mapping[str, str] | None = None, *, prefix: str | None = None,
+             **options: Any) -> McpToolset:
+        """Connect to an MCP server over Streamable HTTP and offer its tools. Connects now;
+        ``options`` go to :meth:`McpClient.connect_http`."""
+        return cls(McpClient.connect_http(url, headers, **options), prefix=prefix)
 
     def tools(self) -> list[McpToolAdapter]:
         with self._lock:

@@ -25,12 +25,15 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..log import get_logger
 from .errors import SkillError
 from .rules import SkillWarning, check_skill
 from .skill import Skill
+
+if TYPE_CHECKING:
+    from ..loop.tool import AgentTool
 
 __all__ = ["SkillSet", "SKILL_FILE_NAMES", "MAX_DEPTH", "MAX_DIRS"]
 
@@ -45,10 +48,21 @@ MAX_DIRS = 2000
 _SKIP_DIRS = frozenset({".git", "node_modules"})
 
 
-class SkillSet:
-    """An immutable, name-keyed collection of skills, sorted by directory name then name."""
+#: The line before the catalog when the model has the ``read_skill`` tool.
+SKILLS_INSTRUCTION = ("When a task matches a skill's description below, call read_skill with its name before you "
+                      "start, then follow its instructions.")
 
-    def __init__(self, skills: Iterable[Skill] = (), errors: Iterable[SkillError] = ()) -> None:
+
+class SkillSet:
+    """An immutable, name-keyed collection of skills, sorted by directory name then name.
+
+    It is also an Agent tool source (SPEC AGENT-5): ``Agent(tool_sources=[SkillSet.load(dirs)])``
+    ends the system prompt of every run with the catalog (:meth:`instructions`) and offers the
+    ``read_skill`` tool (:meth:`tools`), unless made with ``read_tool=False``.
+    """
+
+    def __init__(self, skills: Iterable[Skill] = (), errors: Iterable[SkillError] = (), *,
+                 read_tool: bool = True) -> None:
         by_name: dict[str, Skill] = {}
         for skill in skills:
             _put(by_name, skill)
@@ -56,13 +70,16 @@ class SkillSet:
         self._by_name = {skill.name: skill for skill in self._skills}
         #: The skills that could not be loaded (each names its file), in the order met.
         self.errors: tuple[SkillError, ...] = tuple(errors)
+        #: Whether, as a tool source, the set offers the ``read_skill`` tool.
+        self.read_tool = read_tool
+        self._read_skill: AgentTool | None = None
 
     @classmethod
-    def load(cls, dirs: Iterable[str | Path] | str | Path, *, strict: bool = False) -> SkillSet:
+    def load(cls, dirs: Iterable[str | Path] | str | Path, *, strict: bool = False, read_tool: bool = True) -> SkillSet:
         """Load every directory of ``dirs`` in turn (sources ``dir:0``, ``dir:1``, ...); later ones win."""
         if isinstance(dirs, (str, os.PathLike)):
             dirs = [dirs]
-        result = cls()
+        result = cls(read_tool=read_tool)
         for index, directory in enumerate(dirs):
             result = result.merge(cls.load_dir(directory, source=f"dir:{index}", strict=strict))
         return result
@@ -83,8 +100,8 @@ class SkillSet:
         return cls(skills, errors)
 
     def merge(self, other: SkillSet) -> SkillSet:
-        """A new set with the skills of both; ``other``'s win on a name conflict."""
-        return SkillSet([*self._skills, *other._skills], [*self.errors, *other.errors])
+        """A new set with the skills of both; ``other``'s win on a name conflict (``read_tool`` is this one's)."""
+        return SkillSet([*self._skills, *other._skills], [*self.errors, *other.errors], read_tool=self.read_tool)
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)
@@ -124,6 +141,24 @@ class SkillSet:
                       "<location>", str(skill.file_path), "</location>", "</skill>"]
         lines.append("</available_skills>")
         return "\n".join(lines)
+
+
+    # ----------------------------------------------------------------- as an Agent tool source
+
+    def tools(self) -> list[AgentTool]:
+        """``[read_skill]`` over this set (none for an empty set or with ``read_tool=False``)."""
+        if not self._skills or not self.read_tool:
+            return []
+        if self._read_skill is None:
+            from .read_tool import read_skill_tool
+
+            self._read_skill = read_skill_tool(self)
+        return [self._read_skill]
+
+    def instructions(self) -> str:
+        """The catalog for the system prompt, after :data:`SKILLS_INSTRUCTION` when the model can read skills."""
+        catalog = self.format_for_prompt()
+        return f"{SKILLS_INSTRUCTION}\n{catalog}" if catalog and self.read_tool else catalog
 
 
 def _put(by_name: dict[str, Skill], skill: Skill) -> None:

@@ -92,7 +92,7 @@ def model_for(name: str, url: str):
 
 
 def run(server: CountingServer, name: str, calls: int, fresh: bool) -> tuple[int, float]:
-    from phi.cancel import CancellationToken
+    from phi.concurrency.cancel import CancellationToken
     from phi.providers.base import StreamConfig
     from phi.providers.registry import ProviderRegistry
     from phi.types import UserMessage

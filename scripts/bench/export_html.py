@@ -4,7 +4,7 @@
 The session is built directly (no model run): one run of N turns, each an assistant reply with a
 thinking block, a text block and one ``edit_file`` call whose result carries ``--output-kb`` KiB of
 output; every fifth call is a ``write_file``. It is saved to a JsonDirStore in a temp directory and
-exported with ``phi.cli_export.main`` (load, render, write), best of ``--repeat``. Prints the
+exported with ``phi.export.command.main`` (load, render, write), best of ``--repeat``. Prints the
 figures, then one JSON line.
 
     .venv/bin/python scripts/bench/export_html.py --turns 2000
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from phi.cli_export import main  # noqa: E402
+from phi.export.command import main  # noqa: E402
 from phi.session import FirstLoop, JsonDirStore, LoopRecord, LoopStatus, Session  # noqa: E402
 from phi.types import (AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage,  # noqa: E402
                        Usage, UserMessage)

@@ -43,7 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from phi import Agent, ContextConfig, ScriptedProvider  # noqa: E402
-from phi.agent_tool import FunctionTool  # noqa: E402
+from phi.loop.tool import FunctionTool  # noqa: E402
 from phi.context import DefaultCompaction, IncrementalCompaction, compact_messages  # noqa: E402
 from phi.context import compaction  # noqa: E402
 from phi.events import MessageEnd  # noqa: E402

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from phi.evaluation import PickFirstEvaluation, agent_loop_parallel  # noqa: E402
 from phi.loop import agent_loop  # noqa: E402
-from phi.loop_config import AgentContext, AgentLoopConfig  # noqa: E402
+from phi.loop.config import AgentContext, AgentLoopConfig  # noqa: E402
 from phi.providers.mock import ScriptedProvider  # noqa: E402
 from phi.types import UserMessage  # noqa: E402
 

@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from phi.loop import agent_loop  # noqa: E402
-from phi.loop_config import AgentContext, AgentLoopConfig  # noqa: E402
+from phi.loop.config import AgentContext, AgentLoopConfig  # noqa: E402
 from phi.providers.mock import ScriptedProvider  # noqa: E402
 from phi.session import JsonDirStore, Session, SessionRecorder, SqliteStore  # noqa: E402
 from phi.types import UserMessage  # noqa: E402

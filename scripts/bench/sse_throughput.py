@@ -120,7 +120,7 @@ def serve(bodies: dict[str, bytes], chunk: int) -> ThreadingHTTPServer:
 
 
 def bench_phi(url: str, kind: str, repeat: int) -> dict[str, float]:
-    from phi.cancel import CancellationToken
+    from phi.concurrency.cancel import CancellationToken
     from phi.providers.base import StreamConfig
     from phi.providers.model_config import ModelConfig
     from phi.providers.registry import get_provider
@@ -151,7 +151,7 @@ def bench_phi(url: str, kind: str, repeat: int) -> dict[str, float]:
 def bench_big_event(url: str, megabytes: int, chunk: int, repeat: int) -> dict[str, float]:
     """Seconds to decode one ``megabytes`` MB event (decoder only, ``chunk``-byte reads), and for
     a whole Gemini call whose reply carries it (HTTP, parser, message assembly)."""
-    from phi.cancel import CancellationToken
+    from phi.concurrency.cancel import CancellationToken
     from phi.providers.base import StreamConfig
     from phi.providers.model_config import ModelConfig
     from phi.providers.registry import get_provider

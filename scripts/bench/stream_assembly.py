@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from phi import Agent  # noqa: E402
-from phi.cancel import CancellationToken  # noqa: E402
+from phi.concurrency.cancel import CancellationToken  # noqa: E402
 from phi.providers.base import AssistantBuilder, StreamConfig, StreamEventSink  # noqa: E402
 from phi.types import AssistantMessage, StopReason  # noqa: E402
 

@@ -20,8 +20,8 @@ import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from phi.agent_tool import ToolContext  # noqa: E402
-from phi.cancel import CancellationToken  # noqa: E402
+from phi.loop.tool import ToolContext  # noqa: E402
+from phi.concurrency.cancel import CancellationToken  # noqa: E402
 from phi.tools.edit_file import CodingEditFileTool  # noqa: E402
 from phi.tools.environment import LocalExecutionEnvironment  # noqa: E402
 from phi.tools.process import reaper_available, run_process  # noqa: E402

@@ -84,7 +84,7 @@ def base_url(url: str, name: str) -> str:
 
 
 def phi_summary(name: str, url: str) -> dict:
-    from phi.cancel import CancellationToken
+    from phi.concurrency.cancel import CancellationToken
     from phi.providers.base import ProviderError, StreamConfig
     from phi.providers.model_config import ModelConfig
     from phi.providers.registry import ProviderRegistry

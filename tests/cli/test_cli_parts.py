@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from phi.cli_approval import ApprovalGate
-from phi.cli_options import CliOptions, NoModel, choose_profile_id, make_profile, parse
-from phi.cli_render import Renderer, Style, TurnStats, file_diff, gauge, status_line, summary, touched_paths
+from phi.cli.approval import ApprovalGate
+from phi.cli.options import CliOptions, NoModel, choose_profile_id, make_profile, parse
+from phi.cli.render import Renderer, Style, TurnStats, file_diff, gauge, status_line, summary, touched_paths
 from phi.coding import ApprovalRequest, EventKind, SessionEvent
 from phi.errors import ConfigError
 from phi.types import Usage
@@ -190,7 +190,7 @@ def test_deny_all_releases_waiting_calls():
 
 def test_saving_after_a_resume_keeps_the_loops_from_before(tmp_path):
     from phi import Agent
-    from phi.cli_sessions import CliSessions
+    from phi.cli.sessions import CliSessions
     from phi.providers.mock import ScriptedProvider
 
     first = CliSessions(tmp_path)
@@ -214,7 +214,7 @@ def test_saving_after_a_resume_keeps_the_loops_from_before(tmp_path):
 
 
 def test_without_reported_usage_the_gauge_uses_the_token_estimate():
-    from phi.cli_render import context_estimate
+    from phi.cli.render import context_estimate
     from phi.types import UserMessage
 
     renderer = Renderer(io.StringIO(), Style(False))
@@ -232,8 +232,8 @@ def test_without_reported_usage_the_gauge_uses_the_token_estimate():
 
 @pytest.fixture
 def repl(tmp_path):
-    from phi.cli_repl import Repl
-    from phi.cli_sessions import CliSessions
+    from phi.cli.repl import Repl
+    from phi.cli.sessions import CliSessions
 
     options = CliOptions(offline=True, cwd=str(tmp_path), color="never")
     out = io.StringIO()
@@ -243,7 +243,7 @@ def repl(tmp_path):
 
 
 def test_export_writes_the_page_of_this_session_from_the_repls_own_store(repl, monkeypatch, tmp_path):
-    from phi.cli_commands import dispatch
+    from phi.cli.commands import dispatch
 
     monkeypatch.setenv("PHI_HOME", str(tmp_path / "elsewhere"))  # not where this REPL keeps its sessions
     repl.run_input("hello there")
@@ -255,7 +255,7 @@ def test_export_writes_the_page_of_this_session_from_the_repls_own_store(repl, m
 
 
 def test_always_allow_lasts_for_one_conversation(repl):
-    from phi.cli_commands import dispatch
+    from phi.cli.commands import dispatch
 
     repl.gate.trusted.add("shell")
     dispatch(repl, "/model offline-2")  # the same conversation goes on
@@ -265,7 +265,7 @@ def test_always_allow_lasts_for_one_conversation(repl):
 
 
 def test_resume_of_an_unknown_session_keeps_the_current_one(repl):
-    from phi.cli_commands import dispatch
+    from phi.cli.commands import dispatch
 
     before = repl.session
     dispatch(repl, "/resume no-such-session")
@@ -283,7 +283,7 @@ def test_print_task_from_stdin(monkeypatch):
 
 
 def test_a_line_read_as_a_run_ended_is_the_next_input():
-    from phi.cli_repl import Terminal
+    from phi.cli.repl import Terminal
 
     out = io.StringIO()
     terminal = Terminal(io.StringIO("typed later\n"), out)
@@ -312,7 +312,7 @@ def test_on_a_terminal_a_running_call_shows_a_line_that_its_end_replaces():
 def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
     from pathlib import Path
 
-    from phi.cli_options import default_sessions_dir, sessions_dir
+    from phi.cli.options import default_sessions_dir, sessions_dir
 
     assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
     assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
@@ -320,7 +320,7 @@ def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
 
 
 def test_a_running_call_line_shows_its_latest_output_line(monkeypatch):
-    import phi.cli_render as render
+    import phi.cli.render as render
 
     monkeypatch.setattr(render, "LIVE_REFRESH_S", 0.0)
     out = io.StringIO()
@@ -351,12 +351,12 @@ def test_phi_export_is_dispatched_to_the_export_command(monkeypatch, capsys):
     from phi.cli import main
 
     calls = []
-    fake = types.ModuleType("phi.cli_export")
+    fake = types.ModuleType("phi.export.command")
     fake.main = lambda argv: calls.append(argv) or 7
-    monkeypatch.setitem(sys.modules, "phi.cli_export", fake)
+    monkeypatch.setitem(sys.modules, "phi.export.command", fake)
     assert main(["export", "abc", "--html", "out.html"]) == 7 and calls == [["abc", "--html", "out.html"]]
-    monkeypatch.setitem(sys.modules, "phi.cli_export", None)
-    assert main(["export", "abc"]) == 2 and "phi export needs phi.cli_export" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "phi.export.command", None)
+    assert main(["export", "abc"]) == 2 and "phi export needs phi.export.command" in capsys.readouterr().err
 
 
 def test_no_running_line_is_drawn_between_a_question_and_its_answer():
@@ -374,7 +374,7 @@ def test_no_running_line_is_drawn_between_a_question_and_its_answer():
 @pytest.mark.parametrize("env, expected", [({"VISUAL": "code --wait", "EDITOR": "nano"}, ["code", "--wait"]),
                                            ({"VISUAL": "", "EDITOR": "nano -R"}, ["nano", "-R"]), ({}, ["vi"])])
 def test_editor_is_visual_then_editor_then_vi(monkeypatch, env, expected):
-    from phi.cli_commands import editor_command
+    from phi.cli.commands import editor_command
 
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.delenv("EDITOR", raising=False)
@@ -384,7 +384,7 @@ def test_editor_is_visual_then_editor_then_vi(monkeypatch, env, expected):
 
 
 def test_the_editors_file_is_removed_and_a_failing_editor_sends_nothing(repl, monkeypatch, tmp_path):
-    from phi.cli_commands import dispatch
+    from phi.cli.commands import dispatch
 
     seen = tmp_path / "seen"
     editor = tmp_path / "editor.sh"
@@ -398,7 +398,7 @@ def test_the_editors_file_is_removed_and_a_failing_editor_sends_nothing(repl, mo
 
 
 def test_clear_and_resume_start_the_session_totals_afresh(repl):
-    from phi.cli_commands import dispatch
+    from phi.cli.commands import dispatch
 
     repl.run_input("hello there")
     first = repl.session.id

@@ -1,10 +1,10 @@
-"""phi.pricing: cost per category and total from Usage (seed 002 §3.3); unknown models cost None."""
+"""phi.providers.pricing: cost per category and total from Usage (seed 002 §3.3); unknown models cost None."""
 
 from __future__ import annotations
 
 import pytest
 
-from phi.pricing import PRICES, Cost, ModelPrice, cost_of, format_cost, price_for, set_price
+from phi.providers.pricing import PRICES, Cost, ModelPrice, cost_of, format_cost, price_for, set_price
 from phi.providers.model_config import ModelConfig
 from phi.types import Usage
 

@@ -19,7 +19,7 @@ from phi.coding import (
 from phi.coding.registry import ToolCallContext
 from phi.coding.toolsets import argv_to_command, command_timeouts
 from phi.errors import ConfigError
-from phi.function_tool import tool
+from phi.tools.function_tool import tool
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 from phi.types import ToolDefinition

@@ -11,9 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.evaluation import ParallelLoopResult, agent_loop_parallel
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider
 from phi.providers.retry import RetryConfig
 from phi.types import UserMessage

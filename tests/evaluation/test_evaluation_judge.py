@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from evaluation_helpers import branch, fresh_context, prompts, reply, run_parallel
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.evaluation import LlmJudgeEvaluation
-from phi.judge import DEFAULT_JUDGE_SYSTEM_PROMPT, parse_choice
+from phi.evaluation.judge import DEFAULT_JUDGE_SYSTEM_PROMPT, parse_choice
 from phi.types import AssistantMessage, TextContent, ToolResultMessage, Usage, UserMessage
 
 CLOSING = "Which response answers the query best? Reply with the number of that response only (1 to {n})."

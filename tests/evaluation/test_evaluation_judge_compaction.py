@@ -8,7 +8,7 @@ from evaluation_helpers import branch, fresh_context, prompts, reply, run_parall
 from phi.context import ContextConfig, estimate_tokens
 from phi.context.tokens import USER_OVERHEAD
 from phi.evaluation import LlmJudgeEvaluation
-from phi.judge_compaction import (
+from phi.evaluation.judge_prompt import (
     compact_for_judge,
     fair_shares,
     fit_text,

@@ -9,8 +9,8 @@ import time
 import pytest
 from evaluation_helpers import branch, branch_threads, fresh_context, prompts, reply, run_parallel
 
-from phi.agent_tool import FunctionTool
-from phi.cancel import CancellationToken
+from phi.loop.tool import FunctionTool
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError, InvalidContinue
 from phi.evaluation import (
     ParallelLoopOutcome,
@@ -20,7 +20,7 @@ from phi.evaluation import (
     branch_configs,
     merge_selected,
 )
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.types import (
     AssistantMessage,
     ContinuationKind,
@@ -285,7 +285,7 @@ def test_arguments_are_checked_before_anything_runs():
 
 
 def test_an_event_channel_works_as_the_sink():
-    from phi.channel import EventChannel
+    from phi.concurrency.channel import EventChannel
 
     channel = EventChannel()
     result = agent_loop_parallel(prompts("q"), AgentContext(), [branch([reply("a")])], PickFirstEvaluation(), channel)

@@ -17,7 +17,7 @@ from phi.evaluation import (
     TransparentEvaluation,
     agent_loop_parallel,
 )
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.types import Usage
 
 FAIL = {"error": {"kind": "api", "message": "boom"}}

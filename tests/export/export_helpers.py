@@ -1,6 +1,6 @@
 """Real recorded sessions for the export tests: an Agent with real tools (write, edit, apply_patch,
 bash, a SubAgentTool child) and a parallel run, scripted with ScriptedProvider, recorded with
-Agent.with_session_recorder into a JsonDirStore."""
+Agent(store=...) into a JsonDirStore."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def record_session(tmp_path: Path) -> Recorded:
     ])
     store = JsonDirStore(tmp_path / "sessions")
     tools = [WriteFileTool(env), EditFileTool(env), ApplyPatchTool(env), BashTool(env), researcher]
-    agent = Agent(provider=script, tools=tools).with_session_recorder(store=store)
+    agent = Agent(provider=script, tools=tools, store=store)
     result = agent.run("Please update the notes " + HOSTILE)
     assert result.text.startswith("All done"), result
     variants = [{"provider": ScriptedProvider([reply("Long answer with many words.", tokens=300)]), "config_id": "wordy"},

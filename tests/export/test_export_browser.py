@@ -18,7 +18,7 @@ import pytest
 from export_helpers import HOSTILE
 from page_parser import parse_page
 
-from phi.cli_export import main
+from phi.export.command import main
 
 BROWSER = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium binary on PATH (scripts/install-debian-peers "

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from phi.export_html import export_session_html
+from phi.export.html import export_session_html
 from phi.session import NotFound
 
 

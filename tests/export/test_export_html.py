@@ -10,8 +10,8 @@ import re
 from export_helpers import HOSTILE, SECRET
 from page_parser import parse_page
 
-from phi.cli_export import main
-from phi.cli_options import default_sessions_dir
+from phi.export.command import main
+from phi.cli.options import default_sessions_dir
 from phi.session import JsonDirStore, SqliteStore
 
 
@@ -186,7 +186,7 @@ def test_sub_agents_of_runs_reusing_a_tool_call_id_stay_with_their_run(tmp_path)
     script = ScriptedProvider([call("c1", "helper", {"task": "one"}), reply("one done"),
                                call("c1", "helper", {"task": "two"}), reply("two done")])
     store = JsonDirStore(tmp_path / "s")
-    agent = Agent(provider=script, tools=[helper]).with_session_recorder(store=store)
+    agent = Agent(provider=script, tools=[helper], store=store)
     agent.run("first")
     agent.run("second")
     out = tmp_path / "reuse.html"

@@ -8,10 +8,10 @@ import base64
 from export_helpers import HOSTILE
 from page_parser import parse_page
 
-from phi.export_diff import edit_diffs, unified
-from phi.export_html import render_html
-from phi.export_redact import Redactor
-from phi.export_tree import ExportTree
+from phi.export.diff import edit_diffs, unified
+from phi.export.html import render_html
+from phi.export.redact import Redactor
+from phi.export.tree import ExportTree
 from phi.session import ChildLoopRef, LoopRecord, LoopStatus, Session, SpawnRef
 from phi.types import (AssistantMessage, ContinuationKind, ExtensionMessage, ImageContent, TextContent,
                        ThinkingContent, ToolCall, ToolResultMessage, Usage, UserMessage)

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from phi.agent_tool import FunctionTool, ToolContext
-from phi.cancel import CancellationToken
+from phi.loop.tool import FunctionTool, ToolContext
+from phi.concurrency.cancel import CancellationToken
 from phi.loop import agent_loop, agent_loop_continue
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider
 from phi.providers.retry import RetryConfig
 from phi.types import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage

@@ -7,9 +7,9 @@ import time
 
 from loop_helpers import call, run, text_of, text_tool, tool_turn
 
-from phi.cancel import CancellationToken
-from phi.loop_config import ToolExecution
-from phi.tool_exec import ABORTED
+from phi.concurrency.cancel import CancellationToken
+from phi.loop.config import ToolExecution
+from phi.loop.tool_execution import ABORTED
 from phi.types import AssistantMessage, StopReason, ToolResultMessage, UserMessage
 
 

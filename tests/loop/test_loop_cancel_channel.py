@@ -11,10 +11,10 @@ import weakref
 import pytest
 from loop_helpers import call, text_tool, tool_turn
 
-from phi.cancel import CancellationToken
-from phi.channel import EventChannel, EventStream
+from phi.concurrency.cancel import CancellationToken
+from phi.concurrency.channel import EventChannel, EventStream
 from phi.loop import agent_loop
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider
 from phi.types import UserMessage
 

@@ -13,9 +13,9 @@ import pytest
 from history_checks import assert_valid_conversation
 from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.context.config import ExecutionLimits
-from phi.queues import MessageQueue
+from phi.concurrency.queues import MessageQueue
 from phi.types import QueueMode, RunOutcome, ToolResultMessage, UserMessage
 
 
@@ -156,7 +156,7 @@ def test_a_subscriber_raising_on_tool_execution_update_is_not_the_tools_result()
             raise Boom("consumer")
 
     from phi.loop import agent_loop
-    from phi.loop_config import AgentContext, AgentLoopConfig
+    from phi.loop.config import AgentContext, AgentLoopConfig
     from phi.providers.mock import ScriptedProvider
 
     context = AgentContext(tools=[text_tool("t", tool)])
@@ -188,7 +188,7 @@ def test_a_subscriber_raising_on_tool_execution_end_leaves_every_call_answered()
             raise Boom("consumer")
 
     from phi.loop import agent_loop
-    from phi.loop_config import AgentContext, AgentLoopConfig
+    from phi.loop.config import AgentContext, AgentLoopConfig
     from phi.providers.mock import ScriptedProvider
 
     context = AgentContext(tools=[text_tool("fast", fast), text_tool("slow", slow)])
@@ -225,7 +225,7 @@ def test_a_raising_hook_reaches_the_caller_with_a_valid_history(hook):
 
 def test_history_after_a_raising_hook_is_valid_and_continuable():
     from phi.loop import agent_loop, agent_loop_continue
-    from phi.loop_config import AgentContext, AgentLoopConfig
+    from phi.loop.config import AgentContext, AgentLoopConfig
     from phi.providers.mock import ScriptedProvider
 
     def after_tool(name, call_id, is_error):

@@ -12,7 +12,7 @@ from phi.errors import ToolError
 from phi.providers.base import ProviderError
 from phi.providers.mock import ScriptedProvider
 from phi.providers.retry import RetryConfig
-from phi.tool_exec import TRUNCATED_CALL
+from phi.loop.tool_execution import TRUNCATED_CALL
 from phi.types import StopReason, ToolResultMessage
 
 FAST_RETRY = RetryConfig(max_retries=3, initial_delay_ms=1, max_delay_ms=5, jitter=False)

@@ -7,8 +7,8 @@ import time
 from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
 
 from phi.context.config import ExecutionLimits
-from phi.filters import FilterResult
-from phi.tool_exec import VETOED
+from phi.loop.filters import FilterResult
+from phi.loop.tool_execution import VETOED
 from phi.types import UserMessage
 
 

@@ -6,7 +6,7 @@ import threading
 
 from loop_helpers import call, run, text_of, text_tool, tool_turn
 
-from phi.loop_config import ToolExecution
+from phi.loop.config import ToolExecution
 from phi.types import ToolResult
 
 
@@ -185,7 +185,7 @@ def test_an_abandoned_tool_never_reports_after_its_end():
 
 
 def _after_loop_paths():
-    from phi.cancel import CancellationToken
+    from phi.concurrency.cancel import CancellationToken
     from phi.context.config import ExecutionLimits
 
     cancelled = CancellationToken()

@@ -9,7 +9,7 @@ from loop_helpers import run
 
 from phi.errors import InvalidContinue
 from phi.loop import agent_loop_continue, config_segment
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider
 from phi.providers.model_config import ModelConfig
 from phi.types import (

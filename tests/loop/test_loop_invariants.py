@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from loop_helpers import check_announcements, run, text_tool
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ToolError
-from phi.loop_config import ToolExecution
+from phi.loop.config import ToolExecution
 from phi.providers.mock import ScriptedProvider
 from phi.providers.retry import RetryConfig
-from phi.queues import MessageQueue
+from phi.concurrency.queues import MessageQueue
 from phi.types import (
     AssistantMessage,
     QueueMode,

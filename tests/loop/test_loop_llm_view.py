@@ -10,7 +10,7 @@ from loop_helpers import call, run, text_tool, tool_turn
 
 from phi.context.config import ContextConfig
 from phi.loop import LLMView, agent_loop_continue, default_convert_to_llm
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider
 from phi.types import AssistantMessage, ExtensionMessage, StopReason, TextContent, UserMessage
 

@@ -7,7 +7,7 @@ import time
 
 from loop_helpers import call, run, text_of, text_tool, tool_turn
 
-from phi.loop_config import ToolExecution
+from phi.loop.config import ToolExecution
 
 
 def _sleepy(active, peak, lock):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from loop_helpers import call, check_announcements, run, text_of, text_tool, tool_turn
 
-from phi.loop_config import ToolExecution
-from phi.queues import MessageQueue
-from phi.tool_exec import SKIPPED_FOR_STEERING
+from phi.loop.config import ToolExecution
+from phi.concurrency.queues import MessageQueue
+from phi.loop.tool_execution import SKIPPED_FOR_STEERING
 from phi.types import QueueMode, ToolResultMessage, UserMessage
 
 

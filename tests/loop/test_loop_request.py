@@ -6,11 +6,11 @@ import uuid
 
 from loop_helpers import call, run, text_tool, tool_turn
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.loop import default_convert_to_llm
-from phi.loop_config import AgentContext
+from phi.loop.config import AgentContext
 from phi.providers.mock import ScriptedProvider
-from phi.queues import MessageQueue
+from phi.concurrency.queues import MessageQueue
 from phi.types import (
     AssistantMessage,
     ExtensionMessage,

@@ -14,7 +14,7 @@ import tracemalloc
 from loop_helpers import run
 
 from phi import Agent
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.events import MessageUpdate, StreamDelta, event_from_json, event_to_json
 from phi.providers.base import AssistantBuilder, StreamConfig
 from phi.types import AssistantMessage, StopReason, TextContent, ThinkingContent

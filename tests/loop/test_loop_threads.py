@@ -15,12 +15,12 @@ import time
 
 from loop_helpers import call, run, text_tool, tool_turn
 
-import phi.tool_exec as tool_exec
-from phi.agent_tool import FunctionTool
-from phi.cancel import CancellationToken
-from phi.loop import _loop_counters, next_loop_number
-from phi.tool_exec import _validators, validate_arguments
-from phi.workers import WorkerPool
+import phi.loop.tool_execution as tool_exec
+from phi.loop.tool import FunctionTool
+from phi.concurrency.cancel import CancellationToken
+from phi.loop.identity import _loop_counters, next_loop_number
+from phi.loop.tool_execution import _validators, validate_arguments
+from phi.concurrency.workers import WorkerPool
 
 
 def test_an_abandoned_tool_does_not_keep_the_process_alive():
@@ -160,7 +160,7 @@ def test_an_inline_tool_cannot_have_a_timeout():
 
 def test_tool_arguments_are_validated_once_by_the_loop():
     from phi import tool
-    from phi.agent_tool import ToolContext
+    from phi.loop.tool import ToolContext
     from phi.errors import InvalidArgs
 
     @tool

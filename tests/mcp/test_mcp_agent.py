@@ -60,12 +60,13 @@ def test_failing_mcp_tools_give_error_results_and_the_run_goes_on():
     assert texts[4] == ("t5", True, "Invalid arguments for tool echo: 'text' is a required property")
 
 
-def test_agent_with_mcp_server_stdio_offers_prefixed_tools_and_close_ends_the_server():
-    """``Agent.with_mcp_server_stdio`` (AGENT-5): the server's tools at every run, and
-    ``agent.close()`` ends the child process (no orphan)."""
+def test_an_mcp_stdio_source_offers_prefixed_tools_and_agent_close_ends_the_server():
+    """``Agent(tool_sources=[McpToolset.stdio(...)])`` (AGENT-5): the server's tools at every run,
+    and ``agent.close()`` ends the child process (no orphan)."""
     provider = ScriptedProvider([ScriptedResponse.tool_call("sdk__add", {"a": 40, "b": 2}, "t1"), "42."])
-    agent = phi.Agent(provider=provider).with_mcp_server_stdio(*sdk_cmd(), prefix="sdk", timeout=20)
-    pid = agent._toolsets[0].client.pid
+    toolset = McpToolset.stdio(*sdk_cmd(), prefix="sdk", timeout=20)
+    agent = phi.Agent(provider=provider, tool_sources=[toolset])
+    pid = toolset.client.pid
     with agent:
         assert agent.run("Add 40 and 2.").outcome.value == "completed"
         assert [(m.tool_name, m.text) for m in tool_results(agent)] == [("sdk__add", "42")]
@@ -73,13 +74,13 @@ def test_agent_with_mcp_server_stdio_offers_prefixed_tools_and_close_ends_the_se
     wait_until(lambda: pid_gone(pid), what="the MCP server process to end")
 
 
-def test_agent_with_mcp_server_http(http_servers):
+def test_an_mcp_http_source(http_servers):
     provider = ScriptedProvider([ScriptedResponse.tool_call("echo", {"text": "over http"}, "t1"), "Echoed."])
-    with phi.Agent(provider=provider).with_mcp_server_http(http_servers("json").url, timeout=20) as agent:
+    with phi.Agent(provider=provider, tool_sources=[McpToolset.http(http_servers("json").url, timeout=20)]) as agent:
         assert agent.run("Echo something.").outcome.value == "completed"
         assert [m.text for m in tool_results(agent)] == ["over http"]
 
 
-def test_agent_with_an_mcp_server_that_cannot_start_raises_a_typed_error(tmp_path):
+def test_an_mcp_server_that_cannot_start_raises_a_typed_error(tmp_path):
     with pytest.raises(McpError):
-        phi.Agent(provider=ScriptedProvider(["unused"])).with_mcp_server_stdio(str(tmp_path / "no-such-server"))
+        McpToolset.stdio(str(tmp_path / "no-such-server"))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from phi.agent_tool import ToolContext
+from phi.loop.tool import ToolContext
 from phi.errors import ToolError
 from phi.mcp import McpClient, McpConnectionClosed, McpProtocolError, McpTimeout, McpToolAdapter
 from phi.mcp import stdio

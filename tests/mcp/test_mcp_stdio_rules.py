@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError
 from phi.mcp import (
     LATEST_PROTOCOL_VERSION,

@@ -9,12 +9,12 @@ import threading
 
 import pytest
 
-from phi.agent_tool import AgentTool, ToolContext
-from phi.cancel import CancellationToken
+from phi.loop.tool import AgentTool, ToolContext
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError, ToolCancelled, ToolError
 from phi.mcp import McpClient, McpConnectionClosed, McpToolAdapter, McpToolCallResult, McpToolInfo, McpToolset
 from phi.mcp import tool_name, tool_parameters
-from phi.tool_exec import validate_arguments
+from phi.loop.tool_execution import validate_arguments
 from phi.types import ImageContent, TextContent
 
 from .conftest import fake_cmd, wait_until

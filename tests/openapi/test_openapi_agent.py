@@ -7,7 +7,7 @@ from __future__ import annotations
 from openapi_helpers import Reply, echo, items_spec
 
 from phi import Agent
-from phi.openapi import BearerAuth, OpenApiConfig, OperationFilter, from_str
+from phi.openapi import BearerAuth, OpenApiConfig, OperationFilter, from_file, from_str, from_url
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.types import ToolResultMessage
 
@@ -45,8 +45,8 @@ def test_agent_calls_openapi_tools_against_the_local_server(api):
     assert all("SECRET" not in m.text for m in seen)  # the echo of the Authorization header is scrubbed
 
 
-def test_agent_builders_add_the_tools_of_a_spec_file_string_and_url(api, tmp_path):
-    """Agent.with_openapi_spec / _file / _url (SPEC AGENT-5): the same tools, and they really call."""
+def test_the_tools_of_a_spec_file_string_and_url_are_the_same_and_really_call_through_an_agent(api, tmp_path):
+    """from_str / from_file / from_url as an Agent's tools (SPEC AGENT-5): the same tools, and they really call."""
     spec = items_spec()
     path = tmp_path / "items.yaml"
     path.write_text(spec, encoding="utf-8")
@@ -54,12 +54,11 @@ def test_agent_builders_add_the_tools_of_a_spec_file_string_and_url(api, tmp_pat
     config = OpenApiConfig(base_url=api.url)
     by_tag = OperationFilter.by_tag(["items"])
     names = [t.name for t in from_str(spec, config, by_tag)]
-    for build in (lambda a: a.with_openapi_spec(spec, config, by_tag),
-                  lambda a: a.with_openapi_file(path, config, by_tag),
-                  lambda a: a.with_openapi_url(f"{api.url}/spec.yaml", config, by_tag)):
-        agent = build(Agent(provider=ScriptedProvider([])))
+    for tools in (from_str(spec, config, by_tag), from_file(path, config, by_tag),
+                  from_url(f"{api.url}/spec.yaml", config, by_tag)):
+        agent = Agent(provider=ScriptedProvider([]), tools=tools)
         assert [t.name for t in agent.tools] == names
     call = ScriptedResponse.tool_call("getItem", {"itemId": "z"}, "c1")
-    agent.with_provider(ScriptedProvider([call, "ok"]))
+    agent.config.provider = ScriptedProvider([call, "ok"])
     agent.run("get z")
     assert agent.messages[2].text.startswith(f"GET {api.url}/items/z → 200")

@@ -13,8 +13,8 @@ import time
 import pytest
 from openapi_helpers import Reply, items_spec, tool_named, wait_for
 
-from phi.agent_tool import ToolContext
-from phi.cancel import CancellationToken
+from phi.loop.tool import ToolContext
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ToolCancelled, ToolError
 from phi.openapi import ApiKeyAuth, BasicAuth, BearerAuth, OpenApiConfig, from_str
 

@@ -10,7 +10,7 @@ import socket
 import pytest
 from openapi_helpers import Reply, items_spec, tool_named
 
-from phi.agent_tool import ToolContext
+from phi.loop.tool import ToolContext
 from phi.errors import ConfigError, ToolError
 from phi.openapi import ApiKeyAuth, BasicAuth, BearerAuth, OpenApiConfig, from_str
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from openapi_helpers import FIXTURES, Reply, echo, spec_with, tool_named
 
-from phi.agent_tool import ToolContext
+from phi.loop.tool import ToolContext
 from phi.openapi import BearerAuth, OpenApiConfig, OpenApiError, from_file, from_str, from_url
 
 PING = {"/ping": {"get": {"operationId": "ping", "responses": {"200": {"description": "ok"}}}}}

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.providers.base import ErrorKind, ProviderError, StreamConfig
 from phi.providers.eventstream import encode_message
 from phi.providers.registry import get_provider

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.providers.base import ErrorKind, ProviderError, StreamConfig
 from phi.providers.model_config import ModelConfig
 from phi.providers.registry import get_provider

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.providers import anthropic, azure_openai, bedrock, google, google_vertex, openai, openai_responses, proxy
 from phi.providers.base import CacheConfig, CacheStrategy, StreamConfig
 from phi.providers.model_config import ModelConfig, OpenAICompat

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from phi.agent_tool import FunctionTool, ToolContext
+from phi.loop.tool import FunctionTool, ToolContext
 from phi.ids import random_uuid
 from phi.loop import agent_loop
-from phi.loop_config import AgentContext, AgentLoopConfig
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.types import TextContent, ToolResult, TurnTrigger, Usage, UserMessage
 

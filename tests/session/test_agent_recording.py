@@ -1,4 +1,4 @@
-"""Agent.with_session_recorder (phi/agent_recording.py, SPEC SESS-7): real SubAgentTools, their
+"""Agent(recorder=..., store=...) (phi/agent/recording.py, SPEC SESS-7): real SubAgentTools, their
 children recorded into sessions of their own and linked both ways, settled sessions saved per run."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def test_sub_agents_of_a_recorded_agent_are_recorded_and_saved(tmp_path):
     store = JsonDirStore(tmp_path)
     helper = SubAgentTool("helper", provider=ScriptedProvider([], default="child answer"))
     agent = Agent(provider=ScriptedProvider([delegating_reply("one", "two"), "summary"]), tools=[helper])
-    agent.with_session_recorder(store=store)
+    agent.record_sessions(store=store)
     agent.run("work")
     ids = store.list_ids()
     assert len(ids) == 3 and agent.session_id in ids
@@ -32,7 +32,7 @@ def test_sub_agents_of_a_recorded_agent_are_recorded_and_saved(tmp_path):
         assert child.loops[0].loop_id == ref.child_loop_id and child.loops[0].messages[-1].text == "child answer"
     # a second run of the same session is added to the same saved Session
     agent.tools = []
-    agent.with_provider(ScriptedProvider(["again"]))
+    agent.config.provider = ScriptedProvider(["again"])
     agent.run("more")
     assert [r.status for r in store.load(agent.session_id).loops] == [LoopStatus.COMPLETED] * 2
 
@@ -44,7 +44,7 @@ def test_fifty_agents_delegating_twice_at_once_are_recorded_completely():
     for i in range(50):
         helper = SubAgentTool("helper", provider=ScriptedProvider([], default=f"answer {i}"))
         agent = Agent(provider=ScriptedProvider([delegating_reply(f"{i}a", f"{i}b"), f"summary {i}"]),
-                      tools=[helper]).with_session_recorder(recorder)
+                      tools=[helper], recorder=recorder)
         agents.append(agent)
     before = {t for t in threading.enumerate()}
     streams = [agent.prompt("go") for agent in agents]
@@ -76,7 +76,7 @@ def test_a_run_that_raises_is_recorded_as_an_error_and_saved_and_the_next_run_to
     seen: list[str] = []
     tool_reply = {"blocks": [{"type": "toolCall", "id": "c1", "name": "missing", "arguments": {}}]}
     agent = Agent(provider=ScriptedProvider([tool_reply, "after"]), before_turn=before_turn)
-    agent.with_session_recorder(store=store)
+    agent.record_sessions(store=store)
     agent.subscribe(lambda event: seen.append(event.type))
     try:
         agent.run("work")

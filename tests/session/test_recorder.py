@@ -9,10 +9,10 @@ import pytest
 from session_helpers import calls, config, delegate_tool, run
 
 from phi.agent import Agent
-from phi.filters import FilterResult
+from phi.loop.filters import FilterResult
 from phi.events import AgentEnd, AgentStart, ParallelLoopEnd, ParallelLoopStart, ToolExecutionEnd, TurnStart
 from phi.loop import agent_loop_continue
-from phi.loop_config import AgentContext
+from phi.loop.config import AgentContext
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.session import (
     Explicit,

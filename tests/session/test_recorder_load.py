@@ -7,10 +7,10 @@ import threading
 
 from session_helpers import calls, delegate_tool, run
 
-from phi.loop_config import AgentContext
+from phi.loop.config import AgentContext
 from phi.providers.mock import ScriptedProvider
 from phi.session import LoopStatus, SessionRecorder, SessionRecorderConfig, SpawnRef
-from phi.workers import shared_pool
+from phi.concurrency.workers import shared_pool
 
 PARENTS = 50
 

@@ -14,7 +14,7 @@ import pytest
 from session_helpers import calls, delegate_tool, run
 
 from phi.errors import PhiError
-from phi.loop_config import AgentContext
+from phi.loop.config import AgentContext
 from phi.providers.mock import ScriptedProvider
 from phi.session import (
     CorruptSession,

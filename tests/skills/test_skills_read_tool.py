@@ -7,7 +7,7 @@ import os
 import jsonschema
 import pytest
 
-from phi.agent_tool import AgentTool, ToolContext
+from phi.loop.tool import AgentTool, ToolContext
 from phi.errors import ToolError
 from phi.skills import SkillSet, read_skill_tool
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from phi.agent_tool import ToolContext
-from phi.cancel import CancellationToken
+from phi.loop.tool import ToolContext
+from phi.concurrency.cancel import CancellationToken
 from phi.tools.environment import LocalExecutionEnvironment
 
 

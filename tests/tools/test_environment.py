@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError
 from phi.tools.environment import (
     LocalExecutionEnvironment, LoggingEnvironment, ReadOnlyEnvironment, filter_environment,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.tools import process
 from phi.tools.process import KILL_GRACE_SECONDS, reaper_available, run_process
 

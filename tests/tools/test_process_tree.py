@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from phi.cancel import CancellationToken
+from phi.concurrency.cancel import CancellationToken
 from phi.tools.process import reaper_available
 
 from .conftest import assert_all_dead

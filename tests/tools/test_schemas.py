@@ -9,7 +9,7 @@ import sys
 import jsonschema
 import pytest
 
-from phi.agent_tool import AgentTool
+from phi.loop.tool import AgentTool
 from phi.tools import coding_tools, default_tools
 
 ALL_TOOLS = default_tools() + coding_tools()
@@ -72,7 +72,7 @@ def test_good_and_bad_arguments(name):
 
 
 def test_loop_validation_rejects_bad_arguments():
-    from phi.tool_exec import validate_arguments
+    from phi.loop.tool_execution import validate_arguments
 
     for tool in ALL_TOOLS:
         for bad in BAD[tool.name]:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from phi.agent_tool import ToolContext
-from phi.cancel import CancellationToken
+from phi.loop.tool import ToolContext
+from phi.concurrency.cancel import CancellationToken
 from phi.errors import ToolCancelled, ToolError
 from phi.tools.shell import DEFAULT_DENY_PATTERNS, BashTool, ShellTool, find_denied
 
