@@ -33,9 +33,8 @@ def offline_reply(request) -> str:
 
 def make_agent(model: str, offline: bool) -> Agent:
     prompt = "You are a helpful assistant in a terminal. Be brief."
-    if offline:
-        return Agent(system_prompt=prompt, provider=ScriptedProvider(default=offline_reply),
-                     model_config=replace(ModelConfig.mock(), id=model))
+    if offline:  # the scripted model plays the named one
+        return Agent(system_prompt=prompt, provider=ScriptedProvider(default=offline_reply), model_config=replace(ModelConfig.mock(), id=model))
     return Agent(system_prompt=prompt, model_config=model_config_for(model))
 
 

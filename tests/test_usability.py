@@ -3,6 +3,7 @@ setters, docstrings that cite SPEC sections and requirements that exist, and a m
 
 from __future__ import annotations
 
+import importlib
 import pydoc
 import re
 from pathlib import Path
@@ -55,8 +56,11 @@ def test_help_starts_with_a_map_of_the_api():
     head = text[:3000]
     for name in ("Agent(", "agent.run(", "@tool", "agent_loop(", "AgentEnd", "ModelConfig", "ContextConfig"):
         assert name in head, name
-    for name in re.findall(r"\b[A-Z][a-z]+[A-Z][A-Za-z]*\b", phi.__doc__.split("Names are loaded")[0]):
+    for name in re.findall(r"(?<![.\w])[A-Z][a-z]+[A-Z][A-Za-z]*\b", phi.__doc__.split("Names are loaded")[0]):
         assert name in phi.__all__, f"the map names {name}, which phi does not export"
+    for qualified in re.findall(r"\bphi(?:\.\w+)+", phi.__doc__):  # names of other packages, e.g. phi.mcp.McpToolset
+        module, _, name = qualified.rpartition(".")
+        assert hasattr(importlib.import_module(module), name), qualified
 
 
 def test_every_export_resolves():

@@ -1,4 +1,4 @@
-"""The coding-agent layer (seed 004): sessions that pair a provider-aligned profile with an execution
+"""SPEC §14 — the coding-agent layer (seed 004): sessions that pair a provider-aligned profile with an execution
 environment, on top of the core loop.
 
     from phi.coding import Session, SessionConfig, create_anthropic_profile
@@ -27,32 +27,47 @@ Nothing here is imported by ``import phi``; names load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "Session": "session", "SessionClosed": "session",
-    "SessionStream": "session_stream", "SubmitResult": "session_stream",
-    "SessionConfig": "config", "SessionState": "config",
-    "SessionEvent": "events", "EventKind": "events",
-    "ProviderProfile": "profiles", "create_openai_profile": "profiles", "create_anthropic_profile": "profiles",
-    "create_gemini_profile": "profiles", "create_profile": "profiles",
-    "ToolRegistry": "registry", "RegisteredTool": "registry", "ToolCallContext": "registry",
-    "ApprovalRequest": "approval", "ApprovalDecision": "approval", "SmartApproval": "approval",
-    "allow_all": "approval", "deny_changes": "approval",
-    "SubAgentResult": "subagents", "SubAgentHandle": "subagents",
-    "ScopedEnvironment": "scoped_env",
-    "UserTurn": "history", "AssistantTurn": "history", "ToolResultsTurn": "history", "SystemTurn": "history",
-    "SteeringTurn": "history",
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".session": ("Session", "SessionClosed"),
+    ".session_stream": ("SessionStream", "SubmitResult"),
+    ".config": ("SessionConfig", "SessionState"),
+    ".events": ("EventKind", "SessionEvent"),
+    ".profiles": ("ProviderProfile", "create_anthropic_profile", "create_gemini_profile", "create_openai_profile",
+                  "create_profile"),
+    ".registry": ("RegisteredTool", "ToolCallContext", "ToolRegistry"),
+    ".approval": ("ApprovalDecision", "ApprovalRequest", "SmartApproval", "allow_all", "deny_changes"),
+    ".subagents": ("SubAgentHandle", "SubAgentResult"),
+    ".scoped_env": ("ScopedEnvironment",),
+    ".history": ("AssistantTurn", "SteeringTurn", "SystemTurn", "ToolResultsTurn", "UserTurn"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = export_names(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'phi.coding' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+if TYPE_CHECKING:
+    from .approval import (
+        ApprovalDecision as ApprovalDecision, ApprovalRequest as ApprovalRequest, SmartApproval as SmartApproval,
+        allow_all as allow_all, deny_changes as deny_changes,
+    )
+    from .config import SessionConfig as SessionConfig, SessionState as SessionState
+    from .events import EventKind as EventKind, SessionEvent as SessionEvent
+    from .history import (
+        AssistantTurn as AssistantTurn, SteeringTurn as SteeringTurn, SystemTurn as SystemTurn,
+        ToolResultsTurn as ToolResultsTurn, UserTurn as UserTurn,
+    )
+    from .profiles import (
+        ProviderProfile as ProviderProfile, create_anthropic_profile as create_anthropic_profile,
+        create_gemini_profile as create_gemini_profile, create_openai_profile as create_openai_profile,
+        create_profile as create_profile,
+    )
+    from .registry import (
+        RegisteredTool as RegisteredTool, ToolCallContext as ToolCallContext, ToolRegistry as ToolRegistry,
+    )
+    from .scoped_env import ScopedEnvironment as ScopedEnvironment
+    from .session import Session as Session, SessionClosed as SessionClosed
+    from .session_stream import SessionStream as SessionStream, SubmitResult as SubmitResult
+    from .subagents import SubAgentHandle as SubAgentHandle, SubAgentResult as SubAgentResult

@@ -1,4 +1,4 @@
-"""The conformance suite's Python side (SPEC §10 "Conformance").
+"""SPEC §10 — the conformance suite's Python side: runner, reference driver, fixture checks.
 
 The fixtures, their JSON Schema and the driver protocol live in ``conformance/`` at the repository
 root and are language-neutral. This package holds:

@@ -1,4 +1,4 @@
-"""Context management: token estimates, compaction, trackers and limits (SPEC §8).
+"""SPEC §8 — context management: token estimates, compaction, trackers and limits.
 
 * CTX-1 tokens — :func:`estimate_tokens`, :func:`content_tokens`, :func:`message_tokens`,
   :class:`TokenCounter`, :class:`HeuristicTokenCounter`;

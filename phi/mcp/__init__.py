@@ -1,4 +1,4 @@
-"""phi's Model Context Protocol client (SPEC §12.1): tools from MCP servers as phi tools.
+"""SPEC §12.1 — phi's Model Context Protocol client: tools from MCP servers as phi tools.
 
 Imported only when used (``import phi`` never loads it)::
 

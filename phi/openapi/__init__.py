@@ -1,4 +1,4 @@
-"""OpenAPI 3.0/3.1 operations as agent tools (SPEC §12.2, OAPI-1 to OAPI-10).
+"""SPEC §12.2 — OpenAPI 3.0/3.1 operations as agent tools (OAPI-1 to OAPI-10).
 
 ::
 

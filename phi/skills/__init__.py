@@ -1,4 +1,4 @@
-"""Agent Skills: ``SKILL.md`` directories, their catalog and the ``read_skill`` tool (SPEC §12.3).
+"""SPEC §12.3 — Agent Skills: ``SKILL.md`` directories, their catalog and the ``read_skill`` tool.
 
 Imported only when used (``import phi`` does not load it)::
 

@@ -1,4 +1,4 @@
-"""Built-in tools (SPEC §9): the execution environment, truncation, the six phi-core tools and the
+"""SPEC §9 — built-in tools: the execution environment, truncation, the six phi-core tools and the
 coding-layer tools.
 
 Importing this package is cheap: tool classes are loaded on first attribute access (PEP 562), and
@@ -13,37 +13,34 @@ nothing here imports ``requests``, ``jsonschema`` or ``yaml``.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_EXPORTS = {
-    "ExecutionEnvironment": "environment", "LocalExecutionEnvironment": "environment",
-    "ReadOnlyEnvironment": "environment", "LoggingEnvironment": "environment", "ExecResult": "environment",
-    "DirEntry": "environment", "GrepOptions": "environment", "filter_environment": "environment",
-    "truncate_output": "truncation", "truncate_lines": "truncation", "truncate_tool_output": "truncation",
-    "BashTool": "shell", "ShellTool": "shell", "DEFAULT_DENY_PATTERNS": "shell",
-    "ReadFileTool": "read_file", "CodingReadFileTool": "read_file",
-    "WriteFileTool": "write_file", "CodingWriteFileTool": "write_file",
-    "EditFileTool": "edit_file", "CodingEditFileTool": "edit_file",
-    "SearchTool": "search", "GrepTool": "search",
-    "ListFilesTool": "find_files", "GlobTool": "find_files", "ListDirTool": "find_files",
-    "ReadManyFilesTool": "read_many_files",
-    "ApplyPatchTool": "apply_patch", "apply_patch": "apply_patch",
-    "parse_patch": "patch_parser", "PatchError": "patch_parser", "PatchParseError": "patch_parser",
+from ..lazy_exports import export_names, lazy_exports
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".environment": ("DirEntry", "ExecResult", "ExecutionEnvironment", "GrepOptions", "LocalExecutionEnvironment",
+                     "LoggingEnvironment", "ReadOnlyEnvironment", "filter_environment"),
+    ".truncation": ("truncate_lines", "truncate_output", "truncate_tool_output"),
+    ".shell": ("BashTool", "DEFAULT_DENY_PATTERNS", "ShellTool"),
+    ".read_file": ("CodingReadFileTool", "ReadFileTool"),
+    ".write_file": ("CodingWriteFileTool", "WriteFileTool"),
+    ".edit_file": ("CodingEditFileTool", "EditFileTool"),
+    ".search": ("GrepTool", "SearchTool"),
+    ".find_files": ("GlobTool", "ListDirTool", "ListFilesTool"),
+    ".read_many_files": ("ReadManyFilesTool",),
+    ".apply_patch": ("ApplyPatchTool", "apply_patch"),
+    ".patch_parser": ("PatchError", "PatchParseError", "parse_patch"),
+    ".function_tool": ("tool",),
 }
 
-__all__ = sorted([*_EXPORTS, "default_tools", "coding_tools"])
+__all__ = sorted([*export_names(_EXPORTS), "default_tools", "coding_tools"])
+__getattr__, _dir = lazy_exports(__name__, _EXPORTS, globals())
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'phi.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+def __dir__() -> list[str]:
+    return sorted(set(_dir()) | {"default_tools", "coding_tools"})
 
 
 class _ToolsPackage(types.ModuleType):
@@ -52,7 +49,7 @@ class _ToolsPackage(types.ModuleType):
     ``phi.tools.apply_patch`` the module) depending on import order: such an export wins."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if _EXPORTS.get(name) == name and isinstance(value, types.ModuleType) \
+        if name in _EXPORTS.get(f".{name}", ()) and isinstance(value, types.ModuleType) \
                 and value.__name__ == f"{__name__}.{name}":
             value = getattr(value, name)
         super().__setattr__(name, value)
@@ -114,3 +111,26 @@ def coding_tools(env: Any = None, **options: Any) -> list[Any]:
         GlobTool(env=env), ListDirTool(env=env), ReadManyFilesTool(env=env),
         ApplyPatchTool(env=env, allowed_roots=roots),
     ]
+
+
+if TYPE_CHECKING:
+    from .apply_patch import ApplyPatchTool as ApplyPatchTool, apply_patch as apply_patch
+    from .edit_file import CodingEditFileTool as CodingEditFileTool, EditFileTool as EditFileTool
+    from .environment import (
+        DirEntry as DirEntry, ExecResult as ExecResult, ExecutionEnvironment as ExecutionEnvironment,
+        GrepOptions as GrepOptions, LocalExecutionEnvironment as LocalExecutionEnvironment,
+        LoggingEnvironment as LoggingEnvironment, ReadOnlyEnvironment as ReadOnlyEnvironment,
+        filter_environment as filter_environment,
+    )
+    from .find_files import GlobTool as GlobTool, ListDirTool as ListDirTool, ListFilesTool as ListFilesTool
+    from .function_tool import tool as tool
+    from .patch_parser import PatchError as PatchError, PatchParseError as PatchParseError, parse_patch as parse_patch
+    from .read_file import CodingReadFileTool as CodingReadFileTool, ReadFileTool as ReadFileTool
+    from .read_many_files import ReadManyFilesTool as ReadManyFilesTool
+    from .search import GrepTool as GrepTool, SearchTool as SearchTool
+    from .shell import BashTool as BashTool, DEFAULT_DENY_PATTERNS as DEFAULT_DENY_PATTERNS, ShellTool as ShellTool
+    from .truncation import (
+        truncate_lines as truncate_lines, truncate_output as truncate_output,
+        truncate_tool_output as truncate_tool_output,
+    )
+    from .write_file import CodingWriteFileTool as CodingWriteFileTool, WriteFileTool as WriteFileTool
