@@ -59,8 +59,10 @@ def test_help_starts_with_a_map_of_the_api():
     for name in re.findall(r"(?<![.\w])[A-Z][a-z]+[A-Z][A-Za-z]*\b", phi.__doc__.split("Names are loaded")[0]):
         assert name in phi.__all__, f"the map names {name}, which phi does not export"
     for qualified in re.findall(r"\bphi(?:\.\w+)+", phi.__doc__):  # names of other packages, e.g. phi.mcp.McpToolset
-        module, _, name = qualified.rpartition(".")
-        assert hasattr(importlib.import_module(module), name), qualified
+        parts = qualified.split(".")
+        found: object = importlib.import_module(".".join(parts[:2]))
+        for part in parts[2:]:
+            found = getattr(found, part)
 
 
 def test_every_export_resolves():
