@@ -1,4 +1,4 @@
-"""Snapshots on disk, resume and send (phi/agent_snapshot.py; SPEC AGENT-6, AGENT-7)."""
+"""Snapshots on disk, resume and send (phi/agent/snapshot.py; SPEC AGENT-6, AGENT-7)."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_snapshot_file_round_trips_and_holds_no_secret(tmp_path):
 @pytest.mark.parametrize("content, fragment", [
     ("not json", "JSON"),
     ("[1, 2]", "agent snapshot"),
-    ('{"format": "phi.agent.snapshot/1", "messages": []}', "fields"),
-    ('{"format": "phi.agent.snapshot/1", "messages": [{"role": "alien"}], "agent_id": "a", "session_id": "s",'
+    ('{"format": "phi.agent_snapshot/1", "messages": []}', "fields"),
+    ('{"format": "phi.agent_snapshot/1", "messages": [{"role": "alien"}], "agent_id": "a", "session_id": "s",'
      ' "loop_counters": {}, "last_loop_id": null}', "role"),
 ])
 def test_a_file_that_is_not_a_snapshot_is_refused_naming_it(tmp_path, content, fragment):

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from ..errors import DecodeError, InvalidContinue
 from ..types import AssistantMessage, ExtensionMessage, StopReason, ToolResultMessage
 
-FORMAT = "phi.agent.snapshot/1"
+FORMAT = "phi.agent_snapshot/1"
 _ABORTED_RESULT = "Tool execution aborted."  # what the loop answers an unfinished call with (SPEC LOOP-5)
 
 

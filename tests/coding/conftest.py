@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-#: Threads that outlive a session by design: the shared tool worker pool (phi/workers.py).
+#: Threads that outlive a session by design: the shared tool worker pool (phi/concurrency/workers.py).
 SHARED_THREADS = ("phi-tool",)
 
 

@@ -1,4 +1,4 @@
-"""The exported file: written whole or not at all, readable by its owner only (phi/export_html.py)."""
+"""The exported file: written whole or not at all, readable by its owner only (phi/export/html.py)."""
 
 from __future__ import annotations
 

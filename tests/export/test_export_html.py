@@ -1,4 +1,4 @@
-"""phi export (phi/export_html.py, phi/cli_export.py): a real recorded session — tools, a sub-agent,
+"""phi export (phi/export/html.py, phi/export/command.py): a real recorded session — tools, a sub-agent,
 a parallel run — exported and checked with html.parser: the conversation, thinking, tool calls with
 input and output, diffs, usage per turn, the loop tree; hostile text stays text; no secret; errors."""
 

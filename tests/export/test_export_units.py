@@ -1,5 +1,5 @@
-"""The pieces of phi export: edit diffs (phi/export_diff.py), redaction (phi/export_redact.py) and
-rendering of hand-built sessions whose every field is hostile (phi/export_html.py)."""
+"""The pieces of phi export: edit diffs (phi/export/diff.py), redaction (phi/export/redact.py) and
+rendering of hand-built sessions whose every field is hostile (phi/export/html.py)."""
 
 from __future__ import annotations
 
