@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Union, get_args
+from typing import Any, Callable, ClassVar, Literal, Union, get_args
 
 from .errors import DecodeError
 from .types import (
@@ -70,7 +70,7 @@ class AgentStart:
     continuation_kind: ContinuationKind | None = None
     timestamp: float = field(default_factory=_now)
     metadata: Any = None
-    type: ClassVar[str] = "AgentStart"
+    type: ClassVar[Literal["AgentStart"]] = "AgentStart"
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class AgentEnd:
     timestamp: float = field(default_factory=_now)
     rejection: str | None = None
     outcome: RunOutcome = RunOutcome.COMPLETED
-    type: ClassVar[str] = "AgentEnd"
+    type: ClassVar[Literal["AgentEnd"]] = "AgentEnd"
 
 
 @dataclass(slots=True)
@@ -97,7 +97,7 @@ class TurnStart:
     turn_index: int
     triggered_by: TurnTrigger = TurnTrigger.USER
     timestamp: float = field(default_factory=_now)
-    type: ClassVar[str] = "TurnStart"
+    type: ClassVar[Literal["TurnStart"]] = "TurnStart"
 
 
 @dataclass(slots=True)
@@ -110,7 +110,7 @@ class TurnEnd:
     usage: Usage = field(default_factory=Usage)
     tool_results: list[ToolResultMessage] = field(default_factory=list)
     timestamp: float = field(default_factory=_now)
-    type: ClassVar[str] = "TurnEnd"
+    type: ClassVar[Literal["TurnEnd"]] = "TurnEnd"
 
 
 @dataclass(slots=True)
@@ -120,7 +120,7 @@ class MessageStart:
 
     loop_id: str
     message: AgentMessage
-    type: ClassVar[str] = "MessageStart"
+    type: ClassVar[Literal["MessageStart"]] = "MessageStart"
 
 
 class MessageUpdate:
@@ -134,7 +134,7 @@ class MessageUpdate:
     """
 
     __slots__ = ("_segment", "_text", "_prev")
-    type: ClassVar[str] = "MessageUpdate"
+    type: ClassVar[Literal["MessageUpdate"]] = "MessageUpdate"
 
     def __init__(self, loop_id: str, message: AgentMessage, delta: StreamDelta) -> None:
         self._segment: Any = _FixedSegment(loop_id, message, delta.kind, delta.index)
@@ -245,7 +245,7 @@ class MessageEnd:
 
     loop_id: str
     message: AgentMessage
-    type: ClassVar[str] = "MessageEnd"
+    type: ClassVar[Literal["MessageEnd"]] = "MessageEnd"
 
 
 @dataclass(slots=True)
@@ -257,7 +257,7 @@ class ToolExecutionStart:
     tool_call_id: str
     tool_name: str
     args: Any
-    type: ClassVar[str] = "ToolExecutionStart"
+    type: ClassVar[Literal["ToolExecutionStart"]] = "ToolExecutionStart"
 
 
 @dataclass(slots=True)
@@ -269,7 +269,7 @@ class ToolExecutionUpdate:
     tool_call_id: str
     tool_name: str
     partial_result: ToolResult
-    type: ClassVar[str] = "ToolExecutionUpdate"
+    type: ClassVar[Literal["ToolExecutionUpdate"]] = "ToolExecutionUpdate"
 
 
 @dataclass(slots=True)
@@ -284,7 +284,7 @@ class ToolExecutionEnd:
     result: ToolResult
     is_error: bool
     child_loop_id: str | None = None
-    type: ClassVar[str] = "ToolExecutionEnd"
+    type: ClassVar[Literal["ToolExecutionEnd"]] = "ToolExecutionEnd"
 
 
 @dataclass(slots=True)
@@ -296,7 +296,7 @@ class ProgressMessage:
     tool_call_id: str
     tool_name: str
     text: str
-    type: ClassVar[str] = "ProgressMessage"
+    type: ClassVar[Literal["ProgressMessage"]] = "ProgressMessage"
 
 
 @dataclass(slots=True)
@@ -306,7 +306,7 @@ class InputRejected:
 
     loop_id: str
     reason: str
-    type: ClassVar[str] = "InputRejected"
+    type: ClassVar[Literal["InputRejected"]] = "InputRejected"
 
 
 @dataclass(slots=True)
@@ -317,7 +317,7 @@ class ParallelLoopStart:
     session_id: str
     loop_ids: list[str]
     timestamp: float = field(default_factory=_now)
-    type: ClassVar[str] = "ParallelLoopStart"
+    type: ClassVar[Literal["ParallelLoopStart"]] = "ParallelLoopStart"
 
 
 @dataclass(slots=True)
@@ -330,7 +330,7 @@ class ParallelLoopEnd:
     selected_config_index: int
     evaluation_usage: Usage = field(default_factory=Usage)
     timestamp: float = field(default_factory=_now)
-    type: ClassVar[str] = "ParallelLoopEnd"
+    type: ClassVar[Literal["ParallelLoopEnd"]] = "ParallelLoopEnd"
 
 
 AgentEvent = Union[

@@ -65,7 +65,7 @@ class AgentTool(Protocol):
     description: str
     parameters: dict[str, Any]
 
-    def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> object:
         ...
 
 
@@ -76,12 +76,12 @@ class FunctionTool:
     name: str
     description: str
     parameters: dict[str, Any]
-    fn: Callable[[dict[str, Any], ToolContext], Any]
+    fn: Callable[[dict[str, Any], ToolContext], object]
     label: str = ""
     timeout_ms: int | None = None
     inline: bool = False  # run on the loop's thread: for a function that returns at once (phi.loop.tool_execution)
 
-    def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> object:
         return self.fn(args, ctx)
 
 
@@ -92,7 +92,7 @@ def tool_definition(tool: AgentTool) -> ToolDefinition:
 _CONTENT_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall)
 
 
-def to_tool_result(value: Any) -> ToolResult:
+def to_tool_result(value: object) -> ToolResult:
     """Normalise what ``execute`` returned into a ToolResult."""
     if isinstance(value, ToolResult):
         return value
