@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, ClassVar, Literal, Union, get_args
 
 from .errors import DecodeError
@@ -137,7 +137,7 @@ class MessageUpdate:
     type: ClassVar[Literal["MessageUpdate"]] = "MessageUpdate"
 
     def __init__(self, loop_id: str, message: AgentMessage, delta: StreamDelta) -> None:
-        self._segment: Any = _FixedSegment(loop_id, message, delta.kind, delta.index)
+        self._segment: _FixedSegment | UpdateSegment = _FixedSegment(loop_id, message, delta.kind, delta.index)
         self._text = delta.delta
         self._prev: MessageUpdate | None = None
 
@@ -167,7 +167,7 @@ class MessageUpdate:
             return NotImplemented
         return (self.loop_id, self.delta, self.message) == (other.loop_id, other.delta, other.message)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable (like the dataclass events)
 
     def __repr__(self) -> str:
         return f"MessageUpdate(loop_id={self.loop_id!r}, delta={self.delta!r})"
@@ -217,8 +217,8 @@ class UpdateSegment:
         return cls(loop_id, kind, index, partial, text[:len(text) - len(delta)])
 
     def message_at(self, update: MessageUpdate) -> AgentMessage:
-        if update is self._last_update:
-            return self._last_message  # type: ignore[return-value]
+        if update is self._last_update and self._last_message is not None:
+            return self._last_message
         base = self.base
         content = list(base.content)
         if self.kind != "toolCall":
@@ -230,8 +230,10 @@ class UpdateSegment:
             pieces.append(self.prefix)
             text = "".join(reversed(pieces))
             block = content[self.index]
-            content[self.index] = TextContent(text) if self.kind == "text" else \
-                ThinkingContent(text, block.signature, block.redacted)  # type: ignore[union-attr]
+            if isinstance(block, ThinkingContent):
+                content[self.index] = ThinkingContent(text, block.signature, block.redacted)
+            else:  # start() made this segment for a text block or a thinking block only
+                content[self.index] = TextContent(text)
         message = AssistantMessage(content, base.stop_reason, base.model, base.provider, base.usage, base.timestamp,
                                    base.error_message)
         self._last_update, self._last_message = update, message
@@ -350,7 +352,7 @@ AgentEvent = Union[
     ParallelLoopEnd,
 ]
 
-EVENT_TYPES: dict[str, type] = {cls.type: cls for cls in get_args(AgentEvent)}
+EVENT_TYPES: dict[str, type[AgentEvent]] = {cls.type: cls for cls in get_args(AgentEvent)}
 
 EventSink = Callable[[Any], None]
 
@@ -455,7 +457,7 @@ def event_from_json(data: Any) -> AgentEvent:
         return MessageUpdate(data["loop_id"], message_from_json(data["message"], "event.message"),
                              StreamDelta.from_json(data["delta"], "event.delta"))
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
+    for f in fields(cls) if is_dataclass(cls) else ():
         path = f"event.{f.name}"
         if f.name not in data:
             if f.default is MISSING and f.default_factory is MISSING:
@@ -474,7 +476,8 @@ def event_from_json(data: Any) -> AgentEvent:
             continue
         _check_plain(annotation.replace(" | None", ""), value, path)
         kwargs[f.name] = value
-    return cls(**kwargs)
+    event: AgentEvent = cls(**kwargs)
+    return event
 
 
 def _check_plain(annotation: str, value: Any, path: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar, cast
 
 from ..events import AgentEvent
 
@@ -61,7 +61,8 @@ class EventChannel:
         if item is _CLOSED:
             self._queue.put(_CLOSED)  # keep later readers from blocking
             return None
-        return item
+        event: AgentEvent = item
+        return event
 
     def __iter__(self) -> Iterator[AgentEvent]:
         while True:
@@ -83,7 +84,7 @@ class EventStream(Generic[T]):
     def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None) -> None:
         self._channel = channel
         self._done = done
-        self._result: Any = None
+        self._result: T | None = None
         self._error: BaseException | None = None
         self._abort = abort
         self._closed = False
@@ -109,7 +110,7 @@ class EventStream(Generic[T]):
             raise TimeoutError(f"the run did not finish within {timeout} s")
         if self._error is not None:
             raise self._error
-        return self._result
+        return cast(T, self._result)  # set by _finish whenever no error was
 
     @property
     def done(self) -> bool:

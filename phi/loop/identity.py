@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 from ..ids import random_uuid
 from ..types import ThinkingLevel
@@ -46,12 +47,19 @@ def next_loop_number(session_id: str, segment: str) -> int:
         return number
 
 
-def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> tuple[str, int]:
-    """Fill in missing ids (written back to ``context``); returns the loop id and its index (N - 1)."""
-    context.agent_id = context.agent_id or random_uuid()
-    context.session_id = context.session_id or random_uuid()
+class Identity(NamedTuple):
+    agent_id: str
+    session_id: str
+    loop_id: str
+    loop_index: int  # N - 1: what ``before_loop`` is given (LOOP-1)
+
+
+def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> Identity:
+    """Fill in missing ids (written back to ``context``) and return the run's identity."""
+    agent_id = context.agent_id = context.agent_id or random_uuid()
+    session_id = context.session_id = context.session_id or random_uuid()
     if context.loop_id is None:
         segment = config_segment(config)
-        context.loop_id = f"{context.session_id}.{segment}.{next_loop_number(context.session_id, segment)}"
+        context.loop_id = f"{session_id}.{segment}.{next_loop_number(session_id, segment)}"
     tail = context.loop_id.rsplit(".", 1)[-1]
-    return context.loop_id, int(tail) - 1 if tail.isdigit() else 0
+    return Identity(agent_id, session_id, context.loop_id, int(tail) - 1 if tail.isdigit() else 0)

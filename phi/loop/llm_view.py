@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..types import (
     AgentMessage,
     AssistantMessage,
+    Content,
     ExtensionMessage,
     Message,
     StopReason,
@@ -30,7 +31,7 @@ def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
         if isinstance(message, ExtensionMessage):
             continue
         if isinstance(message, AssistantMessage) and message.stop_reason in FAILED_STOPS:
-            kept = [b for b in message.content if not isinstance(b, ToolCall)]
+            kept: list[Content] = [b for b in message.content if not isinstance(b, ToolCall)]
             if not kept:
                 continue
             if len(kept) != len(message.content):

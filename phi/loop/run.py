@@ -144,16 +144,16 @@ class _Run:
 
     def run(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
         context, config = self.context, self.config
-        loop_id, loop_index = ensure_identity(context, config)
-        self.loop_id = loop_id
-        if config.before_loop is not None and config.before_loop(context.messages, loop_index) is False:
+        identity = ensure_identity(context, config)
+        self.loop_id = loop_id = identity.loop_id
+        if config.before_loop is not None and config.before_loop(context.messages, identity.loop_index) is False:
             self.emit(AgentEnd(loop_id, [], Usage(), outcome=RunOutcome.VETOED))
             return []
         if config.execution_limits is not None:  # the duration limit counts from here (LOOP-10)
             from ..context.tracker import ExecutionTracker
 
             self.tracker = ExecutionTracker(config.execution_limits, config.clock)
-        self.emit(AgentStart(context.agent_id, context.session_id, loop_id, context.parent_loop_id,
+        self.emit(AgentStart(identity.agent_id, identity.session_id, loop_id, context.parent_loop_id,
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
         if prompts:
             rejection = self.apply_input_filters(prompts)

@@ -39,7 +39,7 @@ from ..events import (
     ToolExecutionUpdate,
 )
 from ..log import get_logger
-from ..types import AgentMessage, TextContent, ToolCall, ToolResult, ToolResultMessage
+from ..types import AgentMessage, AssistantMessage, StopReason, TextContent, ToolCall, ToolResult, ToolResultMessage
 from .config import AgentLoopConfig, ToolExecution
 from .tool import AgentTool, ToolContext, to_tool_result
 
@@ -141,15 +141,16 @@ class ToolRunner:
             for i, call in enumerate(calls):
                 executions.append(self._start(call, i, inbox))
             for ex in executions:  # failures found before execution end right away (all Starts come first)
-                if ex.started and not ex.finished and not ex.running:
-                    self._finish(ex, ex.result, ex.is_error)  # type: ignore[arg-type]
+                if ex.started and not ex.finished and not ex.running and ex.result is not None:
+                    self._finish(ex, ex.result, ex.is_error)
             self._wait(executions, inbox)
         finally:
             unregister()
             for ex in executions:  # only left running when user code raised: stop them, silence them
                 if ex.running:
                     ex.running, ex.finished = False, True
-                    ex.token.cancel()  # type: ignore[union-attr]
+                    if ex.token is not None:
+                        ex.token.cancel()
         return executions
 
     def _start(self, call: ToolCall, index: int, inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> _Execution:
@@ -231,8 +232,9 @@ class ToolRunner:
     def _abandon(self, ex: _Execution, result: ToolResult) -> None:
         """Stop waiting for a call: cancel its token and answer with ``result``."""
         ex.running = False
-        ex.token.cancel()  # type: ignore[union-attr]
-        log.warning("tool %s (%s) abandoned: %s", ex.call.name, ex.call.id, result.content[0].text)  # type: ignore[union-attr]
+        if ex.token is not None:
+            ex.token.cancel()
+        log.warning("tool %s (%s) abandoned: %s", ex.call.name, ex.call.id, _text_of(result))
         self._finish(ex, result, True)
 
     def _update(self, ex: _Execution, partial: ToolResult) -> None:
@@ -318,13 +320,13 @@ def unanswered_call_results(messages: Sequence[AgentMessage],
         if isinstance(message, ToolResultMessage):
             answered.add(message.tool_call_id)
             continue
-        if getattr(message, "role", None) != "assistant":
+        if not isinstance(message, AssistantMessage):
             return []
-        if message.stop_reason.value in ("error", "aborted"):  # type: ignore[union-attr]
+        if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
             return []
-        text = TRUNCATED_CALL if message.stop_reason.value == "length" else ABORTED  # type: ignore[union-attr]
+        text = TRUNCATED_CALL if message.stop_reason == StopReason.LENGTH else ABORTED
         return [known.get(call.id) or _message_for(call, error_result(text), True)
-                for call in message.tool_calls if call.id not in answered]  # type: ignore[union-attr]
+                for call in message.tool_calls if call.id not in answered]
     return []
 
 
