@@ -1,4 +1,4 @@
-"""Typed errors raised by phi (SPEC §8 "Errors").
+"""Typed errors raised by phi (SPEC §2 DATA-7 for decoding; DESIGN §8: bad input gets a clear, typed error).
 
 Every error phi raises on bad input derives from :class:`PhiError`, names what was wrong and, where
 it can, says what to do instead. Provider failures are :class:`phi.providers.base.ProviderError`;

@@ -25,7 +25,7 @@ from .match import mismatches, sequence_mismatches
 from .normalize import normalize_lines
 
 DEFAULT_TIMEOUT_MS = 10_000
-REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m phi.conformance.driver"
+REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m {__package__}.driver"
 
 
 @dataclass

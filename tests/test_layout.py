@@ -1,0 +1,162 @@
+"""The tree is SPEC.md's table of contents (issue 21): the SPEC ↔ tree table in README.md is true both
+ways, package docstrings name their section, imports only go down the layers of docs/architecture.md,
+and every lazy package shows type checkers exactly the names it exports."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PHI = ROOT / "phi"
+SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+# docs/architecture.md "Which way imports go": a place imports only from lower levels (or itself)
+LEVELS: dict[str, int] = {
+    "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "types": 1, "events": 2,
+    "concurrency": 3, "providers": 4, "context": 5, "loop": 6, "tools": 7,
+    "session": 8, "subagent": 8, "evaluation": 8, "agent": 9,
+    "mcp": 10, "openapi": 10, "skills": 10, "conformance": 11, "coding": 12, "export": 13, "cli": 14,
+}
+LEAF_LEVEL = LEVELS["mcp"]
+SUPPORT = {"__init__", "ids", "log", "lazy_exports"}
+
+
+def readme_table() -> list[tuple[str, list[str]]]:
+    """(section, [paths]) rows of README's SPEC table."""
+    rows = []
+    for line in README.splitlines():
+        match = re.match(r"\| (§[\d.]+[^|]*|support) \| (.+) \|$", line)
+        if match:
+            rows.append((match.group(1).split()[0], re.findall(r"`(phi/[\w/.]*|conformance/)`", match.group(2))))
+    return rows
+
+
+def place_of(path: Path) -> str:
+    """The top-level place a file of phi/ belongs to: its package, or its module's name."""
+    parts = path.relative_to(PHI).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def test_every_spec_section_has_a_place_and_every_place_a_section() -> None:
+    rows = readme_table()
+    listed = {section for section, _ in rows}
+    sections = re.findall(r"^## (\d+)\. ", SPEC, flags=re.M)
+    for number in sections:
+        if number == "1":  # Terms: definitions only
+            continue
+        subsections = re.findall(rf"^### ({number}\.\d+) ", SPEC, flags=re.M)
+        assert f"§{number}" in listed or (subsections and all(f"§{s}" in listed for s in subsections)), \
+            f"SPEC §{number} has no row in README.md's table"
+    for section in listed - {"support"}:
+        assert re.search(rf"^##+ {re.escape(section[1:])}\.? ", SPEC, flags=re.M), f"README names {section}, which SPEC lacks"
+    places = {p for _, paths in rows for p in paths}
+    for path in places:
+        assert (ROOT / path).exists(), f"README's table names {path}, which does not exist"
+    tops = {place_of(p) for p in PHI.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    named = {place_of(ROOT / p) if p.startswith("phi/") else p for p in places}
+    assert tops - named == set(), f"places of phi/ missing from README's table: {sorted(tops - named)}"
+
+
+@pytest.mark.parametrize("section, paths", [r for r in readme_table() if r[0] != "support"])
+def test_each_place_names_its_section_in_its_docstring(section: str, paths: list[str]) -> None:
+    for path in paths:
+        if not path.startswith("phi/"):
+            continue
+        file = ROOT / path / "__init__.py" if (ROOT / path).is_dir() else ROOT / path
+        doc = ast.get_docstring(ast.parse(file.read_text(encoding="utf-8"))) or ""
+        number = section[1:]
+        named = re.findall(r"§(\d+(?:\.\d+)?)(?:[–-](\d+))?", doc)
+        covered = any(number == low or number.startswith(low + ".") or
+                      (high and number.split(".")[0].isdigit() and int(low.split(".")[0]) <= int(number.split(".")[0]) <= int(high))
+                      for low, high in named)
+        assert covered, f"{path}: its docstring does not name SPEC {section}"
+
+
+def imports_of(file: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import inside phi that ``file`` makes, lazy ones included."""
+    module = ".".join(file.relative_to(ROOT).with_suffix("").parts)
+    package = module.removesuffix(".__init__") if file.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            found += [(node.lineno, target)] if node.module else [(node.lineno, f"{target}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "phi":
+            found.append((node.lineno, f"ABSOLUTE {node.module}"))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, f"ABSOLUTE {a.name}") for a in node.names if a.name.split(".")[0] == "phi"]
+    return found
+
+
+def test_imports_are_relative_and_only_go_down_the_layers() -> None:
+    bad = []
+    for file in sorted(PHI.rglob("*.py")):
+        here = place_of(file)
+        for line, target in imports_of(file):
+            where = f"{file.relative_to(ROOT)}:{line}"
+            if target.startswith("ABSOLUTE"):
+                bad.append(f"{where}: absolute import {target[9:]} (use a relative one)")
+                continue
+            parts = target.split(".")
+            there = parts[1] if len(parts) > 1 else "__init__"
+            if there == here:
+                continue
+            if there not in LEVELS:  # ``from .. import name``: the public façade
+                if here not in SUPPORT and LEVELS.get(here, 0) < LEAF_LEVEL:
+                    bad.append(f"{where}: the core imports the package root ({target})")
+                continue
+            if here == "__init__":
+                if LEVELS[there] >= LEAF_LEVEL:
+                    bad.append(f"{where}: phi/__init__.py imports the leaf {there}")
+            elif LEVELS[there] >= LEVELS[here]:
+                bad.append(f"{where}: {here} (level {LEVELS[here]}) imports {there} (level {LEVELS[there]})")
+    assert not bad, "imports against docs/architecture.md:\n" + "\n".join(bad)
+
+
+def test_every_place_has_a_level() -> None:
+    tops = {place_of(p) for p in PHI.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    assert tops - {"__init__"} == set(LEVELS)
+
+
+def lazy_packages() -> list[Path]:
+    return sorted(p for p in PHI.rglob("__init__.py") if "_EXPORTS" in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("init", lazy_packages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_lazy_package_shows_type_checkers_exactly_what_it_exports(init: Path) -> None:
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    exports = next(ast.literal_eval(node.value) for node in tree.body
+                   if isinstance(node, (ast.Assign, ast.AnnAssign))
+                   and getattr(node.targets[0] if isinstance(node, ast.Assign) else node.target, "id", "") == "_EXPORTS")
+    checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    seen: dict[str, set[str]] = {}
+    for node in checked.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name}: write `{alias.name} as {alias.name}` (explicit re-export)"
+            seen.setdefault(f".{node.module}", set()).add(alias.name)
+    assert seen == {module: set(names) for module, names in exports.items()}
+    package = importlib.import_module(".".join(init.relative_to(ROOT).parent.parts))
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+
+
+def test_package_docstrings_name_their_spec_section() -> None:
+    for init in sorted(PHI.glob("*/__init__.py")):
+        first = (ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "").splitlines()[0]
+        assert first.startswith("SPEC §"), f"{init.relative_to(ROOT)}: first line should name its SPEC section"
+
+
+def test_agent_keywords_are_exactly_the_loop_settings() -> None:
+    from phi.loop.config import QUEUE_SOURCES, AgentLoopConfig, LoopSettings
+
+    fields = {f.name for f in dataclasses.fields(AgentLoopConfig)} - set(QUEUE_SOURCES)
+    assert set(LoopSettings.__annotations__) == fields
