@@ -19,8 +19,10 @@ import argparse
 import os
 import sys
 import tempfile
+from typing import Any
 
-from phi.coding import EventKind, Session, SessionConfig, SmartApproval, allow_all, create_profile
+from phi.coding import (ApprovalRequest, EventKind, Session, SessionConfig, SessionEvent, SmartApproval, allow_all,
+                        create_profile)
 from phi.providers.mock import ScriptedProvider
 from phi.tools import LocalExecutionEnvironment
 
@@ -28,7 +30,7 @@ KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": 
 OFFLINE_TASK = "Create hello.py with a greet function, make it friendlier, and show that it works."
 
 
-def call(name: str, call_id: str, **arguments) -> dict:
+def call(name: str, call_id: str, **arguments: object) -> dict[str, Any]:
     return {"blocks": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}]}
 
 
@@ -45,7 +47,7 @@ def offline_script() -> ScriptedProvider:
     ])
 
 
-def ask(request) -> bool:
+def ask(request: ApprovalRequest) -> bool:
     answer = input(f"allow {request.tool_name} {request.command or request.arguments}? [y/N] ")
     return answer.strip().lower() in ("y", "yes")
 
@@ -61,7 +63,7 @@ def make_session(workdir: str, offline: bool) -> Session:
     return Session(create_profile(found), LocalExecutionEnvironment(workdir), config)
 
 
-def show(event) -> None:
+def show(event: SessionEvent) -> None:
     data = event.data
     if event.kind == EventKind.ASSISTANT_TEXT_DELTA:
         print(data["delta"], end="", flush=True)

@@ -18,10 +18,10 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Iterator
+from typing import Any, Iterator
 
 
-def phi_events(task: str, extra: list[str]) -> Iterator[dict]:
+def phi_events(task: str, extra: list[str]) -> Iterator[dict[str, Any]]:
     """Run ``phi -p TASK --json`` and yield its events as they come; raise if it failed."""
     command = [sys.executable, "-m", "phi.cli", "-p", task, "--json", *extra]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as phi:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from phi import Agent, ScriptedProvider, ScriptedResponse, SubAgentTool, ToolExecutionEnd, ToolExecutionStart, tool
 from phi.providers.model_names import model_config_for
@@ -66,7 +67,7 @@ def scripts() -> dict[str, ScriptedProvider]:
 def build(model: str, offline: bool) -> Agent:
     played = scripts() if offline else {}
 
-    def model_args(role: str) -> dict:
+    def model_args(role: str) -> dict[str, Any]:
         return {"provider": played[role]} if offline else {"model_config": model_config_for(model)}
 
     researcher = SubAgentTool("researcher", system_prompt="Find facts with the lookup tool; answer with dated facts.",

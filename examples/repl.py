@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import replace
 
-from phi import Agent, MessageUpdate, ModelConfig, ScriptedProvider
+from phi import Agent, MessageUpdate, ModelConfig, ScriptedProvider, StreamConfig
 from phi.errors import PhiError
 from phi.providers.model_names import model_config_for
 
@@ -25,7 +25,7 @@ KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY
 HELP = "commands: /quit, /clear (forget the conversation), /model NAME (switch model), /help"
 
 
-def offline_reply(request) -> str:
+def offline_reply(request: StreamConfig) -> str:
     """The scripted model: echoes the last user message and says which model it plays."""
     said = next(m.text for m in reversed(request.messages) if m.role == "user")
     return f"[{request.model_config.id}] You said: {said} (history: {len(request.messages)} messages)"
