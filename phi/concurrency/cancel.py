@@ -1,10 +1,15 @@
 """Cooperative cancellation (SPEC §6, CANCEL-1).
 
 A :class:`CancellationToken` is a ``threading.Event`` with a tree of children and callbacks. Cancelling
-a token cancels every child made from it, and runs its callbacks once, on the cancelling thread,
-with no lock held (so a callback may itself cancel tokens, report progress or abort a run).
-Blocking I/O registers a callback that interrupts it (providers close their HTTP response, shell
-tools kill their process group), which is how an abort takes effect within milliseconds.
+a token cancels every child made from it, and runs its callbacks once, with no lock held (so a
+callback may itself cancel tokens, report progress or abort a run). Blocking I/O registers a callback
+that interrupts it (providers close their HTTP response, shell tools kill their process group), which
+is how an abort takes effect within milliseconds.
+
+``cancel()`` never blocks for long, whatever a callback does (SPEC LOOP-19): the token is marked
+cancelled at once, then the callbacks — the whole tree's, in registration order — run on a helper
+thread that ``cancel()`` waits for at most :data:`CALLBACK_WAIT_S`. A callback still running after
+that goes on in the background (with a WARNING); the caller has returned.
 """
 
 from __future__ import annotations
@@ -18,6 +23,11 @@ from ..log import get_logger
 log = get_logger(__name__)
 
 _keys = itertools.count()
+
+#: How long ``cancel()`` waits for the callbacks before returning without them.
+CALLBACK_WAIT_S = 0.5
+
+_running_callbacks = threading.local()  # set on the thread that runs a cancel's callbacks
 
 
 class CancellationToken:
@@ -36,8 +46,9 @@ class CancellationToken:
     def cancel(self) -> None:
         """Cancel this token and all its children; run the registered callbacks once.
 
-        Callbacks run on the calling thread, in registration order, after the lock is released.
-        One that raises is logged and does not stop the others.
+        Callbacks run in registration order, after the lock is released, on a helper thread that
+        this call waits for at most :data:`CALLBACK_WAIT_S` (children's callbacks run on the same
+        helper thread). One that raises is logged and does not stop the others.
         """
         with self._lock:
             if self._callbacks is None:
@@ -46,11 +57,18 @@ class CancellationToken:
             self._cancelled = True
             if self._event is not None:
                 self._event.set()
-        for callback in callbacks.values():
-            try:
-                callback()
-            except Exception:  # a failing callback must not stop the others
-                log.exception("cancellation callback failed")
+        if not callbacks:
+            return
+        if getattr(_running_callbacks, "active", False):  # a child cancelled by its parent's callback
+            _run_callbacks(list(callbacks.values()))
+            return
+        helper = threading.Thread(target=_run_callbacks, args=(list(callbacks.values()), True),
+                                  name="phi-cancel", daemon=True)
+        helper.start()
+        helper.join(CALLBACK_WAIT_S)
+        if helper.is_alive():
+            log.warning("a cancellation callback is still running after %.1f s; cancel() returns without it",
+                        CALLBACK_WAIT_S)
 
     def is_cancelled(self) -> bool:
         return self._cancelled
@@ -110,3 +128,13 @@ class CancellationToken:
 
 def _nothing() -> None:
     return None
+
+
+def _run_callbacks(callbacks: list[Callable[[], None]], mark: bool = False) -> None:
+    if mark:
+        _running_callbacks.active = True
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:  # a failing callback must not stop the others
+            log.exception("cancellation callback failed")

@@ -3,75 +3,171 @@
 Tool calls run on worker threads so that the loop can keep streaming events, enforce timeouts and
 abort. The pool is shared by every run in the process, so a run does not pay for starting threads,
 and its threads are daemons: a tool that never returns cannot keep the interpreter from exiting.
-Workers are made on demand, up to ``max_workers``, and leave after ``idle_seconds`` without work,
-so an idle process holds none. Work beyond ``max_workers`` waits for a free worker.
+
+Workers are made on demand, up to ``max_workers`` busy at once, and leave after ``idle_seconds``
+without work, so an idle process holds none. Work beyond ``max_workers`` waits for a free worker.
+
+A call the loop stopped waiting for — timed out, or aborted past its grace period — may go on running
+if its tool ignores its cancellation token. Its worker is then *abandoned*: it no longer counts
+against ``max_workers`` (the pool starts another thread for new work, and a WARNING says so), and
+when the tool finally returns the thread serves the pool again. Abandoned threads are bounded too:
+the pool never holds more than ``max_threads`` threads, and past that a new call fails at once with
+:class:`PoolExhausted` instead of waiting for threads that may never come back. :func:`stats` shows
+the state.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import threading
+from collections import deque
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import PhiError
 from ..log import get_logger
 
 log = get_logger(__name__)
 
 DEFAULT_MAX_WORKERS = 256
+DEFAULT_MAX_THREADS = 1024
 DEFAULT_IDLE_SECONDS = 30.0
+
+_QUEUED, _RUNNING, _DONE = "queued", "running", "done"
+
+
+class PoolExhausted(PhiError):
+    """Every thread the pool may hold is busy, most with calls abandoned by their runs."""
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """A snapshot of a :class:`WorkerPool`: ``threads`` alive = ``busy`` + ``abandoned`` + ``idle``."""
+
+    threads: int
+    busy: int  # running work the loop still waits for
+    abandoned: int  # running work the loop gave up on (its tool ignores cancellation)
+    idle: int
+    queued: int
+    max_workers: int
+    max_threads: int
+
+
+class Job:
+    """One piece of work submitted to the pool."""
+
+    __slots__ = ("fn", "args", "state", "abandoned", "_pool")
+
+    def __init__(self, pool: WorkerPool, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
+        self.fn, self.args, self._pool = fn, args, pool
+        self.state = _QUEUED
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """The submitter no longer waits for this work: it stops counting against ``max_workers``
+        (work not started yet is dropped)."""
+        self._pool._abandon(self)
 
 
 class WorkerPool:
     """Runs ``fn(*args)`` on daemon threads. ``fn`` reports its own outcome (it must not raise)."""
 
-    def __init__(self, max_workers: int = DEFAULT_MAX_WORKERS, idle_seconds: float = DEFAULT_IDLE_SECONDS) -> None:
+    def __init__(self, max_workers: int = DEFAULT_MAX_WORKERS, idle_seconds: float = DEFAULT_IDLE_SECONDS,
+                 max_threads: int = DEFAULT_MAX_THREADS) -> None:
         self.max_workers = max(1, max_workers)
+        self.max_threads = max(self.max_workers, max_threads)
         self.idle_seconds = idle_seconds
-        self._work: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._workers = 0  # threads alive
-        self._idle = 0  # threads waiting for work that no submitted item has claimed yet
+        self._ready = threading.Condition(self._lock)
+        self._work: deque[Job] = deque()
+        self._threads = 0  # alive
+        self._idle = 0  # waiting for work
+        self._abandoned = 0  # running abandoned work
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+    def submit(self, fn: Callable[..., object], *args: Any) -> Job:
+        """Queue ``fn(*args)``; raises :class:`PoolExhausted` when no thread can ever take it."""
+        job = Job(self, fn, args)
         with self._lock:
-            self._work.put((fn, args))
-            if self._idle > 0:
-                self._idle -= 1  # that waiting worker will take this item
-                return
-            if self._workers >= self.max_workers:
-                return  # queued until a worker is free
-            self._workers += 1
-        threading.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+            spawn = self._idle <= len(self._work) and self._threads - self._abandoned < self.max_workers
+            if spawn and self._threads >= self.max_threads:
+                raise PoolExhausted(
+                    f"no worker thread is free: {self._abandoned} of the pool's {self._threads} threads are still "
+                    f"running tool calls that timed out or were aborted and ignore their cancellation "
+                    f"(limit {self.max_threads}); make those tools honour ctx.cancel")
+            self._work.append(job)
+            if spawn:
+                self._threads += 1
+            else:
+                self._ready.notify()
+        if spawn:
+            threading.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+        return job
 
     @property
     def size(self) -> int:
-        """Threads alive now (busy or idle)."""
-        return self._workers
+        """Threads alive now (busy, abandoned or idle)."""
+        return self._threads
+
+    def stats(self) -> PoolStats:
+        with self._lock:
+            busy = self._threads - self._idle - self._abandoned
+            return PoolStats(self._threads, busy, self._abandoned, self._idle, len(self._work),
+                             self.max_workers, self.max_threads)
+
+    def _abandon(self, job: Job) -> None:
+        with self._lock:
+            if job.abandoned or job.state == _DONE:
+                return
+            job.abandoned = True
+            if job.state == _QUEUED:
+                return  # _take skips it: nothing is running
+            self._abandoned += 1
+            count = self._abandoned
+            spare = self._work and self._idle < len(self._work) and self._threads < self.max_threads
+            if spare:
+                self._threads += 1  # the abandoned thread no longer serves the queue
+        log.warning("a tool call was abandoned while its tool still runs (it ignores cancellation); "
+                    "%d worker thread(s) are held by such calls", count)
+        if spare:
+            threading.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+
+    def _take(self) -> Job | None:
+        """The next job (lock held), or None when idle for ``idle_seconds``: the thread then leaves."""
+        while True:
+            while not self._work:
+                self._idle += 1
+                notified = self._ready.wait(self.idle_seconds)
+                self._idle -= 1
+                if not notified and not self._work:
+                    self._threads -= 1
+                    return None
+            job = self._work.popleft()
+            if not job.abandoned:
+                job.state = _RUNNING
+                return job
+            job.state = _DONE
 
     def _serve(self) -> None:
         while True:
+            with self._lock:
+                job = self._take()
+            if job is None:
+                return
             try:
-                fn, args = self._work.get(timeout=self.idle_seconds)
-            except queue.Empty:
-                with self._lock:
-                    if self._work.empty():  # nobody claimed this worker meanwhile: leave
-                        self._idle -= 1
-                        self._workers -= 1
-                        return
-                continue
-            try:
-                fn(*args)
+                job.fn(*job.args)
             except BaseException:  # fn reports its own failures; this is a last resort
                 log.exception("worker task failed")
             with self._lock:
-                self._idle += 1
+                job.state = _DONE
+                if job.abandoned:
+                    self._abandoned -= 1
 
     def _after_fork(self) -> None:
         """In a forked child no worker thread exists: start counting from zero."""
-        self._work = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._workers = self._idle = 0
+        self._ready = threading.Condition(self._lock)
+        self._work = deque()
+        self._threads = self._idle = self._abandoned = 0
 
 
 _pool = WorkerPool()
@@ -82,3 +178,8 @@ if hasattr(os, "register_at_fork"):
 def shared_pool() -> WorkerPool:
     """The process-wide pool the loop runs tool calls on."""
     return _pool
+
+
+def stats() -> PoolStats:
+    """The state of the shared pool: threads alive, busy, abandoned, idle, queued."""
+    return _pool.stats()

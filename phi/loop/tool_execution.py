@@ -30,7 +30,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 from ..concurrency.cancel import CancellationToken
-from ..concurrency.workers import shared_pool
+from ..concurrency.workers import Job, PoolExhausted, shared_pool
 from ..errors import ToolError
 from ..events import (
     ProgressMessage,
@@ -59,25 +59,31 @@ TRUNCATED_CALL = (
 ABORTED = "Tool execution aborted."
 
 # What workers post to the run's thread: (kind, call index, payload).
-_STARTED, _UPDATE, _PROGRESS, _DONE = "started", "update", "progress", "done"
+_UPDATE, _PROGRESS, _DONE = "update", "progress", "done"
 _CANCELLED = ("cancelled", -1, None)
 
 
 class _Execution:
     """One tool call on its way to a result."""
 
-    __slots__ = ("call", "token", "running", "deadline", "timeout_ms", "result", "is_error", "started", "finished")
+    __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
+                 "finished")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self.token: CancellationToken | None = None
+        self.job: Job | None = None  # the worker pool's handle, for abandoning it
         self.running = False  # handed to a worker and not yet answered
-        self.deadline: float | None = None  # set when the worker begins: a timeout counts from there
+        self.deadline: float | None = None  # a timeout counts from when the call is handed to the pool
         self.timeout_ms: int | None = None
         self.result: ToolResult | None = None
         self.is_error = False
         self.started = False  # ToolExecutionStart was emitted
         self.finished = False  # answered: nothing of this call is emitted any more
+
+
+class _NotStarted(Exception):
+    """The run was aborted before a worker could start the call."""
 
 
 def error_result(text: str) -> ToolResult:
@@ -162,8 +168,14 @@ class ToolRunner:
         if config.before_tool_execution is not None and config.before_tool_execution(call.name, call.id, call.arguments) is False:
             ex.result, ex.is_error, ex.finished = error_result(VETOED), True, True
             return ex
+        if self.cancel.is_cancelled():  # aborted while the hook ran (an approval prompt): not started (CANCEL-3)
+            ex.result, ex.is_error, ex.finished = error_result(ABORTED), True, True
+            return ex
         self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, call.arguments))
         ex.started = True
+        if self.cancel.is_cancelled():  # aborted by a subscriber of ToolExecutionStart: it ends at once
+            ex.result, ex.is_error = error_result(ABORTED), True
+            return ex
         tool = self.tools.get(call.name)
         if tool is None:
             ex.result, ex.is_error = error_result(NOT_FOUND.format(name=call.name)), True
@@ -182,7 +194,13 @@ class ToolRunner:
             _execute(tool, call.arguments, ctx, inbox, index, ex)  # no thread hop: see the module docstring
             return ex
         ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
-        shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
+        if ex.timeout_ms:
+            ex.deadline = time.monotonic() + ex.timeout_ms / 1000.0
+        try:
+            ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
+        except PoolExhausted as error:
+            ex.running = False
+            ex.result, ex.is_error = error_result(f"Tool {call.name} could not start: {error}"), True
         return ex
 
     def _wait(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> None:
@@ -208,10 +226,7 @@ class ToolRunner:
             ex = executions[index]
             if not ex.running:
                 continue  # a call that was already answered (timed out, abandoned) reports nothing more
-            if kind == _STARTED:
-                if ex.timeout_ms:
-                    ex.deadline = payload + ex.timeout_ms / 1000.0
-            elif kind == _UPDATE:
+            if kind == _UPDATE:
                 self._update(ex, payload)
             elif kind == _PROGRESS:
                 self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))
@@ -234,6 +249,8 @@ class ToolRunner:
         ex.running = False
         if ex.token is not None:
             ex.token.cancel()
+        if ex.job is not None:
+            ex.job.abandon()
         log.warning("tool %s (%s) abandoned: %s", ex.call.name, ex.call.id, _text_of(result))
         self._finish(ex, result, True)
 
@@ -264,11 +281,12 @@ class ToolRunner:
 def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQueue[tuple[str, int, Any]],
              index: int, ex: _Execution) -> None:
     """Run one call and post its outcome. A call answered while it waited for a free worker (its
-    run timed it out, abandoned it or ended) is not run at all."""
+    run timed it out, abandoned it or ended), or whose run was aborted meanwhile, is not run at all."""
     if not ex.running:
         return
-    if ex.timeout_ms:  # only a call with a timeout needs to say when it started (SPEC TOOL-6)
-        inbox.put((_STARTED, index, time.monotonic()))
+    if ctx.cancel.is_cancelled():  # the last moment before the tool's side effects (CANCEL-3)
+        inbox.put((_DONE, index, (None, _NotStarted())))
+        return
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
@@ -279,6 +297,8 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
 
 def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[ToolResult, bool]:
     """The result of a call that returned ``value`` or raised ``error`` (SPEC TOOL-7)."""
+    if isinstance(error, _NotStarted):
+        return error_result(ABORTED), True
     if isinstance(error, ToolError):
         return error_result(str(error)), True
     if error is not None:

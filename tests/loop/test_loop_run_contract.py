@@ -1,0 +1,171 @@
+"""The run contract, third pass (issue 23): no tool after an abort, a worker pool that cannot run dry,
+and an ``abort()`` that never blocks. Each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from loop_helpers import call, run, text_tool, tool_turn
+
+import phi.loop.tool_execution as tool_exec
+from phi.concurrency.cancel import CALLBACK_WAIT_S, CancellationToken
+from phi.concurrency.workers import PoolExhausted, WorkerPool, stats
+
+
+def test_no_tool_runs_when_the_abort_arrives_while_before_tool_execution_runs():
+    """CANCEL-3: an approval prompt (the hook) is answered "yes" after the user pressed Ctrl+C."""
+    cancel = CancellationToken()
+    ran: list[str] = []
+
+    def approve(name: str, call_id: str, args: object) -> bool:
+        cancel.cancel()  # the abort arrives while the hook still runs ...
+        return True      # ... and the hook then approves
+
+    out = run([tool_turn(call("t1", "write")), "never"], [text_tool("write", lambda a, c: ran.append("side effect"))],
+              cancel=cancel, before_tool_execution=approve)
+    assert ran == []
+    assert [m.text for m in out.results] == ["Tool execution aborted."]
+    assert not out.of("ToolExecutionStart") and not out.of("ToolExecutionEnd")
+    assert out.end.outcome.value == "aborted"
+
+
+def test_no_tool_runs_when_a_subscriber_aborts_on_its_start_event():
+    cancel = CancellationToken()
+    ran: list[str] = []
+    out = run([tool_turn(call("t1", "write")), "never"], [text_tool("write", lambda a, c: ran.append("x"))],
+              cancel=cancel, sink=lambda e: cancel.cancel() if e.type == "ToolExecutionStart" else None)
+    assert ran == []
+    assert [(e.type, e.result.content[0].text if e.type == "ToolExecutionEnd" else "") for e in out.events
+            if e.type.startswith("ToolExecution")] == [("ToolExecutionStart", ""),
+                                                         ("ToolExecutionEnd", "Tool execution aborted.")]
+
+
+def test_no_tool_runs_when_the_abort_arrives_while_the_call_waits_for_a_worker(monkeypatch):
+    small = WorkerPool(max_workers=1, idle_seconds=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    gate, ran = threading.Event(), []
+    small.submit(lambda: gate.wait(5))  # the only worker is busy elsewhere
+    cancel = CancellationToken()
+
+    def work(args: object, ctx: object) -> str:
+        ran.append("side effect")
+        return "done"
+
+    def abort_then_free(event: object) -> None:
+        if getattr(event, "type", "") == "ToolExecutionStart":
+            threading.Timer(0.05, lambda: (cancel.cancel(), gate.set())).start()
+
+    out = run([tool_turn(call("t1", "write")), "never"], [text_tool("write", work)], cancel=cancel,
+              sink=abort_then_free, tool_abort_grace_ms=2000)
+    time.sleep(0.1)
+    assert ran == [] and [m.text for m in out.results] == ["Tool execution aborted."]
+
+
+def test_timeouts_count_from_submission_so_a_starved_call_times_out(monkeypatch):
+    """TOOL-6: a call that never gets a worker still gets its timeout result."""
+    small = WorkerPool(max_workers=1, idle_seconds=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    gate = threading.Event()
+    small.submit(lambda: gate.wait(5))  # the only worker: busy, not abandoned
+    try:
+        started = time.monotonic()
+        out = run([tool_turn(call("t1", "t")), "done"], [text_tool("t", lambda a, c: "ran")], tool_timeout_ms=200,
+                  timeout=10)
+        assert [m.text for m in out.results] == ["Tool exceeded timeout of 200ms"]
+        assert time.monotonic() - started < 3
+    finally:
+        gate.set()
+
+
+def test_abandoned_workers_do_not_starve_later_calls(monkeypatch, caplog):
+    """A tool that times out but ignores its token keeps its thread; later calls still run."""
+    small = WorkerPool(max_workers=2, idle_seconds=1, max_threads=20)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    release = threading.Event()
+    stubborn = text_tool("stubborn", lambda a, c: release.wait(10) and "late")
+    try:
+        with caplog.at_level(logging.WARNING, logger="phi.concurrency.workers"):
+            for i in range(6):  # 3 times the pool's capacity
+                out = run([tool_turn(call(f"s{i}", "stubborn")), "ok"], [stubborn], tool_timeout_ms=50, timeout=10)
+                assert out.results[0].text == "Tool exceeded timeout of 50ms"
+            fine = run([tool_turn(call("f1", "fine")), "ok"], [text_tool("fine", lambda a, c: "fine")], timeout=10)
+        assert fine.results[0].text == "fine"
+        now = small.stats()
+        assert now.abandoned == 6 and now.threads >= 7
+        assert "abandoned" in caplog.text
+    finally:
+        release.set()
+    deadline = time.monotonic() + 5
+    while small.stats().abandoned and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert small.stats().abandoned == 0  # the threads came back when their tools returned
+
+
+def test_past_the_thread_limit_a_call_fails_at_once_with_a_clear_error(monkeypatch):
+    small = WorkerPool(max_workers=1, idle_seconds=1, max_threads=2)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    release = threading.Event()
+    stubborn = text_tool("stubborn", lambda a, c: release.wait(10) and "late")
+    try:
+        for i in range(2):
+            run([tool_turn(call(f"s{i}", "stubborn")), "ok"], [stubborn], tool_timeout_ms=30, timeout=10)
+        assert small.stats().abandoned == 2
+        with pytest.raises(PoolExhausted, match="ignore their cancellation"):
+            small.submit(lambda: None)
+        started = time.monotonic()
+        out = run([tool_turn(call("x1", "fine")), "ok"], [text_tool("fine", lambda a, c: "fine")], timeout=10)
+        assert out.results[0].is_error and out.results[0].text.startswith("Tool fine could not start:")
+        assert time.monotonic() - started < 2
+    finally:
+        release.set()
+
+
+def test_the_shared_pool_reports_its_state():
+    now = stats()
+    assert now.threads == now.busy + now.abandoned + now.idle
+    assert now.max_workers == 256 and now.max_threads >= now.max_workers
+
+
+def test_abort_returns_at_once_even_when_a_tool_cancel_callback_blocks():
+    """LOOP-19: cancelling never blocks, whatever a callback does."""
+    release = threading.Event()
+
+    def tool(args: object, ctx: object) -> str:
+        ctx.cancel.on_cancel(lambda: release.wait(10))  # type: ignore[attr-defined]
+        ctx.cancel.wait(10)  # type: ignore[attr-defined]
+        return "stopped"
+
+    cancel = CancellationToken()
+    timings: list[float] = []
+
+    def later() -> None:
+        time.sleep(0.05)
+        started = time.monotonic()
+        cancel.cancel()
+        timings.append(time.monotonic() - started)
+
+    aborter = threading.Thread(target=later, daemon=True)
+
+    def abort_when_running(event: object) -> None:
+        if getattr(event, "type", "") == "ToolExecutionStart":
+            aborter.start()
+
+    try:
+        run([tool_turn(call("t1", "t")), "never"], [text_tool("t", tool)], cancel=cancel, sink=abort_when_running)
+        aborter.join(5)
+        assert timings and timings[0] < CALLBACK_WAIT_S + 0.3
+    finally:
+        release.set()
+
+
+def test_callbacks_still_run_in_order_and_children_are_cancelled():
+    parent, seen = CancellationToken(), []
+    child = parent.child_token()
+    parent.on_cancel(lambda: seen.append("parent 1"))
+    child.on_cancel(lambda: seen.append("child"))
+    parent.on_cancel(lambda: seen.append("parent 2"))
+    parent.cancel()
+    assert child.is_cancelled() and seen == ["child", "parent 1", "parent 2"]
