@@ -398,8 +398,8 @@ class Agent:
         with self._lock:
             self._generation += 1
             self._messages = []
+        self.clear_queues()  # what the aborted run took from them is not given back either (MessageQueue.clear)
         self.abort()
-        self.clear_queues()
         if threading.current_thread() is not self._worker:
             self.wait_for_idle(5.0)
 
@@ -523,10 +523,9 @@ class Agent:
             loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
         self.last_active_at = time.time()
         self.last_loop_id = context.loop_id
-        config = replace(self.config, get_steering_messages=self.steering_queue.drain,
-                         put_back_steering_messages=self.steering_queue.put_back,
-                         get_follow_up_messages=self.follow_up_queue.drain,
-                         put_back_follow_up_messages=self.follow_up_queue.put_back)
+        steering, follow_up = self.steering_queue, self.follow_up_queue
+        config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
+                         get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
         from ..concurrency.channel import EventChannel, EventStream
         from ..events import AgentEnd, ParallelLoopEnd
 

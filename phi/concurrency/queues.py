@@ -9,9 +9,12 @@ front and in their order, so no queued input is ever lost.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 
 from ..types import AgentMessage, QueueMode
+
+
+_TAKEN_MAX = 4096
 
 
 class MessageQueue:
@@ -22,6 +25,9 @@ class MessageQueue:
     def __init__(self, mode: QueueMode = QueueMode.ONE_AT_A_TIME) -> None:
         self.mode = QueueMode(mode)
         self._items: deque[AgentMessage] = deque()
+        # handed out since the last clear(), newest last: what put_back may restore. Bounded: a run gives
+        # back only what it took in its last few reads, so old entries are never asked for.
+        self._taken: OrderedDict[int, AgentMessage] = OrderedDict()
         self._lock = threading.Lock()
 
     def push(self, message: AgentMessage) -> None:
@@ -36,13 +42,22 @@ class MessageQueue:
             if self.mode == QueueMode.ALL:
                 items = list(self._items)
                 self._items.clear()
-                return items
-            return [self._items.popleft()]
+            else:
+                items = [self._items.popleft()]
+            for item in items:
+                self._taken[id(item)] = item
+            while len(self._taken) > _TAKEN_MAX:
+                self._taken.popitem(last=False)
+            return items
 
     def put_back(self, messages: list[AgentMessage]) -> None:
-        """Return messages taken by :meth:`drain` to the front of the queue, in their order."""
+        """Return messages taken by :meth:`drain` to the front of the queue, in their order.
+
+        Messages taken before the queue was last cleared are dropped: :meth:`clear` (``Agent.reset``)
+        forgets what a run still holds as well as what waits here."""
         with self._lock:
-            self._items.extendleft(reversed(messages))
+            kept = [m for m in messages if self._taken.pop(id(m), None) is m]
+            self._items.extendleft(reversed(kept))
 
     def snapshot(self) -> list[AgentMessage]:
         """The queued messages, oldest first (the queue is unchanged)."""
@@ -50,8 +65,10 @@ class MessageQueue:
             return list(self._items)
 
     def clear(self) -> None:
+        """Forget every queued message, and the messages runs took and may still give back."""
         with self._lock:
             self._items.clear()
+            self._taken.clear()
 
     def __len__(self) -> int:
         return len(self._items)

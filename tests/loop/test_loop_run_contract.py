@@ -169,3 +169,25 @@ def test_callbacks_still_run_in_order_and_children_are_cancelled():
     parent.on_cancel(lambda: seen.append("parent 2"))
     parent.cancel()
     assert child.is_cancelled() and seen == ["child", "parent 1", "parent 2"]
+
+
+def test_reset_lets_no_steering_of_the_old_conversation_into_the_new_one():
+    """A run that took a steering message gives it back as it ends; after reset() it must not reach the
+    next conversation (issue 23 item 4)."""
+    from phi import Agent, ScriptedProvider
+
+    provider = ScriptedProvider(["new answer"])
+    holder: dict[str, Agent] = {}
+
+    def before_turn(messages: list[object], turn_index: int) -> bool:
+        holder["agent"].reset()  # from the run's own thread: the run ends right after
+        return False
+
+    agent = holder["agent"] = Agent(provider=provider, before_turn=before_turn)
+    agent.steer("old steering")
+    agent.run("old prompt")
+    assert not agent.steering_queue and agent.messages == []
+    agent.config.before_turn = None
+    agent.run("new prompt")
+    sent = [m.text for m in provider.calls[0].messages]
+    assert sent == ["new prompt"]
