@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypedDict
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -35,6 +35,28 @@ SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-1
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
 MAX_LIST_PAGES = 1000
+
+
+class StdioOptions(TypedDict, total=False):
+    """The keyword options of :meth:`McpClient.connect_stdio`, as :meth:`McpToolset.stdio` passes them on."""
+
+    cwd: str | os.PathLike[str] | None
+    timeout: float
+    call_timeout: float | None
+    name: str | None
+    roots: Sequence[str | os.PathLike[str]] | None
+    env_policy: str
+    close_grace: float
+
+
+class HttpOptions(TypedDict, total=False):
+    """The keyword options of :meth:`McpClient.connect_http`, as :meth:`McpToolset.http` passes them on."""
+
+    timeout: float
+    call_timeout: float | None
+    name: str | None
+    roots: Sequence[str | os.PathLike[str]] | None
+    listen: bool
 
 
 class McpClient:
@@ -101,8 +123,9 @@ class McpClient:
         return cls._connect(transport, timeout=timeout, call_timeout=call_timeout, roots=roots)
 
     @classmethod
-    def _connect(cls, transport: Transport, **options: Any) -> McpClient:
-        client = cls(transport, **options)
+    def _connect(cls, transport: Transport, *, timeout: float, call_timeout: float | None,
+                 roots: Sequence[str | os.PathLike[str]] | None) -> McpClient:
+        client = cls(transport, timeout=timeout, call_timeout=call_timeout, roots=roots)
         try:
             transport.start(client._session)
             client._handshake()
@@ -219,7 +242,7 @@ class McpClient:
     def __enter__(self) -> McpClient:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

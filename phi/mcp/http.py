@@ -87,6 +87,12 @@ class HttpTransport:
     def start(self, session: Session) -> None:
         self._session = session
 
+    @property
+    def session(self) -> Session:
+        """The session this transport carries (set by ``start``, before any message moves)."""
+        assert self._session is not None, "HttpTransport used before start()"
+        return self._session
+
     def negotiated(self, version: str) -> None:
         """Send ``version`` as ``MCP-Protocol-Version`` from now on (MCP-13)."""
         self.protocol_version = version
@@ -124,7 +130,7 @@ class HttpTransport:
             if initialize:
                 self.session_id = issued
             if isinstance(reply, dict):
-                self._session.receive(reply)  # type: ignore[union-attr]
+                self.session.receive(reply)
             return
 
     def send(self, message: dict[str, Any], wait: bool = False) -> None:
@@ -167,7 +173,10 @@ class HttpTransport:
         try:
             try:
                 headers = self.headers(session_id, version=message.get("method") != "initialize")
-                response = self._client.post(self.url, headers, body, (CONNECT_TIMEOUT, read_timeout), stopper)
+                timeout = (CONNECT_TIMEOUT, read_timeout)
+                # HttpClient.post is typed for a float read timeout, but passes the pair to requests,
+                # where None means "no read timeout", as a request needs here (see the docstring).
+                response = self._client.post(self.url, headers, body, timeout, stopper)  # type: ignore[arg-type]
             except _TRANSPORT_ERRORS as exc:
                 raise McpConnectionError(self._scrub(f"cannot reach MCP server {self.label}: {exc}")) from None
             if response is None:
@@ -234,7 +243,7 @@ class HttpTransport:
     def _read_events(self, response: requests.Response, request_id: Any, stop: CancellationToken) -> Any:
         body = iter_body(response)
         for event in iter_sse(body):
-            value = decode_event(event, self._session)  # type: ignore[arg-type]
+            value = decode_event(event, self.session)
             if value is None:
                 continue
             reply = self._pick([value], request_id)
@@ -251,7 +260,7 @@ class HttpTransport:
             if isinstance(value, dict) and value.get("id") == request_id and "method" not in value and found is None:
                 found = value
             else:
-                self._session.receive(value)  # type: ignore[union-attr]
+                self.session.receive(value)
         return found
 
     def _status_error(self, method: str, response: requests.Response) -> McpHttpError:
@@ -302,7 +311,7 @@ class HttpTransport:
             return
         if self._listener is not None:
             self._listener.stop()
-        self._listener = Listener(self, self._client, self._session)  # type: ignore[arg-type]
+        self._listener = Listener(self, self._client, self.session)
         self._listener.start()
 
     def handshake_done(self) -> None:

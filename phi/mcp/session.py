@@ -41,6 +41,7 @@ _LOG_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40
                "alert": 50, "emergency": 50}
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+NotificationCallback = Callable[[str, Any], None]  # (method, params as the server sent them)
 
 
 class Transport(Protocol):
@@ -91,7 +92,7 @@ class Session:
         self._ids = itertools.count(0)  # the first request (initialize) is id 0, as in the official SDKs
         self._pending: dict[int, _Pending] = {}
         self._closed: McpError | None = None
-        self._subscribers: dict[str, tuple[Callable[[str, Any], None], ...]] = {}
+        self._subscribers: dict[str, tuple[NotificationCallback, ...]] = {}
 
     @property
     def label(self) -> str:
@@ -183,7 +184,7 @@ class Session:
         pending.stop.cancel()
         return True
 
-    def is_answered(self, request_id: Any) -> bool:
+    def is_answered(self, request_id: object) -> bool:
         with self._lock:
             return _key(request_id) not in self._pending
 
@@ -272,7 +273,7 @@ class Session:
         except Exception:
             log.exception("MCP progress callback failed")
 
-    def subscribe(self, method: str, callback: Callable[[str, Any], None]) -> Callable[[], None]:
+    def subscribe(self, method: str, callback: NotificationCallback) -> Callable[[], None]:
         """Call ``callback(method, params)`` for each notification ``method`` (``"*"``: every one)."""
         with self._lock:
             self._subscribers[method] = self._subscribers.get(method, ()) + (callback,)
@@ -307,9 +308,10 @@ def rpc_error(error: Any, method: str, label: str) -> McpError:
                        code if isinstance(code, int) else None, message, error.get("data"))
 
 
-def _key(request_id: Any) -> int | str | None:
-    """A request id usable as a dict key (ids are numbers or strings; bool is neither)."""
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+def _key(request_id: object) -> int | None:
+    """The id of one of our requests, which are numbered: a string id (or a bool, which is no
+    number in JSON) can only be about a request this session never sent."""
+    if isinstance(request_id, bool) or not isinstance(request_id, int):
         return None
     return request_id
 

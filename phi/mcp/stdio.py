@@ -18,6 +18,7 @@ grace period, SIGTERM to the process group, SIGKILL; the process is always reape
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -106,8 +107,13 @@ class StdioTransport:
                                       f"{self.diagnostics()}", self.exit_code(), self.stderr_tail())
         self._outbox.put(encode_line(message))
 
+    def _running(self) -> subprocess.Popen[bytes]:
+        """The server process: the pipe threads start only once it was spawned with three pipes."""
+        assert self._proc is not None
+        return self._proc
+
     def _write_stdin(self) -> None:
-        stdin = self._proc.stdin  # type: ignore[union-attr]
+        stdin = self._running().stdin
         assert stdin is not None
         while True:
             data = self._outbox.get()
@@ -125,7 +131,7 @@ class StdioTransport:
     # ----------------------------------------------------------------- reading
 
     def _read_stdout(self) -> None:
-        stdout = self._proc.stdout  # type: ignore[union-attr]
+        stdout = self._running().stdout
         assert stdout is not None and self._session is not None
         session = self._session
         try:
@@ -157,13 +163,13 @@ class StdioTransport:
         log.warning("MCP server %s wrote a line that is not JSON: %r", self.label, self._last_noise)
 
     def _drain_stderr(self) -> None:
-        stderr = self._proc.stderr  # type: ignore[union-attr]
-        assert stderr is not None
+        stderr = self._running().stderr
+        assert isinstance(stderr, io.BufferedReader)  # Popen's default buffering: read1 returns what is there
         tail = self._stderr_tail
         debug = log.isEnabledFor(10)
         try:
             while True:
-                chunk = stderr.read1(65536)  # type: ignore[attr-defined]
+                chunk = stderr.read1(65536)
                 if not chunk:
                     break
                 if debug:

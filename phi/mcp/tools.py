@@ -7,8 +7,9 @@ APIs (:func:`tool_name`). A result with ``isError`` and every :class:`McpError` 
 :class:`~phi.errors.ToolError` (the model sees an error result, the run goes on); a cancelled call
 raises :class:`~phi.errors.ToolCancelled` at once.
 
-:class:`McpToolset` is what an Agent holds: ``tools()`` gives the current adapters, listing the
-server's tools again only after it announced ``notifications/tools/list_changed``.
+:class:`McpToolset` is an Agent tool source (SPEC AGENT-5; ``Agent(tool_sources=[...])``):
+``tools()`` gives the current adapters, listing the server's tools again only after it announced
+``notifications/tools/list_changed``, and ``close()`` (called by ``Agent.close()``) ends the session.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, ToolCancelled, ToolError
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
 from .client import McpClient
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from typing_extensions import Unpack
+
+    from .client import HttpOptions, StdioOptions
 from .errors import McpCancelled, McpError
 from .results import McpToolInfo
 
@@ -95,7 +102,7 @@ def tool_name(name: str, prefix: str | None = None) -> str:
     return fixed
 
 
-def tool_parameters(schema: Any, name: str = "?") -> dict[str, Any]:
+def tool_parameters(schema: object, name: str = "?") -> dict[str, Any]:
     """The tool's ``inputSchema`` as a schema the loop can validate with (MCP-17).
 
     Not an object schema (missing, not a dict, another type) → ``{"type": "object"}``: the server
@@ -105,22 +112,35 @@ def tool_parameters(schema: Any, name: str = "?") -> dict[str, Any]:
     """
     if not isinstance(schema, dict):
         return {"type": "object"}
-    schema = dict(schema)
-    kind = schema.setdefault("type", "object")
+    checked: dict[str, Any] = dict(schema)
+    kind = checked.setdefault("type", "object")
     if kind != "object":
         log.warning("MCP tool %s has an input schema of type %r; using an open object schema", name, kind)
         return {"type": "object"}
     import jsonschema  # lazy: only MCP users pay for it here
 
-    if "$schema" in schema and jsonschema.validators.validator_for(schema, default=None) is None:
-        log.info("MCP tool %s: unknown $schema %r dropped", name, schema.pop("$schema"))
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = _dialect(checked)
+    if validator is None and "$schema" in checked:
+        log.info("MCP tool %s: unknown $schema %r dropped", name, checked.pop("$schema"))
+    validator = validator or jsonschema.Draft202012Validator
     try:
-        validator.check_schema(schema)
+        validator.check_schema(checked)
     except jsonschema.SchemaError as error:
         log.warning("MCP tool %s has an invalid input schema (%s); using an open object schema", name, error.message)
         return {"type": "object"}
-    return schema
+    return checked
+
+
+def _dialect(schema: dict[str, Any]) -> type[Validator] | None:
+    """The validator of the schema's ``$schema``; None without one, or when jsonschema does not know it."""
+    from jsonschema import Draft7Validator, Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    if "$schema" not in schema:
+        return None
+    # validator_for answers its `default` for a $schema it does not know: two defaults tell that apart
+    found = validator_for(schema, default=Draft7Validator)
+    return found if found is validator_for(schema, default=Draft202012Validator) else None
 
 
 class McpToolset:
@@ -142,7 +162,7 @@ class McpToolset:
 
     @classmethod
     def stdio(cls, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None, *,
-              prefix: str | None = None, **options: Any) -> McpToolset:
+              prefix: str | None = None, **options: Unpack[StdioOptions]) -> McpToolset:
         """Start an MCP server as a child process and offer its tools (named ``{prefix}__{name}`` when
         ``prefix`` is given): ``Agent(tool_sources=[McpToolset.stdio("npx", [...])])``. Connects now:
         a server that cannot start raises ``McpError``. ``options`` go to :meth:`McpClient.connect_stdio`."""
@@ -150,7 +170,7 @@ class McpToolset:
 
     @classmethod
     def http(cls, url: str, headers: Mapping[str, str] | None = None, *, prefix: str | None = None,
-             **options: Any) -> McpToolset:
+             **options: Unpack[HttpOptions]) -> McpToolset:
         """Connect to an MCP server over Streamable HTTP and offer its tools. Connects now;
         ``options`` go to :meth:`McpClient.connect_http`."""
         return cls(McpClient.connect_http(url, headers, **options), prefix=prefix)
@@ -177,7 +197,7 @@ class McpToolset:
     def __enter__(self) -> McpToolset:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

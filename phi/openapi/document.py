@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NoReturn
 from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
 from .config import OpenApiError
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _BaseLoader = yaml.SafeLoader  # the C loader, when there, has the same constructor and resolver API
+else:
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _DROPPED_TAGS = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp"}
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):
     """Safe loading with YAML 1.2 booleans, dates kept as text and string mapping keys."""
 
 
@@ -34,7 +37,7 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _YAML12_BOOL, list("tTfF"))
 
 
-def _construct_map(loader: Any, node: yaml.MappingNode) -> Any:
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
     data: dict[str, Any] = {}
     yield data
     loader.flatten_mapping(node)
@@ -48,7 +51,7 @@ def _construct_map(loader: Any, node: yaml.MappingNode) -> Any:
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -151,7 +154,8 @@ def server_url(servers: Any, variables: Mapping[str, str], spec_url: str | None,
     server = servers[0]
     if not isinstance(server, dict) or not isinstance(server.get("url"), str):
         raise OpenApiError(f"{where}: servers[0] has no 'url' string")
-    declared = server.get("variables") if isinstance(server.get("variables"), dict) else {}
+    given = server.get("variables")
+    declared: dict[str, Any] = given if isinstance(given, dict) else {}
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -19,7 +18,6 @@ import requests
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..log import get_logger
-from ..loop.tool import AgentTool
 from ..providers.http import USER_AGENT, error_reason
 from ..providers.transport import CallStop, HttpClient, abort_response, iter_body
 from .config import OpenApiConfig, OpenApiError, OperationFilter
@@ -33,7 +31,7 @@ MAX_SPEC_BYTES = 64 << 20
 MAX_REDIRECTS = 5
 
 
-def _settings(config: Any, selection: Any) -> tuple[OpenApiConfig, OperationFilter]:
+def _settings(config: object, selection: object) -> tuple[OpenApiConfig, OperationFilter]:
     config = OpenApiConfig() if config is None else config
     selection = OperationFilter.all() if selection is None else selection
     if not isinstance(config, OpenApiConfig):
@@ -45,12 +43,12 @@ def _settings(config: Any, selection: Any) -> tuple[OpenApiConfig, OperationFilt
 
 
 def _tools(text: str, config: OpenApiConfig, selection: OperationFilter, spec_url: str | None, source: str,
-           client: HttpClient | None = None) -> list[AgentTool]:
+           client: HttpClient | None = None) -> list[OpenApiTool]:
     started = time.perf_counter()
     document = parse_document(text, source)
     operations = build_operations(document, config, selection, spec_url)
     client = client or HttpClient()
-    tools: list[AgentTool] = [
+    tools = [
         OpenApiTool(op.name, op.description, op.parameters, op, config, client, label=f"{op.method} {op.path}")
         for op in operations
     ]
@@ -59,7 +57,7 @@ def _tools(text: str, config: OpenApiConfig, selection: OperationFilter, spec_ur
 
 
 def from_str(spec: str, config: OpenApiConfig | None = None, filter: OperationFilter | None = None, *,
-             spec_url: str | None = None) -> list[AgentTool]:
+             spec_url: str | None = None) -> list[OpenApiTool]:
     """One tool per selected operation of the OpenAPI 3.x document ``spec`` (JSON when its first
     non-blank character is ``{`` or ``[``, else YAML). ``spec_url``, where the document came from,
     is the base of relative server URLs. Raises :class:`OpenApiError` for a document that cannot
@@ -69,7 +67,7 @@ def from_str(spec: str, config: OpenApiConfig | None = None, filter: OperationFi
 
 
 def from_file(path: str | os.PathLike[str], config: OpenApiConfig | None = None,
-              filter: OperationFilter | None = None, *, spec_url: str | None = None) -> list[AgentTool]:
+              filter: OperationFilter | None = None, *, spec_url: str | None = None) -> list[OpenApiTool]:
     """:func:`from_str` on the UTF-8 file at ``path``."""
     config, selection = _settings(config, filter)
     try:
@@ -82,7 +80,7 @@ def from_file(path: str | os.PathLike[str], config: OpenApiConfig | None = None,
     return _tools(text, config, selection, spec_url, os.fspath(path))
 
 
-def from_url(url: str, config: OpenApiConfig | None = None, filter: OperationFilter | None = None) -> list[AgentTool]:
+def from_url(url: str, config: OpenApiConfig | None = None, filter: OperationFilter | None = None) -> list[OpenApiTool]:
     """:func:`from_str` on the document fetched from ``url`` (HTTP GET)."""
     config, selection = _settings(config, filter)
     client = HttpClient()

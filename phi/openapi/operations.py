@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Literal, Mapping
 
 from ..log import get_logger
 from .budget import fit_schema
@@ -252,8 +252,9 @@ def _parameter(converter: SchemaConverter, raw: dict[str, Any], taken: set[str],
         as_json = True
     schema, found = converter.convert(schema_source if schema_source is not None else {}, f"{where} {name!r}")
     refs |= found
-    style = raw.get("style") if isinstance(raw.get("style"), str) else _DEFAULT_STYLE[location]
-    explode = raw.get("explode") if isinstance(raw.get("explode"), bool) else style == "form"
+    given_style, given_explode = raw.get("style"), raw.get("explode")
+    style = given_style if isinstance(given_style, str) else _DEFAULT_STYLE[location]
+    explode = given_explode if isinstance(given_explode, bool) else style == "form"
     arg = _ARG_UNSAFE.sub("_", name)[:MAX_NAME] or "_"
     if arg in taken:
         arg = _unique(f"{arg}_{location}", taken)
@@ -263,7 +264,7 @@ def _parameter(converter: SchemaConverter, raw: dict[str, Any], taken: set[str],
 
 
 def _request_body(document: Mapping[str, Any], converter: SchemaConverter, operation: Mapping[str, Any],
-                  refs: set[str], where: str) -> tuple[str, Any, bool] | None | bool:
+                  refs: set[str], where: str) -> tuple[str, Any, bool] | Literal[False] | None:
     """``(media type, schema, required)`` of a JSON request body; None without one; False when a
     required body has no JSON media type (the operation cannot be called)."""
     body = deref(document, operation.get("requestBody"), f"{where} requestBody")

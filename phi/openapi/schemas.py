@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeGuard
 from urllib.parse import urljoin
 
 from ..log import get_logger
@@ -255,7 +255,8 @@ class SchemaConverter:
         required = node.get("required")
         if not _string_list(required):
             return
-        properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+        given = node.get("properties")
+        properties: Mapping[str, Any] = given if isinstance(given, dict) else {}
         kept = []
         for name in dict.fromkeys(required):
             schema = self.raw(properties.get(name))
@@ -291,7 +292,7 @@ def _index_ids(document: Mapping[str, Any]) -> tuple[dict[str, str], dict[tuple[
     return ids, anchors
 
 
-def _string_list(value: Any) -> bool:
+def _string_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

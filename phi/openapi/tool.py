@@ -37,6 +37,7 @@ from requests.structures import CaseInsensitiveDict
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
 from ..log import get_logger
+from ..loop.tool import ToolContext
 from ..providers.http import USER_AGENT, error_reason
 from ..providers.secrets import scrub
 from ..providers.transport import CallStop, HttpClient, abort_response, iter_body
@@ -58,7 +59,7 @@ class HttpCall:
     method: str
     url: str
     shown_url: str
-    headers: CaseInsensitiveDict = field(repr=False)
+    headers: CaseInsensitiveDict[str] = field(repr=False)
     body: bytes | None = field(default=None, repr=False)
 
 
@@ -90,7 +91,7 @@ class _Urllib3Scrubber(logging.Filter):
 _URLLIB3_SCRUBBER = _Urllib3Scrubber()
 
 
-def build_call(operation: Operation, config: OpenApiConfig, args: Any) -> HttpCall:
+def build_call(operation: Operation, config: OpenApiConfig, args: object) -> HttpCall:
     """The request for one call of ``operation`` with ``args`` (OAPI-7)."""
     if args is None:
         args = {}
@@ -109,7 +110,7 @@ def build_call(operation: Operation, config: OpenApiConfig, args: Any) -> HttpCa
 
     path = _TEMPLATE.sub(fill, operation.path)
     query: list[str] = []
-    headers: CaseInsensitiveDict = CaseInsensitiveDict({"User-Agent": USER_AGENT})
+    headers: CaseInsensitiveDict[str] = CaseInsensitiveDict({"User-Agent": USER_AGENT})
     for param in operation.params:
         value = args.get(param.arg)
         if param.location == "query":
@@ -130,9 +131,10 @@ def build_call(operation: Operation, config: OpenApiConfig, args: Any) -> HttpCa
         shown_query.append(f"{encode(auth.name)}={REDACTED}")
     headers.update(config.custom_headers)
     body = None
-    if operation.body_arg is not None and operation.body_arg in args:
+    media_type = operation.body_media_type  # set exactly when body_arg is
+    if operation.body_arg is not None and media_type is not None and operation.body_arg in args:
         body = json.dumps(args[operation.body_arg], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        headers["Content-Type"] = operation.body_media_type
+        headers["Content-Type"] = media_type
     url = operation.base_url + path
     return HttpCall(operation.method, _with_query(url, query), _with_query(url, shown_query), headers, body)
 
@@ -289,7 +291,6 @@ class OpenApiTool:
     def path(self) -> str:
         return self.operation.path
 
-    def execute(self, args: dict[str, Any], ctx: Any) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         call = build_call(self.operation, self.config, args)
-        cancel = getattr(ctx, "cancel", None) or CancellationToken()
-        return send_call(call, self.config, self.client, cancel)
+        return send_call(call, self.config, self.client, ctx.cancel)

@@ -2,11 +2,17 @@
 
 Imported only when used (``import phi`` does not load it)::
 
+    import phi
     from phi.skills import SkillSet, read_skill_tool
 
     skills = SkillSet.load([Path.home() / ".agents/skills", ".agents/skills"])  # later dirs win
-    system_prompt += "\\n\\n" + skills.format_for_prompt()    # the <available_skills> catalog
-    tools.append(read_skill_tool(skills))                     # the model loads a skill on demand
+    # An Agent tool source: the <available_skills> catalog ends each run's system prompt, and the
+    # read_skill tool lets the model load a skill on demand.
+    agent = phi.Agent(model="claude-sonnet-4-5", tool_sources=[skills])
+
+    # The same by hand:
+    system_prompt += "\\n\\n" + skills.format_for_prompt()
+    tools.append(read_skill_tool(skills))
 
 Modules: :mod:`.frontmatter` (fences and YAML, SKILL-1/2), :mod:`.skill` (one skill, SKILL-3),
 :mod:`.skillset` (discovery, precedence, catalog, SKILL-4 to SKILL-6), :mod:`.rules` (the

@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -41,7 +41,10 @@ MAX_FRONTMATTER_BYTES = 256 * 1024
 _MAX_DEPTH = 64
 _BOM = b"\xef\xbb\xbf"
 _NULL_TAG = "tag:yaml.org,2002:null"
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _Loader = yaml.SafeLoader  # the C loader, when there, has the same composer and constructor API
+else:
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def _is_null(node: Node) -> bool:
     return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
 
 
-def _typed(loader: Any, node: Node, fallback: Any) -> Any:
+def _typed(loader: _Loader, node: Node, fallback: Any) -> Any:
     try:
         return loader.construct_object(node, deep=True)
     except (yaml.YAMLError, RecursionError, ValueError, TypeError):

@@ -89,7 +89,7 @@ class ReadSkillTool:
             raise ToolError("`path` must be a string: a file path relative to the skill directory.")
         return self._resource(skill, path)
 
-    def _skill(self, name: Any) -> Skill:
+    def _skill(self, name: object) -> Skill:
         if not isinstance(name, str) or not name:
             raise ToolError("`name` must be the name of a skill listed in <available_skills>.")
         skill = self.skills.get(name)

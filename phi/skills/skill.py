@@ -90,7 +90,7 @@ def _read(path: Path, limit: int, *, whole: bool = False) -> bytes:
         raise SkillError(path, f"cannot read SKILL.md: {exc.strerror or exc}") from None
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else type(value).__name__
 
 

@@ -33,7 +33,7 @@ from .rules import SkillWarning, check_skill
 from .skill import Skill
 
 if TYPE_CHECKING:
-    from ..loop.tool import AgentTool
+    from .read_tool import ReadSkillTool
 
 __all__ = ["SkillSet", "SKILL_FILE_NAMES", "MAX_DEPTH", "MAX_DIRS"]
 
@@ -72,7 +72,7 @@ class SkillSet:
         self.errors: tuple[SkillError, ...] = tuple(errors)
         #: Whether, as a tool source, the set offers the ``read_skill`` tool.
         self.read_tool = read_tool
-        self._read_skill: AgentTool | None = None
+        self._read_skill: ReadSkillTool | None = None
 
     @classmethod
     def load(cls, dirs: Iterable[str | Path] | str | Path, *, strict: bool = False, read_tool: bool = True) -> SkillSet:
@@ -145,7 +145,7 @@ class SkillSet:
 
     # ----------------------------------------------------------------- as an Agent tool source
 
-    def tools(self) -> list[AgentTool]:
+    def tools(self) -> list[ReadSkillTool]:
         """``[read_skill]`` over this set (none for an empty set or with ``read_tool=False``)."""
         if not self._skills or not self.read_tool:
             return []

@@ -3,16 +3,20 @@ official SDK server; results (and failures) land in the history as tool results.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import phi
 from phi.mcp import McpClient, McpError, McpToolset
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
+from phi.skills import SkillSet
 from phi.types import ImageContent, ToolResultMessage
 
 from .conftest import fake_cmd, http_servers, pid_gone, sdk_cmd, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
+SKILLS = Path(__file__).resolve().parents[1] / "fixtures" / "skills"
 
 
 def tool_results(agent: phi.Agent) -> list[ToolResultMessage]:
@@ -84,3 +88,28 @@ def test_an_mcp_http_source(http_servers):
 def test_an_mcp_server_that_cannot_start_raises_a_typed_error(tmp_path):
     with pytest.raises(McpError):
         McpToolset.stdio(str(tmp_path / "no-such-server"))
+
+
+def test_a_skill_set_and_an_mcp_toolset_serve_one_agent_together():
+    """Two tool sources in one agent (AGENT-5): the skills' catalog ends the system prompt, the
+    read_skill tool and the server's tools are offered side by side and both answer, and
+    ``agent.close()`` ends the MCP server."""
+    skills = SkillSet.load(SKILLS)
+    toolset = McpToolset.stdio(*sdk_cmd(), prefix="sdk", timeout=20)
+    pid = toolset.client.pid
+    provider = ScriptedProvider([
+        {"blocks": [{"type": "toolCall", "id": "t1", "name": "read_skill", "arguments": {"name": "canvas-design"}},
+                    {"type": "toolCall", "id": "t2", "name": "sdk__add", "arguments": {"a": 1, "b": 2}}]},
+        "A poster of 3.",
+    ])
+    with phi.Agent(provider=provider, system_prompt="You help.", tool_sources=[skills, toolset]) as agent:
+        assert agent.run("Design a poster of 1 + 2.").outcome.value == "completed"
+    request = provider.calls[0]
+    assert request.system_prompt == f"You help.\n\n{skills.instructions()}"
+    names = [tool.name for tool in request.tools]
+    assert names[0] == "read_skill" and {"sdk__add", "sdk__echo"} <= set(names[1:])
+    skill, add = tool_results(agent)
+    assert skill.text.startswith('<skill_content name="canvas-design">') and not skill.is_error
+    assert (add.tool_name, add.text, add.is_error) == ("sdk__add", "3", False)
+    assert toolset.client.closed
+    wait_until(lambda: pid_gone(pid), what="the MCP server process to end")
