@@ -1,4 +1,4 @@
-"""The approval gate (seed 004 §8 "Approval / Permission System", made real; §3.8 between VALIDATE
+"""The approval gate (SPEC §14 CODE-8; seed 004 §8 "Approval / Permission System", made real; §3.8 between VALIDATE
 and EXECUTE).
 
 ``SessionConfig.approval`` is a callback that receives an :class:`ApprovalRequest` for every tool
@@ -22,7 +22,7 @@ the exception as the reason (and is logged).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from ..log import get_logger
 
@@ -59,10 +59,17 @@ class ApprovalDecision:
     reason: str = ""
 
 
-def decide(policy: Callable[[ApprovalRequest], Any], request: ApprovalRequest) -> tuple[bool, str]:
+#: What an approval callback answers: allowed or not, or a decision with the reason for a denial.
+ApprovalAnswer = Union[bool, ApprovalDecision]
+#: ``SessionConfig.approval``: called with each validated tool call just before it runs.
+ApprovalPolicy = Callable[[ApprovalRequest], ApprovalAnswer]
+
+
+def decide(policy: ApprovalPolicy, request: ApprovalRequest) -> tuple[bool, str]:
     """Ask ``policy``; returns (allowed, reason)."""
     try:
-        answer = policy(request)
+        # typed as object: a callback written without type checking may answer anything at all
+        answer: object = policy(request)
         if isinstance(answer, ApprovalDecision):
             return answer.allowed, answer.reason
         if isinstance(answer, bool):
@@ -81,10 +88,10 @@ class SmartApproval:
     ``allowed_commands`` lists command lines (exact, after joining argv) that run without asking.
     """
 
-    ask: Callable[[ApprovalRequest], Any]
+    ask: ApprovalPolicy
     allowed_commands: tuple[str, ...] = field(default=())
 
-    def __call__(self, request: ApprovalRequest) -> Any:
+    def __call__(self, request: ApprovalRequest) -> ApprovalAnswer:
         if request.kind in ("read", "agent"):
             return True
         if request.kind == "execute" and request.command is not None and request.command in self.allowed_commands:
@@ -102,4 +109,5 @@ def deny_changes(request: ApprovalRequest) -> ApprovalDecision:
     return ApprovalDecision(request.kind == "read", "" if request.kind == "read" else "no changes are allowed")
 
 
-__all__ = ["ApprovalRequest", "ApprovalDecision", "SmartApproval", "allow_all", "deny_changes", "decide"]
+__all__ = ["ApprovalRequest", "ApprovalDecision", "ApprovalAnswer", "ApprovalPolicy", "SmartApproval", "allow_all",
+           "deny_changes", "decide"]

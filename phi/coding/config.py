@@ -1,4 +1,4 @@
-"""Session settings and states (seed 004 §2.2, §2.3, §2.7).
+"""Session settings and states (SPEC §14 CODE-1, CODE-3; seed 004 §2.2, §2.3, §2.7).
 
 :class:`SessionConfig` has the fields of §2.2 with its defaults; a session reads it at every model
 call and every tool call, so a change (``session.config.reasoning_effort = "high"``) takes effect on
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from ..errors import ConfigError
 from ..types import ThinkingLevel
+from .approval import ApprovalPolicy
 
 #: reasoning_effort values and the core's thinking level each one asks for (None: provider default).
 REASONING_EFFORTS: dict[str | None, ThinkingLevel] = {
@@ -58,7 +58,7 @@ class SessionConfig:
     max_subagent_depth: int = 1
     subagent_max_turns: int = 50
     user_instructions: str | None = None
-    approval: Callable[[Any], Any] | None = None  # see phi.coding.approval
+    approval: ApprovalPolicy | None = None  # see phi.coding.approval
     plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
 
     def check(self) -> None:

@@ -1,4 +1,4 @@
-"""The ``<environment>`` block of the system prompt (seed 004 §6.3).
+"""The ``<environment>`` block of the system prompt (SPEC §14 CODE-5; seed 004 §6.3).
 
 One line per fact, in the seed's order: working directory, whether it is a git repository, the git
 branch, platform, OS version, today's date, the model and its knowledge cutoff. The block depends
@@ -10,20 +10,25 @@ cutoff`` when it is not known.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+import enum
+from typing import Final, Literal
 
+from ..tools.environment import ExecutionEnvironment
 from .git_context import GitSnapshot, git_snapshot
 
 __all__ = ["environment_block", "UNSET"]
 
 
-class _Unset:
+class _Unset(enum.Enum):
+    # an enum member, so that ``git is UNSET`` narrows the type of ``git``
+    UNSET = "UNSET"
+
     def __repr__(self) -> str:
         return "UNSET"
 
 
 #: Default of ``git``: take a snapshot of the environment's working directory.
-UNSET: Any = _Unset()
+UNSET: Final = _Unset.UNSET
 
 
 def _one_line(value: object) -> str:
@@ -31,8 +36,9 @@ def _one_line(value: object) -> str:
     return " ".join(str(value).splitlines())
 
 
-def environment_block(env: Any, *, model: str, knowledge_cutoff: str | None = None,
-                      today: datetime.date | None = None, git: GitSnapshot | None = UNSET) -> str:
+def environment_block(env: ExecutionEnvironment, *, model: str, knowledge_cutoff: str | None = None,
+                      today: datetime.date | None = None,
+                      git: GitSnapshot | None | Literal[_Unset.UNSET] = UNSET) -> str:
     """The ``<environment>`` block for ``env`` (a :class:`phi.tools.environment.ExecutionEnvironment`).
 
     ``today`` defaults to the local date; ``git`` to :func:`git_snapshot` of the environment's

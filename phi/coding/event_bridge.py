@@ -1,4 +1,5 @@
-"""Session events derived from the core loop's events (seed 004 §2.9, §2.10, §5.5; one source of truth).
+"""Session events derived from the core loop's events, one source of truth (SPEC §14 CODE-2, CODE-7;
+seed 004 §2.9, §2.10, §5.5).
 
 The session's loop is the core loop (:func:`phi.loop.agent_loop`, run by :class:`phi.agent.Agent`);
 :class:`EventBridge` is its event sink and turns each core event into the session's view:
@@ -32,15 +33,30 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ProgressMessage,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+)
 from ..log import get_logger
 from ..providers.base import ErrorKind, is_context_overflow
 from ..types import (
+    AgentMessage,
     AssistantMessage,
+    ExtensionMessage,
     StopReason,
     TextContent,
     ThinkingContent,
+    ToolCall,
     UserMessage,
 )
 from .events import EventKind
@@ -56,15 +72,17 @@ FATAL_ERRORS = (ErrorKind.AUTH, ErrorKind.CONTEXT_OVERFLOW)
 CONTEXT_WARNING_RATIO = 0.8
 
 
-def message_chars(message: Any) -> int:
+def message_chars(message: AgentMessage) -> int:
     """Characters of a message's text, reasoning and tool-call arguments (the §5.5 estimate's input)."""
+    if isinstance(message, ExtensionMessage):  # never sent to a model
+        return 0
     total = 0
-    for block in getattr(message, "content", ()):
+    for block in message.content:
         if isinstance(block, TextContent):
             total += len(block.text)
         elif isinstance(block, ThinkingContent):
             total += len(block.thinking)
-        elif getattr(block, "type", "") == "toolCall":
+        elif isinstance(block, ToolCall):
             total += len(block.name) + len(json.dumps(block.arguments, ensure_ascii=False))
     return total
 
@@ -80,35 +98,43 @@ class EventBridge:
         self._outstanding: set[str] = set()  # calls of the current reply that have not ended
         self._pending_warning: str | None = None
         self._partials: dict[str, str] = {}  # call id -> text of its last update
-        self._handlers = {
-            "AgentStart": self._agent_start, "MessageStart": self._message_start,
-            "MessageUpdate": self._message_update, "MessageEnd": self._message_end,
-            "ToolExecutionStart": self._tool_start, "ToolExecutionUpdate": self._tool_update,
-            "ProgressMessage": self._progress, "ToolExecutionEnd": self._tool_end, "TurnEnd": self._turn_end,
-            "AgentEnd": self._agent_end,
-        }
 
-    def __call__(self, event: Any) -> None:
-        handler = self._handlers.get(event.type)
-        if handler is not None:
-            handler(event)
+    def __call__(self, event: AgentEvent) -> None:
+        # the commonest events first; each test narrows ``event`` to the handler's type
+        if event.type == "MessageUpdate":
+            self._message_update(event)
+        elif event.type == "ToolExecutionUpdate":
+            self._tool_update(event)
+        elif event.type == "ProgressMessage":
+            self._progress(event)
+        elif event.type == "MessageStart":
+            self._message_start(event)
+        elif event.type == "MessageEnd":
+            self._message_end(event)
+        elif event.type == "ToolExecutionStart":
+            self._tool_start(event)
+        elif event.type == "ToolExecutionEnd":
+            self._tool_end(event)
+        elif event.type == "TurnEnd":
+            self._turn_end(event)
+        elif event.type == "AgentStart":
+            self.run_thread = threading.get_ident()
+        elif event.type == "AgentEnd":
+            self._agent_end(event)
 
-    def emit(self, event_kind: EventKind, /, **data: Any) -> None:
+    def emit(self, event_kind: EventKind, /, **data: object) -> None:
         self.session._emit(event_kind, data)
 
     # ----------------------------------------------------------------- messages
 
-    def _agent_start(self, event: Any) -> None:
-        self.run_thread = threading.get_ident()
-
-    def _message_start(self, event: Any) -> None:
+    def _message_start(self, event: MessageStart) -> None:
         message = event.message
         if isinstance(message, AssistantMessage):
             self.emit(EventKind.ASSISTANT_TEXT_START)
             return
         if not isinstance(message, UserMessage):
             return
-        tag = self.session._untag(message)
+        tag = self.session._tags.untag(message)
         text = message.text
         history = self.session.history
         if tag in ("input", "follow_up"):
@@ -126,12 +152,12 @@ class EventBridge:
         else:  # a message the core itself added (e.g. an execution-limit notice)
             history.append(SystemTurn(text))
 
-    def _message_update(self, event: Any) -> None:
+    def _message_update(self, event: MessageUpdate) -> None:
         delta = event.delta
         if delta.kind == "text" and delta.delta:
             self.emit(EventKind.ASSISTANT_TEXT_DELTA, delta=delta.delta)
 
-    def _message_end(self, event: Any) -> None:
+    def _message_end(self, event: MessageEnd) -> None:
         message = event.message
         self.context_chars += message_chars(message)
         if not isinstance(message, AssistantMessage):
@@ -165,7 +191,7 @@ class EventBridge:
 
     # ----------------------------------------------------------------- loop detection (§2.10)
 
-    def _record_calls(self, calls: list[Any]) -> None:
+    def _record_calls(self, calls: list[ToolCall]) -> None:
         detector = self.session._loop_detector()
         if detector is None:
             return
@@ -184,11 +210,11 @@ class EventBridge:
 
     # ----------------------------------------------------------------- tools
 
-    def _tool_start(self, event: Any) -> None:
+    def _tool_start(self, event: ToolExecutionStart) -> None:
         self.emit(EventKind.TOOL_CALL_START, call_id=event.tool_call_id, tool_name=event.tool_name,
                   arguments=event.args)
 
-    def _tool_update(self, event: Any) -> None:
+    def _tool_update(self, event: ToolExecutionUpdate) -> None:
         partial = event.partial_result
         text = text_of(partial)
         if isinstance(partial.details, dict) and partial.details.get("output_delta"):
@@ -201,17 +227,17 @@ class EventBridge:
             self.emit(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id=event.tool_call_id, tool_name=event.tool_name,
                       delta=delta)
 
-    def _progress(self, event: Any) -> None:
+    def _progress(self, event: ProgressMessage) -> None:
         self.emit(EventKind.TOOL_CALL_OUTPUT_DELTA, call_id=event.tool_call_id, tool_name=event.tool_name,
                   progress=event.text)
 
-    def _tool_end(self, event: Any) -> None:
+    def _tool_end(self, event: ToolExecutionEnd) -> None:
         self._partials.pop(event.tool_call_id, None)
         result = event.result
         shown = text_of(result)
         output = full_output(result)
-        data: dict[str, Any] = {"call_id": event.tool_call_id, "tool_name": event.tool_name, "is_error": event.is_error,
-                                "output": output, "truncated": output != shown}
+        data: dict[str, object] = {"call_id": event.tool_call_id, "tool_name": event.tool_name,
+                                   "is_error": event.is_error, "output": output, "truncated": output != shown}
         if event.is_error:
             data["error"] = shown
         if data["truncated"]:
@@ -223,7 +249,7 @@ class EventBridge:
 
     # ----------------------------------------------------------------- turns and the end
 
-    def _turn_end(self, event: Any) -> None:
+    def _turn_end(self, event: TurnEnd) -> None:
         session = self.session
         reply = event.message
         if event.tool_results:
@@ -242,7 +268,7 @@ class EventBridge:
             self.emit(EventKind.WARNING, message=f"Context usage at ~{round(approx / window * 100)}% of the "
                                                  "context window", approx_tokens=approx, context_window=window)
 
-    def _agent_end(self, event: Any) -> None:
+    def _agent_end(self, event: AgentEnd) -> None:
         self._outstanding = set()
         self._pending_warning = None
         self._partials.clear()

@@ -1,4 +1,4 @@
-"""Session events of the coding layer (seed 004 §2.9, §5.5): what a :class:`~phi.coding.Session`
+"""Session events of the coding layer (SPEC §14 CODE-2; seed 004 §2.9, §5.5): what a :class:`~phi.coding.Session`
 tells its host, in order, each with the session id and a timestamp.
 
 These are not a second event system: every event a session emits while it processes input is

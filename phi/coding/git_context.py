@@ -1,4 +1,4 @@
-"""The git snapshot of the system prompt (seed 004 §6.4).
+"""The git snapshot of the system prompt (SPEC §14 CODE-5; seed 004 §6.4).
 
 Taken once at session start by running ``git`` in the working directory: the current branch, how
 many files are staged, modified, deleted, conflicted or untracked (counts, never the diff; an

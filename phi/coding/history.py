@@ -1,4 +1,4 @@
-"""The session's history as turns (seed 004 §2.4).
+"""The session's history as turns (SPEC §14 CODE-2; seed 004 §2.4).
 
 The conversation the model sees is the core loop's message list (``session.agent.messages``); these
 records are a typed view of it, built from the same core events the session's events come from.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Union
 
 from ..types import ToolCall, ToolResultMessage, Usage
 
@@ -69,7 +69,7 @@ class SteeringTurn:
 Turn = Union[UserTurn, AssistantTurn, ToolResultsTurn, SystemTurn, SteeringTurn]
 
 
-def turn_kind(turn: Any) -> str:
+def turn_kind(turn: Turn) -> str:
     """``user``, ``assistant``, ``tool_results``, ``system`` or ``steering``."""
     return {UserTurn: "user", AssistantTurn: "assistant", ToolResultsTurn: "tool_results",
             SystemTurn: "system", SteeringTurn: "steering"}[type(turn)]

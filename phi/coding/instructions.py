@@ -1,4 +1,4 @@
-"""Provider-specific base instructions: layer 1 of the system prompt (seed 004 §6.2).
+"""Provider-specific base instructions: layer 1 of the system prompt (SPEC §14 CODE-5; seed 004 §6.2).
 
 Each profile gets a base prompt tuned to the agent its model family was trained with, written in
 phi's own words and covering the topics the seed lists:

@@ -1,4 +1,4 @@
-"""Loop detection for the coding layer (seed 004 §2.10).
+"""Loop detection for the coding layer (SPEC §14 CODE-7; seed 004 §2.10).
 
 Each tool call is reduced to a signature: its name plus a hash of its arguments in canonical JSON
 (keys sorted at every level, no insignificant whitespace), so two calls with the same arguments in a
@@ -23,7 +23,7 @@ import hashlib
 import json
 import threading
 from collections import deque
-from typing import Any, Sequence
+from typing import Sequence
 
 __all__ = ["tool_call_signature", "detect_loop", "loop_warning", "LoopDetector", "PATTERN_LENGTHS"]
 
@@ -31,12 +31,12 @@ __all__ = ["tool_call_signature", "detect_loop", "loop_warning", "LoopDetector",
 PATTERN_LENGTHS = (1, 2, 3)
 
 
-def _canonical_json(arguments: Any) -> str:
+def _canonical_json(arguments: object) -> str:
     # repr for anything JSON cannot express (arguments normally come from JSON, so this is a guard)
     return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
 
 
-def tool_call_signature(name: str, arguments: Any) -> str:
+def tool_call_signature(name: str, arguments: object) -> str:
     """``"{name}:{sha256 of the canonical JSON of arguments}"``; key order does not matter."""
     digest = hashlib.sha256(_canonical_json(arguments).encode("utf-8", "surrogatepass")).hexdigest()
     return f"{name}:{digest}"
@@ -80,7 +80,7 @@ class LoopDetector:
     def __repr__(self) -> str:
         return f"LoopDetector(window={self.window}, recorded={len(self._recent)})"
 
-    def record(self, name: str, arguments: Any) -> str | None:
+    def record(self, name: str, arguments: object) -> str | None:
         """Add one call; the warning text if the window now holds a loop (then forget it), else None."""
         signature = tool_call_signature(name, arguments)
         with self._lock:

@@ -1,4 +1,8 @@
-"""The tool execution pipeline of a session (seed 004 §3.8, §5; the approval step of §8).
+"""The tool execution pipeline of a session (SPEC §14 CODE-2, CODE-8; seed 004 §3.8, §5; the approval step of §8).
+
+Which registered tools a session offers for an input is decided here too (:func:`offered_tools`):
+all of them, except that plan mode keeps only those that read and the sub-agent tools go once the
+session is at the sub-agent depth limit.
 
 The core loop (:mod:`phi.loop.tool_execution`) does LOOKUP (unknown tools become error results) and VALIDATE
 (the arguments against the JSON Schema) before it calls a tool; each registered tool reaches it as
@@ -16,8 +20,8 @@ a :class:`SessionTool`, whose ``execute`` is the rest of the pipeline:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext, to_tool_result
@@ -25,7 +29,12 @@ from ..tools._common import FULL_OUTPUT_MAX_CHARS
 from ..tools.truncation import HEAD_TAIL, clip, render, truncate_tool_output
 from ..types import TextContent, ToolResult
 from .approval import ApprovalRequest, decide
-from .registry import RegisteredTool, ToolCallContext
+from .config import SessionConfig
+from .registry import RegisteredTool, ToolCallContext, ToolRegistry
+from .subagents import SUBAGENT_TOOL_NAMES
+
+if TYPE_CHECKING:
+    from .session import Session
 
 #: Limits the session adds to the table of phi.tools.truncation: sub-agent results (``wait``) are
 #: cut like ``spawn_agent`` results (seed 004 §5.2).
@@ -40,9 +49,8 @@ def text_of(result: ToolResult) -> str:
 def full_output(result: ToolResult) -> str:
     """The tool's whole output: ``details["full_output"]`` when it was cut, else its text."""
     details = result.details
-    if isinstance(details, dict) and isinstance(details.get("full_output"), str):
-        return details["full_output"]
-    return text_of(result)
+    full = details.get("full_output") if isinstance(details, dict) else None
+    return full if isinstance(full, str) else text_of(result)
 
 
 def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int],
@@ -67,33 +75,37 @@ def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int
     return ToolResult([TextContent(shown), *others], details, result.child_loop_id)
 
 
+def offered_tools(registry: ToolRegistry, config: SessionConfig, depth: int) -> list[RegisteredTool]:
+    """The tools of ``registry`` a session at sub-agent ``depth`` offers under ``config`` (see module docs)."""
+    def offered(registered: RegisteredTool) -> bool:
+        if config.plan_mode and registered.kind != "read":
+            return False
+        return not (registered.name in SUBAGENT_TOOL_NAMES and depth >= config.max_subagent_depth)
+
+    return [registered for registered in registry.tools() if offered(registered)]
+
+
 @dataclass
 class SessionTool:
-    """A registered tool as the core loop sees it (an :class:`~phi.loop.tool.AgentTool`)."""
+    """A registered tool as the core loop sees it (an :class:`~phi.loop.tool.AgentTool`), for one
+    input: the session makes new ones for every input, so copying the definition here is safe."""
 
     registered: RegisteredTool
-    session: Any  # the phi.coding.Session whose environment, config and approval apply
+    session: Session  # whose environment, config and approval apply
+    name: str = field(init=False)
+    description: str = field(init=False)
+    parameters: dict[str, Any] = field(init=False)
+    timeout_ms: int | None = field(init=False)
 
-    @property
-    def name(self) -> str:
-        return self.registered.definition.name
-
-    @property
-    def description(self) -> str:
-        return self.registered.definition.description
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return self.registered.definition.parameters
-
-    @property
-    def timeout_ms(self) -> int | None:
-        return self.registered.timeout_ms
+    def __post_init__(self) -> None:
+        definition = self.registered.definition
+        self.name, self.description, self.parameters = definition.name, definition.description, definition.parameters
+        self.timeout_ms = self.registered.timeout_ms
 
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = self.session
         config = session.config
-        with session._working_thread():  # an abort from the callbacks below must not wait for this call
+        with session._workers.working():  # an abort from the callbacks below must not wait for this call
             if config.approval is not None:
                 request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
                 allowed, reason = decide(config.approval, request)
@@ -107,4 +119,4 @@ class SessionTool:
         return shape_for_model(to_tool_result(value), self.name, config.tool_output_limits, config.tool_line_limits)
 
 
-__all__ = ["SessionTool", "shape_for_model", "full_output", "text_of"]
+__all__ = ["SessionTool", "offered_tools", "shape_for_model", "full_output", "text_of"]

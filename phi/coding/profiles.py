@@ -1,4 +1,4 @@
-"""Provider profiles (seed 004 §3.1–3.7): the tools, prompt and model settings a model family works
+"""Provider profiles (SPEC §14 CODE-4; seed 004 §3.1–3.7): the tools, prompt and model settings a model family works
 best with.
 
     profile = create_anthropic_profile("claude-sonnet-4-5")
@@ -23,10 +23,12 @@ Responses, Anthropic Messages, Gemini) with a :class:`~phi.coding.registry.ToolR
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from ..errors import ConfigError
+from ..providers.base import StreamProvider
 from ..providers.model_config import ModelConfig
+from ..tools.environment import ExecutionEnvironment
 from ..types import ToolDefinition
 from .profile_tools import (
     ANTHROPIC_SHELL_TIMEOUT_MS,
@@ -35,6 +37,9 @@ from .profile_tools import (
     PROFILE_TOOLS,
 )
 from .registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 PROFILE_IDS = ("openai", "anthropic", "gemini")
 
@@ -55,7 +60,7 @@ class ProviderProfile:
     knowledge_cutoff: str | None = None
     base_instructions: str | None = None  # None: phi.coding.instructions.base_instructions(id)
     options: dict[str, Any] = field(default_factory=dict)  # provider_options, keyed by profile id
-    provider: Any = None  # a StreamProvider replacing the wire protocol (offline, proxy, ...)
+    provider: StreamProvider | None = None  # replaces the wire protocol (offline, proxy, ...)
 
     def __post_init__(self) -> None:
         if self.id not in PROFILE_IDS:
@@ -78,7 +83,7 @@ class ProviderProfile:
 
         return base_instructions(self.id)
 
-    def build_system_prompt(self, environment: Any, *, tools: list[ToolDefinition] | None = None,
+    def build_system_prompt(self, environment: ExecutionEnvironment, *, tools: list[ToolDefinition] | None = None,
                             user_override: str | None = None) -> str:
         """The layered system prompt (§6.1) for ``environment``, assembled by
         :func:`phi.coding.prompt.build_system_prompt`: base instructions, the environment block and
@@ -123,8 +128,21 @@ _SPECS = {
 }
 
 
+class ProfileOptions(TypedDict, total=False):
+    """The keyword options of :func:`create_profile`, which ``create_openai_profile`` and friends pass on."""
+
+    api_key: str | None
+    base_url: str | None
+    model_config: ModelConfig | None
+    provider: StreamProvider | None
+    provider_options: dict[str, Any] | None
+    context_window: int | None
+    knowledge_cutoff: str | None
+
+
 def create_profile(profile_id: str, model: str | None = None, *, api_key: str | None = None,
-                   base_url: str | None = None, model_config: ModelConfig | None = None, provider: Any = None,
+                   base_url: str | None = None, model_config: ModelConfig | None = None,
+                   provider: StreamProvider | None = None,
                    provider_options: dict[str, Any] | None = None, context_window: int | None = None,
                    knowledge_cutoff: str | None = None) -> ProviderProfile:
     """The ``profile_id`` profile (``openai``, ``anthropic``, ``gemini``) for ``model`` (None: its
@@ -151,23 +169,23 @@ def create_profile(profile_id: str, model: str | None = None, *, api_key: str | 
                            options=options, provider=provider)
 
 
-def create_openai_profile(model: str = "gpt-5.2-codex", **options: Any) -> ProviderProfile:
+def create_openai_profile(model: str = "gpt-5.2-codex", **options: Unpack[ProfileOptions]) -> ProviderProfile:
     """codex-aligned (§3.4): OpenAI Responses API, ``apply_patch`` edits, 10 s command timeout.
     ``options``: those of :func:`create_profile`."""
     return create_profile("openai", model, **options)
 
 
-def create_anthropic_profile(model: str = "claude-sonnet-4-5", **options: Any) -> ProviderProfile:
+def create_anthropic_profile(model: str = "claude-sonnet-4-5", **options: Unpack[ProfileOptions]) -> ProviderProfile:
     """Claude Code-aligned (§3.5): Anthropic Messages API, ``edit_file``, 120 s command timeout.
     ``options``: those of :func:`create_profile`."""
     return create_profile("anthropic", model, **options)
 
 
-def create_gemini_profile(model: str = "gemini-2.5-pro", **options: Any) -> ProviderProfile:
+def create_gemini_profile(model: str = "gemini-2.5-pro", **options: Unpack[ProfileOptions]) -> ProviderProfile:
     """gemini-cli-aligned (§3.6): Gemini API, ``read_many_files`` and ``list_dir``, 10 s timeout.
     ``options``: those of :func:`create_profile`."""
     return create_profile("gemini", model, **options)
 
 
 __all__ = ["ProviderProfile", "create_openai_profile", "create_anthropic_profile", "create_gemini_profile",
-           "create_profile", "tool_summary", "PROFILE_IDS"]
+           "create_profile", "tool_summary", "PROFILE_IDS", "ProfileOptions"]

@@ -1,4 +1,4 @@
-"""Project instruction documents for the system prompt (seed 004 §6.5).
+"""Project instruction documents for the system prompt (SPEC §14 CODE-6; seed 004 §6.5).
 
 Walks from the git root around the working directory (the working directory itself outside a
 repository) down to the working directory. In each directory, root first, it loads ``AGENTS.md``

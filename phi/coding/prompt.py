@@ -1,4 +1,4 @@
-"""The layered system prompt of a coding session (seed 004 §6.1, §9.8).
+"""The layered system prompt of a coding session (SPEC §14 CODE-5; seed 004 §6.1, §9.8).
 
 Layers, in order, later ones taking precedence:
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any
 
+from ..tools.environment import ExecutionEnvironment
 from .environment_context import environment_block
 from .git_context import git_snapshot
 from .instructions import base_instructions
@@ -31,7 +31,7 @@ USER_OVERRIDE_HEADING = ("# Instructions from the user\n"
                          "These come last and take precedence over everything above.")
 
 
-def build_system_prompt(profile: str, env: Any, *, model: str, user_override: str | None = None,
+def build_system_prompt(profile: str, env: ExecutionEnvironment, *, model: str, user_override: str | None = None,
                         cwd: str | os.PathLike[str] | None = None, knowledge_cutoff: str | None = None,
                         base: str | None = None, tool_summary: str | None = None,
                         today: datetime.date | None = None,

@@ -1,4 +1,5 @@
-"""How a session's model settings reach the real request (seed 004 §2.7, §3.4–3.6 "Provider options").
+"""How a session's model settings reach the real request (SPEC §14 CODE-3, CODE-4; seed 004 §2.7,
+§3.4–3.6 "Provider options").
 
 :class:`SessionProvider` wraps the provider a profile uses (the wire protocol from
 :mod:`phi.providers`, or a provider given explicitly) and, for every model call:
@@ -21,12 +22,22 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from ..providers.base import ErrorKind, ProviderError, StreamConfig
+from ..providers.base import (
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    StreamEventSink,
+    StreamProvider,
+)
 from ..providers.model_config import ModelConfig
-from ..types import ThinkingLevel
+from ..types import AssistantMessage, ThinkingLevel
+
+if TYPE_CHECKING:
+    from ..providers.http import HttpRequest
 
 _BODY_CLASSES: dict[type, type] = {}
 _BODY_LOCK = threading.Lock()
@@ -76,7 +87,7 @@ def apply_header_options(profile_id: str, options: dict[str, Any] | None, model_
     return replace(model_config, headers=headers)
 
 
-def with_body_extras(provider: Any, extras: dict[str, Any]) -> Any:
+def with_body_extras(provider: StreamProvider, extras: dict[str, Any]) -> StreamProvider:
     """A provider of the same protocol whose requests carry ``extras`` in their JSON body.
 
     Works for protocols that build their request with a ``build_request(config)`` method (OpenAI
@@ -94,14 +105,17 @@ def with_body_extras(provider: Any, extras: dict[str, Any]) -> Any:
             cls = _BODY_CLASSES[base] = type(f"{base.__name__}WithOptions", (_BodyExtras, base), {})
     instance = cls()
     instance.body_extras = extras
-    return instance
+    return cast(StreamProvider, instance)  # an instance of a subclass of the provider's own class
 
 
 class _BodyExtras:
+    """Mixed in before a protocol class (see :func:`with_body_extras`)."""
+
     body_extras: dict[str, Any] = {}
 
-    def build_request(self, config: StreamConfig) -> Any:
-        request = super().build_request(config)  # type: ignore[misc]
+    def build_request(self, config: StreamConfig) -> HttpRequest:
+        # the protocol class after this one in the MRO builds the request; mypy sees only object there
+        request: HttpRequest = super().build_request(config)  # type: ignore[misc]
         body = deep_merge(json.loads(request.body), json.loads(json.dumps(self.body_extras)))
         from ..providers.http import json_bytes
 
@@ -111,13 +125,13 @@ class _BodyExtras:
 class SessionProvider:
     """The provider a session's loop calls (see the module docstring)."""
 
-    def __init__(self, inner: Any, thinking_level: Callable[[], ThinkingLevel]) -> None:
+    def __init__(self, inner: StreamProvider, thinking_level: Callable[[], ThinkingLevel]) -> None:
         self.inner = inner
-        self.provider_id = getattr(inner, "provider_id", "provider")
+        self.provider_id: str = getattr(inner, "provider_id", "provider")  # a provider may lack one at run time
         self._thinking_level = thinking_level
         self.last_error_kind: ErrorKind | None = None
 
-    def stream(self, config: StreamConfig, on_event: Any, cancel: Any) -> Any:
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         self.last_error_kind = None
         config = replace(config, thinking_level=self._thinking_level())
         try:
@@ -127,7 +141,7 @@ class SessionProvider:
             raise
 
 
-def resolve_provider(model_config: ModelConfig, explicit: Any = None) -> Any:
+def resolve_provider(model_config: ModelConfig, explicit: StreamProvider | None = None) -> StreamProvider:
     """The provider for a profile: ``explicit`` if given, else the registry's for the model's api."""
     if explicit is not None:
         return explicit

@@ -1,4 +1,4 @@
-"""The tool registry of a provider profile (seed 004 §3.7, §3.8).
+"""The tool registry of a provider profile (SPEC §14 CODE-4; seed 004 §3.7, §3.8).
 
 A :class:`RegisteredTool` is a :class:`~phi.types.ToolDefinition` (what the model is told) plus an
 ``executor(arguments, env)`` — or ``executor(arguments, env, call)`` when it wants the
@@ -21,13 +21,23 @@ from __future__ import annotations
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from ..loop.tool import ToolContext
+from ..loop.tool import AgentTool, ToolContext
+from ..tools.environment import ExecutionEnvironment
 from ..types import ToolDefinition, ToolResult
 
+if TYPE_CHECKING:
+    from .config import SessionConfig
+    from .session import Session
+
 TOOL_KINDS = ("read", "write", "execute", "agent")
+
+#: ``executor(arguments, env)`` or ``executor(arguments, env, call)``: which one is told by the number
+#: of positional parameters when the tool is registered, so the type cannot say more than ``...``.
+Executor = Callable[..., object]
 
 
 @dataclass
@@ -36,10 +46,10 @@ class ToolCallContext:
     :class:`~phi.loop.tool.ToolContext` (call id, cancellation token) and the session."""
 
     tool: ToolContext
-    session: Any = None  # the phi.coding.Session running the call (None outside a session)
+    session: Session | None = None  # None outside a session
 
     @property
-    def cancel(self) -> Any:
+    def cancel(self) -> CancellationToken:
         return self.tool.cancel
 
     @property
@@ -47,7 +57,7 @@ class ToolCallContext:
         return self.tool.cancelled
 
     @property
-    def config(self) -> Any:
+    def config(self) -> SessionConfig | None:
         return self.session.config if self.session is not None else None
 
     def output(self, text: str) -> None:
@@ -63,7 +73,7 @@ class RegisteredTool:
     """A tool definition and the function that runs it (seed 004 §3.8)."""
 
     definition: ToolDefinition
-    executor: Callable[..., Any]
+    executor: Executor
     kind: str = "execute"
     timeout_ms: int | None = None  # the core's per-call timeout (None: none)
     _wants_call: bool = field(default=False, init=False, repr=False)
@@ -82,20 +92,24 @@ class RegisteredTool:
     def name(self) -> str:
         return self.definition.name
 
-    def run(self, arguments: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(self, arguments: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
         if self._wants_call:
             return self.executor(arguments, env, call)
         return self.executor(arguments, env)
 
     @classmethod
-    def from_agent_tool(cls, tool: Any, kind: str = "execute") -> RegisteredTool:
+    def from_agent_tool(cls, tool: AgentTool, kind: str = "execute") -> RegisteredTool:
         """Wrap a phi AgentTool (``name``, ``description``, ``parameters``, ``execute(args, ctx)``)."""
         definition = ToolDefinition(tool.name, tool.description, tool.parameters)
-        return cls(definition, lambda args, env, call: tool.execute(args, call.tool), kind,
-                   getattr(tool, "timeout_ms", None))
+
+        def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
+            return tool.execute(args, call.tool)  # an AgentTool brings its own environment, if any
+
+        timeout_ms: int | None = getattr(tool, "timeout_ms", None)  # optional on an AgentTool
+        return cls(definition, run, kind, timeout_ms)
 
 
-def _positional_count(fn: Callable[..., Any]) -> int:
+def _positional_count(fn: Executor) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -108,13 +122,13 @@ def _positional_count(fn: Callable[..., Any]) -> int:
 class ToolRegistry:
     """Name → :class:`RegisteredTool`, in registration order (seed 004 §3.8). Thread-safe."""
 
-    def __init__(self, tools: Iterable[RegisteredTool | Any] = ()) -> None:
+    def __init__(self, tools: Iterable[RegisteredTool | AgentTool] = ()) -> None:
         self._tools: dict[str, RegisteredTool] = {}
         self._lock = threading.Lock()
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: RegisteredTool | Any, *, kind: str | None = None) -> RegisteredTool:
+    def register(self, tool: RegisteredTool | AgentTool, *, kind: str | None = None) -> RegisteredTool:
         """Add or replace a tool (latest wins). ``tool`` may be a RegisteredTool or a phi AgentTool."""
         if not isinstance(tool, RegisteredTool):
             if not all(hasattr(tool, a) for a in ("name", "description", "parameters", "execute")):
@@ -159,4 +173,4 @@ class ToolRegistry:
             return len(self._tools)
 
 
-__all__ = ["RegisteredTool", "ToolRegistry", "ToolCallContext", "TOOL_KINDS"]
+__all__ = ["RegisteredTool", "ToolRegistry", "ToolCallContext", "TOOL_KINDS", "Executor"]

@@ -1,4 +1,5 @@
-"""The coding session (seed 004 §2): a provider profile, an execution environment and the core loop.
+"""The coding session (SPEC §14 CODE-1, CODE-3, CODE-10; seed 004 §2): a provider profile, an execution
+environment and the core loop.
 
     session = Session(create_openai_profile("gpt-5.2-codex"), LocalExecutionEnvironment("/repo"))
     result = session.submit("Add a --verbose flag")            # blocking
@@ -14,7 +15,9 @@ extension points: the system prompt and tools are set before each input; ``befor
 the round and turn limits (``TURN_LIMIT``); the session's tool adapters approve, run and truncate
 each call (:mod:`phi.coding.pipeline`); a provider wrapper applies the current reasoning effort to
 every model call (:mod:`phi.coding.provider_options`); and the core's events become session events
-(:mod:`phi.coding.event_bridge`). Steering and follow-up messages use the core's queues.
+(:mod:`phi.coding.event_bridge`). Steering and follow-up messages use the core's queues. Who
+listens, which queued messages are the session's and which threads work for it are kept in
+:mod:`phi.coding.tracking`; how an input ended is worked out in :mod:`phi.coding.session_stream`.
 
 States (§2.3): ``submit`` moves IDLE or AWAITING_INPUT to PROCESSING; the input ends IDLE (or
 AWAITING_INPUT when the model's final text asks a question), or CLOSED after an abort or an
@@ -28,38 +31,39 @@ none is pending by then.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, cast
 
 from ..agent.agent import Agent
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError, PhiError
+from ..events import AgentEnd
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import ToolExecution
-from ..types import (
-    AgentMessage,
-    AssistantMessage,
-    QueueMode,
-    RunOutcome,
-    Usage,
-    UserMessage,
-)
+from ..tools.environment import ExecutionEnvironment, LocalExecutionEnvironment, ReadOnlyEnvironment
+from ..types import AgentMessage, QueueMode, Usage, UserMessage
 from .config import SessionConfig, SessionState
 from .event_bridge import EventBridge
 from .events import EventKind, SessionEvent
-from .history import SystemTurn
-from .pipeline import SessionTool
+from .history import SystemTurn, Turn
+from .loop_detection import LoopDetector
+from .pipeline import SessionTool, offered_tools
+from .profiles import ProviderProfile
 from .provider_options import (
     SessionProvider,
     body_extras,
     resolve_provider,
     with_body_extras,
 )
-from .session_stream import SessionStream, SubmitResult
-from .subagents import SUBAGENT_TOOL_NAMES, SubAgentManager
+from .session_stream import SessionStream, SubmitResult, result_of_run
+from .subagents import SubAgentManager
+from .tracking import EventCallback, MessageTags, Subscribers, WorkingThreads
+
+if TYPE_CHECKING:
+    from ..agent.result import AgentResult
+    from ..concurrency.channel import EventStream
 
 log = get_logger(__name__)
 
@@ -90,8 +94,9 @@ class _FollowUpQueue(MessageQueue):
 class Session:
     """A coding session (seed 004 §2.1). See the module docstring."""
 
-    def __init__(self, profile: Any, env: Any = None, config: SessionConfig | None = None, *,
-                 on_event: Callable[[SessionEvent], None] | None = None, depth: int = 0,
+    def __init__(self, profile: ProviderProfile, env: ExecutionEnvironment | None = None,
+                 config: SessionConfig | None = None, *,
+                 on_event: EventCallback | None = None, depth: int = 0,
                  parent: Session | None = None) -> None:
         self.id = random_uuid()
         self.profile = profile
@@ -100,26 +105,24 @@ class Session:
         self.depth = depth
         self.parent = parent
         if env is None:
-            from ..tools.environment import LocalExecutionEnvironment
-
             env = LocalExecutionEnvironment()
         self._owns_env = parent is None
         if self._owns_env:
             env.initialize()
-        self.base_env = env
-        self.execution_env = env
-        self._read_only_env: Any = None
+        self.base_env: ExecutionEnvironment = env
+        self.execution_env: ExecutionEnvironment = env
+        self._read_only_env: ExecutionEnvironment | None = None
         self.state = SessionState.IDLE
-        self.history: list[Any] = []
+        self.history: list[Turn] = []
         self.subagents = SubAgentManager(self)
         self.model_calls = 0  # model calls over the session (max_turns counts these)
         self.rounds = 0  # tool rounds of the current input
-        self._subscribers: tuple[tuple[Callable[[SessionEvent], None], bool], ...] = ()
+        self._subscribers = Subscribers()
         if on_event is not None:
-            self._subscribers = ((on_event, False),)
+            self._subscribers.add(on_event)
         self._lock = threading.RLock()
-        self._tags: dict[int, tuple[str, AgentMessage]] = {}
-        self._working_threads: dict[int, int] = {}  # thread ident -> tool calls of this session it runs
+        self._tags = MessageTags()  # what each message the session queued is, for the event bridge
+        self._workers = WorkingThreads()  # threads running this session's tool calls
         self._stream: SessionStream | None = None
         self._started = False
         self._closing: str | None = None
@@ -127,7 +130,7 @@ class Session:
         self._closed = threading.Event()
         self._fatal_error: str | None = None
         self._limit_hit = False
-        self._detector: Any = None
+        self._detector: LoopDetector | None = None
         self._bridge = EventBridge(self)
         inner = resolve_provider(profile.model_config, profile.provider)
         self._provider = SessionProvider(with_body_extras(inner, body_extras(profile.id, profile.options)),
@@ -145,21 +148,12 @@ class Session:
 
     # ----------------------------------------------------------------- observing
 
-    def subscribe(self, callback: Callable[[SessionEvent], None], *,
-                  include_subagents: bool = False) -> Callable[[], None]:
+    def subscribe(self, callback: EventCallback, *, include_subagents: bool = False) -> Callable[[], None]:
         """Call ``callback(event)`` for every event, in order. With ``include_subagents`` the events of
         this session's sub-agents come too (from their own threads). Returns an unsubscribe function."""
-        entry = (callback, include_subagents)
-        with self._lock:
-            self._subscribers = (*self._subscribers, entry)
+        return self._subscribers.add(callback, include_subagents)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                self._subscribers = tuple(e for e in self._subscribers if e is not entry)
-
-        return unsubscribe
-
-    def _emit(self, kind: EventKind, data: dict[str, Any]) -> None:
+    def _emit(self, kind: EventKind, data: dict[str, object]) -> None:
         event = SessionEvent(kind, self.id, data)
         self._deliver(event, own=True)
         stream = self._stream
@@ -167,12 +161,7 @@ class Session:
             stream._put(event)
 
     def _deliver(self, event: SessionEvent, own: bool) -> None:
-        for callback, include_subagents in self._subscribers:
-            if own or include_subagents:
-                try:
-                    callback(event)
-                except Exception:  # a failing subscriber must not take the session down
-                    log.exception("session event subscriber raised on %s", event.kind.name)
+        self._subscribers.deliver(event, own)
         if self.parent is not None:
             self.parent._deliver(event, own=False)
 
@@ -203,7 +192,7 @@ class Session:
         try:
             self._start_session()
             message = UserMessage.from_text(text)
-            self._tag(message, "input")
+            self._tags.tag(message, "input")
             self._prepare_tools()
             self.agent.config.thinking_level = self.config.thinking_level()
             run = self.agent.prompt(message, sender=self._bridge)
@@ -231,7 +220,7 @@ class Session:
             with self._lock:
                 self._refuse_if_closed()
         message = UserMessage.from_text(text)
-        self._tag(message, tag)
+        self._tags.tag(message, tag)
         push(message)
 
     def _refuse_if_closed(self) -> None:
@@ -247,17 +236,8 @@ class Session:
         self.agent.steering_queue.clear()
         self.agent.follow_up_queue.clear()
         for message in taken:
-            self._untag(message)
+            self._tags.untag(message)
         return [message.text for message in taken if isinstance(message, UserMessage)]
-
-    def _tag(self, message: AgentMessage, tag: str) -> None:
-        with self._lock:
-            self._tags[id(message)] = (tag, message)  # the message is kept, so its id stays unique
-
-    def _untag(self, message: AgentMessage) -> str | None:
-        with self._lock:
-            entry = self._tags.pop(id(message), None)
-        return entry[0] if entry is not None and entry[1] is message else None
 
     def _new_input_taken(self, messages: list[AgentMessage]) -> None:
         self.rounds = 0  # a follow-up is a new input: max_tool_rounds_per_input counts afresh
@@ -269,7 +249,7 @@ class Session:
         for every input: the git snapshot, project documents and ``user_instructions`` may have
         changed since the last one. Within an input it stays the same, as does a prompt cache."""
         self.execution_env = self._env_for_mode()
-        offered = [t for t in self.profile.tool_registry.tools() if self._offers(t)]
+        offered = offered_tools(self.profile.tool_registry, self.config, self.depth)
         self.system_prompt = self.profile.build_system_prompt(
             self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
         self.agent.system_prompt = self.system_prompt
@@ -277,21 +257,15 @@ class Session:
         parallel = self.profile.supports_parallel_tool_calls
         self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
 
-    def _env_for_mode(self) -> Any:
+    def _env_for_mode(self) -> ExecutionEnvironment:
         """The environment tools get: in plan mode one that refuses writes and commands. Read per
         input, so ``config.plan_mode`` can be switched between inputs."""
         if not self.config.plan_mode:
             return self.base_env
         if self._read_only_env is None:
-            from ..tools.environment import ReadOnlyEnvironment
-
-            self._read_only_env = ReadOnlyEnvironment(self.base_env, allow_commands=False)
+            # cast: the protocol's allowed_write_roots is a settable attribute, the wrapper's a property
+            self._read_only_env = cast(ExecutionEnvironment, ReadOnlyEnvironment(self.base_env, allow_commands=False))
         return self._read_only_env
-
-    def _offers(self, registered: Any) -> bool:
-        if self.config.plan_mode and registered.kind != "read":
-            return False
-        return not (registered.name in SUBAGENT_TOOL_NAMES and self.depth >= self.config.max_subagent_depth)
 
     def _before_turn(self, messages: list[AgentMessage], turn_index: int) -> bool:
         """Seed 004 §2.5 step 1: the round and turn limits, checked before every model call."""
@@ -306,26 +280,24 @@ class Session:
             return False
         return True
 
-    def _turn_limit(self, reason: str, **data: Any) -> None:
+    def _turn_limit(self, reason: str, **data: object) -> None:
         self._limit_hit = True
         self.history.append(SystemTurn(f"Turn limit reached: {reason}"))
         self._emit(EventKind.TURN_LIMIT, data)
 
-    def _loop_detector(self) -> Any:
+    def _loop_detector(self) -> LoopDetector | None:
         if not self.config.enable_loop_detection:
             return None
         window = self.config.loop_detection_window
-        if self._detector is None or getattr(self._detector, "window", window) != window:
-            from .loop_detection import LoopDetector
-
+        if self._detector is None or self._detector.window != window:
             self._detector = LoopDetector(window)
         return self._detector
 
     # ----------------------------------------------------------------- the end of an input
 
-    def _end_input(self, end: Any) -> None:
+    def _end_input(self, end: AgentEnd) -> None:
         """AgentEnd: the input is done (on the run's thread)."""
-        result = self._result_of(end)
+        result = result_of_run(end, self.state, self.rounds, self._limit_hit)
         with self._lock:
             closing = self._closing or ("error" if self._fatal_error else None)
             if closing is None:
@@ -339,17 +311,7 @@ class Session:
         if stream is not None:
             stream._finish(result)
 
-    def _result_of(self, end: Any) -> SubmitResult:
-        text = next((m.text for m in reversed(end.messages) if isinstance(m, AssistantMessage)), "")
-        outcome = {RunOutcome.COMPLETED: "completed", RunOutcome.ABORTED: "aborted", RunOutcome.ERROR: "error",
-                   RunOutcome.LIMIT: "turn_limit"}.get(end.outcome, "turn_limit" if self._limit_hit else "completed")
-        if outcome == "completed" and text.rstrip().endswith("?"):
-            outcome = "awaiting_input"  # the model asked the user something (§2.3)
-        error = next((m.error_message for m in reversed(end.messages)
-                      if isinstance(m, AssistantMessage) and m.error_message), None) if outcome == "error" else None
-        return SubmitResult(text, outcome, self.state, self.rounds, end.usage, error, list(end.messages))
-
-    def _watch(self, run: Any, stream: SessionStream) -> None:
+    def _watch(self, run: EventStream[AgentResult], stream: SessionStream) -> None:
         """If the run raised (a bug, not a model failure), the input still ends, with that error."""
         try:
             run.result()
@@ -399,26 +361,11 @@ class Session:
             log.warning("session %s: the run did not end within %ss of the abort", self.id, ABORT_WAIT_S)
             self._shutdown(self._closing or reason, None)
 
-    @contextlib.contextmanager
-    def _working_thread(self) -> Iterator[None]:
-        """Mark the calling thread as working for the session's run (a tool call) while in the block."""
-        ident = threading.get_ident()
-        with self._lock:
-            self._working_threads[ident] = self._working_threads.get(ident, 0) + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._working_threads.pop(ident) - 1
-                if left:
-                    self._working_threads[ident] = left
-
     def _works_for_tree(self, ident: int) -> bool:
         """Whether thread ``ident`` runs this session's model loop or one of its tool calls, or those of
         one of its sub-agents (so it may be inside a callback that such a run is waiting for)."""
-        with self._lock:
-            if ident == self._bridge.run_thread or ident in self._working_threads:
-                return True
+        if ident == self._bridge.run_thread or ident in self._workers:
+            return True
         return any(handle.session._works_for_tree(ident) for handle in self.subagents.handles())
 
     def _shutdown(self, reason: str, result: SubmitResult | None) -> None:

@@ -1,4 +1,4 @@
-"""What one input of a session gives back (seed 004 §2.9 "delivered via an iterator"): the live
+"""What one input of a session gives back (SPEC §14 CODE-1; seed 004 §2.9 "delivered via an iterator"): the live
 events of the input, then its :class:`SubmitResult`."""
 
 from __future__ import annotations
@@ -6,13 +6,17 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
-from ..types import Usage
+from ..events import AgentEnd
+from ..types import AgentMessage, AssistantMessage, RunOutcome, Usage
 from .config import SessionState
 from .events import SessionEvent
 
-_END = object()
+#: The core's run outcomes as input outcomes; a run that just stops (no outcome of its own) completed,
+#: unless the session's turn limit stopped it.
+_OUTCOMES = {RunOutcome.COMPLETED: "completed", RunOutcome.ABORTED: "aborted", RunOutcome.ERROR: "error",
+             RunOutcome.LIMIT: "turn_limit"}
 
 
 @dataclass
@@ -31,7 +35,7 @@ class SubmitResult:
     rounds: int = 0
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
-    messages: list[Any] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list)
 
 
 class SessionStream:
@@ -43,7 +47,8 @@ class SessionStream:
     """
 
     def __init__(self, keep_events: bool = True) -> None:
-        self._queue: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if keep_events else None
+        # None in the queue marks the end of the input
+        self._queue: queue.SimpleQueue[SessionEvent | None] | None = queue.SimpleQueue() if keep_events else None
         self._done = threading.Event()
         self._result: SubmitResult | None = None
         self._error: BaseException | None = None
@@ -58,7 +63,7 @@ class SessionStream:
         self._result, self._error = result, error
         self._done.set()
         if self._queue is not None:
-            self._queue.put(_END)
+            self._queue.put(None)
 
     @property
     def done(self) -> bool:
@@ -69,8 +74,8 @@ class SessionStream:
             raise TypeError("this stream keeps no events (Session.submit); use Session.submit_stream to iterate")
         while True:
             item = self._queue.get()
-            if item is _END:
-                self._queue.put(_END)  # a second iteration ends too
+            if item is None:
+                self._queue.put(None)  # a second iteration ends too
                 break
             yield item
         if self._error is not None:
@@ -85,4 +90,16 @@ class SessionStream:
         return self._result
 
 
-__all__ = ["SessionStream", "SubmitResult"]
+def result_of_run(end: AgentEnd, state: SessionState, rounds: int, limit_hit: bool) -> SubmitResult:
+    """The :class:`SubmitResult` of an input whose run ended with ``end``; ``limit_hit``: the session's
+    turn limit stopped it."""
+    text = next((m.text for m in reversed(end.messages) if isinstance(m, AssistantMessage)), "")
+    outcome = _OUTCOMES.get(end.outcome, "turn_limit" if limit_hit else "completed")
+    if outcome == "completed" and text.rstrip().endswith("?"):
+        outcome = "awaiting_input"  # the model asked the user something (seed 004 §2.3)
+    error = next((m.error_message for m in reversed(end.messages)
+                  if isinstance(m, AssistantMessage) and m.error_message), None) if outcome == "error" else None
+    return SubmitResult(text, outcome, state, rounds, end.usage, error, list(end.messages))
+
+
+__all__ = ["SessionStream", "SubmitResult", "result_of_run"]

@@ -1,4 +1,4 @@
-"""Sub-agents (seed 004 §7): child sessions that work on a scoped task alongside their parent.
+"""Sub-agents (SPEC §14 CODE-9; seed 004 §7): child sessions that work on a scoped task alongside their parent.
 
 The four tools every profile offers (until the depth limit, ``SessionConfig.max_subagent_depth``):
 
@@ -26,9 +26,11 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
 from ..log import get_logger
+from ..tools.environment import ExecutionEnvironment
 from .config import SessionState
 from .registry import RegisteredTool, ToolCallContext
 from .toolsets import PATH, STRING, described, tool
@@ -114,7 +116,7 @@ class SubAgentHandle:
             self._start_locked(message)
         return f"Sub-agent {self.id} had finished; it is now working on the message."
 
-    def wait(self, cancel: Any = None) -> SubAgentResult:
+    def wait(self, cancel: CancellationToken | None = None) -> SubAgentResult:
         """Block until the child is not running; a cancelled ``cancel`` token raises ToolCancelled."""
         unregister = cancel.on_cancel(self._wake) if cancel is not None else None
         try:
@@ -219,23 +221,28 @@ class SubAgentManager:
 # --------------------------------------------------------------------------- the tools
 
 
-def _spawn(args: dict[str, Any], env: Any, call: ToolCallContext) -> str:
-    handle = call.session.subagents.spawn(args["task"], args.get("working_dir"), args.get("model"),
-                                          args.get("max_turns"))
+def _children(call: ToolCallContext) -> SubAgentManager:
+    if call.session is None:
+        raise ToolError("the sub-agent tools only work inside a phi.coding Session")
+    return call.session.subagents
+
+
+def _spawn(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
+    handle = _children(call).spawn(args["task"], args.get("working_dir"), args.get("model"), args.get("max_turns"))
     return json.dumps({"agent_id": handle.id, "status": handle.status,
                        "working_dir": handle.session.execution_env.working_directory()})
 
 
-def _send(args: dict[str, Any], env: Any, call: ToolCallContext) -> str:
-    return call.session.subagents.get(args["agent_id"]).send(args["message"])
+def _send(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
+    return _children(call).get(args["agent_id"]).send(args["message"])
 
 
-def _wait(args: dict[str, Any], env: Any, call: ToolCallContext) -> str:
-    return json.dumps(call.session.subagents.get(args["agent_id"]).wait(call.cancel).to_json())
+def _wait(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
+    return json.dumps(_children(call).get(args["agent_id"]).wait(call.cancel).to_json())
 
 
-def _close(args: dict[str, Any], env: Any, call: ToolCallContext) -> str:
-    handle = call.session.subagents.get(args["agent_id"])
+def _close(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
+    handle = _children(call).get(args["agent_id"])
     result = handle.close()
     return json.dumps({"agent_id": handle.id, "status": handle.status, **result.to_json()})
 

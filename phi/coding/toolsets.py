@@ -1,4 +1,4 @@
-"""Provider-aligned toolsets (seed 004 §3.3–3.6): the tools of each profile, on phi's coding tools.
+"""Provider-aligned toolsets (SPEC §14 CODE-4; seed 004 §3.3–3.6): the tools of each profile, on phi's coding tools.
 
 Tool names are the seed's (``read_file``, ``write_file``, ``edit_file``, ``apply_patch``, ``shell``,
 ``grep``, ``glob``, ``list_dir``, ``read_many_files``). Parameter names follow the reference agent
@@ -27,19 +27,22 @@ from __future__ import annotations
 import codecs
 import os
 import shlex
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
+from ..concurrency.cancel import CancellationToken
 from ..errors import ToolError
 from ..tools.edit_file import CodingEditFileTool
+from ..tools.environment import ExecResult, ExecutionEnvironment
 from ..tools.find_files import GlobTool
 from ..tools.read_file import CodingReadFileTool
 from ..tools.search import GrepTool
 from ..tools.shell import ShellTool
 from ..tools.write_file import CodingWriteFileTool
-from ..types import ToolDefinition
+from ..types import ToolDefinition, ToolResult
 from .registry import RegisteredTool, ToolCallContext
 
-Executor = Callable[[dict[str, Any], Any, ToolCallContext], Any]
+#: The executors built here all take the call context (see phi.coding.registry).
+Executor = Callable[[dict[str, Any], ExecutionEnvironment, ToolCallContext], object]
 
 STRING = {"type": "string"}
 PATH = {"type": "string", "minLength": 1}
@@ -64,21 +67,24 @@ def tool(name: str, description: str, properties: dict[str, Any], required: list
 class _StreamingEnv:
     """The environment, with each command's output forwarded as it arrives (``call.output``)."""
 
-    def __init__(self, inner: Any, call: ToolCallContext) -> None:
+    def __init__(self, inner: ExecutionEnvironment, call: ToolCallContext) -> None:
         self._inner, self._call = inner, call
         self._decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in ("stdout", "stderr")}
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # everything but exec_command is the inner environment's
         return getattr(self._inner, name)
 
     def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
-                     env_vars: Any = None, **kwargs: Any) -> Any:
+                     env_vars: Mapping[str, str] | None = None, *, cancel: CancellationToken | None = None,
+                     on_output: Callable[[str, bytes], None] | None = None) -> ExecResult:
         def forward(stream: str, data: bytes) -> None:
+            if on_output is not None:
+                on_output(stream, data)
             text = self._decoders[stream].decode(data)
             if text:
                 self._call.output(text)
 
-        return self._inner.exec_command(command, timeout_ms, working_dir, env_vars, on_output=forward, **kwargs)
+        return self._inner.exec_command(command, timeout_ms, working_dir, env_vars, cancel=cancel, on_output=forward)
 
 
 def command_timeouts(call: ToolCallContext, profile_default_ms: int) -> tuple[int, int]:
@@ -90,8 +96,8 @@ def command_timeouts(call: ToolCallContext, profile_default_ms: int) -> tuple[in
     return min(default, config.max_command_timeout_ms), config.max_command_timeout_ms
 
 
-def run_shell(env: Any, call: ToolCallContext, command: str, *, timeout_ms: int | None, workdir: str | None,
-              description: str | None, profile_default_ms: int) -> Any:
+def run_shell(env: ExecutionEnvironment, call: ToolCallContext, command: str, *, timeout_ms: int | None,
+              workdir: str | None, description: str | None, profile_default_ms: int) -> ToolResult:
     default, maximum = command_timeouts(call, profile_default_ms)
     shell = ShellTool(env=_StreamingEnv(env, call), default_timeout_ms=default, max_timeout_ms=maximum,
                       working_dir=workdir or None)
@@ -103,7 +109,7 @@ def run_shell(env: Any, call: ToolCallContext, command: str, *, timeout_ms: int 
     return shell.execute(args, call.tool)
 
 
-def argv_to_command(command: Any) -> str:
+def argv_to_command(command: str | Sequence[object]) -> str:
     """codex sends argv (``["bash", "-lc", "npm test"]``); a shell wrapper's script runs as it is,
     any other argv is quoted into one command line."""
     if isinstance(command, str):
@@ -123,7 +129,7 @@ def read_file_tool(description: str, *, zero_based_offset: bool) -> RegisteredTo
     first = 0 if zero_based_offset else 1
     offset_help = ("0-based" if zero_based_offset else "1-based") + " line number to start reading from."
 
-    def run(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         forwarded: dict[str, Any] = {"file_path": args["file_path"]}
         if args.get("offset") is not None:
             forwarded["offset"] = int(args["offset"]) + 1 - first
@@ -139,7 +145,7 @@ def read_file_tool(description: str, *, zero_based_offset: bool) -> RegisteredTo
 
 
 def write_file_tool(description: str) -> RegisteredTool:
-    def run(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         return CodingWriteFileTool(env=env).execute(args, call.tool)
 
     return tool("write_file", description, {
@@ -149,7 +155,7 @@ def write_file_tool(description: str) -> RegisteredTool:
 
 
 def glob_tool(description: str, path_key: str) -> RegisteredTool:
-    def run(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         return GlobTool(env=env).execute({"pattern": args["pattern"], "path": args.get(path_key) or "."}, call.tool)
 
     return tool("glob", description, {
@@ -159,7 +165,7 @@ def glob_tool(description: str, path_key: str) -> RegisteredTool:
 
 
 def grep_executor(mapping: Callable[[dict[str, Any]], dict[str, Any]]) -> Executor:
-    def run(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         forwarded = {k: v for k, v in mapping(args).items() if v is not None}
         return GrepTool(env=env).execute(forwarded, call.tool)
 
@@ -168,7 +174,7 @@ def grep_executor(mapping: Callable[[dict[str, Any]], dict[str, Any]]) -> Execut
 
 def edit_file_tool(description: str) -> RegisteredTool:
     """Claude Code's exact-string replacement."""
-    def run(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         return CodingEditFileTool(env=env).execute(args, call.tool)
 
     return tool("edit_file", description, {
