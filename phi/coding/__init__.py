@@ -36,10 +36,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".session_stream": ("SessionStream", "SubmitResult"),
     ".config": ("SessionConfig", "SessionState"),
     ".events": ("EventKind", "SessionEvent"),
-    ".profiles": ("ProviderProfile", "create_anthropic_profile", "create_gemini_profile", "create_openai_profile",
-                  "create_profile"),
+    ".profiles": ("ProfileOptions", "ProviderProfile", "create_anthropic_profile", "create_gemini_profile",
+                  "create_openai_profile", "create_profile"),
     ".registry": ("RegisteredTool", "ToolCallContext", "ToolRegistry"),
-    ".approval": ("ApprovalDecision", "ApprovalRequest", "SmartApproval", "allow_all", "deny_changes"),
+    ".approval": ("ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "SmartApproval", "allow_all",
+                  "deny_changes"),
     ".subagents": ("SubAgentHandle", "SubAgentResult"),
     ".scoped_env": ("ScopedEnvironment",),
     ".history": ("AssistantTurn", "SteeringTurn", "SystemTurn", "ToolResultsTurn", "UserTurn"),
@@ -50,8 +51,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from .approval import (
-        ApprovalDecision as ApprovalDecision, ApprovalRequest as ApprovalRequest, SmartApproval as SmartApproval,
-        allow_all as allow_all, deny_changes as deny_changes,
+        ApprovalDecision as ApprovalDecision, ApprovalPolicy as ApprovalPolicy, ApprovalRequest as ApprovalRequest,
+        SmartApproval as SmartApproval, allow_all as allow_all, deny_changes as deny_changes,
     )
     from .config import SessionConfig as SessionConfig, SessionState as SessionState
     from .events import EventKind as EventKind, SessionEvent as SessionEvent
@@ -60,9 +61,9 @@ if TYPE_CHECKING:
         ToolResultsTurn as ToolResultsTurn, UserTurn as UserTurn,
     )
     from .profiles import (
-        ProviderProfile as ProviderProfile, create_anthropic_profile as create_anthropic_profile,
-        create_gemini_profile as create_gemini_profile, create_openai_profile as create_openai_profile,
-        create_profile as create_profile,
+        ProfileOptions as ProfileOptions, ProviderProfile as ProviderProfile,
+        create_anthropic_profile as create_anthropic_profile, create_gemini_profile as create_gemini_profile,
+        create_openai_profile as create_openai_profile, create_profile as create_profile,
     )
     from .registry import (
         RegisteredTool as RegisteredTool, ToolCallContext as ToolCallContext, ToolRegistry as ToolRegistry,

@@ -61,9 +61,15 @@ class AgentTool(Protocol):
     :class:`~phi.errors.ToolError` on failure. Optional ``label``, ``timeout_ms`` and ``inline``: see
     the module docstring."""
 
-    name: str
-    description: str
-    parameters: dict[str, Any]
+    # read-only members: a tool may keep them as plain attributes or compute them as properties
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
 
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> object:
         ...
