@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -91,7 +91,7 @@ class ScriptedResponse:
         return cls(error=ScriptedError(kind, message, **kwargs))
 
     @classmethod
-    def from_json(cls, data: Any) -> ScriptedResponse:
+    def from_json(cls, data: object) -> ScriptedResponse:
         """Build from the fixture format; raises :class:`ConfigError` on a malformed script."""
         if isinstance(data, str):
             return cls.text(data)
@@ -129,10 +129,13 @@ class ScriptedResponse:
         )
 
 
-ScriptItem = Any  # ScriptedResponse | str | dict
+# A reply as a script gives it: a ScriptedResponse, a one-chunk text, or the fixture format's object.
+ScriptReply = Union[ScriptedResponse, str, dict[str, Any]]
+# A script item: a reply, or a function of the call's request that returns one.
+ScriptItem = Union[ScriptReply, Callable[[StreamConfig], ScriptReply]]
 
 
-def _scripted_error(err: Any, name: str) -> ScriptedError | None:
+def _scripted_error(err: object, name: str) -> ScriptedError | None:
     if err is None:
         return None
     if not isinstance(err, dict):
@@ -192,7 +195,7 @@ class ScriptedProvider:
                      self.provider_id)
 
 
-def _coerce(item: ScriptItem) -> Any:
+def _coerce(item: ScriptItem) -> ScriptedResponse | Callable[[StreamConfig], ScriptReply]:
     if isinstance(item, ScriptedResponse) or callable(item):
         return item  # a callable is asked for its response when its call comes
     return ScriptedResponse.from_json(item)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import http.cookiejar
 import socket
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import requests
@@ -200,7 +201,7 @@ class HttpClient:
         ``stop`` fired first (the in-flight connection is then shut down, so the helper ends at
         once). Transport failures are raised as the ``requests`` exceptions they are."""
         session = self.session
-        outcome: dict[str, Any] = {}
+        outcome = _Outcome()
         ready = threading.Event()
         lock = threading.Lock()
         flight = _InFlight()
@@ -211,13 +212,13 @@ class HttpClient:
                 response = session.request(method, url, data=body, headers=headers, stream=True, timeout=timeout,
                                            allow_redirects=False)
             except BaseException as exc:  # handed to the waiting thread
-                outcome["error"] = exc
+                outcome.error = exc
             else:
                 with lock:
-                    if outcome.get("abandoned"):
+                    if outcome.abandoned:
                         response.close()
                         return
-                    outcome["response"] = response
+                    outcome.response = response
             finally:
                 _current.flight = None
             ready.set()
@@ -234,13 +235,22 @@ class HttpClient:
             unregister()
         with lock:
             if stop.is_cancelled():
-                outcome["abandoned"] = True
-                if "response" in outcome:
-                    outcome["response"].close()
+                outcome.abandoned = True
+                if outcome.response is not None:
+                    outcome.response.close()
                 return None
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["response"]
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.response
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What the helper thread of :meth:`HttpClient.send` hands back, and whether it was abandoned."""
+
+    response: requests.Response | None = None
+    error: BaseException | None = None
+    abandoned: bool = False
 
 
 # --------------------------------------------------------------------------- reading
