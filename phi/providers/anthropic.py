@@ -28,14 +28,7 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import (
-    AssistantBuilder,
-    CacheStrategy,
-    ErrorKind,
-    ProviderError,
-    StreamConfig,
-    is_context_overflow,
-)
+from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
 from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig

@@ -37,14 +37,7 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import (
-    AssistantBuilder,
-    CacheStrategy,
-    ErrorKind,
-    ProviderError,
-    StreamConfig,
-    is_context_overflow,
-)
+from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .eventstream import EventStreamDecoder
 from .http import HttpRequest, StreamParser, api_key, json_bytes, prepared_url
 from .http_provider import HttpStreamProvider, WireProtocol

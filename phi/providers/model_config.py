@@ -82,11 +82,11 @@ def capabilities_for(model: str) -> dict[str, bool]:
     return found
 
 
-# The keyword arguments of the preset classmethods, each being the ModelConfig fields it passes on.
-
 
 class ExtraFields(TypedDict, total=False):
-    """:class:`ModelConfig` fields every preset passes on as given (:meth:`ModelConfig.preset`'s)."""
+    """Keyword arguments every preset passes on to :class:`ModelConfig` unchanged: ``headers``,
+    ``context_window``, ``max_tokens``, ``options``, ``capabilities``, ``cost``. These are
+    :meth:`ModelConfig.preset`'s."""
 
     headers: dict[str, str]
     context_window: int
@@ -97,22 +97,23 @@ class ExtraFields(TypedDict, total=False):
 
 
 class CommonFields(ExtraFields, total=False):
-    """:meth:`ModelConfig.azure_openai`'s, :meth:`~ModelConfig.proxy`'s and
-    :meth:`~ModelConfig.openai_compatible`'s keyword arguments."""
+    """:class:`ExtraFields` and ``name``: the keyword arguments of :meth:`ModelConfig.azure_openai`,
+    :meth:`~ModelConfig.proxy` and :meth:`~ModelConfig.openai_compatible`."""
 
     name: str
 
 
 class PresetFields(CommonFields, total=False):
-    """The keyword arguments of the presets for one service (:meth:`ModelConfig.anthropic`,
-    :meth:`~ModelConfig.openai`, :meth:`~ModelConfig.google`, :meth:`~ModelConfig.bedrock`, ...)."""
+    """:class:`CommonFields`, ``base_url`` and ``compat``: the keyword arguments of
+    :meth:`ModelConfig.anthropic`, :meth:`~ModelConfig.openai`, :meth:`~ModelConfig.openai_responses`,
+    :meth:`~ModelConfig.google`, :meth:`~ModelConfig.vertex` and :meth:`~ModelConfig.bedrock`."""
 
     base_url: str
     compat: OpenAICompat
 
 
 class ModelFields(PresetFields, total=False):
-    """Every :class:`ModelConfig` field (:meth:`ModelConfig.with_`'s keyword arguments)."""
+    """Every :class:`ModelConfig` field, each optional: the keyword arguments of :meth:`ModelConfig.with_`."""
 
     id: str
     api: str

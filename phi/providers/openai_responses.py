@@ -30,13 +30,7 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import (
-    AssistantBuilder,
-    ErrorKind,
-    ProviderError,
-    StreamConfig,
-    parse_arguments,
-)
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig, parse_arguments
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
 from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
