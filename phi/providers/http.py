@@ -356,7 +356,7 @@ def _run(request: HttpRequest, timeout: tuple[float, float], stop: CallStop, par
         raise _stopped(stop) or _transport_error(exc, request, timeout) from None
     if response is None:
         if stop.expired:
-            raise _stopped(stop)  # type: ignore[misc]
+            raise _over_time(stop)
         return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
     unregister = stop.token.on_cancel(lambda: abort_response(response))
     try:
@@ -411,8 +411,10 @@ def _body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
 
 def _stopped(stop: CallStop) -> ProviderError | None:
     """The error for a call stopped by its total time bound (None if that is not what happened)."""
-    if not stop.expired:
-        return None
+    return _over_time(stop) if stop.expired else None
+
+
+def _over_time(stop: CallStop) -> ProviderError:
     return ProviderError(ErrorKind.NETWORK, f"the call took longer than its total time bound of {stop.total:g}s "
                                             "(ModelConfig.options['total_timeout'])")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypedDict, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -33,6 +33,9 @@ from .base import (
     StreamConfig,
     StreamEventSink,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 @dataclass
@@ -59,6 +62,20 @@ class ScriptedError:
     retry_after_ms: int | None = None
 
 
+class ReplyFields(TypedDict, total=False):
+    """The :class:`ScriptedResponse` fields :meth:`ScriptedResponse.text` and
+    :meth:`~ScriptedResponse.tool_call` take as keyword arguments."""
+
+    stop_reason: StopReason | None
+    usage: Usage
+    error: ScriptedError | None
+    chunk_delay_ms: float
+    hang_after_chunks: int | None
+    model: str
+    error_message: str | None
+    throw: ScriptedError | None
+
+
 @dataclass
 class ScriptedResponse:
     """One scripted model reply: content ``blocks`` streamed chunk by chunk, a ``stop_reason``
@@ -79,16 +96,18 @@ class ScriptedResponse:
     throw: ScriptedError | None = None  # a provider bug: a plain exception (not a ProviderError)
 
     @classmethod
-    def text(cls, *chunks: str, **kwargs: Any) -> ScriptedResponse:
+    def text(cls, *chunks: str, **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
         return cls([ScriptedBlock("text", list(chunks))], **kwargs)
 
     @classmethod
-    def tool_call(cls, name: str, arguments: dict[str, Any], call_id: str = "call_1", **kwargs: Any) -> ScriptedResponse:
+    def tool_call(cls, name: str, arguments: dict[str, Any], call_id: str = "call_1",
+                  **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
         return cls([ScriptedBlock("toolCall", id=call_id, name=name, arguments=arguments)], **kwargs)
 
     @classmethod
-    def failure(cls, kind: str = "api", message: str = "scripted error", **kwargs: Any) -> ScriptedResponse:
-        return cls(error=ScriptedError(kind, message, **kwargs))
+    def failure(cls, kind: str = "api", message: str = "scripted error", after_chunks: int = 0,
+                status: int | None = None, retry_after_ms: int | None = None) -> ScriptedResponse:
+        return cls(error=ScriptedError(kind, message, after_chunks, status, retry_after_ms))
 
     @classmethod
     def from_json(cls, data: object) -> ScriptedResponse:

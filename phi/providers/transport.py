@@ -24,7 +24,7 @@ import http.cookiejar
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import requests
 import requests.adapters
@@ -34,6 +34,9 @@ import urllib3.exceptions
 
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
+
+if TYPE_CHECKING:
+    import urllib.request
 
 log = get_logger(__name__)
 
@@ -81,10 +84,10 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._conn: Any = None
+        self._conn: object = None
         self._aborted = False
 
-    def attach(self, conn: Any) -> None:
+    def attach(self, conn: object) -> None:
         with self._lock:
             self._conn = conn
             aborted = self._aborted
@@ -107,7 +110,7 @@ class _Tracked:
     :class:`_InFlight` (when connecting, and when a pooled connection is reused)."""
 
     def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
+        super().connect()  # type: ignore[misc]  # a mixin: the urllib3 connection after it in the MRO has it
         flight = getattr(_current, "flight", None)
         if flight is not None:
             flight.attach(self)
@@ -116,7 +119,7 @@ class _Tracked:
         flight = getattr(_current, "flight", None)
         if flight is not None and getattr(self, "sock", None) is not None:
             flight.attach(self)
-        super().request(*args, **kwargs)  # type: ignore[misc]
+        super().request(*args, **kwargs)  # type: ignore[misc]  # likewise
 
 
 class _HTTPConnection(_Tracked, urllib3.connection.HTTPConnection):
@@ -141,8 +144,8 @@ _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
 class _Adapter(requests.adapters.HTTPAdapter):
     """requests' adapter with connections that report themselves (see :class:`_InFlight`)."""
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
+    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **kwargs: Any) -> None:
+        super().init_poolmanager(connections, maxsize, block, **kwargs)
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
 
     def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
@@ -153,10 +156,10 @@ class _Adapter(requests.adapters.HTTPAdapter):
 
 
 class _NoCookies(http.cookiejar.DefaultCookiePolicy):
-    def set_ok(self, cookie: Any, request: Any) -> bool:
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
         return False
 
-    def return_ok(self, cookie: Any, request: Any) -> bool:
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
         return False
 
 
@@ -310,7 +313,7 @@ def socket_of(response: requests.Response) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _shutdown(sock: Any) -> None:
+def _shutdown(sock: object) -> None:
     if isinstance(sock, socket.socket):
         try:
             sock.shutdown(socket.SHUT_RDWR)
