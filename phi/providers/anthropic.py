@@ -11,13 +11,14 @@ fragments and is parsed at ``content_block_stop`` (or at the end, if the block n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
+    Content,
     ImageContent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -27,18 +28,11 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
-from .http import (
-    HttpRequest,
-    SSEParser,
-    api_key,
-    join_url,
-    json_bytes,
-    make_builder,
-    run_stream,
-)
+from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
-from .transport import HttpClient
+from .sse import SSEEvent
 
 log = get_logger(__name__)
 
@@ -70,21 +64,6 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "not_found_error": ErrorKind.API,
     "request_too_large": ErrorKind.CONTEXT_OVERFLOW,
 }
-
-
-class AnthropicProvider:
-    """Streams Claude models over the Messages API."""
-
-    provider_id = "anthropic"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        request = build_request(config)
-        mc = config.model_config
-        parser = AnthropicParser(make_builder(on_event, mc.id, mc.provider or "anthropic"))
-        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -124,7 +103,7 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     max_tokens = config.max_tokens or mc.max_tokens
     body: dict[str, Any] = {"model": mc.id, "max_tokens": max_tokens, "stream": True}
     cache = _cache_flags(config)
-    system = [{"type": "text", "text": OAUTH_IDENTITY}] if oauth else []
+    system: list[dict[str, Any]] = [{"type": "text", "text": OAUTH_IDENTITY}] if oauth else []
     if config.system_prompt:
         system.append({"type": "text", "text": config.system_prompt})
     if system:
@@ -168,7 +147,7 @@ def _mark_cache(message: dict[str, Any]) -> None:
             return
 
 
-def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
@@ -195,7 +174,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
     return out
 
 
-def _user_block(block: Any) -> dict[str, Any] | None:
+def _user_block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ImageContent):
@@ -230,7 +209,7 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
 class AnthropicParser(SSEParser):
     provider_name = "anthropic"
 
-    def __init__(self, builder: Any) -> None:
+    def __init__(self, builder: AssistantBuilder) -> None:
         super().__init__(builder)
         self.message_id = ""
         self._kind: dict[int, str] = {}  # anthropic block index -> block type
@@ -248,7 +227,7 @@ class AnthropicParser(SSEParser):
             "error": self._on_error,
         }
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         data = self.loads_object(event.data)
         kind = data.get("type") or event.event
         if kind == "content_block_delta":  # the hot path: one text delta of an open block
@@ -347,10 +326,11 @@ class AnthropicParser(SSEParser):
         self.done = True
 
     def _on_error(self, data: dict[str, Any]) -> None:
-        error = data.get("error") if isinstance(data.get("error"), dict) else {"message": data.get("error")}
+        nested = data.get("error")
+        error = nested if isinstance(nested, dict) else {"message": nested}
         kind = ERROR_KINDS.get(str(error.get("type", "")), ErrorKind.API)
         message = str(error.get("message") or error.get("type") or "stream error")
-        if kind is ErrorKind.API and convert.is_context_overflow(None, message):
+        if kind is ErrorKind.API and is_context_overflow(None, message):
             kind = ErrorKind.CONTEXT_OVERFLOW
         status = 529 if error.get("type") == "overloaded_error" else None
         raise ProviderError(kind, message, status=status, body=str(data)[:4000])
@@ -366,3 +346,9 @@ class AnthropicParser(SSEParser):
         self.builder.usage = fields.usage(merged.get("input_tokens"), merged.get("output_tokens"), thinking,
                                           merged.get("cache_read_input_tokens"),
                                           merged.get("cache_creation_input_tokens"))
+
+
+class AnthropicProvider(HttpStreamProvider):
+    """Streams Claude models over the Messages API."""
+
+    protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder))

@@ -20,31 +20,27 @@ from typing import Any
 
 from .base import ErrorKind, ProviderError, StreamConfig
 from .http import HttpRequest, api_key, join_url, json_bytes
-from .openai_responses import OpenAIResponsesProvider, build_body
+from .http_provider import HttpStreamProvider, WireProtocol
+from .openai_responses import ResponsesParser, build_body
 
 DEFAULT_API_VERSION = "2025-04-01-preview"
 
 
-class AzureOpenAIProvider(OpenAIResponsesProvider):
-    """Streams Azure OpenAI deployments over the Responses API."""
-
-    provider_id = "azure_openai"
-
-    def build_request(self, config: StreamConfig) -> HttpRequest:
-        mc = config.model_config
-        entra = mc.options.get("auth") == "entra"
-        if entra:
-            key = api_key(config.resolved_api_key(), "AZURE_OPENAI_AD_TOKEN", what="Entra token")
-            auth = {"authorization": f"Bearer {key}"}
-        else:
-            key = api_key(config.resolved_api_key(), "AZURE_OPENAI_API_KEY")
-            auth = {"api-key": str(key)}
-        headers = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": "identity"}
-        headers.update(auth)
-        headers.update(mc.headers)
-        deployment = mc.options.get("deployment") or mc.id
-        body = build_body(config, model=deployment)
-        return HttpRequest(responses_url(mc.base_url, mc.options), headers, json_bytes(body), (str(key),))
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    entra = mc.options.get("auth") == "entra"
+    if entra:
+        key = api_key(config.resolved_api_key(), "AZURE_OPENAI_AD_TOKEN", what="Entra token")
+        auth = {"authorization": f"Bearer {key}"}
+    else:
+        key = api_key(config.resolved_api_key(), "AZURE_OPENAI_API_KEY")
+        auth = {"api-key": str(key)}
+    headers = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": "identity"}
+    headers.update(auth)
+    headers.update(mc.headers)
+    deployment = mc.options.get("deployment") or mc.id
+    body = build_body(config, model=deployment)
+    return HttpRequest(responses_url(mc.base_url, mc.options), headers, json_bytes(body), (str(key),))
 
 
 def responses_url(base_url: str, options: dict[str, Any]) -> str:
@@ -69,3 +65,12 @@ def _base_from_environment(options: dict[str, Any]) -> str:
         return endpoint if "/openai" in endpoint else endpoint + "/openai/v1"
     raise ProviderError(ErrorKind.OTHER, "Azure OpenAI needs an endpoint: set ModelConfig.base_url, "
                                          "options['resource'], or AZURE_OPENAI_ENDPOINT")
+
+
+class AzureOpenAIProvider(HttpStreamProvider):
+    """Streams Azure OpenAI deployments over the Responses API: the OpenAI Responses protocol with
+    Azure's endpoint, auth and deployment names (replies name the service ``openai`` when
+    ``ModelConfig.provider`` is empty, as OpenAI Responses replies do)."""
+
+    protocol = WireProtocol("azure_openai", build_request, lambda builder, mc: ResponsesParser(builder),
+                            service="openai")

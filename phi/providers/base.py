@@ -18,7 +18,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, NoReturn, Protocol, runtime_checkable
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, PhiError
@@ -211,6 +211,7 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> int | None:
         raw = lowered.get(name)
         if raw is None:
             continue
+        value: float | None
         try:
             value = float(str(raw).strip()) * scale
         except ValueError:
@@ -318,12 +319,12 @@ def _error_message_from_body(body: str) -> str:
         error = data.get("error", data)
         if isinstance(error, dict):
             for key in ("message", "Message", "detail"):
-                if isinstance(error.get(key), str):
-                    return error[key]
+                if isinstance(text := error.get(key), str):
+                    return text
         elif isinstance(error, str):
             return error
-        if isinstance(data.get("message"), str):
-            return data["message"]
+        if isinstance(text := data.get("message"), str):
+            return text
     return body[:500]
 
 
@@ -515,12 +516,12 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) and depth(value) <= MAX_DEPTH else {"__raw_arguments": raw}
 
 
-def no_json_constant(name: str) -> Any:
+def no_json_constant(name: str) -> NoReturn:
     """``parse_constant`` hook refusing ``NaN``/``Infinity`` (not JSON; they could not be saved back)."""
     raise ValueError(f"{name} is not valid JSON")
 
 
-def depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+def depth(value: object, limit: int = MAX_DEPTH + 1) -> int:
     """Nesting depth of a JSON value (scalars 0), counted up to ``limit`` without recursion."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import quote
 
-from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
+    Content,
     ImageContent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -36,20 +37,12 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .eventstream import EventStreamDecoder
-from .http import (
-    HttpRequest,
-    StreamParser,
-    api_key,
-    json_bytes,
-    make_builder,
-    prepared_url,
-    run_stream,
-)
+from .http import HttpRequest, StreamParser, api_key, json_bytes, prepared_url
+from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
 from .sigv4 import AwsCredentials, canonical_url, sign
-from .transport import HttpClient
 
 log = get_logger(__name__)
 
@@ -72,21 +65,6 @@ EXCEPTION_KINDS: dict[str, tuple[ErrorKind, int]] = {
 
 IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
                  "image/webp": "webp"}
-
-
-class BedrockProvider:
-    """Streams Bedrock models over ConverseStream."""
-
-    provider_id = "bedrock"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        request = build_request(config)
-        mc = config.model_config
-        parser = ConverseStreamParser(make_builder(on_event, mc.id, mc.provider or "bedrock"))
-        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -176,7 +154,7 @@ def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
     return wanted[0], wanted[1] and mc.supports("bedrock_tool_cache"), wanted[2]
 
 
-def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
     """Converse messages. Converse rejects two consecutive messages of the same role, which phi's
     history can hold (a failed reply dropped by ``convert_to_llm``, steering after tool results,
     follow-ups, compaction summaries), so consecutive same-role messages are merged into one —
@@ -195,7 +173,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
     return out
 
 
-def _block(block: Any) -> dict[str, Any] | None:
+def _block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"text": block.text} if block.text else None
     if isinstance(block, ImageContent):
@@ -232,7 +210,7 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
 class ConverseStreamParser(StreamParser):
     provider_name = "bedrock"
 
-    def __init__(self, builder: Any) -> None:
+    def __init__(self, builder: AssistantBuilder) -> None:
         super().__init__(builder)
         self.decoder = EventStreamDecoder()
         self._tools: dict[int, int] = {}  # contentBlockIndex -> builder index
@@ -275,7 +253,7 @@ class ConverseStreamParser(StreamParser):
         except (ValueError, AttributeError, RecursionError):
             text = payload.decode("utf-8", "replace")[:500] or str(headers.get(":error-message", name))
         kind, status = EXCEPTION_KINDS.get(name, (ErrorKind.API, None))
-        if kind is ErrorKind.API and convert.is_context_overflow(None, text):
+        if kind is ErrorKind.API and is_context_overflow(None, text):
             kind = ErrorKind.CONTEXT_OVERFLOW
         return ProviderError(kind, f"{name}: {text}", status=status, body=payload.decode("utf-8", "replace")[:4000])
 
@@ -347,3 +325,9 @@ class ConverseStreamParser(StreamParser):
                                           usage.get("totalTokens"))
         if self.stop_reason is not None:
             self.done = True
+
+
+class BedrockProvider(HttpStreamProvider):
+    """Streams Bedrock models over ConverseStream."""
+
+    protocol = WireProtocol("bedrock", build_request, lambda builder, mc: ConverseStreamParser(builder))

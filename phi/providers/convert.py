@@ -120,7 +120,7 @@ def non_empty_text(content: list[Content]) -> bool:
     return any(isinstance(b, TextContent) and b.text for b in content)
 
 
-def error_from_payload(error: Any, default_kind: ErrorKind = ErrorKind.API) -> ProviderError:
+def error_from_payload(error: object, default_kind: ErrorKind = ErrorKind.API) -> ProviderError:
     """Classify an ``{"error": ...}`` object found inside a stream (OpenAI-style or Google-style)."""
     if not isinstance(error, dict):
         return ProviderError(default_kind, str(error)[:500] or "stream reported an error")

@@ -102,6 +102,9 @@ class EventStreamDecoder:
 
 def _check_prelude(buf: bytearray, offset: int) -> int:
     """Validate the prelude at ``offset``; return the message's total length."""
+    total: int
+    headers_len: int
+    prelude_crc: int
     total, headers_len, prelude_crc = _PRELUDE.unpack_from(buf, offset)
     if zlib.crc32(buf[offset : offset + 8]) != prelude_crc:
         raise EventStreamError("event-stream prelude CRC mismatch")

@@ -24,14 +24,14 @@ from ..types import Usage
 from .base import MAX_DEPTH, ErrorKind, ProviderError, depth
 
 
-def malformed(field: str, value: Any, expected: str) -> ProviderError:
+def malformed(field: str, value: object, expected: str) -> ProviderError:
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return ProviderError(ErrorKind.API, f"malformed stream event: {field} should be {expected}, got {shown}")
 
 
-def text(value: Any, field: str) -> str:
+def text(value: object, field: str) -> str:
     """A string field; ``None`` (absent or ``null``) reads as ``""``."""
     if type(value) is str:
         return value
@@ -40,7 +40,7 @@ def text(value: Any, field: str) -> str:
     raise malformed(field, value, "a string")
 
 
-def obj(value: Any, field: str) -> dict[str, Any]:
+def obj(value: object, field: str) -> dict[str, Any]:
     """An object field; ``None`` reads as ``{}``."""
     if isinstance(value, dict):
         return value
@@ -49,7 +49,7 @@ def obj(value: Any, field: str) -> dict[str, Any]:
     raise malformed(field, value, "an object")
 
 
-def array(value: Any, field: str) -> list[Any]:
+def array(value: object, field: str) -> list[Any]:
     """A list field; ``None`` reads as ``[]``."""
     if isinstance(value, list):
         return value
@@ -58,7 +58,7 @@ def array(value: Any, field: str) -> list[Any]:
     raise malformed(field, value, "a list")
 
 
-def count(value: Any) -> int:
+def count(value: object) -> int:
     """A token count (see the module docstring): always a non-negative ``int``."""
     if type(value) is int:
         return value if value >= 0 else 0
@@ -69,15 +69,15 @@ def count(value: Any) -> int:
     return 0
 
 
-def usage(input: Any = 0, output: Any = 0, reasoning: Any = 0, cache_read: Any = 0, cache_write: Any = 0,
-          total: Any = None) -> Usage:
+def usage(input: object = 0, output: object = 0, reasoning: object = 0, cache_read: object = 0,
+          cache_write: object = 0, total: object = None) -> Usage:
     """A :class:`Usage` from server counts; ``total`` defaults to the sum of the parts."""
-    parts = [count(input), count(output), count(reasoning), count(cache_read), count(cache_write)]
+    inp, out, read, write = count(input), count(output), count(cache_read), count(cache_write)
     total_count = count(total) if total is not None else 0
-    return Usage(*parts, total_count or parts[0] + parts[1] + parts[3] + parts[4])
+    return Usage(inp, out, count(reasoning), read, write, total_count or inp + out + read + write)
 
 
-def arguments(value: Any, field: str) -> dict[str, Any]:
+def arguments(value: object, field: str) -> dict[str, Any]:
     """Tool arguments given as an object (not streamed text)."""
     if value is None:
         return {}
@@ -88,7 +88,7 @@ def arguments(value: Any, field: str) -> dict[str, Any]:
     return value
 
 
-def arguments_text(value: Any, field: str) -> str:
+def arguments_text(value: object, field: str) -> str:
     """A streamed argument fragment: a string; an object (some compatible servers send one) is
     serialised; ``None`` is nothing."""
     if type(value) is str:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Sequence
 
-from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
+    Content,
     ImageContent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -30,18 +31,11 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import MAX_DEPTH, ProviderError, StreamConfig, StreamEventSink
-from .http import (
-    HttpRequest,
-    SSEParser,
-    api_key,
-    join_url,
-    json_bytes,
-    make_builder,
-    run_stream,
-)
+from .base import MAX_DEPTH, AssistantBuilder, ProviderError, StreamConfig
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
-from .transport import HttpClient
+from .sse import SSEEvent
 
 log = get_logger(__name__)
 
@@ -50,32 +44,17 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 FINISH_REASONS: dict[str, StopReason] = {"STOP": StopReason.STOP, "MAX_TOKENS": StopReason.LENGTH}
 
 
-class GoogleProvider:
-    """Streams Gemini models over the Gemini API."""
-
-    provider_id = "google"
-    id_prefix = "google-fc"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        request = self.build_request(config)
-        mc = config.model_config
-        parser = GeminiParser(make_builder(on_event, mc.id, mc.provider or self.provider_id), self.id_prefix)
-        return run_stream(request, mc, cancel, parser, self.http)
-
-    def build_request(self, config: StreamConfig) -> HttpRequest:
-        mc = config.model_config
-        key = api_key(config.resolved_api_key(), "GEMINI_API_KEY", "GOOGLE_API_KEY")
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "accept-encoding": "identity", "x-goog-api-key": str(key)}
-        headers.update(mc.headers)
-        url = join_url(mc.base_url or DEFAULT_BASE_URL, f"models/{mc.id}:streamGenerateContent?alt=sse")
-        return HttpRequest(url, headers, json_bytes(build_body(config)), (str(key),))
-
-
 # --------------------------------------------------------------------------- request
+
+
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    key = api_key(config.resolved_api_key(), "GEMINI_API_KEY", "GOOGLE_API_KEY")
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "accept-encoding": "identity", "x-goog-api-key": str(key)}
+    headers.update(mc.headers)
+    url = join_url(mc.base_url or DEFAULT_BASE_URL, f"models/{mc.id}:streamGenerateContent?alt=sse")
+    return HttpRequest(url, headers, json_bytes(build_body(config)), (str(key),))
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:
@@ -103,7 +82,7 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     return body
 
 
-def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
     """Gemini contents. Consecutive messages of the same role are merged into one content (Gemini
     and Vertex reject two user or two model turns in a row; see bedrock.convert_messages), which
     also answers all calls of a model turn in one user content."""
@@ -125,7 +104,7 @@ def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any
     return contents
 
 
-def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
+def _user_parts(blocks: Sequence[Content]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, TextContent) and block.text:
@@ -180,7 +159,7 @@ def _model_parts(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, A
 class GeminiParser(SSEParser):
     provider_name = "google"
 
-    def __init__(self, builder: Any, id_prefix: str = "google-fc") -> None:
+    def __init__(self, builder: AssistantBuilder, id_prefix: str = "google-fc") -> None:
         super().__init__(builder)
         self.id_prefix = id_prefix
         self._calls = 0
@@ -190,7 +169,7 @@ class GeminiParser(SSEParser):
         self.finish_reason: str | None = None
         self.response_id = ""
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         chunk = self.loads(event.data)
         if isinstance(chunk, list):  # a non-SSE array body: accept each element
             for item in chunk:
@@ -385,3 +364,9 @@ def _make_slot(node: Any, key: str | int) -> None:
         node.extend([None] * (key + 1 - len(node)))
     elif not isinstance(node, dict):
         raise ProviderError("api", f"streamed function arguments: key {key[:50]!r} inside a non-object")
+
+
+class GoogleProvider(HttpStreamProvider):
+    """Streams Gemini models over the Gemini API."""
+
+    protocol = WireProtocol("google", build_request, lambda builder, mc: GeminiParser(builder, "google-fc"))

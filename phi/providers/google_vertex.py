@@ -17,34 +17,30 @@ Same body and SSE stream as :mod:`phi.providers.google`; differences:
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .base import ErrorKind, ProviderError, StreamConfig
-from .google import GoogleProvider, build_body
+from .google import GeminiParser, build_body
 from .http import HttpRequest, api_key, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
 
 TOKEN_ENV = ("GOOGLE_VERTEX_ACCESS_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "CLOUDSDK_AUTH_ACCESS_TOKEN")
 
 
-class GoogleVertexProvider(GoogleProvider):
-    """Streams Gemini models hosted on Vertex AI."""
-
-    provider_id = "google_vertex"
-    id_prefix = "vertex-fc"
-
-    def build_request(self, config: StreamConfig) -> HttpRequest:
-        mc = config.model_config
-        token = api_key(config.resolved_api_key() or mc.options.get("access_token"), *TOKEN_ENV,
-                        what="OAuth access token")
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "accept-encoding": "identity", "authorization": f"Bearer {token}"}
-        headers.update(mc.headers)
-        body = build_body(config)
-        if mc.options.get("stream_function_call_arguments") and config.tools:
-            body["toolConfig"] = {"functionCallingConfig": {"streamFunctionCallArguments": True}}
-        return HttpRequest(vertex_url(mc.id, mc.base_url, mc.options), headers, json_bytes(body), (str(token),))
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    token = api_key(config.resolved_api_key() or mc.options.get("access_token"), *TOKEN_ENV,
+                    what="OAuth access token")
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "accept-encoding": "identity", "authorization": f"Bearer {token}"}
+    headers.update(mc.headers)
+    body = build_body(config)
+    if mc.options.get("stream_function_call_arguments") and config.tools:
+        body["toolConfig"] = {"functionCallingConfig": {"streamFunctionCallArguments": True}}
+    return HttpRequest(vertex_url(mc.id, mc.base_url, mc.options), headers, json_bytes(body), (str(token),))
 
 
-def vertex_url(model: str, base_url: str, options: dict) -> str:
+def vertex_url(model: str, base_url: str, options: dict[str, Any]) -> str:
     project = options.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT")
     if not project:
         raise ProviderError(ErrorKind.OTHER, "Vertex AI needs a project: set options['project'] "
@@ -58,3 +54,10 @@ def vertex_url(model: str, base_url: str, options: dict) -> str:
         base = f"https://{location}-aiplatform.googleapis.com/v1"
     return (f"{base}/projects/{project}/locations/{location}/publishers/google/models/"
             f"{model}:streamGenerateContent?alt=sse")
+
+
+class GoogleVertexProvider(HttpStreamProvider):
+    """Streams Gemini models hosted on Vertex AI: the Gemini protocol with Vertex's endpoint and
+    OAuth auth, and ``vertex-fc-{i}`` ids for function calls that come without one."""
+
+    protocol = WireProtocol("google_vertex", build_request, lambda builder, mc: GeminiParser(builder, "vertex-fc"))

@@ -39,7 +39,7 @@ import os
 import socket
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
 import requests
@@ -62,6 +62,9 @@ from .model_config import ModelConfig
 from .secrets import check_headers, check_secret, is_sensitive_header, scrub
 from .transport import CallStop, HttpClient, abort_response, drain, iter_body
 
+if TYPE_CHECKING:
+    from .sse import SSEEvent
+
 log = get_logger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -72,7 +75,9 @@ MAX_ERROR_BODY = 1 << 20
 USER_AGENT = "phi-agent/0.1 (python-requests)"
 
 _DECODER = json.JSONDecoder(parse_constant=no_json_constant)
-_scan_once = json.scanner.make_scanner(_DECODER)  # the C scanner when available
+# The C scanner when available. typeshed types make_scanner's context as a scanner (its TODO); the
+# context it reads is a JSONDecoder's hooks, which is what JSONDecoder itself passes.
+_scan_once = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # see above
 
 
 # --------------------------------------------------------------------------- requests
@@ -113,7 +118,7 @@ def safe_host(url: str) -> str:
     return parts.netloc.rpartition("@")[2]
 
 
-def json_bytes(body: Any) -> bytes:
+def json_bytes(body: object) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -260,7 +265,7 @@ class SSEParser(StreamParser):
                                     f"{self.provider_name} stream ended in the middle of an event") from None
 
     @abc.abstractmethod
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         """Handle one :class:`~phi.providers.sse.SSEEvent`."""
 
 
@@ -351,7 +356,7 @@ def _run(request: HttpRequest, timeout: tuple[float, float], stop: CallStop, par
         raise _stopped(stop) or _transport_error(exc, request, timeout) from None
     if response is None:
         if stop.expired:
-            raise _stopped(stop)  # type: ignore[misc]
+            raise _over_time(stop)
         return builder.finish(StopReason.ABORTED, ABORTED_MESSAGE)
     unregister = stop.token.on_cancel(lambda: abort_response(response))
     try:
@@ -406,8 +411,10 @@ def _body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
 
 def _stopped(stop: CallStop) -> ProviderError | None:
     """The error for a call stopped by its total time bound (None if that is not what happened)."""
-    if not stop.expired:
-        return None
+    return _over_time(stop) if stop.expired else None
+
+
+def _over_time(stop: CallStop) -> ProviderError:
     return ProviderError(ErrorKind.NETWORK, f"the call took longer than its total time bound of {stop.total:g}s "
                                             "(ModelConfig.options['total_timeout'])")
 

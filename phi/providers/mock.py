@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypedDict, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -33,6 +33,9 @@ from .base import (
     StreamConfig,
     StreamEventSink,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 @dataclass
@@ -59,6 +62,20 @@ class ScriptedError:
     retry_after_ms: int | None = None
 
 
+class ReplyFields(TypedDict, total=False):
+    """The :class:`ScriptedResponse` fields :meth:`ScriptedResponse.text` and
+    :meth:`~ScriptedResponse.tool_call` take as keyword arguments."""
+
+    stop_reason: StopReason | None
+    usage: Usage
+    error: ScriptedError | None
+    chunk_delay_ms: float
+    hang_after_chunks: int | None
+    model: str
+    error_message: str | None
+    throw: ScriptedError | None
+
+
 @dataclass
 class ScriptedResponse:
     """One scripted model reply: content ``blocks`` streamed chunk by chunk, a ``stop_reason``
@@ -79,19 +96,21 @@ class ScriptedResponse:
     throw: ScriptedError | None = None  # a provider bug: a plain exception (not a ProviderError)
 
     @classmethod
-    def text(cls, *chunks: str, **kwargs: Any) -> ScriptedResponse:
+    def text(cls, *chunks: str, **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
         return cls([ScriptedBlock("text", list(chunks))], **kwargs)
 
     @classmethod
-    def tool_call(cls, name: str, arguments: dict[str, Any], call_id: str = "call_1", **kwargs: Any) -> ScriptedResponse:
+    def tool_call(cls, name: str, arguments: dict[str, Any], call_id: str = "call_1",
+                  **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
         return cls([ScriptedBlock("toolCall", id=call_id, name=name, arguments=arguments)], **kwargs)
 
     @classmethod
-    def failure(cls, kind: str = "api", message: str = "scripted error", **kwargs: Any) -> ScriptedResponse:
-        return cls(error=ScriptedError(kind, message, **kwargs))
+    def failure(cls, kind: str = "api", message: str = "scripted error", after_chunks: int = 0,
+                status: int | None = None, retry_after_ms: int | None = None) -> ScriptedResponse:
+        return cls(error=ScriptedError(kind, message, after_chunks, status, retry_after_ms))
 
     @classmethod
-    def from_json(cls, data: Any) -> ScriptedResponse:
+    def from_json(cls, data: object) -> ScriptedResponse:
         """Build from the fixture format; raises :class:`ConfigError` on a malformed script."""
         if isinstance(data, str):
             return cls.text(data)
@@ -129,10 +148,13 @@ class ScriptedResponse:
         )
 
 
-ScriptItem = Any  # ScriptedResponse | str | dict
+# A reply as a script gives it: a ScriptedResponse, a one-chunk text, or the fixture format's object.
+ScriptReply = Union[ScriptedResponse, str, dict[str, Any]]
+# A script item: a reply, or a function of the call's request that returns one.
+ScriptItem = Union[ScriptReply, Callable[[StreamConfig], ScriptReply]]
 
 
-def _scripted_error(err: Any, name: str) -> ScriptedError | None:
+def _scripted_error(err: object, name: str) -> ScriptedError | None:
     if err is None:
         return None
     if not isinstance(err, dict):
@@ -192,7 +214,7 @@ class ScriptedProvider:
                      self.provider_id)
 
 
-def _coerce(item: ScriptItem) -> Any:
+def _coerce(item: ScriptItem) -> ScriptedResponse | Callable[[StreamConfig], ScriptReply]:
     if isinstance(item, ScriptedResponse) or callable(item):
         return item  # a callable is asked for its response when its call comes
     return ScriptedResponse.from_json(item)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from ..errors import ConfigError
 from .secrets import check_headers, check_secret
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .pricing import ModelPrice
 
 # Wire protocol identifiers (``ModelConfig.api``).
@@ -80,6 +82,46 @@ def capabilities_for(model: str) -> dict[str, bool]:
     return found
 
 
+
+class ExtraFields(TypedDict, total=False):
+    """Keyword arguments every preset passes on to :class:`ModelConfig` unchanged: ``headers``,
+    ``context_window``, ``max_tokens``, ``options``, ``capabilities``, ``cost``. These are
+    :meth:`ModelConfig.preset`'s."""
+
+    headers: dict[str, str]
+    context_window: int
+    max_tokens: int
+    options: dict[str, Any]
+    capabilities: dict[str, bool]
+    cost: ModelPrice | None
+
+
+class CommonFields(ExtraFields, total=False):
+    """:class:`ExtraFields` and ``name``: the keyword arguments of :meth:`ModelConfig.azure_openai`,
+    :meth:`~ModelConfig.proxy` and :meth:`~ModelConfig.openai_compatible`."""
+
+    name: str
+
+
+class PresetFields(CommonFields, total=False):
+    """:class:`CommonFields`, ``base_url`` and ``compat``: the keyword arguments of
+    :meth:`ModelConfig.anthropic`, :meth:`~ModelConfig.openai`, :meth:`~ModelConfig.openai_responses`,
+    :meth:`~ModelConfig.google`, :meth:`~ModelConfig.vertex` and :meth:`~ModelConfig.bedrock`."""
+
+    base_url: str
+    compat: OpenAICompat
+
+
+class ModelFields(PresetFields, total=False):
+    """Every :class:`ModelConfig` field, each optional: the keyword arguments of :meth:`ModelConfig.with_`."""
+
+    id: str
+    api: str
+    provider: str
+    api_key: str | None
+    reasoning: bool
+
+
 @dataclass(slots=True)
 class ModelConfig:
     """Which model to call and how: ``api`` picks the wire protocol (one provider module each, see
@@ -133,7 +175,7 @@ class ModelConfig:
             f"base_url={self.base_url!r}, api_key=<{key}>, headers=<{len(self.headers)} hidden>)"
         )
 
-    def with_(self, **changes: Any) -> ModelConfig:
+    def with_(self, **changes: Unpack[ModelFields]) -> ModelConfig:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
@@ -146,7 +188,7 @@ class ModelConfig:
 
     @classmethod
     def anthropic(cls, model: str = "claude-sonnet-4-5", *, api_key: str | None = None, reasoning: bool = True,
-                  **kwargs: Any) -> ModelConfig:
+                  **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """Claude over the Messages API (key: ``ANTHROPIC_API_KEY``; OAuth tokens are detected)."""
         kwargs.setdefault("context_window", 200_000)
         kwargs.setdefault("max_tokens", 16_384)
@@ -154,7 +196,7 @@ class ModelConfig:
 
     @classmethod
     def openai(cls, model: str = "gpt-4.1", *, api_key: str | None = None, reasoning: bool | None = None,
-               **kwargs: Any) -> ModelConfig:
+               **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """OpenAI Chat Completions (key: ``OPENAI_API_KEY``)."""
         if reasoning is None:
             reasoning = model.startswith(("o1", "o3", "o4", "gpt-5"))
@@ -164,7 +206,7 @@ class ModelConfig:
 
     @classmethod
     def openai_responses(cls, model: str = "gpt-5", *, api_key: str | None = None, reasoning: bool = True,
-                         **kwargs: Any) -> ModelConfig:
+                         **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """OpenAI Responses API (key: ``OPENAI_API_KEY``)."""
         return cls(id=model, api=API_OPENAI_RESPONSES, provider="openai", api_key=api_key, reasoning=reasoning,
                    **kwargs)
@@ -172,62 +214,63 @@ class ModelConfig:
     @classmethod
     def azure_openai(cls, deployment: str, *, base_url: str = "", resource: str | None = None,
                      api_key: str | None = None, api_version: str | None = None, reasoning: bool = True,
-                     **kwargs: Any) -> ModelConfig:
+                     **kwargs: Unpack[CommonFields]) -> ModelConfig:
         """An Azure OpenAI deployment over the Responses API (key: ``AZURE_OPENAI_API_KEY``)."""
-        options = dict(kwargs.pop("options", {}))
+        options = kwargs["options"] = dict(kwargs.get("options", {}))
         if resource:
             options["resource"] = resource
         if api_version:
             options["api_version"] = api_version
         return cls(id=deployment, api=API_AZURE_OPENAI, provider="azure_openai", base_url=base_url,
-                   api_key=api_key, reasoning=reasoning, options=options, **kwargs)
+                   api_key=api_key, reasoning=reasoning, **kwargs)
 
     @classmethod
     def google(cls, model: str = "gemini-2.5-flash", *, api_key: str | None = None, reasoning: bool = True,
-               **kwargs: Any) -> ModelConfig:
+               **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """Gemini API (key: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``)."""
         kwargs.setdefault("context_window", 1_048_576)
         return cls(id=model, api=API_GOOGLE, provider="google", api_key=api_key, reasoning=reasoning, **kwargs)
 
     @classmethod
     def vertex(cls, model: str = "gemini-2.5-flash", *, project: str | None = None, location: str | None = None,
-               access_token: str | None = None, reasoning: bool = True, **kwargs: Any) -> ModelConfig:
+               access_token: str | None = None, reasoning: bool = True,
+               **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """Gemini on Vertex AI (OAuth bearer token; project/location from args or GOOGLE_CLOUD_*)."""
-        options = dict(kwargs.pop("options", {}))
+        options = kwargs["options"] = dict(kwargs.get("options", {}))
         if project:
             options["project"] = project
         if location:
             options["location"] = location
         kwargs.setdefault("context_window", 1_048_576)
         return cls(id=model, api=API_GOOGLE_VERTEX, provider="google_vertex", api_key=access_token,
-                   reasoning=reasoning, options=options, **kwargs)
+                   reasoning=reasoning, **kwargs)
 
     @classmethod
     def bedrock(cls, model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0", *, region: str | None = None,
-                api_key: str | None = None, reasoning: bool | None = None, **kwargs: Any) -> ModelConfig:
+                api_key: str | None = None, reasoning: bool | None = None,
+                **kwargs: Unpack[PresetFields]) -> ModelConfig:
         """Bedrock ConverseStream (``AWS_BEARER_TOKEN_BEDROCK`` or SigV4 from ``AWS_*``)."""
-        options = dict(kwargs.pop("options", {}))
+        options = kwargs["options"] = dict(kwargs.get("options", {}))
         if region:
             options["region"] = region
         if reasoning is None:
             reasoning = "anthropic" in model
-        return cls(id=model, api=API_BEDROCK, provider="bedrock", api_key=api_key, reasoning=reasoning,
-                   options=options, **kwargs)
+        return cls(id=model, api=API_BEDROCK, provider="bedrock", api_key=api_key, reasoning=reasoning, **kwargs)
 
     @classmethod
-    def proxy(cls, url: str, model: str, *, token: str | None = None, **kwargs: Any) -> ModelConfig:
+    def proxy(cls, url: str, model: str, *, token: str | None = None, provider: str = "proxy",
+              **kwargs: Unpack[CommonFields]) -> ModelConfig:
         """A model reached through a phi proxy server (token: ``PHI_PROXY_TOKEN``)."""
-        return cls(id=model, api=API_PROXY, provider=kwargs.pop("provider", "proxy"), base_url=url, api_key=token,
-                   **kwargs)
+        return cls(id=model, api=API_PROXY, provider=provider, base_url=url, api_key=token, **kwargs)
 
     @classmethod
     def openai_compatible(cls, base_url: str, model: str, *, provider: str | None = None,
-                          api_key: str | None = None, compat: OpenAICompat | None = None,
-                          **kwargs: Any) -> ModelConfig:
+                          api_key: str | None = None, compat: OpenAICompat | None = None, reasoning: bool = False,
+                          **kwargs: Unpack[CommonFields]) -> ModelConfig:
         """Any Chat Completions server. ``base_url`` may be a preset name (see :data:`PRESETS`) or
         a URL; a URL whose host matches a preset gets that preset's compat flags and key variable."""
         preset = PRESETS.get(base_url) or _preset_for_url(base_url)
-        options = dict(kwargs.pop("options", {}))
+        options = kwargs["options"] = dict(kwargs.get("options", {}))
         if preset is not None:
             url = base_url if base_url.startswith(("http://", "https://")) else preset.base_url
             provider = provider or preset.name
@@ -241,14 +284,17 @@ class ModelConfig:
             provider = provider or "openai_compatible"
             compat = compat or OpenAICompat()
         return cls(id=model, api=API_OPENAI, provider=provider, base_url=url, api_key=api_key, compat=compat,
-                   options=options, **kwargs)
+                   reasoning=reasoning, **kwargs)
 
     @classmethod
-    def preset(cls, name: str, model: str, **kwargs: Any) -> ModelConfig:
+    def preset(cls, name: str, model: str, *, provider: str | None = None, api_key: str | None = None,
+               compat: OpenAICompat | None = None, reasoning: bool = False,
+               **kwargs: Unpack[ExtraFields]) -> ModelConfig:
         """A known OpenAI-compatible service by name, e.g. ``ModelConfig.preset("groq", "llama-3.3-70b")``."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}")
-        return cls.openai_compatible(name, model, **kwargs)
+        return cls.openai_compatible(name, model, provider=provider, api_key=api_key, compat=compat,
+                                     reasoning=reasoning, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ error (it may arrive after a ``finish_reason``, in which case the stop reason is
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
-from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
+    Content,
     ImageContent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -29,18 +30,11 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import StreamConfig, StreamEventSink
-from .http import (
-    HttpRequest,
-    SSEParser,
-    api_key,
-    join_url,
-    json_bytes,
-    make_builder,
-    run_stream,
-)
+from .base import AssistantBuilder, StreamConfig
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
-from .transport import HttpClient
+from .sse import SSEEvent
 
 log = get_logger(__name__)
 
@@ -56,21 +50,6 @@ FINISH_REASONS: dict[str, StopReason] = {
     "tool_use": StopReason.TOOL_USE,
     "content_filter": StopReason.ERROR,
 }
-
-
-class OpenAIProvider:
-    """Streams any Chat Completions server."""
-
-    provider_id = "openai"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        request = build_request(config)
-        mc = config.model_config
-        parser = ChatCompletionsParser(make_builder(on_event, mc.id, mc.provider or "openai"), mc)
-        return run_stream(request, mc, cancel, parser, self.http)
 
 
 # --------------------------------------------------------------------------- request
@@ -123,7 +102,7 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     return body
 
 
-def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending_images: list[ImageContent] = []  # images from tool results, sent after the results
     for message in messages:
@@ -152,10 +131,10 @@ def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
     return {"role": "user", "content": parts}
 
 
-def _user_content(blocks: list[Any]) -> str | list[dict[str, Any]] | None:
-    if all(isinstance(b, TextContent) for b in blocks):
-        text = "\n".join(b.text for b in blocks if b.text)
-        return text or None
+def _user_content(blocks: Sequence[Content]) -> str | list[dict[str, Any]] | None:
+    texts = [b.text for b in blocks if isinstance(b, TextContent)]
+    if len(texts) == len(blocks):  # text only: plain string content
+        return "\n".join(t for t in texts if t) or None
     parts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, TextContent) and block.text:
@@ -191,7 +170,7 @@ def _assistant(message: AssistantMessage, mc: ModelConfig) -> dict[str, Any] | N
 class ChatCompletionsParser(SSEParser):
     provider_name = "openai"
 
-    def __init__(self, builder: Any, mc: ModelConfig) -> None:
+    def __init__(self, builder: AssistantBuilder, mc: ModelConfig) -> None:
         super().__init__(builder)
         field = mc.compat.reasoning_field
         self._reasoning_fields = (field,) if field else ("reasoning_content", "reasoning")
@@ -199,7 +178,7 @@ class ChatCompletionsParser(SSEParser):
         self._finish: str | None = None
         self.model = ""
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         data = event.data
         if data[:6] == "[DONE]":
             self.done = True
@@ -282,7 +261,7 @@ class ChatCompletionsParser(SSEParser):
             self.error_message = "the response was stopped by the content filter (finish_reason: content_filter)"
         self.stop_reason = stop
 
-    def _on_error(self, error: Any) -> None:
+    def _on_error(self, error: object) -> None:
         problem = convert.error_from_payload(error)
         if self.stop_reason is not None:  # e.g. OpenRouter's "Token limit reached" after finish_reason
             self.error_message = problem.message
@@ -305,3 +284,9 @@ class ChatCompletionsParser(SSEParser):
 def _detail(usage: dict[str, Any], group: str, name: str) -> Any:
     details = usage.get(group)
     return details.get(name) if isinstance(details, dict) else None
+
+
+class OpenAIProvider(HttpStreamProvider):
+    """Streams any Chat Completions server."""
+
+    protocol = WireProtocol("openai", build_request, ChatCompletionsParser)

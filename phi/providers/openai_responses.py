@@ -13,13 +13,14 @@ A reasoning item is kept as a thinking block whose ``signature`` is the item's J
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
-from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
+    Content,
     ImageContent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -29,56 +30,29 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import (
-    ErrorKind,
-    ProviderError,
-    StreamConfig,
-    StreamEventSink,
-    parse_arguments,
-)
-from .http import (
-    HttpRequest,
-    SSEParser,
-    api_key,
-    join_url,
-    json_bytes,
-    make_builder,
-    run_stream,
-)
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig, parse_arguments
+from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
-from .transport import HttpClient
+from .sse import SSEEvent
 
 log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIResponsesProvider:
-    """Streams OpenAI models over the Responses API."""
-
-    provider_id = "openai_responses"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        request = self.build_request(config)
-        mc = config.model_config
-        parser = ResponsesParser(make_builder(on_event, mc.id, mc.provider or "openai"))
-        return run_stream(request, mc, cancel, parser, self.http)
-
-    def build_request(self, config: StreamConfig) -> HttpRequest:
-        mc = config.model_config
-        key = api_key(config.resolved_api_key(), mc.options.get("api_key_env") or "OPENAI_API_KEY")
-        assert key is not None
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "accept-encoding": "identity", "authorization": f"Bearer {key}"}
-        headers.update(mc.headers)
-        url = join_url(mc.base_url or DEFAULT_BASE_URL, "responses")
-        return HttpRequest(url, headers, json_bytes(build_body(config)), (key,))
-
-
 # --------------------------------------------------------------------------- request
+
+
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    key = api_key(config.resolved_api_key(), mc.options.get("api_key_env") or "OPENAI_API_KEY")
+    assert key is not None
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "accept-encoding": "identity", "authorization": f"Bearer {key}"}
+    headers.update(mc.headers)
+    url = join_url(mc.base_url or DEFAULT_BASE_URL, "responses")
+    return HttpRequest(url, headers, json_bytes(build_body(config)), (key,))
 
 
 def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]:
@@ -101,7 +75,7 @@ def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]
     return body
 
 
-def convert_messages(messages: list[Any], mc: ModelConfig) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     pending_images: list[ImageContent] = []
     for message in messages:
@@ -129,7 +103,7 @@ def _image_followup(images: list[ImageContent]) -> dict[str, Any]:
     return {"role": "user", "content": parts}
 
 
-def _user_parts(blocks: list[Any]) -> list[dict[str, Any]]:
+def _user_parts(blocks: Sequence[Content]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, TextContent) and block.text:
@@ -189,7 +163,7 @@ def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
 class ResponsesParser(SSEParser):
     provider_name = "openai_responses"
 
-    def __init__(self, builder: Any) -> None:
+    def __init__(self, builder: AssistantBuilder) -> None:
         super().__init__(builder)
         self._tools: dict[str, int] = {}  # item id (fc_…) -> builder index
         self._fresh: set[str] = set()  # message/reasoning items without a delta yet
@@ -212,7 +186,7 @@ class ResponsesParser(SSEParser):
             "error": self._on_error,
         }
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         data = self.loads_object(event.data)
         handler = self._handlers.get(data.get("type") or event.event)
         if handler is not None:  # unknown item and event types are ignored
@@ -294,13 +268,14 @@ class ResponsesParser(SSEParser):
             raise convert.error_from_payload(error)
 
     def _on_error(self, data: dict[str, Any]) -> None:
-        error = data.get("error") if isinstance(data.get("error"), dict) else data  # nested (2025+) or flat
+        nested = data.get("error")
+        error = nested if isinstance(nested, dict) else data  # nested (2025+) or flat
         problem = convert.error_from_payload({k: error.get(k) for k in ("code", "message", "param", "type")})
         if data.get("code") == "insufficient_quota":
             problem.kind = ErrorKind.API  # retrying cannot help until the account is topped up
         raise problem
 
-    def _set_usage(self, usage: Any) -> None:
+    def _set_usage(self, usage: object) -> None:
         if not usage:
             return
         usage = fields.obj(usage, "response.usage")
@@ -317,4 +292,12 @@ def _item_id(item: dict[str, Any], data: dict[str, Any]) -> str:
     return item_id if type(item_id) is str and item_id else str(data.get("output_index"))
 
 
-__all__ = ["OpenAIResponsesProvider", "ResponsesParser", "build_body", "convert_messages", "ProviderError"]
+class OpenAIResponsesProvider(HttpStreamProvider):
+    """Streams OpenAI models over the Responses API."""
+
+    protocol = WireProtocol("openai_responses", build_request, lambda builder, mc: ResponsesParser(builder),
+                            service="openai")
+
+
+__all__ = ["OpenAIResponsesProvider", "ResponsesParser", "build_request", "build_body", "convert_messages",
+           "ProviderError"]

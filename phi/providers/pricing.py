@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from ..types import Usage
 
@@ -131,7 +131,7 @@ def _lookup(table: Mapping[str, ModelPrice], model: str) -> ModelPrice | None:
     return table.get(base) if base != model else None
 
 
-def price_for(model: Any, prices: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
+def price_for(model: object, prices: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
     """The price of ``model`` (a model id, ``provider:model`` or a ModelConfig), or None when unknown."""
     own = getattr(model, "cost", None)
     if isinstance(own, ModelPrice):
@@ -149,7 +149,7 @@ def price_for(model: Any, prices: Mapping[str, ModelPrice] | None = None) -> Mod
     return None
 
 
-def cost_of(usage: Usage, model: Any, prices: Mapping[str, ModelPrice] | None = None) -> Cost | None:
+def cost_of(usage: Usage, model: object, prices: Mapping[str, ModelPrice] | None = None) -> Cost | None:
     """The cost of ``usage`` on ``model`` (see :func:`price_for`); None when the price is unknown.
 
     ``usage`` should be one model call's: a long-context tier is chosen from its prompt size."""

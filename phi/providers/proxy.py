@@ -18,36 +18,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
-from ..types import AssistantMessage, StopReason, message_to_json
+from ..types import StopReason, message_to_json
 from . import convert, fields
-from .base import ErrorKind, ProviderError, StreamConfig, StreamEventSink
-from .http import HttpRequest, SSEParser, api_key, json_bytes, make_builder, run_stream
-from .transport import HttpClient
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig
+from .http import HttpRequest, SSEParser, api_key, json_bytes
+from .http_provider import HttpStreamProvider, WireProtocol
+from .sse import SSEEvent
 
 log = get_logger(__name__)
 
 
-class ProxyProvider:
-    """Streams through a phi/pi-style proxy server."""
-
-    provider_id = "proxy"
-
-    def __init__(self) -> None:
-        self.http = HttpClient()  # this provider's own session and connection pool, no cookies
-
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        mc = config.model_config
-        if not mc.base_url:
-            raise ProviderError(ErrorKind.OTHER, "the proxy provider needs ModelConfig.base_url (the proxy's URL)")
-        token = api_key(config.resolved_api_key(), "PHI_PROXY_TOKEN", what="proxy token")
-        headers = {"content-type": "application/json", "accept": "text/event-stream",
-                   "accept-encoding": "identity", "authorization": f"Bearer {token}"}
-        headers.update(mc.headers)
-        request = HttpRequest(mc.base_url, headers, json_bytes(build_body(config)), (str(token),))
-        parser = ProxyParser(make_builder(on_event, mc.id, mc.provider or "proxy"))
-        return run_stream(request, mc, cancel, parser, self.http)
+def build_request(config: StreamConfig) -> HttpRequest:
+    mc = config.model_config
+    if not mc.base_url:
+        raise ProviderError(ErrorKind.OTHER, "the proxy provider needs ModelConfig.base_url (the proxy's URL)")
+    token = api_key(config.resolved_api_key(), "PHI_PROXY_TOKEN", what="proxy token")
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "accept-encoding": "identity", "authorization": f"Bearer {token}"}
+    headers.update(mc.headers)
+    return HttpRequest(mc.base_url, headers, json_bytes(build_body(config)), (str(token),))
 
 
 def build_body(config: StreamConfig) -> dict[str, Any]:
@@ -68,12 +58,12 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
 class ProxyParser(SSEParser):
     provider_name = "proxy"
 
-    def __init__(self, builder: Any) -> None:
+    def __init__(self, builder: AssistantBuilder) -> None:
         super().__init__(builder)
         self._tools: dict[int, int] = {}  # proxy contentIndex -> builder index
         self._fresh: set[int] = set()
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: SSEEvent) -> None:
         data = self.loads_object(event.data)
         kind = data.get("type")
         builder = self.builder
@@ -114,8 +104,14 @@ class ProxyParser(SSEParser):
             return True
         return False
 
-    def _usage(self, usage: Any) -> None:
+    def _usage(self, usage: object) -> None:
         if isinstance(usage, dict):
             self.builder.usage = fields.usage(usage.get("input"), usage.get("output"), usage.get("reasoning"),
                                               usage.get("cache_read"), usage.get("cache_write"),
                                               usage.get("total_tokens"))
+
+
+class ProxyProvider(HttpStreamProvider):
+    """Streams through a phi/pi-style proxy server."""
+
+    protocol = WireProtocol("proxy", build_request, lambda builder, mc: ProxyParser(builder))

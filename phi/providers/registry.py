@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any
+from typing import Callable, Mapping
 
 from .base import ErrorKind, ProviderError, StreamProvider
 from .model_config import (
@@ -40,8 +40,8 @@ BUILTIN: dict[str, str] = {
 class ProviderRegistry:
     """Maps ``ModelConfig.api`` to a provider instance (or a lazily imported ``"module:Class"``)."""
 
-    def __init__(self, entries: dict[str, Any] | None = None) -> None:
-        self._entries: dict[str, Any] = dict(entries or {})
+    def __init__(self, entries: Mapping[str, StreamProvider | str] | None = None) -> None:
+        self._entries: dict[str, StreamProvider | str] = dict(entries or {})
         self._lock = threading.Lock()
 
     @classmethod
@@ -65,8 +65,9 @@ class ProviderRegistry:
                 raise ProviderError(ErrorKind.OTHER, f"no provider registered for api {api!r} (known: {known})")
             if isinstance(entry, str):
                 module_name, _, class_name = entry.partition(":")
-                entry = getattr(importlib.import_module(module_name, __package__), class_name)()
-                self._entries[api] = entry
+                factory: Callable[[], StreamProvider] = getattr(importlib.import_module(module_name, __package__),
+                                                                class_name)
+                entry = self._entries[api] = factory()
             return entry
 
     def for_model(self, model_config: ModelConfig) -> StreamProvider:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import http.cookiejar
 import socket
 import threading
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
 
 import requests
 import requests.adapters
@@ -33,6 +34,9 @@ import urllib3.exceptions
 
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
+
+if TYPE_CHECKING:
+    import urllib.request
 
 log = get_logger(__name__)
 
@@ -80,10 +84,10 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._conn: Any = None
+        self._conn: object = None
         self._aborted = False
 
-    def attach(self, conn: Any) -> None:
+    def attach(self, conn: object) -> None:
         with self._lock:
             self._conn = conn
             aborted = self._aborted
@@ -106,7 +110,7 @@ class _Tracked:
     :class:`_InFlight` (when connecting, and when a pooled connection is reused)."""
 
     def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
+        super().connect()  # type: ignore[misc]  # a mixin: the urllib3 connection after it in the MRO has it
         flight = getattr(_current, "flight", None)
         if flight is not None:
             flight.attach(self)
@@ -115,7 +119,7 @@ class _Tracked:
         flight = getattr(_current, "flight", None)
         if flight is not None and getattr(self, "sock", None) is not None:
             flight.attach(self)
-        super().request(*args, **kwargs)  # type: ignore[misc]
+        super().request(*args, **kwargs)  # type: ignore[misc]  # likewise
 
 
 class _HTTPConnection(_Tracked, urllib3.connection.HTTPConnection):
@@ -140,8 +144,8 @@ _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
 class _Adapter(requests.adapters.HTTPAdapter):
     """requests' adapter with connections that report themselves (see :class:`_InFlight`)."""
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
+    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **kwargs: Any) -> None:
+        super().init_poolmanager(connections, maxsize, block, **kwargs)
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
 
     def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
@@ -152,10 +156,10 @@ class _Adapter(requests.adapters.HTTPAdapter):
 
 
 class _NoCookies(http.cookiejar.DefaultCookiePolicy):
-    def set_ok(self, cookie: Any, request: Any) -> bool:
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
         return False
 
-    def return_ok(self, cookie: Any, request: Any) -> bool:
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
         return False
 
 
@@ -200,7 +204,7 @@ class HttpClient:
         ``stop`` fired first (the in-flight connection is then shut down, so the helper ends at
         once). Transport failures are raised as the ``requests`` exceptions they are."""
         session = self.session
-        outcome: dict[str, Any] = {}
+        outcome = _Outcome()
         ready = threading.Event()
         lock = threading.Lock()
         flight = _InFlight()
@@ -211,13 +215,13 @@ class HttpClient:
                 response = session.request(method, url, data=body, headers=headers, stream=True, timeout=timeout,
                                            allow_redirects=False)
             except BaseException as exc:  # handed to the waiting thread
-                outcome["error"] = exc
+                outcome.error = exc
             else:
                 with lock:
-                    if outcome.get("abandoned"):
+                    if outcome.abandoned:
                         response.close()
                         return
-                    outcome["response"] = response
+                    outcome.response = response
             finally:
                 _current.flight = None
             ready.set()
@@ -234,13 +238,22 @@ class HttpClient:
             unregister()
         with lock:
             if stop.is_cancelled():
-                outcome["abandoned"] = True
-                if "response" in outcome:
-                    outcome["response"].close()
+                outcome.abandoned = True
+                if outcome.response is not None:
+                    outcome.response.close()
                 return None
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["response"]
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.response
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What the helper thread of :meth:`HttpClient.send` hands back, and whether it was abandoned."""
+
+    response: requests.Response | None = None
+    error: BaseException | None = None
+    abandoned: bool = False
 
 
 # --------------------------------------------------------------------------- reading
@@ -300,7 +313,7 @@ def socket_of(response: requests.Response) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _shutdown(sock: Any) -> None:
+def _shutdown(sock: object) -> None:
     if isinstance(sock, socket.socket):
         try:
             sock.shutdown(socket.SHUT_RDWR)
