@@ -20,7 +20,6 @@ of that model sends; :func:`apply_header_options` puts them there.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, cast
 
@@ -38,9 +37,6 @@ from ..types import AssistantMessage, ThinkingLevel
 
 if TYPE_CHECKING:
     from ..providers.http import HttpRequest
-
-_BODY_CLASSES: dict[type, type] = {}
-_BODY_LOCK = threading.Lock()
 
 
 def deep_merge(target: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -90,36 +86,25 @@ def apply_header_options(profile_id: str, options: dict[str, Any] | None, model_
 def with_body_extras(provider: StreamProvider, extras: dict[str, Any]) -> StreamProvider:
     """A provider of the same protocol whose requests carry ``extras`` in their JSON body.
 
-    Works for protocols that build their request with a ``build_request(config)`` method (OpenAI
-    Responses, Gemini, ...); a new instance is made, so shared providers are not changed.
+    Works for every HTTP wire protocol (an :class:`~phi.providers.http_provider.HttpStreamProvider`);
+    a new provider is made, so shared providers are not changed.
     """
     if not extras:
         return provider
-    base = type(provider)
-    if not callable(getattr(base, "build_request", None)):
-        raise ConfigError(f"provider {base.__name__} does not build its own requests; body options cannot be "
+    from ..providers.http import json_bytes  # the HTTP machinery loads with the first provider that needs it
+    from ..providers.http_provider import HttpStreamProvider
+
+    if not isinstance(provider, HttpStreamProvider):
+        raise ConfigError(f"provider {type(provider).__name__} does not build HTTP requests; body options cannot be "
                           "added to it")
-    with _BODY_LOCK:
-        cls = _BODY_CLASSES.get(base)
-        if cls is None:
-            cls = _BODY_CLASSES[base] = type(f"{base.__name__}WithOptions", (_BodyExtras, base), {})
-    instance = cls()
-    instance.body_extras = extras
-    return cast(StreamProvider, instance)  # an instance of a subclass of the provider's own class
+    protocol = provider.protocol
+    extra_json = json.loads(json.dumps(extras))
 
+    def build_request(config: StreamConfig) -> HttpRequest:
+        request = protocol.build_request(config)
+        return replace(request, body=json_bytes(deep_merge(json.loads(request.body), extra_json)))
 
-class _BodyExtras:
-    """Mixed in before a protocol class (see :func:`with_body_extras`)."""
-
-    body_extras: dict[str, Any] = {}
-
-    def build_request(self, config: StreamConfig) -> HttpRequest:
-        # the protocol class after this one in the MRO builds the request; mypy sees only object there
-        request: HttpRequest = super().build_request(config)  # type: ignore[misc]
-        body = deep_merge(json.loads(request.body), json.loads(json.dumps(self.body_extras)))
-        from ..providers.http import json_bytes
-
-        return replace(request, body=json_bytes(body))
+    return HttpStreamProvider(replace(protocol, build_request=build_request))
 
 
 class SessionProvider:

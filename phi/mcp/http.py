@@ -174,9 +174,7 @@ class HttpTransport:
             try:
                 headers = self.headers(session_id, version=message.get("method") != "initialize")
                 timeout = (CONNECT_TIMEOUT, read_timeout)
-                # HttpClient.post is typed for a float read timeout, but passes the pair to requests,
-                # where None means "no read timeout", as a request needs here (see the docstring).
-                response = self._client.post(self.url, headers, body, timeout, stopper)  # type: ignore[arg-type]
+                response = self._client.post(self.url, headers, body, timeout, stopper)  # None: no read timeout
             except _TRANSPORT_ERRORS as exc:
                 raise McpConnectionError(self._scrub(f"cannot reach MCP server {self.label}: {exc}")) from None
             if response is None:

@@ -193,13 +193,13 @@ class HttpClient:
         if session is not None:
             session.close()
 
-    def post(self, url: str, headers: dict[str, str], body: bytes, timeout: tuple[float, float],
+    def post(self, url: str, headers: dict[str, str], body: bytes, timeout: tuple[float, float | None],
              stop: CancellationToken) -> requests.Response | None:
         """POST on a helper thread (see :meth:`send`)."""
         return self.send("POST", url, headers, body, timeout, stop)
 
     def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-             timeout: tuple[float, float], stop: CancellationToken) -> requests.Response | None:
+             timeout: tuple[float, float | None], stop: CancellationToken) -> requests.Response | None:
         """Send a request on a helper thread; the response once its headers arrived, or None when
         ``stop`` fired first (the in-flight connection is then shut down, so the helper ends at
         once). Transport failures are raised as the ``requests`` exceptions they are."""
