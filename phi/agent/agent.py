@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
+_delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
+
 EventSink = Callable[["AgentEvent"], None]
 Prompt = Union[str, AgentMessage, Sequence[AgentMessage]]
 Images = Sequence[Union[ImageContent, tuple[str, str]]]
@@ -154,6 +156,8 @@ class Agent:
         self._generation = 0  # bumped by reset(): a run started before it merges nothing
         self._idle = threading.Event()
         self._idle.set()
+        self._delivered = threading.Event()  # every event of the latest run has reached the subscribers
+        self._delivered.set()
         self._recorder: SessionRecorder | None = None
         self._store: SessionStore | None = None
         self._unrecord: Callable[[], None] | None = None
@@ -521,6 +525,8 @@ class Agent:
                                    None if parallel else self.next_loop_id(),
                                    self.last_loop_id if kind is not None else None, kind)
             loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
+            previous, self._delivered = self._delivered, threading.Event()
+            delivered = self._delivered
         self.last_active_at = time.time()
         self.last_loop_id = context.loop_id
         steering, follow_up = self.steering_queue, self.follow_up_queue
@@ -529,8 +535,16 @@ class Agent:
         from ..concurrency.channel import EventChannel, EventStream
         from ..events import AgentEnd, ParallelLoopEnd
 
+        nested = getattr(_delivering, "agent", None) is self  # started by a subscriber of the previous run
+
+        def refuse_deadlock() -> None:
+            if nested and not previous.is_set() and getattr(_delivering, "agent", None) is self:
+                raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the run before it: its "
+                                     "events wait until that callback returns; start it there, wait for it elsewhere")
+
         channel = EventChannel()
-        stream: EventStream[Any] = EventStream(channel, threading.Event(), abort=cancel.cancel)
+        stream: EventStream[Any] = EventStream(channel, threading.Event(), abort=cancel.cancel,
+                                               before_blocking=refuse_deadlock)
         forward: EventSink = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
         ends: dict[str, AgentEnd] = {}
         settled = threading.Event()
@@ -552,6 +566,9 @@ class Agent:
                 self._idle.set()
 
         def sink(event: AgentEvent) -> None:
+            if not previous.is_set():  # the previous run's events, AgentEnd included, are delivered first
+                previous.wait()
+            last = isinstance(event, ParallelLoopEnd) if parallel is not None else isinstance(event, AgentEnd)
             if isinstance(event, AgentEnd):
                 ends.setdefault(event.loop_id, event)
                 if parallel is None:
@@ -559,9 +576,15 @@ class Agent:
             elif isinstance(event, ParallelLoopEnd):
                 winner = ends.get(event.selected_loop_id)
                 settle([*base, *winner.messages] if winner is not None else base, event.selected_loop_id)
-            for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
-                callback(event)
-            forward(event)
+            outer, _delivering.agent = getattr(_delivering, "agent", None), self
+            try:
+                for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
+                    callback(event)
+                forward(event)
+            finally:
+                _delivering.agent = outer
+            if last:
+                delivered.set()
 
         def work() -> None:
             result, error = None, None
@@ -575,6 +598,7 @@ class Agent:
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
+                delivered.set()  # also when the run raised before its last event
                 settle(base if parallel else None)
                 if error is not None:
                     kept = [] if parallel else context.messages[len(base):]

@@ -81,13 +81,17 @@ class EventStream(Generic[T]):
     is fine: the run goes on and its result stays available.
     """
 
-    def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None) -> None:
+    def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None,
+                 before_blocking: Callable[[], None] | None = None) -> None:
         self._channel = channel
         self._done = done
         self._result: T | None = None
         self._error: BaseException | None = None
         self._abort = abort
         self._closed = False
+        # raises instead of blocking where waiting could never end (see Agent: a run waited for
+        # from inside the previous run's subscriber callback)
+        self._before_blocking = before_blocking or _nothing
 
     # called by the worker thread
     def _finish(self, result: T | None, error: BaseException | None) -> None:
@@ -96,6 +100,7 @@ class EventStream(Generic[T]):
         self._channel.close()
 
     def __iter__(self) -> Iterator[AgentEvent]:
+        self._before_blocking()
         for event in self._channel:
             yield event
         if self._closed:
@@ -106,6 +111,8 @@ class EventStream(Generic[T]):
 
     def result(self, timeout: float | None = None) -> T:
         """Wait for the run to finish and return its result (re-raising the run's exception)."""
+        if not self._done.is_set():
+            self._before_blocking()
         if not self._done.wait(timeout):
             raise TimeoutError(f"the run did not finish within {timeout} s")
         if self._error is not None:
@@ -130,6 +137,8 @@ class EventStream(Generic[T]):
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run has finished; returns False if ``timeout`` passed first."""
+        if not self._done.is_set():
+            self._before_blocking()
         return self._done.wait(timeout)
 
     def __enter__(self) -> EventStream[T]:
@@ -137,3 +146,7 @@ class EventStream(Generic[T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _nothing() -> None:
+    return None
