@@ -6,7 +6,7 @@ Parameter conventions and the reasons for them: :mod:`phi.coding.toolsets`. The 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from ..tools.apply_patch import ApplyPatchTool
@@ -28,6 +28,10 @@ from .toolsets import (
     write_file_tool,
 )
 
+if TYPE_CHECKING:
+    from ..tools.environment import ExecutionEnvironment
+    from ..types import ToolResult
+
 OPENAI_SHELL_TIMEOUT_MS = 10_000  # codex
 ANTHROPIC_SHELL_TIMEOUT_MS = 120_000  # Claude Code
 GEMINI_SHELL_TIMEOUT_MS = 10_000  # seed 004 §3.6
@@ -40,11 +44,11 @@ TIMEOUT_MS = {"type": "integer", "minimum": 1,
 
 
 def openai_tools() -> list[RegisteredTool]:
-    def shell(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
         return run_shell(env, call, argv_to_command(args["command"]), timeout_ms=args.get("timeout_ms"),
                          workdir=args.get("workdir"), description=None, profile_default_ms=OPENAI_SHELL_TIMEOUT_MS)
 
-    def patch(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def patch(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         return ApplyPatchTool(env=env).execute({"patch": args["input"]}, call.tool)
 
     grep = grep_executor(lambda a: {"pattern": a["pattern"], "glob_filter": a.get("include"),
@@ -89,7 +93,7 @@ def openai_tools() -> list[RegisteredTool]:
 
 
 def anthropic_tools() -> list[RegisteredTool]:
-    def shell(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+    def shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
         return run_shell(env, call, args["command"], timeout_ms=args.get("timeout"), workdir=None,
                          description=args.get("description"), profile_default_ms=ANTHROPIC_SHELL_TIMEOUT_MS)
 
@@ -132,12 +136,12 @@ def anthropic_tools() -> list[RegisteredTool]:
 # --------------------------------------------------------------------------- Gemini (gemini-cli)
 
 
-def _gemini_shell(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+def _gemini_shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
     return run_shell(env, call, args["command"], timeout_ms=args.get("timeout_ms"), workdir=args.get("dir_path"),
                      description=args.get("description"), profile_default_ms=GEMINI_SHELL_TIMEOUT_MS)
 
 
-def _gemini_replace(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+def _gemini_replace(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
     """gemini-cli's replace: exactly ``expected_replacements`` occurrences (default 1) are changed."""
     expected = int(args.get("expected_replacements") or 1)
     found = _count_occurrences(env, args["file_path"], args["old_string"])
@@ -149,12 +153,12 @@ def _gemini_replace(args: dict[str, Any], env: Any, call: ToolCallContext) -> An
     return CodingEditFileTool(env=env).execute(forwarded, call.tool)
 
 
-def _gemini_list_dir(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+def _gemini_list_dir(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
     return ListDirTool(env=env).execute({"path": args.get("dir_path") or ".", "depth": args.get("depth") or 1},
                                         call.tool)
 
 
-def _gemini_read_many(args: dict[str, Any], env: Any, call: ToolCallContext) -> Any:
+def _gemini_read_many(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
     return ReadManyFilesTool(env=env).execute({"paths": list(args["include"])}, call.tool)
 
 
@@ -204,7 +208,7 @@ def gemini_tools() -> list[RegisteredTool]:
     ]
 
 
-def _count_occurrences(env: Any, path: str, text: str) -> int:
+def _count_occurrences(env: ExecutionEnvironment, path: str, text: str) -> int:
     """Exact occurrences of ``text`` in the file (0 when it cannot be read: the edit reports why)."""
     try:
         data = env.read_bytes(path, CodingEditFileTool.max_bytes)

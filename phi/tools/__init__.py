@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..lazy_exports import export_names, lazy_exports
 
@@ -23,7 +23,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".environment": ("DirEntry", "ExecResult", "ExecutionEnvironment", "GrepOptions", "LocalExecutionEnvironment",
                      "LoggingEnvironment", "ReadOnlyEnvironment", "filter_environment"),
     ".truncation": ("truncate_lines", "truncate_output", "truncate_tool_output"),
-    ".shell": ("BashTool", "DEFAULT_DENY_PATTERNS", "ShellTool"),
+    ".shell": ("BashTool", "ShellTool"),
+    ".deny": ("DEFAULT_DENY_PATTERNS",),
     ".read_file": ("CodingReadFileTool", "ReadFileTool"),
     ".write_file": ("CodingWriteFileTool", "WriteFileTool"),
     ".edit_file": ("CodingEditFileTool", "EditFileTool"),
@@ -58,40 +59,58 @@ class _ToolsPackage(types.ModuleType):
 sys.modules[__name__].__class__ = _ToolsPackage
 
 
-def default_tools(env: Any = None, **options: Any) -> list[Any]:
+def _given(**options: object) -> dict[str, Any]:
+    """The options given (not None); a tool keeps its own default for the others."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def default_tools(
+    env: ExecutionEnvironment | None = None,
+    *,
+    deny_patterns: Sequence[str] | None = None,
+    confirm_fn: Callable[[str], bool] | None = None,
+    timeout_s: int | None = None,
+    allowed_roots: Sequence[str] | None = None,
+) -> list[AgentTool]:
     """phi-core's six built-in tools on ``env`` (default: a LocalExecutionEnvironment on the cwd).
 
-    ``options`` may carry ``deny_patterns``, ``confirm_fn`` and ``timeout_s`` (bash) and
-    ``allowed_roots`` (write_file, edit_file).
+    ``deny_patterns``, ``confirm_fn`` and ``timeout_s`` go to ``bash``, ``allowed_roots`` to
+    ``write_file`` and ``edit_file``; an option left out (None) keeps the tool's default.
     """
+    from ._common import get_env
     from .edit_file import EditFileTool
-    from .environment import LocalExecutionEnvironment
     from .find_files import ListFilesTool
     from .read_file import ReadFileTool
     from .search import SearchTool
     from .shell import BashTool
     from .write_file import WriteFileTool
 
-    env = env if env is not None else LocalExecutionEnvironment()
-    bash_opts = {k: options.pop(k) for k in ("deny_patterns", "confirm_fn", "timeout_s") if k in options}
-    roots = options.pop("allowed_roots", None)
-    if options:
-        raise TypeError(f"default_tools() got unexpected options: {', '.join(sorted(options))}")
+    env = get_env(env)
     return [
-        BashTool(env=env, **bash_opts), ReadFileTool(env=env), WriteFileTool(env=env, allowed_roots=roots),
-        EditFileTool(env=env, allowed_roots=roots), ListFilesTool(env=env), SearchTool(env=env),
+        BashTool(env=env, **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn, timeout_s=timeout_s)),
+        ReadFileTool(env=env), WriteFileTool(env=env, allowed_roots=allowed_roots),
+        EditFileTool(env=env, allowed_roots=allowed_roots), ListFilesTool(env=env), SearchTool(env=env),
     ]
 
 
-def coding_tools(env: Any = None, **options: Any) -> list[Any]:
+def coding_tools(
+    env: ExecutionEnvironment | None = None,
+    *,
+    deny_patterns: Sequence[str] | None = None,
+    confirm_fn: Callable[[str], bool] | None = None,
+    default_timeout_ms: int | None = None,
+    max_timeout_ms: int | None = None,
+    allowed_roots: Sequence[str] | None = None,
+) -> list[AgentTool]:
     """The coding layer's tools (seed 004 §3.3-3.6) on ``env``; profiles choose among them.
 
-    ``options``: ``deny_patterns``, ``confirm_fn``, ``default_timeout_ms``, ``max_timeout_ms`` (shell)
-    and ``allowed_roots`` (write_file, edit_file, apply_patch).
+    ``deny_patterns``, ``confirm_fn``, ``default_timeout_ms`` and ``max_timeout_ms`` go to
+    ``shell``, ``allowed_roots`` to ``write_file``, ``edit_file`` and ``apply_patch``; an option left
+    out (None) keeps the tool's default.
     """
+    from ._common import get_env
     from .apply_patch import ApplyPatchTool
     from .edit_file import CodingEditFileTool
-    from .environment import LocalExecutionEnvironment
     from .find_files import GlobTool, ListDirTool
     from .read_file import CodingReadFileTool
     from .read_many_files import ReadManyFilesTool
@@ -99,21 +118,19 @@ def coding_tools(env: Any = None, **options: Any) -> list[Any]:
     from .shell import ShellTool
     from .write_file import CodingWriteFileTool
 
-    env = env if env is not None else LocalExecutionEnvironment()
-    shell_keys = ("deny_patterns", "confirm_fn", "default_timeout_ms", "max_timeout_ms")
-    shell_opts = {k: options.pop(k) for k in shell_keys if k in options}
-    roots = options.pop("allowed_roots", None)
-    if options:
-        raise TypeError(f"coding_tools() got unexpected options: {', '.join(sorted(options))}")
+    env = get_env(env)
+    shell = ShellTool(env=env, **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn,
+                                        default_timeout_ms=default_timeout_ms, max_timeout_ms=max_timeout_ms))
     return [
-        CodingReadFileTool(env=env), CodingWriteFileTool(env=env, allowed_roots=roots),
-        CodingEditFileTool(env=env, allowed_roots=roots), ShellTool(env=env, **shell_opts), GrepTool(env=env),
+        CodingReadFileTool(env=env), CodingWriteFileTool(env=env, allowed_roots=allowed_roots),
+        CodingEditFileTool(env=env, allowed_roots=allowed_roots), shell, GrepTool(env=env),
         GlobTool(env=env), ListDirTool(env=env), ReadManyFilesTool(env=env),
-        ApplyPatchTool(env=env, allowed_roots=roots),
+        ApplyPatchTool(env=env, allowed_roots=allowed_roots),
     ]
 
 
 if TYPE_CHECKING:
+    from ..loop.tool import AgentTool
     from .apply_patch import ApplyPatchTool as ApplyPatchTool, apply_patch as apply_patch
     from .edit_file import CodingEditFileTool as CodingEditFileTool, EditFileTool as EditFileTool
     from .environment import (
@@ -128,7 +145,8 @@ if TYPE_CHECKING:
     from .read_file import CodingReadFileTool as CodingReadFileTool, ReadFileTool as ReadFileTool
     from .read_many_files import ReadManyFilesTool as ReadManyFilesTool
     from .search import GrepTool as GrepTool, SearchTool as SearchTool
-    from .shell import BashTool as BashTool, DEFAULT_DENY_PATTERNS as DEFAULT_DENY_PATTERNS, ShellTool as ShellTool
+    from .deny import DEFAULT_DENY_PATTERNS as DEFAULT_DENY_PATTERNS
+    from .shell import BashTool as BashTool, ShellTool as ShellTool
     from .truncation import (
         truncate_lines as truncate_lines, truncate_output as truncate_output,
         truncate_tool_output as truncate_tool_output,

@@ -4,7 +4,7 @@ path resolution and OS-error translation, line numbering and the final truncate-
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext
@@ -18,11 +18,14 @@ from .fs_safe import (
 from .paths import check_write_allowed
 from .truncation import HEAD_TAIL, Omitted, Part, clip, render, tool_limits
 
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
+
 #: ``details["full_output"]`` keeps at most this many characters (head and tail, with a marker).
 FULL_OUTPUT_MAX_CHARS = 1_000_000
 
 
-def get_env(env: Any) -> Any:
+def get_env(env: ExecutionEnvironment | None) -> ExecutionEnvironment:
     """The tool's environment, or a LocalExecutionEnvironment on the current directory."""
     if env is not None:
         return env
@@ -42,10 +45,10 @@ def os_error(exc: OSError, path: str) -> ToolError:
     if isinstance(exc, ConfinementError):
         return ToolError(f"Write to {path} {exc.strerror}. Use a path inside the allowed directories.")
     if isinstance(exc, NotRegularFileError):
-        return ToolError(f"{path} is {exc.strerror.split('(', 1)[-1].rstrip(')')}, not a regular file; "
+        return ToolError(f"{path} is {_in_parentheses(exc)}, not a regular file; "
                          "only regular files can be read or written.")
     if isinstance(exc, FileTooLargeError):
-        return ToolError(f"File too large: {path} is {exc.strerror.split('(', 1)[-1].rstrip(')')}.")
+        return ToolError(f"File too large: {path} is {_in_parentheses(exc)}.")
     if isinstance(exc, FileNotFoundError):
         return ToolError(f"File not found: {path}")
     if isinstance(exc, IsADirectoryError):
@@ -58,7 +61,12 @@ def os_error(exc: OSError, path: str) -> ToolError:
     return ToolError(f"Cannot access {path}: {exc.strerror or exc}")
 
 
-def resolve(env: Any, path: str) -> tuple[str, str]:
+def _in_parentheses(exc: OSError) -> str:
+    """The part of fs_safe's message in parentheses: "a FIFO", "12 bytes; the limit is 10 bytes"."""
+    return (exc.strerror or "").split("(", 1)[-1].rstrip(")")
+
+
+def resolve(env: ExecutionEnvironment, path: str) -> tuple[str, str]:
     """(absolute path, path as shown to the model); a path no system call could take is a ToolError."""
     resolved = env.resolve_path(path)
     try:
@@ -68,11 +76,12 @@ def resolve(env: Any, path: str) -> tuple[str, str]:
     return resolved, display_path(env, resolved)
 
 
-def write_roots(env: Any, allowed_roots: Sequence[str] | None) -> list[str]:
+def write_roots(env: ExecutionEnvironment, allowed_roots: Sequence[str] | None) -> list[str]:
+    """The roots a write is confined to: the tool's own, else the environment's."""
     return list(allowed_roots) if allowed_roots is not None else list(env.allowed_write_roots)
 
 
-def check_writable(env: Any, path: str, allowed_roots: Sequence[str] | None) -> str:
+def check_writable(env: ExecutionEnvironment, path: str, allowed_roots: Sequence[str] | None) -> str:
     """Resolve ``path`` in ``env`` and refuse it unless it is inside the allowed roots.
 
     This is the early check with a helpful message; the write itself is confined again by the
@@ -81,6 +90,15 @@ def check_writable(env: Any, path: str, allowed_roots: Sequence[str] | None) -> 
     resolved, _ = resolve(env, path)
     check_write_allowed(resolved, write_roots(env, allowed_roots))
     return resolved
+
+
+def object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    """A tool's ``parameters``: an object with ``properties``, no others allowed (SPEC §9.3, §9.4)."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
 
 
 def number_lines(lines: Sequence[str], first_number: int) -> str:
@@ -94,7 +112,7 @@ def number_lines(lines: Sequence[str], first_number: int) -> str:
 def finish(
     text: str | Sequence[Part],
     tool_name: str,
-    details: dict[str, Any] | None = None,
+    details: Mapping[str, object] | None = None,
     max_chars: int | None = None,
     max_lines: int | None = None,
     keep_full_output: bool = True,
@@ -110,15 +128,15 @@ def finish(
     chars, lines, mode = tool_limits(tool_name, {tool_name: max_chars} if max_chars is not None else None,
                                      {tool_name: max_lines} if max_lines is not None else None)
     shown = clip(parts, chars, lines, mode)
-    details = dict(details or {})
+    out: dict[str, object] = dict(details or {})
     if shown != parts or any(isinstance(p, Omitted) for p in parts):
-        details["truncated_output"] = True
+        out["truncated_output"] = True
         if keep_full_output and shown != parts:
-            details["full_output"] = render(clip(parts, FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
-    return ToolResult.text(render(shown), details)
+            out["full_output"] = render(clip(parts, FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
+    return ToolResult.text(render(shown), out)
 
 
-def display_path(env: Any, resolved: str) -> str:
+def display_path(env: ExecutionEnvironment, resolved: str) -> str:
     """``resolved`` relative to the working directory when it lies inside it, else absolute."""
     cwd = env.working_directory()
     try:

@@ -21,13 +21,20 @@ to init. Then it spawns the program and waits:
 Keeping this in a separate process leaves the host program's own children and signal handling alone.
 """
 
-# The C core of the signal module: ``import signal`` also builds its enums, which is a third of
-# this process's start-up time.
-import _signal as signal
 import ctypes
 import os
 import sys
 import time
+
+# Type checkers read this name as True (and see ``signal``'s stubs); at run time it is False, so
+# ``typing`` is not imported either.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+else:
+    # The C core of the signal module: ``import signal`` also builds its enums, which is a third of
+    # this process's start-up time.
+    import _signal as signal
 
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -38,14 +45,14 @@ _KILL_ROUNDS = 200
 def become_subreaper() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
 
-def parent_map() -> dict:
+def parent_map() -> dict[int, int]:
     """pid -> parent pid for every process visible in /proc."""
-    parents = {}
+    parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -63,11 +70,12 @@ def parent_map() -> dict:
     return parents
 
 
-def descendants(root: int) -> list:
-    children: dict = {}
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
     for pid, parent in parent_map().items():
         children.setdefault(parent, []).append(pid)
-    found, todo = [], [root]
+    found: list[int] = []
+    todo = [root]
     while todo:
         for child in children.get(todo.pop(), ()):
             found.append(child)
@@ -75,7 +83,7 @@ def descendants(root: int) -> list:
     return found
 
 
-def signal_all(pids: list, sig: int) -> None:
+def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -83,7 +91,7 @@ def signal_all(pids: list, sig: int) -> None:
             pass
 
 
-def reap(statuses: dict) -> bool:
+def reap(statuses: dict[int, int]) -> bool:
     """Collect every exited child without blocking, remembering the statuses; whether any child
     is left."""
     while True:
@@ -96,7 +104,7 @@ def reap(statuses: dict) -> bool:
         statuses[pid] = status
 
 
-def stop_tree(grace: float, statuses: dict) -> None:
+def stop_tree(grace: float, statuses: dict[int, int]) -> None:
     """SIGTERM to every descendant, up to ``grace`` seconds for the tree to empty, then SIGKILL.
 
     As a subreaper this process is the parent of the topmost living process of every branch (an
@@ -118,7 +126,7 @@ def stop_tree(grace: float, statuses: dict) -> None:
         signal.sigtimedwait({signal.SIGCHLD}, 0.02)
 
 
-def exit_code(status) -> int:
+def exit_code(status: int | None) -> int:
     if status is None:
         return 128 + signal.SIGTERM
     if os.WIFSIGNALED(status):
@@ -126,7 +134,7 @@ def exit_code(status) -> int:
     return os.WEXITSTATUS(status)
 
 
-def program_env(lc_ctype: str) -> dict:
+def program_env(lc_ctype: str) -> dict[str, str]:
     env = dict(os.environ)
     if lc_ctype == "-":
         env.pop("LC_CTYPE", None)
@@ -135,7 +143,7 @@ def program_env(lc_ctype: str) -> dict:
     return env
 
 
-def main(argv: list) -> int:
+def main(argv: list[str]) -> int:
     grace, env, program = float(argv[1]), program_env(argv[2]), argv[3:]
     become_subreaper()
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
@@ -144,7 +152,7 @@ def main(argv: list) -> int:
     except OSError as exc:
         os.write(2, f"cannot run {program[0]}: {exc.strerror}\n".encode())
         return 127
-    statuses: dict = {}
+    statuses: dict[int, int] = {}
     while child not in statuses:
         info = signal.sigwaitinfo(_WAIT_SIGNALS)
         if info.si_signo == signal.SIGCHLD:

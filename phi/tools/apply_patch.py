@@ -32,6 +32,7 @@ from ..errors import ToolCancelled, ToolError
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
+from ._common import finish, get_env, object_schema
 from .environment import ExecutionEnvironment
 from .patch_contents import PatchApplyError, derive_new_contents
 from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
@@ -98,7 +99,7 @@ def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots
         new_text = derive_new_contents(original, hunk.chunks, env.resolve_path(hunk.path))
         destination = hunk.move_path or hunk.path
         try:
-            moved_away = bool(hunk.move_path) and not env.same_path(hunk.move_path, hunk.path)
+            moved_away = bool(hunk.move_path) and not env.same_path(destination, hunk.path)
             env.write_file(destination, new_text, roots=roots)
             if moved_away:  # a move onto the file itself (even through a symlink) keeps it
                 env.delete_file(hunk.path, roots=roots)
@@ -145,7 +146,7 @@ def apply_patch(
 class ApplyPatchTool:
     """The codex-style ``apply_patch`` tool (seed 004 §3.4)."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     allowed_roots: Sequence[str] | None = None
     name: str = "apply_patch"
     label: str = "Apply patch"
@@ -156,16 +157,10 @@ class ApplyPatchTool:
         "or '*** Update File: <path>' (optionally followed by '*** Move to: <new path>') with '@@' chunks "
         "of ' ' context, '-' removed and '+' added lines. Paths are relative to the working directory."
     )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {"patch": {"type": "string", "description": "The patch content in v4a format."}},
-        "required": ["patch"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema(
+        {"patch": {"type": "string", "description": "The patch content in v4a format."}}, ["patch"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        from ._common import finish, get_env
-
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if ctx.cancelled:
             raise ToolCancelled()
         env = get_env(self.env)

@@ -1,11 +1,13 @@
-"""Search-and-replace editing: phi-core ``edit_file`` and the coding layer's ``edit_file``
-(SPEC §9.3, §9.4; REQ-050/101-103/137).
+"""Search-and-replace editing: the ``edit_file`` tool in phi-core's wording (``path``, ``old_text``,
+``new_text``) and in the coding layer's (``file_path``, ``old_string``, ``new_string``,
+``replace_all``) (SPEC §9.3, §9.4; REQ-050/101-103/137).
 
-The old text must match exactly once (or, with ``replace_all``, at least once). When it matches
-nowhere, the coding tool (and the phi-core tool when ``fuzzy=True``) retries ignoring whitespace
-differences and typographic punctuation and reports what it matched; otherwise the error carries a
-"Did you mean" hint with the most similar lines of the file. Several matches without
-``replace_all`` is an error asking for more context. Writes are confined to ``allowed_roots``.
+One implementation serves both; :class:`EditFileWording` holds the names and descriptions. The old
+text must match exactly once (or, with ``replace_all``, at least once). When it matches nowhere,
+the coding tool (and the phi-core tool when ``fuzzy=True``) retries ignoring whitespace differences
+and typographic punctuation and reports what it matched; otherwise the error carries a "Did you
+mean" hint with the most similar lines of the file. Several matches without ``replace_all`` is an
+error asking for more context. Writes are confined to ``allowed_roots``.
 
 Memory stays at a few times the file's size: the tolerant match is one regular expression run over
 the original text (no per-character tables), and files over ``max_bytes`` (10 MiB) are refused.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 from ..errors import ToolError
 from ..loop.tool import ToolContext
@@ -28,10 +30,14 @@ from ._common import (
     finish,
     get_env,
     number_lines,
+    object_schema,
     os_error,
     write_roots,
 )
 from .text_match import PUNCTUATION_TABLE, WHITESPACE
+
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
 _HINT_SCAN_LINES = 20_000
 MAX_EDIT_BYTES = 10 * 1024 * 1024
@@ -46,14 +52,17 @@ def _equivalents() -> tuple[str, dict[str, str]]:
             spaces.add(chr(source))
         else:
             classes.setdefault(target, {target}).add(chr(source))
-    as_class = lambda chars: "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"  # noqa: E731
-    return as_class(spaces), {k: as_class(v) for k, v in classes.items()}
+    return _char_class(spaces), {k: _char_class(v) for k, v in classes.items()}
+
+
+def _char_class(chars: set[str]) -> str:
+    return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
 
 
 _SPACE_CLASS, _PUNCT_CLASSES = _equivalents()
 
 
-def fuzzy_regex(needle: str) -> "re.Pattern[str] | None":
+def fuzzy_regex(needle: str) -> re.Pattern[str] | None:
     """A pattern matching ``needle`` modulo whitespace runs and typographic punctuation, or None
     when the needle is only whitespace. Matches start and end on a non-space character."""
     pieces: list[str] = []
@@ -121,8 +130,12 @@ def _not_found(content: str, old: str, shown: str, label: str) -> ToolError:
 
 
 def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: bool, shown: str,
-              label: str = "old_string") -> EditOutcome:
-    """Apply one search-and-replace to ``content``; raises ToolError with a helpful message."""
+              label: str = "old_string", can_replace_all: bool = True) -> EditOutcome:
+    """Apply one search-and-replace to ``content``; raises ToolError with a helpful message.
+
+    ``label`` names the old text in messages; ``can_replace_all``: the caller offers ``replace_all``,
+    so the error for several matches suggests it.
+    """
     if old == "":
         raise ToolError(f"{label} must not be empty; use a file-writing tool to create or overwrite a file.")
     if old == new:
@@ -134,7 +147,7 @@ def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: boo
         return EditOutcome(text, count if replace_all else 1, None, content.count("\n", 0, first) + 1)
     if count > 1:
         raise ToolError(f"{label} matches {count} locations in {shown}. Include more surrounding context "
-                        "to make it unique" + (", or set replace_all to true." if label == "old_string" else "."))
+                        "to make it unique" + (", or set replace_all to true." if can_replace_all else "."))
     pattern = fuzzy_regex(old) if fuzzy else None
     matches = [m.span() for m in pattern.finditer(content)] if pattern is not None else []
     if not matches:
@@ -142,7 +155,8 @@ def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: boo
     if len(matches) > 1 and not replace_all:
         raise ToolError(f"{label} was not found exactly, and matches {len(matches)} locations when ignoring "
                         f"whitespace in {shown}. Include more surrounding context to make it unique.")
-    pieces, pos = [], 0
+    pieces: list[str] = []
+    pos = 0
     for start, end in matches:
         pieces += [content[pos:start], new]
         pos = end
@@ -151,9 +165,57 @@ def edit_text(content: str, old: str, new: str, *, replace_all: bool, fuzzy: boo
     return EditOutcome("".join(pieces), len(matches), content[first:first_end], content.count("\n", 0, first) + 1)
 
 
-def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuzzy: bool,
-              allowed_roots: Sequence[str] | None, ctx: ToolContext, label: str,
-              max_bytes: int = MAX_EDIT_BYTES) -> tuple[EditOutcome, dict]:
+class EditDetails(TypedDict):
+    """``details`` of an edit_file result."""
+
+    path: str          # as shown to the model
+    old_lines: int     # lines of the text replaced (the first match's, for a tolerant match)
+    new_lines: int
+    replacements: int
+    first_line: int    # 1-based line of the first replacement
+    fuzzy: bool        # matched ignoring whitespace and typographic punctuation
+
+
+@dataclass(frozen=True)
+class EditFileWording:
+    """The names and words of one ``edit_file`` variant. Its repr shows only the parameter names, so
+    a tool's repr stays short."""
+
+    path_key: str
+    old_key: str
+    old_help: str = field(repr=False)
+    new_key: str
+    description: str = field(repr=False)
+    replace_all: bool  # whether the tool offers ``replace_all``
+
+    def schema(self) -> dict[str, Any]:
+        properties: dict[str, Any] = {
+            self.path_key: {"type": "string", "minLength": 1, "description": "Path of the file to edit."},
+            self.old_key: {"type": "string", "minLength": 1, "description": self.old_help},
+            self.new_key: {"type": "string", "description": "Replacement text."},
+        }
+        if self.replace_all:
+            properties["replace_all"] = {"type": "boolean", "default": False, "description": "Replace all occurrences."}
+        return object_schema(properties, [self.path_key, self.old_key, self.new_key])
+
+
+PHI_CORE_EDIT = EditFileWording(
+    "path", "old_text", "Exact text to replace.", "new_text",
+    "Replace one exact occurrence of old_text with new_text in a file. old_text must match the file "
+    "exactly (including indentation) and must be unique; include surrounding lines to make it unique.",
+    replace_all=False,
+)
+CODING_EDIT = EditFileWording(
+    "file_path", "old_string", "Exact text to find.", "new_string",
+    "Replace an exact string occurrence in a file. old_string must be unique unless replace_all is "
+    "true; include enough surrounding context to identify the location.",
+    replace_all=True,
+)
+
+
+def edit_file(env: ExecutionEnvironment, path: str, old: str, new: str, *, replace_all: bool, fuzzy: bool,
+              allowed_roots: Sequence[str] | None, ctx: ToolContext, wording: EditFileWording,
+              max_bytes: int = MAX_EDIT_BYTES) -> tuple[EditOutcome, EditDetails]:
     """Read, edit and write back ``path``; returns the outcome and the result details."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
@@ -169,7 +231,8 @@ def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuz
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not valid UTF-8 text; it cannot be edited with this tool.") from None
     del data
-    outcome = edit_text(content, old, new, replace_all=replace_all, fuzzy=fuzzy, shown=shown, label=label)
+    outcome = edit_text(content, old, new, replace_all=replace_all, fuzzy=fuzzy, shown=shown,
+                        label=wording.old_key, can_replace_all=wording.replace_all)
     del content
     check_cancel(ctx)
     try:
@@ -177,13 +240,13 @@ def edit_file(env: Any, path: str, old: str, new: str, *, replace_all: bool, fuz
     except OSError as exc:
         raise os_error(exc, shown) from None
     old_lines = (outcome.fuzzy_matched if outcome.fuzzy_matched is not None else old).count("\n") + 1
-    details = {"path": shown, "old_lines": old_lines, "new_lines": new.count("\n") + 1,
-               "replacements": outcome.replacements, "first_line": outcome.first_line,
-               "fuzzy": outcome.fuzzy_matched is not None}
+    details: EditDetails = {"path": shown, "old_lines": old_lines, "new_lines": new.count("\n") + 1,
+                            "replacements": outcome.replacements, "first_line": outcome.first_line,
+                            "fuzzy": outcome.fuzzy_matched is not None}
     return outcome, details
 
 
-def _message(outcome: EditOutcome, details: dict) -> str:
+def _message(outcome: EditOutcome, details: EditDetails) -> str:
     text = (f"Edited {details['path']}: replaced {details['old_lines']} line(s) with {details['new_lines']} "
             f"line(s) at line {outcome.first_line}")
     if outcome.replacements > 1:
@@ -196,67 +259,38 @@ def _message(outcome: EditOutcome, details: dict) -> str:
 
 @dataclass
 class EditFileTool:
-    """phi-core's ``edit_file`` tool: ``path``, ``old_text``, ``new_text``; the match must be unique."""
+    """The ``edit_file`` tool; phi-core's wording unless ``wording`` says otherwise. The old text must
+    match exactly; with ``fuzzy`` a text found nowhere is retried ignoring whitespace and typographic
+    punctuation. ``description`` and ``parameters`` default to the wording's."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     allowed_roots: Sequence[str] | None = None
     fuzzy: bool = False
     max_bytes: int = MAX_EDIT_BYTES
+    wording: EditFileWording = PHI_CORE_EDIT
     name: str = "edit_file"
     label: str = "Edit file"
-    description: str = (
-        "Replace one exact occurrence of old_text with new_text in a file. old_text must match the file "
-        "exactly (including indentation) and must be unique; include surrounding lines to make it unique."
-    )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "Path of the file to edit."},
-            "old_text": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
-            "new_text": {"type": "string", "description": "Replacement text."},
-        },
-        "required": ["path", "old_text", "new_text"],
-        "additionalProperties": False,
-    })
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def __post_init__(self) -> None:
+        self.description = self.description or self.wording.description
+        self.parameters = self.parameters or self.wording.schema()
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
-        outcome, details = edit_file(env, args["path"], args["old_text"], args["new_text"], replace_all=False,
-                                     fuzzy=self.fuzzy, allowed_roots=self.allowed_roots, ctx=ctx, label="old_text",
-                                     max_bytes=self.max_bytes)
+        words = self.wording
+        replace_all = words.replace_all and bool(args.get("replace_all", False))
+        outcome, details = edit_file(env, args[words.path_key], args[words.old_key], args[words.new_key],
+                                     replace_all=replace_all, fuzzy=self.fuzzy, allowed_roots=self.allowed_roots,
+                                     ctx=ctx, wording=words, max_bytes=self.max_bytes)
         return finish(_message(outcome, details), self.name, details)
 
 
 @dataclass
-class CodingEditFileTool:
-    """The coding layer's ``edit_file`` tool (seed 004 §3.3), with the tolerant fallback."""
+class CodingEditFileTool(EditFileTool):
+    """The coding layer's ``edit_file`` (seed 004 §3.3): :class:`EditFileTool` in its wording, with
+    the tolerant fallback on."""
 
-    env: Any = None
-    allowed_roots: Sequence[str] | None = None
     fuzzy: bool = True
-    max_bytes: int = MAX_EDIT_BYTES
-    name: str = "edit_file"
-    label: str = "Edit file"
-    description: str = (
-        "Replace an exact string occurrence in a file. old_string must be unique unless replace_all is "
-        "true; include enough surrounding context to identify the location."
-    )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "file_path": {"type": "string", "minLength": 1, "description": "Path of the file to edit."},
-            "old_string": {"type": "string", "minLength": 1, "description": "Exact text to find."},
-            "new_string": {"type": "string", "description": "Replacement text."},
-            "replace_all": {"type": "boolean", "default": False, "description": "Replace all occurrences."},
-        },
-        "required": ["file_path", "old_string", "new_string"],
-        "additionalProperties": False,
-    })
-
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        env = get_env(self.env)
-        outcome, details = edit_file(env, args["file_path"], args["old_string"], args["new_string"],
-                                     replace_all=bool(args.get("replace_all", False)), fuzzy=self.fuzzy,
-                                     allowed_roots=self.allowed_roots, ctx=ctx, label="old_string",
-                                     max_bytes=self.max_bytes)
-        return finish(_message(outcome, details), self.name, details)
+    wording: EditFileWording = CODING_EDIT

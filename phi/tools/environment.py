@@ -395,7 +395,7 @@ class LocalExecutionEnvironment:
         return [p for _, p in files]
 
 
-def _sorted_entries(directory: str) -> list[os.DirEntry]:
+def _sorted_entries(directory: str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(directory) as it:
             return sorted(it, key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
@@ -407,7 +407,7 @@ def _sorted_entries(directory: str) -> list[os.DirEntry]:
 class _Wrapper:
     """Delegates everything to ``inner``; subclasses override what they change."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: ExecutionEnvironment) -> None:
         self.inner = inner
 
     def __getattr__(self, name: str) -> Any:
@@ -423,7 +423,7 @@ class ReadOnlyEnvironment(_Wrapper):
 
     MESSAGE = "Write operations are disabled in read-only mode"
 
-    def __init__(self, inner: Any, *, allow_commands: bool = True) -> None:
+    def __init__(self, inner: ExecutionEnvironment, *, allow_commands: bool = True) -> None:
         super().__init__(inner)
         self.allow_commands = allow_commands
 
@@ -443,7 +443,8 @@ class ReadOnlyEnvironment(_Wrapper):
 class LoggingEnvironment(_Wrapper):
     """Logs commands (with exit status and duration), writes and deletes; never logs env values."""
 
-    def __init__(self, inner: Any, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+    def __init__(self, inner: ExecutionEnvironment, logger: logging.Logger | None = None,
+                 level: int = logging.INFO) -> None:
         super().__init__(inner)
         self.logger = logger or logging.getLogger(f"{__name__}.log")
         self.level = level

@@ -7,18 +7,25 @@
 * ``glob`` matches a glob pattern (``**`` recursive, never through symlinked directories, so a
   symlink loop cannot stall it) and lists files newest first.
 * ``list_dir`` shows a directory tree down to ``depth`` levels with file sizes.
+
+Three tools, not one with three wordings: each finds its entries its own way (``find``, a glob
+walk, a directory listing) and reports them in its own form. What they share — the directory
+check and the "N more not shown" cut — are the helpers below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env, os_error, resolve
+from ._common import check_cancel, display_path, finish, get_env, object_schema, os_error, resolve
 from .environment import quote_command
+
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
 PRUNED_DIRS = (".git", "node_modules", "target")
 
@@ -37,20 +44,40 @@ def find_command(max_depth: int | None, pattern: str | None) -> str:
     return quote_command(argv)
 
 
-def _require_dir(env: Any, path: str) -> str:
+def _directory_argument(env: ExecutionEnvironment | None, args: dict[str, Any],
+                        ctx: ToolContext) -> tuple[ExecutionEnvironment, str, str]:
+    """(environment, ``path`` argument, path as shown) once ``path`` (default ".") is known to be a
+    directory."""
+    check_cancel(ctx)
+    env = get_env(env)
+    path = args.get("path") or "."
     _, shown = resolve(env, path)
     if not env.file_exists(path):
         raise ToolError(f"Directory not found: {shown}")
     if not env.is_dir(path):
         raise ToolError(f"Not a directory: {shown}")
-    return shown
+    return env, path, shown
+
+
+def _file_list(tool_name: str, files: list[str], limit: int, *, none_found: str, hint: str = "",
+               show: Callable[[str], str] | None = None) -> ToolResult:
+    """``files`` one a line (through ``show``), at most ``limit`` of them and a note on the rest."""
+    total = len(files)
+    truncated = total > limit
+    if not files:
+        text = none_found
+    else:
+        text = "\n".join(map(show, files[:limit]) if show is not None else files[:limit])
+        if truncated:
+            text += f"\n... ({total - limit} more files not shown{hint})"
+    return finish(text, tool_name, {"total": total, "truncated": truncated})
 
 
 @dataclass
 class ListFilesTool:
     """phi-core's ``list_files`` tool: ``path``, ``pattern``, ``max_depth``."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_results: int = 200
     timeout_ms: int = 10_000
     name: str = "list_files"
@@ -59,21 +86,14 @@ class ListFilesTool:
         "List files under a directory (recursively, skipping .git, node_modules and target). "
         "Optionally filter by a file-name glob such as '*.py' and limit the depth."
     )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Directory to list (default: working directory)."},
-            "pattern": {"type": "string", "description": "File-name glob, e.g. '*.md'."},
-            "max_depth": {"type": "integer", "minimum": 1, "description": "How many directory levels to descend."},
-        },
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "path": {"type": "string", "description": "Directory to list (default: working directory)."},
+        "pattern": {"type": "string", "description": "File-name glob, e.g. '*.md'."},
+        "max_depth": {"type": "integer", "minimum": 1, "description": "How many directory levels to descend."},
+    }))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        check_cancel(ctx)
-        env = get_env(self.env)
-        path = args.get("path") or "."
-        shown = _require_dir(env, path)
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        env, path, shown = _directory_argument(self.env, args, ctx)
         try:
             result = env.exec_command(find_command(args.get("max_depth"), args.get("pattern")), self.timeout_ms,
                                       path, None, cancel=ctx.cancel)
@@ -85,44 +105,30 @@ class ListFilesTool:
             raise ToolError(f"Listing {shown} timed out after {self.timeout_ms // 1000}s; "
                             "use a narrower path, pattern or max_depth.")
         if result.exit_code != 0 and not result.stdout:
-            raise ToolError(f"Listing {shown} failed: {result.stderr.strip() or 'find exited with ' + str(result.exit_code)}")
+            reason = result.stderr.strip() or f"find exited with {result.exit_code}"
+            raise ToolError(f"Listing {shown} failed: {reason}")
         files = sorted(line[2:] if line.startswith("./") else line for line in result.stdout.splitlines() if line)
-        total = len(files)
-        truncated = total > self.max_results
-        shown_files = files[: self.max_results]
-        if not files:
-            text = f"No files found in {shown}" + (f" matching {args['pattern']!r}" if args.get("pattern") else "")
-        else:
-            text = "\n".join(shown_files)
-            if truncated:
-                text += f"\n... ({total - self.max_results} more files not shown; narrow the path or pattern)"
-        return finish(text, self.name, {"total": total, "truncated": truncated})
+        matching = f" matching {args['pattern']!r}" if args.get("pattern") else ""
+        return _file_list(self.name, files, self.max_results, none_found=f"No files found in {shown}{matching}",
+                          hint="; narrow the path or pattern")
 
 
 @dataclass
 class GlobTool:
     """The coding layer's ``glob`` tool (seed 004 §3.3): files matching a pattern, newest first."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_results: int = 1000
     name: str = "glob"
     label: str = "Glob"
     description: str = "Find files matching a glob pattern (e.g. '**/*.ts'), newest first."
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. '**/*.ts'."},
-            "path": {"type": "string", "description": "Base directory (default: working dir)."},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. '**/*.ts'."},
+        "path": {"type": "string", "description": "Base directory (default: working dir)."},
+    }, ["pattern"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        check_cancel(ctx)
-        env = get_env(self.env)
-        path = args.get("path") or "."
-        shown = _require_dir(env, path)
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        env, path, shown = _directory_argument(self.env, args, ctx)
         try:
             matches = env.glob(args["pattern"], path, cancel=ctx.cancel)
         except OSError as exc:
@@ -130,50 +136,41 @@ class GlobTool:
         except ValueError as exc:
             raise ToolError(f"Invalid glob pattern {args['pattern']!r}: {exc}") from None
         check_cancel(ctx)
-        total = len(matches)
-        truncated = total > self.max_results
-        if not matches:
-            return finish(f"No files matching {args['pattern']!r} in {shown}", self.name, {"total": 0, "truncated": False})
-        text = "\n".join(display_path(env, m) for m in matches[: self.max_results])
-        if truncated:
-            text += f"\n... ({total - self.max_results} more files not shown)"
-        return finish(text, self.name, {"total": total, "truncated": truncated})
+        return _file_list(self.name, matches, self.max_results,
+                          none_found=f"No files matching {args['pattern']!r} in {shown}",
+                          show=lambda match: display_path(env, match))
 
 
 def _human_size(size: int | None) -> str:
     if size is None:
         return "?"
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return str(size)  # pragma: no cover
+    if size < 1024:
+        return f"{size} B"
+    scaled = size / 1024
+    for unit in ("KB", "MB"):
+        if scaled < 1024:
+            return f"{scaled:.1f} {unit}"
+        scaled /= 1024
+    return f"{scaled:.1f} GB"
 
 
 @dataclass
 class ListDirTool:
     """The coding layer's ``list_dir`` tool (seed 004 §3.6): a directory tree down to ``depth``."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_entries: int = 1000
     name: str = "list_dir"
     label: str = "List directory"
     description: str = "List the entries of a directory, optionally several levels deep, with file sizes."
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Directory to list (default: working dir)."},
-            "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1,
-                      "description": "How many levels to show (1 = only the directory's own entries)."},
-        },
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "path": {"type": "string", "description": "Directory to list (default: working dir)."},
+        "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1,
+                  "description": "How many levels to show (1 = only the directory's own entries)."},
+    }))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        check_cancel(ctx)
-        env = get_env(self.env)
-        path = args.get("path") or "."
-        shown = _require_dir(env, path)
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        env, path, shown = _directory_argument(self.env, args, ctx)
         try:
             entries = env.list_directory(path, int(args.get("depth") or 1))
         except OSError as exc:
@@ -183,7 +180,10 @@ class ListDirTool:
         lines = [f"{shown}/"]
         for entry in entries[: self.max_entries]:
             indent = "  " * (entry.path.count("/") + 1)
-            lines.append(f"{indent}{entry.name}/" if entry.is_dir else f"{indent}{entry.name} ({_human_size(entry.size)})")
+            if entry.is_dir:
+                lines.append(f"{indent}{entry.name}/")
+            else:
+                lines.append(f"{indent}{entry.name} ({_human_size(entry.size)})")
         if truncated:
             lines.append(f"... ({len(entries) - self.max_entries} more entries not shown)")
         if not entries:

@@ -106,7 +106,7 @@ class DecoratedTool:
         self.parameters = _build_schema(self._params, doc.params, self.name)
         self._validator: Any = None
         self._lock = threading.Lock()
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     # The original function, unchanged: no validation, no conversion.
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -203,7 +203,7 @@ class _Runner:
     deadline (timeout, kill escalation, the post-exit drain). It never polls for cancellation.
     """
 
-    def __init__(self, proc: subprocess.Popen, capture_limit: int,
+    def __init__(self, proc: subprocess.Popen[bytes], capture_limit: int,
                  on_output: Callable[[str, bytes], None] | None, reaper: bool):
         self.proc = proc
         self.pgid = proc.pid  # start_new_session makes the child its own group leader
@@ -399,13 +399,13 @@ def _exit_code(returncode: int | None) -> int:
     return returncode
 
 
-def _close_pipes(proc: subprocess.Popen) -> None:
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
 
 
-def _stop_unwatched(proc: subprocess.Popen) -> None:
+def _stop_unwatched(proc: subprocess.Popen[bytes]) -> None:
     _signal_group(proc.pid, signal.SIGKILL)
     _close_pipes(proc)
     proc.wait()

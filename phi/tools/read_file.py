@@ -1,21 +1,23 @@
-"""File reading tools: phi-core ``read_file`` and the coding layer's ``read_file`` (SPEC §9.3, §9.4).
+"""File reading: the ``read_file`` tool in phi-core's wording (``path``) and in the coding layer's
+(``file_path``) (SPEC §9.3, §9.4).
 
-Shared behaviour: paths resolve against the environment's working directory (reads are never
-confined); only regular files are read (FIFOs, sockets and devices such as ``/dev/zero`` are refused
-before anything could block); images (png, jpg, gif, webp, bmp) come back as base64
-``ImageContent`` with their MIME type, up to 20 MB; text comes back as ``NNN | content`` lines, 1-based
-``offset`` and ``limit`` select a range; a file with NUL bytes in its first 8 KB is reported as
-binary; invalid UTF-8 is shown with replacement characters; cancellation is checked before every
-I/O step and between chunks.
+One implementation serves both; :class:`ReadFileWording` holds what differs (parameter name,
+descriptions, how the lines are presented). Shared behaviour: paths resolve against the
+environment's working directory (reads are never confined); only regular files are read (FIFOs,
+sockets and devices such as ``/dev/zero`` are refused before anything could block); images (png,
+jpg, gif, webp, bmp) come back as base64 ``ImageContent`` with their MIME type, up to 20 MB; text
+comes back as ``NNN | content`` lines, 1-based ``offset`` and ``limit`` select a range; a file with
+NUL bytes in its first 8 KB is reported as binary; invalid UTF-8 is shown with replacement
+characters; cancellation is checked before every I/O step and between chunks.
 
 Memory is bounded whatever the file's size: the file is streamed (:mod:`phi.tools.text_lines`) and at
 most ``max_bytes`` of lines are returned per call; the rest is reached with ``offset``.
 
-* phi-core (REQ-048/098-100/137): ``path``, ``offset``, ``limit``; a header line names the file and
-  the line range; a whole-file read of a file over ``max_bytes`` (1 MB) is refused with a hint to use
-  ``offset``/``limit``.
-* coding (seed 004 §3.3): ``file_path``, ``offset``, ``limit`` (default 2000 lines); no header, a
-  trailing note says how to continue when lines remain.
+* phi-core (:class:`ReadFileTool`, REQ-048/098-100/137): ``path``, ``offset``, ``limit``; a header
+  line names the file and the line range; a whole-file read of a file over ``max_bytes`` (1 MB) is
+  refused with a hint to use ``offset``/``limit``.
+* coding (:class:`CodingReadFileTool`, seed 004 §3.3): ``file_path``, ``offset``, ``limit`` (default
+  2000 lines); no header, a trailing note says how to continue when lines remain.
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ from __future__ import annotations
 import base64
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ToolError
 from ..loop.tool import ToolContext
 from ..types import ImageContent, TextContent, ToolResult
-from ._common import check_cancel, finish, get_env, number_lines, os_error, resolve
+from ._common import check_cancel, finish, get_env, number_lines, object_schema, os_error, resolve
 from .text_lines import scan_lines
+
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
 IMAGE_MIME_TYPES = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
@@ -58,7 +63,7 @@ class TextSlice:
         return out
 
 
-def _check_not_dir(env: Any, path: str, shown: str) -> None:
+def _check_not_dir(env: ExecutionEnvironment, path: str, shown: str) -> None:
     try:
         if env.is_dir(path):
             raise ToolError(f"{shown} is a directory; use a listing tool to see its contents")
@@ -66,7 +71,7 @@ def _check_not_dir(env: Any, path: str, shown: str) -> None:
         raise os_error(exc, shown) from None
 
 
-def read_image(env: Any, path: str, shown: str, ctx: ToolContext,
+def read_image(env: ExecutionEnvironment, path: str, shown: str, ctx: ToolContext,
                max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
     """An ImageContent result for an image path, or None when ``path`` is not an image."""
     mime = IMAGE_MIME_TYPES.get(os.path.splitext(path)[1].lower())
@@ -86,7 +91,7 @@ def read_image(env: Any, path: str, shown: str, ctx: ToolContext,
                       {"path": shown, "mime_type": mime, "bytes": len(data)})
 
 
-def read_text_slice(env: Any, path: str, offset: int | None, limit: int | None, ctx: ToolContext,
+def read_text_slice(env: ExecutionEnvironment, path: str, offset: int | None, limit: int | None, ctx: ToolContext,
                     max_bytes: int) -> TextSlice:
     """Lines ``offset`` .. ``offset + limit - 1`` of ``path`` (at most ``max_bytes`` of them), streamed.
 
@@ -112,86 +117,102 @@ def read_text_slice(env: Any, path: str, offset: int | None, limit: int | None, 
     return TextSlice(shown, part.lines, part.first, part.total, part.next_line, part.cut_bytes)
 
 
-_RANGE_PROPS = {
-    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading from."},
-    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read."},
-}
+def _phi_core_text(part: TextSlice, max_bytes: int) -> tuple[str, dict[str, object]]:
+    """A header naming the file and the line range, then the numbered lines."""
+    if not part.lines:
+        header = f"File: {part.path} (empty)"
+    else:
+        last = part.first + len(part.lines) - 1
+        header = f"File: {part.path} (lines {part.first}-{last} of {part.total})"
+    text = header + ("\n" + number_lines(part.lines, part.first) if part.lines else "")
+    text += part.notes(max_bytes)
+    return text, {"path": part.path, "total_lines": part.total}
+
+
+def _coding_text(part: TextSlice, max_bytes: int) -> tuple[str, dict[str, object]]:
+    """The numbered lines, then how to read on when lines remain."""
+    text = number_lines(part.lines, part.first) if part.lines else "(empty file)"
+    text += part.notes(max_bytes, continuation=False)
+    next_line = part.first + len(part.lines)
+    if next_line <= part.total:
+        text += f"\n[... {part.total - next_line + 1} more lines; read on with offset={next_line}]"
+    return text, {"path": part.path, "total_lines": part.total, "first_line": part.first,
+                  "lines_read": len(part.lines)}
+
+
+@dataclass(frozen=True)
+class ReadFileWording:
+    """The names and words of one ``read_file`` variant. Its repr shows only the parameter names, so
+    a tool's repr stays short."""
+
+    path_key: str
+    path_help: str = field(repr=False)
+    description: str = field(repr=False)
+    #: the result text and details for the lines read, given the tool's ``max_bytes``
+    present: Callable[[TextSlice, int], tuple[str, dict[str, object]]] = field(repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        return object_schema({
+            self.path_key: {"type": "string", "minLength": 1, "description": self.path_help},
+            "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading from."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read."},
+        }, [self.path_key])
+
+
+PHI_CORE_READ = ReadFileWording(
+    "path", "Path of the file to read.",
+    "Read a file. Text comes back with line numbers; use offset and limit (1-based lines) for "
+    "large files. Images (png, jpg, gif, webp, bmp) come back as images.",
+    _phi_core_text,
+)
+CODING_READ = ReadFileWording(
+    "file_path", "Absolute path to the file.",
+    "Read a file from the filesystem. Returns line-numbered content.",
+    _coding_text,
+)
 
 
 @dataclass
 class ReadFileTool:
-    """phi-core's ``read_file`` tool."""
+    """The ``read_file`` tool; phi-core's wording unless ``wording`` says otherwise. A call without
+    ``limit`` reads ``default_limit`` lines (None: the whole file, refused over ``max_bytes``).
+    ``description`` and ``parameters`` default to the wording's."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_bytes: int = 1024 * 1024
     max_image_bytes: int = MAX_IMAGE_BYTES
     max_chars: int | None = None
+    default_limit: int | None = None
+    wording: ReadFileWording = PHI_CORE_READ
     name: str = "read_file"
     label: str = "Read file"
-    description: str = (
-        "Read a file. Text comes back with line numbers; use offset and limit (1-based lines) for "
-        "large files. Images (png, jpg, gif, webp, bmp) come back as images."
-    )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {"path": {"type": "string", "minLength": 1, "description": "Path of the file to read."},
-                       **_RANGE_PROPS},
-        "required": ["path"],
-        "additionalProperties": False,
-    })
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def __post_init__(self) -> None:
+        self.description = self.description or self.wording.description
+        self.parameters = self.parameters or self.wording.schema()
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         check_cancel(ctx)
         env = get_env(self.env)
-        path = args["path"]
+        path = args[self.wording.path_key]
         image = read_image(env, path, resolve(env, path)[1], ctx, self.max_image_bytes)
         if image is not None:
             return image
-        part = read_text_slice(env, path, args.get("offset"), args.get("limit"), ctx, self.max_bytes)
-        if not part.lines:
-            header = f"File: {part.path} (empty)"
-        else:
-            last = part.first + len(part.lines) - 1
-            header = f"File: {part.path} (lines {part.first}-{last} of {part.total})"
-        text = header + ("\n" + number_lines(part.lines, part.first) if part.lines else "")
-        text += part.notes(self.max_bytes)
-        return finish(text, self.name, {"path": part.path, "total_lines": part.total}, self.max_chars)
+        limit = args.get("limit")
+        if not limit and self.default_limit is not None:
+            limit = self.default_limit
+        part = read_text_slice(env, path, args.get("offset"), limit, ctx, self.max_bytes)
+        text, details = self.wording.present(part, self.max_bytes)
+        return finish(text, self.name, details, self.max_chars)
 
 
 @dataclass
-class CodingReadFileTool:
-    """The coding layer's ``read_file`` tool (seed 004 §3.3)."""
+class CodingReadFileTool(ReadFileTool):
+    """The coding layer's ``read_file`` (seed 004 §3.3): :class:`ReadFileTool` in its wording, reading
+    up to 2000 lines and 10 MB per call."""
 
-    env: Any = None
-    default_limit: int = 2000
     max_bytes: int = 10 * 1024 * 1024
-    max_image_bytes: int = MAX_IMAGE_BYTES
-    max_chars: int | None = None
-    name: str = "read_file"
-    label: str = "Read file"
-    description: str = "Read a file from the filesystem. Returns line-numbered content."
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {"file_path": {"type": "string", "minLength": 1, "description": "Absolute path to the file."},
-                       **_RANGE_PROPS},
-        "required": ["file_path"],
-        "additionalProperties": False,
-    })
-
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        check_cancel(ctx)
-        env = get_env(self.env)
-        path = args["file_path"]
-        image = read_image(env, path, resolve(env, path)[1], ctx, self.max_image_bytes)
-        if image is not None:
-            return image
-        limit = args.get("limit") or self.default_limit
-        part = read_text_slice(env, path, args.get("offset"), limit, ctx, self.max_bytes)
-        text = number_lines(part.lines, part.first) if part.lines else "(empty file)"
-        text += part.notes(self.max_bytes, continuation=False)
-        next_line = part.first + len(part.lines)
-        if next_line <= part.total:
-            text += f"\n[... {part.total - next_line + 1} more lines; read on with offset={next_line}]"
-        details = {"path": part.path, "total_lines": part.total, "first_line": part.first,
-                   "lines_read": len(part.lines)}
-        return finish(text, self.name, details, self.max_chars)
+    default_limit: int | None = 2000
+    wording: ReadFileWording = CODING_READ

@@ -11,18 +11,22 @@ nothing could be read is an error. Globs never follow symlinked directories unde
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env, resolve
+from ._common import check_cancel, display_path, finish, get_env, object_schema, resolve
 from .read_file import IMAGE_MIME_TYPES, read_text_slice
+
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
 _GLOB_CHARS = set("*?[")
 
 
-def expand_paths(env: Any, entries: list[str], max_files: int, ctx: ToolContext) -> tuple[list[str], list[str]]:
+def expand_paths(env: ExecutionEnvironment, entries: list[str], max_files: int,
+                 ctx: ToolContext) -> tuple[list[str], list[str]]:
     """(resolved, de-duplicated file paths for ``entries`` with globs expanded — at most
     ``max_files`` —, entries that could not be expanded with the reason)."""
     seen: dict[str, None] = {}
@@ -50,7 +54,7 @@ class ReadManyFilesTool:
     ``--- path ---`` header, with what could not be read listed as skipped. At most ``max_files``
     files, ``max_bytes_per_file`` each and about ``max_total_bytes`` in all."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_files: int = 50
     max_bytes_per_file: int = 1024 * 1024
     max_total_bytes: int = 4 * 1024 * 1024
@@ -60,17 +64,12 @@ class ReadManyFilesTool:
         "Read several text files at once. Each entry of paths is a file path or a glob pattern such as "
         "'src/**/*.py'. Contents are returned one after another under '--- path ---' headers."
     )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
-                      "description": "File paths or glob patterns."},
-        },
-        "required": ["paths"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+                  "description": "File paths or glob patterns."},
+    }, ["paths"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         check_cancel(ctx)
         env = get_env(self.env)
         paths, skipped = expand_paths(env, list(args["paths"]), self.max_files, ctx)

@@ -146,6 +146,7 @@ def _schema(tp: Any, where: str, seen: tuple[Any, ...]) -> dict[str, Any]:
 
 def _generic_schema(tp: Any, origin: Any, where: str, seen: tuple[Any, ...]) -> dict[str, Any]:
     args = typing.get_args(tp)
+    schema: dict[str, Any]
     if origin is typing.Annotated:
         schema = dict(_schema(args[0], where, seen))
         notes = [a for a in args[1:] if isinstance(a, str)]
@@ -157,7 +158,7 @@ def _generic_schema(tp: Any, origin: Any, where: str, seen: tuple[Any, ...]) -> 
     if origin is Literal:
         if not all(isinstance(v, _LITERAL_TYPES) for v in args):
             raise UnsupportedAnnotation(f"{where}: Literal values must be str, int, bool or None, got {args!r}")
-        schema: dict[str, Any] = {"enum": list(args)}
+        schema = {"enum": list(args)}
         kind = _literal_type(args)
         if kind:
             schema["type"] = kind
@@ -247,7 +248,7 @@ def _object_fields(tp: Any, hints: dict[str, Any]) -> list[tuple[str, Any, str |
             description = f.metadata.get("description") if f.metadata else None
             out.append((f.name, default, description))
         return out
-    required_keys = getattr(tp, "__required_keys__", frozenset())
+    required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
     return [(name, _REQUIRED if name in required_keys else _NO_DEFAULT, None) for name in hints]
 
 

@@ -1,7 +1,9 @@
 """Content search: phi-core ``search`` and the coding layer's ``grep`` (SPEC §9.3, §9.4;
 REQ-052/106).
 
-Both call the environment's ``grep`` (ripgrep when installed, else ``grep -r``; ``backend`` forces
+They stay two tools because their arguments differ in meaning, not only in name: ``search`` has a
+fixed result cap and ``case_sensitive``; ``grep`` takes ``max_results`` and an ``output_mode`` per
+call. Both call the environment's ``grep`` (ripgrep when installed, else ``grep -r``; ``backend`` forces
 one) and return ``path:line:text`` lines, paths relative to the searched directory. Cancellation is
 checked before the search and interrupts it (the search process group is killed). An invalid
 regular expression, a missing path or a FIFO/device is a ToolError; no match is a normal, non-error
@@ -11,16 +13,20 @@ result. Result lines are always whole ``path:line:text`` lines, however many mat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, finish, get_env, os_error, resolve
+from ._common import check_cancel, finish, get_env, object_schema, os_error, resolve
 from .search_backend import OUTPUT_MODES, GrepOptions, SearchError
 
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
-def run_grep(env: Any, pattern: str, path: str, options: GrepOptions, ctx: ToolContext) -> tuple[list[str], bool]:
+
+def run_grep(env: ExecutionEnvironment, pattern: str, path: str, options: GrepOptions,
+             ctx: ToolContext) -> tuple[list[str], bool]:
     """Search and return (lines, truncated); at most ``options.max_results`` lines."""
     check_cancel(ctx)
     _, shown = resolve(env, path)
@@ -38,11 +44,22 @@ def run_grep(env: Any, pattern: str, path: str, options: GrepOptions, ctx: ToolC
     return lines[:limit], len(lines) > limit
 
 
+def matches_result(tool_name: str, lines: list[str], truncated: bool, limit: int, *, no_match: str,
+                   more: str, details: dict[str, object] | None = None) -> ToolResult:
+    """The result of a search: ``no_match`` when nothing matched, else the lines, with the ``more``
+    note when ``limit`` cut them; the line limit lets every result line and the note through."""
+    if not lines:
+        return finish(no_match, tool_name, {"matches": 0, "truncated": False})
+    text = "\n".join(lines) + (f"\n{more}" if truncated else "")
+    return finish(text, tool_name, {"matches": len(lines), "truncated": truncated, **(details or {})},
+                  max_lines=limit + 1)
+
+
 @dataclass
 class SearchTool:
     """phi-core's ``search`` tool: ``pattern``, ``path``, ``include``, ``case_sensitive``."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     max_results: int = 200
     backend: str = "auto"
     timeout_ms: int = 30_000
@@ -52,62 +69,48 @@ class SearchTool:
         "Search file contents for a regular expression (ripgrep syntax when available). Returns "
         "matching lines as path:line:text. Use include to limit the files searched, e.g. '*.py'."
     )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
-            "path": {"type": "string", "description": "File or directory to search (default: working directory)."},
-            "include": {"type": "string", "description": "Glob of files to search, e.g. '*.rs'."},
-            "case_sensitive": {"type": "boolean", "default": True, "description": "Match case (default true)."},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
+        "path": {"type": "string", "description": "File or directory to search (default: working directory)."},
+        "include": {"type": "string", "description": "Glob of files to search, e.g. '*.rs'."},
+        "case_sensitive": {"type": "boolean", "default": True, "description": "Match case (default true)."},
+    }, ["pattern"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
         path = args.get("path") or "."
         options = GrepOptions(glob_filter=args.get("include") or None,
                               case_insensitive=not args.get("case_sensitive", True),
                               max_results=self.max_results, backend=self.backend, timeout_ms=self.timeout_ms)
         lines, truncated = run_grep(env, args["pattern"], path, options, ctx)
-        if not lines:
-            return finish(f"No matches found for {args['pattern']!r} in {path}", self.name,
-                          {"matches": 0, "truncated": False})
-        text = "\n".join(lines)
-        if truncated:
-            text += f"\n... (results truncated at {self.max_results} matches; narrow the pattern or path)"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated},
-                      max_lines=self.max_results + 1)  # the results plus the note; max_results bounds them
+        return matches_result(
+            self.name, lines, truncated, self.max_results,
+            no_match=f"No matches found for {args['pattern']!r} in {path}",
+            more=f"... (results truncated at {self.max_results} matches; narrow the pattern or path)")
 
 
 @dataclass
 class GrepTool:
     """The coding layer's ``grep`` tool (seed 004 §3.3, ripgrep semantics)."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     default_max_results: int = 100
     backend: str = "auto"
     timeout_ms: int = 30_000
     name: str = "grep"
     label: str = "Grep"
     description: str = "Search file contents using regex patterns."
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Regex pattern."},
-            "path": {"type": "string", "description": "Directory or file to search (default: working dir)."},
-            "glob_filter": {"type": "string", "description": "File pattern filter, e.g. '*.py'."},
-            "case_insensitive": {"type": "boolean", "default": False},
-            "max_results": {"type": "integer", "minimum": 1, "default": 100},
-            "output_mode": {"type": "string", "enum": list(OUTPUT_MODES), "default": "content",
-                            "description": "content (matching lines), files_with_matches (paths) or count."},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "pattern": {"type": "string", "minLength": 1, "description": "Regex pattern."},
+        "path": {"type": "string", "description": "Directory or file to search (default: working dir)."},
+        "glob_filter": {"type": "string", "description": "File pattern filter, e.g. '*.py'."},
+        "case_insensitive": {"type": "boolean", "default": False},
+        "max_results": {"type": "integer", "minimum": 1, "default": 100},
+        "output_mode": {"type": "string", "enum": list(OUTPUT_MODES), "default": "content",
+                        "description": "content (matching lines), files_with_matches (paths) or count."},
+    }, ["pattern"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
         path = args.get("path") or "."
         limit = int(args.get("max_results") or self.default_max_results)
@@ -117,13 +120,9 @@ class GrepTool:
                               timeout_ms=self.timeout_ms)
         lines, truncated = run_grep(env, args["pattern"], path, options, ctx)
         shown = resolve(env, path)[1]
-        if not lines:
-            return finish(f"No matches found in {shown}", self.name, {"matches": 0, "truncated": False})
-        text = "\n".join(lines)
-        if truncated:
-            text += f"\n[results limited to {limit}; raise max_results or narrow the search]"
-        return finish(text, self.name, {"matches": len(lines), "truncated": truncated, "path": shown},
-                      max_lines=limit + 1)
+        return matches_result(self.name, lines, truncated, limit, no_match=f"No matches found in {shown}",
+                              more=f"[results limited to {limit}; raise max_results or narrow the search]",
+                              details={"path": shown})
 
 
-__all__ = ["SearchTool", "GrepTool", "run_grep"]
+__all__ = ["SearchTool", "GrepTool", "run_grep", "matches_result"]

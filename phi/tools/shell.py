@@ -1,8 +1,9 @@
 """Command tools: phi-core ``bash`` and the coding layer's ``shell`` (SPEC §9.3, §9.4).
 
 Both run the command through the environment's ``exec_command`` (``/bin/bash -c``, own process
-group, filtered environment) after two checks: the deny-pattern guardrail and the optional
-``confirm_fn``. They differ in names, defaults and output format:
+group, filtered environment) after two checks, :func:`run_guarded`: the deny-pattern guardrail and
+the optional ``confirm_fn``. They stay two tools because more than their words differ: their options
+(seconds against milliseconds, a per-stream cap), what they report and how:
 
 * ``bash`` (phi-core, REQ-047/094-097/137/139): ``command`` and optional ``timeout`` in seconds
   (default 120 s); output ``Exit code: N`` + stdout (+ ``STDOUT:``/``STDERR:`` sections when stderr
@@ -26,17 +27,24 @@ in the command line. It is a guardrail against accidents, not a sandbox.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ..errors import ToolCancelled, ToolError
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, finish, get_env
+from ._common import check_cancel, finish, get_env, object_schema
 from .deny import DEFAULT_DENY_PATTERNS, find_denied
 from .truncation import HEAD_TAIL, Part, clip, truncate_tool_output
 
+if TYPE_CHECKING:
+    from .environment import ExecResult, ExecutionEnvironment
+
 log = get_logger(__name__)
+
+# The deny list is defined in .deny and offered here too, next to the tools that apply it.
+__all__ = ["BashTool", "ShellTool", "CommandSettings", "run_guarded", "cap_stream", "TIMEOUT_MESSAGE",
+           "DEFAULT_DENY_PATTERNS", "find_denied"]
 
 TIMEOUT_MESSAGE = (
     "[ERROR: Command timed out after {ms}ms. Partial output is shown above.\n"
@@ -55,7 +63,17 @@ def _rstrip_newlines(parts: list[Part]) -> list[Part]:
     return parts
 
 
-def run_guarded(tool: Any, command: str, timeout_ms: int, ctx: ToolContext) -> Any:
+class CommandSettings(Protocol):
+    """What :func:`run_guarded` reads of a command tool (both tools' dataclass fields)."""
+
+    env: ExecutionEnvironment | None
+    deny_patterns: Sequence[str]
+    confirm_fn: Callable[[str], bool] | None
+    working_dir: str | None
+    env_vars: dict[str, str] | None
+
+
+def run_guarded(tool: CommandSettings, command: str, timeout_ms: int, ctx: ToolContext) -> ExecResult:
     """Deny check, confirmation, execution, cancellation: shared by ``bash`` and ``shell``."""
     check_cancel(ctx)
     if not command.strip():
@@ -81,7 +99,7 @@ def run_guarded(tool: Any, command: str, timeout_ms: int, ctx: ToolContext) -> A
 class BashTool:
     """phi-core's ``bash`` tool."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
     confirm_fn: Callable[[str], bool] | None = None
     timeout_s: int = 120
@@ -98,17 +116,12 @@ class BashTool:
         "and stderr. Use for builds, tests, git and other command-line work. Commands that run longer "
         "than the timeout are killed."
     )
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
-            "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds (default 120)."},
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
+        "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds (default 120)."},
+    }, ["command"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         seconds = min(int(args.get("timeout") or self.timeout_s), self.max_timeout_s)
         result = run_guarded(self, args["command"], seconds * 1000, ctx)
         stdout = cap_stream(result.parts("stdout"), self.max_output_bytes)
@@ -131,7 +144,7 @@ class BashTool:
 class ShellTool:
     """The coding layer's ``shell`` tool (seed 004 §3.3)."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
     confirm_fn: Callable[[str], bool] | None = None
     default_timeout_ms: int = 10_000
@@ -143,18 +156,13 @@ class ShellTool:
     name: str = "shell"
     label: str = "Shell"
     description: str = "Execute a shell command. Returns stdout, stderr, and exit code."
-    parameters: dict = field(default_factory=lambda: {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "minLength": 1, "description": "The command to run."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Override the default timeout (milliseconds)."},
-            "description": {"type": "string", "description": "Human-readable description of what this does."},
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    })
+    parameters: dict[str, Any] = field(default_factory=lambda: object_schema({
+        "command": {"type": "string", "minLength": 1, "description": "The command to run."},
+        "timeout_ms": {"type": "integer", "minimum": 1, "description": "Override the default timeout (milliseconds)."},
+        "description": {"type": "string", "description": "Human-readable description of what this does."},
+    }, ["command"]))
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         timeout_ms = min(int(args.get("timeout_ms") or self.default_timeout_ms), self.max_timeout_ms)
         if args.get("description"):
             ctx.progress(str(args["description"]))

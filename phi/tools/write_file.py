@@ -1,18 +1,19 @@
-"""File writing tools: phi-core ``write_file`` (``path``) and the coding layer's ``write_file``
+"""File writing: the ``write_file`` tool in phi-core's wording (``path``) and in the coding layer's
 (``file_path``) (SPEC §9.3, §9.4; REQ-049/104/137).
 
-Both create missing parent directories, refuse paths outside ``allowed_roots`` (default: the
-environment's ``allowed_write_roots``, i.e. the working directory) — checked first for a clear
-message, then enforced by the environment while it writes, so a symlink swapped in meanwhile cannot
-redirect the write — check cancellation right before writing and report the number of bytes
-written. The file is replaced atomically (new file renamed over the old one): a hard link to the
-old file is not written through, and FIFOs, devices and directories are refused.
+One implementation serves both: :class:`WriteFileWording` holds what differs (parameter name,
+descriptions, the result sentence). It creates missing parent directories, refuses paths outside
+``allowed_roots`` (default: the environment's ``allowed_write_roots``, i.e. the working directory) —
+checked first for a clear message, then enforced by the environment while it writes, so a symlink
+swapped in meanwhile cannot redirect the write — checks cancellation right before writing and reports
+the number of bytes written. The file is replaced atomically (new file renamed over the old one): a
+hard link to the old file is not written through, and FIFOs, devices and directories are refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 from ..loop.tool import ToolContext
 from ..types import ToolResult
@@ -22,12 +23,25 @@ from ._common import (
     display_path,
     finish,
     get_env,
+    object_schema,
     os_error,
     write_roots,
 )
 
+if TYPE_CHECKING:
+    from .environment import ExecutionEnvironment
 
-def write_text(env: Any, path: str, content: str, allowed_roots: Sequence[str] | None, ctx: ToolContext) -> dict:
+
+class WriteDetails(TypedDict):
+    """``details`` of a write_file result."""
+
+    path: str      # as shown to the model
+    bytes: int     # UTF-8 bytes written
+    created: bool  # the file did not exist before
+
+
+def write_text(env: ExecutionEnvironment, path: str, content: str, allowed_roots: Sequence[str] | None,
+               ctx: ToolContext) -> WriteDetails:
     """Write ``content`` to ``path``; returns the details (path, bytes, created)."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
@@ -41,48 +55,63 @@ def write_text(env: Any, path: str, content: str, allowed_roots: Sequence[str] |
     return {"path": shown, "bytes": len(content.encode("utf-8")), "created": created}
 
 
-def _schema(path_key: str, path_help: str) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            path_key: {"type": "string", "minLength": 1, "description": path_help},
+@dataclass(frozen=True)
+class WriteFileWording:
+    """The names and words of one ``write_file`` variant. Its repr shows only the parameter names, so
+    a tool's repr stays short."""
+
+    path_key: str
+    path_help: str = field(repr=False)
+    description: str = field(repr=False)
+    #: the result text; fields ``{verb}`` ("Created" or "Wrote"), ``{path}`` and ``{bytes}``
+    done: str = field(repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        return object_schema({
+            self.path_key: {"type": "string", "minLength": 1, "description": self.path_help},
             "content": {"type": "string", "description": "The full file content."},
-        },
-        "required": [path_key, "content"],
-        "additionalProperties": False,
-    }
+        }, [self.path_key, "content"])
+
+
+PHI_CORE_WRITE = WriteFileWording(
+    "path", "Path of the file to write.",
+    "Write content to a file, replacing it if it exists. Creates parent directories as needed.",
+    "{verb} {path} ({bytes} bytes)",
+)
+CODING_WRITE = WriteFileWording(
+    "file_path", "Absolute path of the file.",
+    "Write content to a file. Creates the file and parent directories if needed.",
+    "Wrote {bytes} bytes to {path}",
+)
 
 
 @dataclass
 class WriteFileTool:
-    """phi-core's ``write_file`` tool."""
+    """The ``write_file`` tool; phi-core's wording unless ``wording`` says otherwise. ``description``
+    and ``parameters`` default to the wording's."""
 
-    env: Any = None
+    env: ExecutionEnvironment | None = None
     allowed_roots: Sequence[str] | None = None
+    wording: WriteFileWording = PHI_CORE_WRITE
     name: str = "write_file"
     label: str = "Write file"
-    description: str = "Write content to a file, replacing it if it exists. Creates parent directories as needed."
-    parameters: dict = field(default_factory=lambda: _schema("path", "Path of the file to write."))
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
 
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
+    def __post_init__(self) -> None:
+        self.description = self.description or self.wording.description
+        self.parameters = self.parameters or self.wording.schema()
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
-        details = write_text(env, args["path"], args["content"], self.allowed_roots, ctx)
+        details = write_text(env, args[self.wording.path_key], args["content"], self.allowed_roots, ctx)
         verb = "Created" if details["created"] else "Wrote"
-        return finish(f"{verb} {details['path']} ({details['bytes']} bytes)", self.name, details)
+        text = self.wording.done.format(verb=verb, path=details["path"], bytes=details["bytes"])
+        return finish(text, self.name, details)
 
 
 @dataclass
-class CodingWriteFileTool:
-    """The coding layer's ``write_file`` tool (seed 004 §3.3)."""
+class CodingWriteFileTool(WriteFileTool):
+    """The coding layer's ``write_file`` (seed 004 §3.3): :class:`WriteFileTool` in its wording."""
 
-    env: Any = None
-    allowed_roots: Sequence[str] | None = None
-    name: str = "write_file"
-    label: str = "Write file"
-    description: str = "Write content to a file. Creates the file and parent directories if needed."
-    parameters: dict = field(default_factory=lambda: _schema("file_path", "Absolute path of the file."))
-
-    def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
-        env = get_env(self.env)
-        details = write_text(env, args["file_path"], args["content"], self.allowed_roots, ctx)
-        return finish(f"Wrote {details['bytes']} bytes to {details['path']}", self.name, details)
+    wording: WriteFileWording = CODING_WRITE
