@@ -36,6 +36,7 @@ from ..types import (
     ExtensionMessage,
     ImageContent,
     QueueMode,
+    RunOutcome,
     TextContent,
     ToolResultMessage,
     UserMessage,
@@ -323,17 +324,20 @@ class Agent:
             timeout: float | None = None) -> AgentResult:
         """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
 
-        With ``timeout`` (seconds) the run is aborted at the deadline; the result then says
-        ``timed_out`` (and ``outcome`` aborted). An exception from the run is raised here unchanged.
+        With ``timeout`` (seconds) the run is aborted when that much time has passed since this call —
+        its start-up (asking tool sources for their tools) included. ``timed_out`` is then set, and
+        ``outcome`` is ``aborted``; a run that completed before the abort took effect reports
+        ``completed`` and not ``timed_out``. An exception from the run is raised here unchanged.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends
         stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
-        if timeout is None or stream.wait(timeout):
+        if deadline is None or stream.wait(max(0.0, deadline - time.monotonic())):
             return stream.result()
         stream.abort()
         grace = self.config.tool_abort_grace_ms / 1000.0
         result = stream.result(timeout=grace + 5.0)  # aborting ends a run within the tool grace period
-        result.timed_out = True
+        result.timed_out = result.outcome == RunOutcome.ABORTED
         return result
 
     def prompt_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
@@ -367,9 +371,11 @@ class Agent:
     def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                      strategy: EvaluationStrategy | None = None, images: Images | None = None,
                      timeout: float | None = None) -> ParallelLoopResult:
-        """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline."""
+        """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline
+        (counted from this call, start-up included)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop)
-        if timeout is not None and not stream.wait(timeout):
+        if deadline is not None and not stream.wait(max(0.0, deadline - time.monotonic())):
             stream.abort()
         return stream.result()
 

@@ -191,3 +191,77 @@ def test_reset_lets_no_steering_of_the_old_conversation_into_the_new_one():
     agent.run("new prompt")
     sent = [m.text for m in provider.calls[0].messages]
     assert sent == ["new prompt"]
+
+
+def test_subscribers_see_one_run_after_the_other_never_concurrently():
+    """issue 23 item 5: the agent is idle before AgentEnd reaches subscribers (AGENT-1), yet a run started
+    in that window delivers nothing until the previous run's AgentEnd was delivered."""
+    from phi import Agent, ScriptedProvider
+
+    agent = Agent(provider=ScriptedProvider(["one", "two"]))
+    seen: list[tuple[str, str]] = []
+    active, overlaps = [0], [0]
+    lock = threading.Lock()
+
+    def slow_subscriber(event: object) -> None:
+        with lock:
+            active[0] += 1
+            overlaps[0] = max(overlaps[0], active[0])
+        if getattr(event, "type", "") == "AgentEnd":
+            time.sleep(0.2)  # a slow subscriber: the next run is started meanwhile
+        seen.append((event.type, getattr(event, "loop_id", "")))  # type: ignore[attr-defined]
+        with lock:
+            active[0] -= 1
+
+    agent.subscribe(slow_subscriber)
+    first = agent.prompt("first")
+    assert agent.wait_for_idle(5)  # idle before AgentEnd was delivered: start the next run at once
+    second = agent.prompt("second")
+    first.result(timeout=5), second.result(timeout=5)
+    ends = [i for i, (kind, _) in enumerate(seen) if kind == "AgentEnd"]
+    starts = [i for i, (kind, _) in enumerate(seen) if kind == "AgentStart"]
+    assert len(starts) == 2 and ends[0] < starts[1], seen
+    assert overlaps[0] == 1
+
+
+def test_blocking_on_a_run_inside_the_previous_runs_callback_is_refused_not_a_deadlock():
+    from phi import Agent, AlreadyRunning, ScriptedProvider
+
+    agent = Agent(provider=ScriptedProvider(["one", "two"]))
+    problems: list[BaseException] = []
+
+    def chain(event: object) -> None:
+        if getattr(event, "type", "") == "AgentEnd" and not problems:
+            stream = agent.prompt("second")  # starting it is fine (AGENT-1) ...
+            try:
+                stream.result(timeout=5)  # ... waiting for it here could never end
+            except AlreadyRunning as error:
+                problems.append(error)
+
+    agent.subscribe(chain)
+    agent.run("first")
+    assert problems and "subscriber callback" in str(problems[0])
+    assert agent.wait_for_idle(5) and [m.text for m in agent.messages][-1] == "two"
+
+
+def test_run_timeout_covers_start_up_and_never_contradicts_the_outcome():
+    """issue 23 item 6: ``run(timeout=)`` counts from the call (a slow tool source included), and a run
+    that completed is never reported as timed out."""
+    from phi import Agent, ScriptedProvider
+
+    class SlowSource:
+        def tools(self) -> list[object]:
+            time.sleep(1.0)  # e.g. an MCP server listing its tools
+            return []
+
+    hanging = {"blocks": [{"type": "text", "chunks": ["x"]}], "hang_after_chunks": 1}
+    agent = Agent(provider=ScriptedProvider([hanging]), tool_sources=[SlowSource()])
+    started = time.monotonic()
+    result = agent.run("hi", timeout=0.3)
+    assert time.monotonic() - started < 1.25  # not 1.0 s of start-up plus 0.3 s more
+
+    assert result.timed_out and result.outcome.value == "aborted"
+
+    slow_after = Agent(provider=ScriptedProvider(["done"]), after_loop=lambda messages, usage: time.sleep(0.5))
+    result = slow_after.run("hi", timeout=0.2)
+    assert (result.outcome.value, result.timed_out) == ("completed", False)
