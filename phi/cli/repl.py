@@ -17,7 +17,7 @@ import re
 import select
 import sys
 import threading
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..coding import Session, SessionConfig, SessionState
 from ..errors import PhiError
@@ -28,6 +28,10 @@ from .batch import interrupt_turn
 from .options import CliOptions, default_sessions_dir, key_hint
 from .render import Renderer, Style, TurnStats, context_estimate
 from .sessions import CliSessions
+
+if TYPE_CHECKING:
+    from ..coding import ProviderProfile, SessionStream, SubmitResult
+    from .approval import Question
 
 log = get_logger(__name__)
 
@@ -80,10 +84,11 @@ class Terminal:
         """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
         last run ended (already read from the terminal) comes first."""
         if b"\n" in self._pending:
-            line, _, self._pending = self._pending.partition(b"\n")
-            self.out.write(text + line.decode("utf-8", "replace") + "\n")
+            typed, _, self._pending = self._pending.partition(b"\n")
+            line = typed.decode("utf-8", "replace")
+            self.out.write(text + line + "\n")
             self.out.flush()
-            return line.decode("utf-8", "replace")
+            return line
         if self.stdin is sys.stdin:
             if self.tty:  # readline must not count escape sequences as printed characters
                 text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
@@ -140,8 +145,8 @@ class ScreenLog(logging.Handler):
 class Repl:
     """One interactive ``phi`` process (see the module docstring)."""
 
-    def __init__(self, options: CliOptions, profile: Any, sessions: CliSessions, *, stdin: TextIO | None = None,
-                 out: TextIO | None = None) -> None:
+    def __init__(self, options: CliOptions, profile: ProviderProfile, sessions: CliSessions, *,
+                 stdin: TextIO | None = None, out: TextIO | None = None) -> None:
         self.options = options
         self.profile = profile
         self.sessions = sessions
@@ -191,7 +196,7 @@ class Repl:
         session.config.plan_mode = self.plan_mode
         session.config.user_instructions = PLAN_INSTRUCTIONS if self.plan_mode else None
 
-    def replace_session(self, carry: bool, profile: Any = None) -> None:
+    def replace_session(self, carry: bool, profile: ProviderProfile | None = None) -> None:
         """Close the current session and start another (same conversation when ``carry``)."""
         old = self.session
         if profile is not None:
@@ -275,7 +280,7 @@ class Repl:
             lines.append(self.term.prompt(self.style("grey", "… ")))
         return "\n".join(lines)
 
-    def run_input(self, text: str) -> Any:
+    def run_input(self, text: str) -> SubmitResult | None:
         """Process one input until it is done (or Ctrl+C); then the status line. Returns the result."""
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
@@ -296,7 +301,7 @@ class Repl:
         self._after(result)
         return result
 
-    def _watch(self, stream: Any) -> Any:
+    def _watch(self, stream: SessionStream) -> SubmitResult:
         while not stream.done:
             question = self.gate.pending()
             if question is not None:
@@ -311,7 +316,7 @@ class Repl:
                 self.session.steer(line.strip())
         return stream.result()
 
-    def _ask(self, question: Any) -> None:
+    def _ask(self, question: Question) -> None:
         self.renderer.begin_question(question.request.call_id)
         self.renderer.fresh_line()
         self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
@@ -326,7 +331,7 @@ class Repl:
         decision = self.gate.answer(question, reply)
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
 
-    def _interrupt(self, stream: Any) -> Any:
+    def _interrupt(self, stream: SessionStream) -> SubmitResult:
         """Ctrl+C during a run: stop the run, keep the session."""
         self.gate.deny_all("the run was aborted")
         interrupt_turn(self.session)
@@ -344,7 +349,7 @@ class Repl:
         self.renderer.line(self.style("yellow", "⏹ aborted — the conversation is kept"))
         return result
 
-    def _after(self, result: Any) -> None:
+    def _after(self, result: SubmitResult) -> None:
         if result.outcome == "error" and result.error and not self.renderer.error_shown:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""

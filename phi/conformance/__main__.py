@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_coverage(args)
     from .record import record
 
-    record(args.paths)
+    record(args.paths, done=lambda path: print(f"recorded {path}"))
     return 0
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..session import LoopRecord, Session, SessionError
+from ..session import LoopRecord, Session, SessionError, SessionStore
 
 MAX_SESSIONS = 10_000  # a guard against a store whose links never end
 
@@ -41,7 +40,7 @@ class ExportTree:
         return [record for session in self.sessions.values() for record in session.loops]
 
 
-def load_tree(store: Any, session_id: str) -> ExportTree:
+def load_tree(store: SessionStore, session_id: str) -> ExportTree:
     """The session ``session_id`` of ``store`` and the sub-agent sessions reachable from it."""
     root = store.load(session_id)
     tree = ExportTree(root, {root.session_id: root})
