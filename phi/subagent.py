@@ -92,7 +92,8 @@ class SubAgentTool:
 
     def __post_init__(self) -> None:
         if self.model_config is None and self.provider is None:
-            raise ConfigError(f"SubAgentTool {self.name!r} needs model_config=ModelConfig.<preset>(...) or provider=...")
+            raise ConfigError(f"SubAgentTool {self.name!r} needs model_config=ModelConfig.<preset>(...) "
+                              "or provider=...")
         if self.max_turns < 1 or self.max_depth < 0:
             raise ConfigError(f"SubAgentTool {self.name!r}: max_turns must be >= 1 and max_depth >= 0")
         if not self.description:

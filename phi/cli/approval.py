@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
+
 from ..coding import ApprovalDecision, ApprovalRequest
 
 

@@ -124,7 +124,8 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     from ..coding import EventKind
 
     error_kinds: set[str] = set()
-    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", "")) if event.kind == EventKind.ERROR else None)
+    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", ""))
+                      if event.kind == EventKind.ERROR else None)
     try:
         stream = session.submit_stream(options.prompt or "")
         try:
@@ -171,5 +172,5 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED",
-           "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED",
+           "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]

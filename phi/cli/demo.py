@@ -27,8 +27,10 @@ QUESTION = "How many lines and words are in the text files of this folder? Which
 
 def make_workspace() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="phi-demo-"))
-    (folder / "poem.txt").write_text("The loop streams a reply,\ntools run, results return,\nand round it goes again.\n")
-    (folder / "notes.txt").write_text("phi is synchronous and thread-based.\nIt depends on requests, jsonschema and pyyaml.\n")
+    (folder / "poem.txt").write_text("The loop streams a reply,\ntools run, results return,\n"
+                                     "and round it goes again.\n")
+    (folder / "notes.txt").write_text("phi is synchronous and thread-based.\n"
+                                      "It depends on requests, jsonschema and pyyaml.\n")
     (folder / "todo.txt").write_text("write the spec\nship the conformance suite\n")
     return folder
 
@@ -72,13 +74,15 @@ def scripted_model(config: StreamConfig) -> dict[str, Any]:
     import json
 
     counts = {m.tool_call_id: json.loads(m.text) for m in results[1:] if not m.is_error}
-    calls = [b for m in config.messages if isinstance(m, AssistantMessage) for b in m.tool_calls if b.name == "count_file"]
+    calls = [b for m in config.messages if isinstance(m, AssistantMessage)
+             for b in m.tool_calls if b.name == "count_file"]
     rows = [(c.arguments["name"], counts[c.id]) for c in calls if c.id in counts]
     lines = sum(r["lines"] for _, r in rows)
     words = sum(r["words"] for _, r in rows)
     longest = max(rows, key=lambda row: row[1]["words"])[0]
     answer = f"The {len(rows)} files hold {lines} lines and {words} words in all; the longest is {longest}."
-    return {"blocks": [{"type": "text", "chunks": [w + " " for w in answer.split(" ")]}], "usage": {"input": 260, "output": 35}}
+    return {"blocks": [{"type": "text", "chunks": [w + " " for w in answer.split(" ")]}],
+            "usage": {"input": 260, "output": 35}}
 
 
 def live_provider(choice: str | None) -> tuple[ModelConfig | None, str]:
@@ -122,7 +126,8 @@ class Printer:
             w(f"  ⚙ {self.calls[event.tool_call_id]} …\n")
         elif event.type == "ToolExecutionEnd":
             text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
-            w(f"  ✓ {self.calls.get(event.tool_call_id, event.tool_name)} → {text}{'  (error)' if event.is_error else ''}\n")
+            failed = "  (error)" if event.is_error else ""
+            w(f"  ✓ {self.calls.get(event.tool_call_id, event.tool_name)} → {text}{failed}\n")
         elif event.type == "AgentEnd":
             u = event.usage
             w(f"\n■ done: {len(event.messages)} new messages, tokens in/out {u.input}/{u.output}\n")

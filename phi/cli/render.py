@@ -392,5 +392,5 @@ _HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
     EventKind.TURN_LIMIT: Renderer._limit,
 }
 
-__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths", "summary",
-           "short_arguments", "colour_diff"]
+__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",
+           "summary", "short_arguments", "colour_diff"]

@@ -1,22 +1,19 @@
 """The interactive ``phi`` (issue 15; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
 
-The main thread owns the terminal. At the prompt it reads an input (``readline`` line editing when
-stdin is a terminal; a line ending in ``\\`` continues on the next; ``/editor`` for long texts).
-While the session works, the reply is written by the :class:`~phi.cli.render.Renderer` from the
-session's threads and the main thread keeps reading stdin: a line typed meanwhile is sent as
-steering (``Session.steer``), and an approval question from a tool's thread is asked and answered
-here. Ctrl+C during a run aborts that run only — the conversation stays and the prompt returns; at
-the prompt, Ctrl+C twice in a row (or Ctrl+D, or ``/quit``) exits.
+The main thread owns the terminal. At the prompt it reads an input (:mod:`phi.cli.terminal`; a line
+ending in ``\\`` continues on the next; ``/editor`` for long texts). While the session works, the
+reply is written by the :class:`~phi.cli.render.Renderer` from the session's threads and the main
+thread keeps reading stdin: a line typed meanwhile is sent as steering (``Session.steer``), and an
+approval question from a tool's thread is asked and answered here. Ctrl+C during a run aborts that
+run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in a row (or
+Ctrl+D, or ``/quit``) exits.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
-import select
 import sys
-import threading
 from typing import TYPE_CHECKING, TextIO
 
 from ..coding import Session, SessionConfig, SessionState
@@ -28,6 +25,7 @@ from .batch import interrupt_turn
 from .options import CliOptions, default_sessions_dir, key_hint
 from .render import Renderer, Style, TurnStats, context_estimate
 from .sessions import CliSessions
+from .terminal import Terminal
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, SessionStream, SubmitResult
@@ -38,92 +36,8 @@ log = get_logger(__name__)
 #: how long the main thread waits for a line of steering before looking at the run again
 POLL_S = 0.05
 ABORT_WAIT_S = 10.0
-HISTORY_LINES = 1000
 PLAN_INSTRUCTIONS = ("You are in plan mode: you can only read. Study the request and the code, then answer "
                      "with a numbered plan of the changes you would make. Do not try to change anything yet.")
-
-
-class Terminal:
-    """Reading lines: blocking at the prompt, polled while a run streams (see the module docstring)."""
-
-    def __init__(self, stdin: TextIO, out: TextIO, history: str | None = None) -> None:
-        self.stdin = stdin
-        self.out = out
-        try:
-            self.fd: int | None = stdin.fileno()
-        except (AttributeError, OSError, ValueError):
-            self.fd = None
-        self.tty = self.fd is not None and os.isatty(self.fd)
-        self._pending = b""
-        self.history = history if self.tty else None  # readline's history file, kept between runs
-        if self.history is not None:
-            import readline  # line editing and history for input()
-
-            readline.set_history_length(HISTORY_LINES)
-            try:
-                readline.read_history_file(self.history)
-            except OSError:
-                pass  # no history yet
-
-    def save_history(self) -> None:
-        if self.history is None:
-            return
-        import readline
-
-        try:
-            os.makedirs(os.path.dirname(self.history) or ".", exist_ok=True)
-            readline.write_history_file(self.history)
-        except OSError as error:
-            log.warning("could not save the input history to %s: %s", self.history, error)
-
-    def unread(self, line: str) -> None:
-        """Give ``line`` back: the next :meth:`prompt` returns it."""
-        self._pending = line.encode("utf-8") + b"\n" + self._pending
-
-    def prompt(self, text: str) -> str:
-        """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
-        last run ended (already read from the terminal) comes first."""
-        if b"\n" in self._pending:
-            typed, _, self._pending = self._pending.partition(b"\n")
-            line = typed.decode("utf-8", "replace")
-            self.out.write(text + line + "\n")
-            self.out.flush()
-            return line
-        if self.stdin is sys.stdin:
-            if self.tty:  # readline must not count escape sequences as printed characters
-                text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-            return input(text)
-        self.out.write(text)
-        self.out.flush()
-        line = self.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.rstrip("\n")
-
-    def poll_line(self, timeout: float) -> str | None:
-        """A line typed while a run streams, if one is complete within ``timeout`` (terminals only)."""
-        if not self.tty or self.fd is None:
-            threading.Event().wait(timeout)
-            return None
-        if b"\n" not in self._pending:
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if ready:
-                chunk = os.read(self.fd, 4096)
-                self._pending += chunk if chunk else b"\n"
-        if b"\n" not in self._pending:
-            return None
-        line, _, self._pending = self._pending.partition(b"\n")
-        return line.decode("utf-8", "replace")
-
-    def read_answer(self, question: str) -> str:
-        self.out.write(question)
-        self.out.flush()
-        if not self.tty:
-            return self.stdin.readline().strip()
-        while True:
-            line = self.poll_line(0.2)
-            if line is not None:
-                return line.strip()
 
 
 class ScreenLog(logging.Handler):

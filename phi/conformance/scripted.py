@@ -124,7 +124,8 @@ class ScriptedTool:
         self.recorder = recorder
 
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id, "args": args})
+        self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id,
+                             "args": args})
         steps = self.calls.get(ctx.tool_call_id, self.default)
         for step in steps:
             outcome = self.play(step, ctx)

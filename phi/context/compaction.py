@@ -436,7 +436,8 @@ def compact_with(
     effective = config if budget is None else config.with_budget(max(1, budget))
     result = strategy.compact(list(messages), effective)
     if not isinstance(result, list):
-        raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, expected a list of messages")
+        raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, "
+                          "expected a list of messages")
     return result
 
 

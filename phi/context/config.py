@@ -71,7 +71,8 @@ class ContextConfig:
         elif not isinstance(counter, TokenCounter):
             if not callable(counter):
                 raise ConfigError(
-                    f"ContextConfig.token_counter must have a count(text) -> int method or be a callable, got {counter!r}"
+                    "ContextConfig.token_counter must have a count(text) -> int method or be a callable, "
+                    f"got {counter!r}"
                 )
             self.token_counter = CallableTokenCounter(counter)
 
@@ -111,7 +112,8 @@ class ExecutionLimits:
             duration = duration.total_seconds()
         if duration is not None:
             if not isinstance(duration, (int, float)) or isinstance(duration, bool) or not duration > 0:
-                raise ConfigError(f"ExecutionLimits.max_duration must be a positive number of seconds, got {duration!r}")
+                raise ConfigError("ExecutionLimits.max_duration must be a positive number of seconds, "
+                                  f"got {duration!r}")
             object.__setattr__(self, "max_duration", float(duration))
 
     @classmethod

@@ -201,7 +201,8 @@ def _group_to_json(group: ParallelGroupRecord) -> dict[str, Any]:
 
 def _config_from_json(data: object, path: str) -> LoopConfigSnapshot:
     data = _object(data, path, "a config snapshot object")
-    return LoopConfigSnapshot(_str(data, "model", path), _str(data, "provider", path), _opt_str(data, "config_id", path))
+    return LoopConfigSnapshot(_str(data, "model", path), _str(data, "provider", path),
+                              _opt_str(data, "config_id", path))
 
 
 def _event_from_json(data: object, path: str) -> LoopEvent:

@@ -69,7 +69,8 @@ class InactivityTimeoutPolicy:
     threshold_secs: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.threshold_secs, bool) or not isinstance(self.threshold_secs, int) or self.threshold_secs <= 0:
+        threshold = self.threshold_secs
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
             raise ValueError(f"threshold_secs must be a positive integer, got {self.threshold_secs!r}")
 
 
