@@ -1,4 +1,5 @@
-"""Approval modes of the ``phi`` command (seed 002 §16.11; issue 15 ``/approve on|smart|off``).
+"""Approval modes of the ``phi`` command (SPEC §15 CLI-5; seed 002 §16.11;
+``/approve on|smart|off``).
 
 ``on`` asks before every tool call, ``smart`` (the interactive default) lets reads and sub-agent
 control pass and asks before writes and commands, ``off`` asks nothing. Answering "always" trusts

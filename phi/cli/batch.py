@@ -1,4 +1,4 @@
-"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (issue 15).
+"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (SPEC §15 CLI-5, CLI-6).
 
 ``-p`` prints the final answer to stdout. ``--json`` instead writes every event of the run as one
 JSON object per line, in the shapes of the conformance suite (SPEC EVT-1, :func:`phi.events.event_to_json`):

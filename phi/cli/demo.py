@@ -1,4 +1,4 @@
-"""``python -m phi.cli.demo``: a real agent run, its events printed as they stream.
+"""``phi demo``: a real agent run, its events printed as they stream (a ``phi`` subcommand, SPEC §15).
 
 Offline by default: the built-in :class:`~phi.providers.mock.ScriptedProvider` plays the model, and
 its script reads the real tool results, so the numbers in the final answer are computed, not

@@ -1,4 +1,5 @@
-"""``phi --json`` without ``-p``: one long-lived session driven by another program (issue 15).
+"""``phi --json`` without ``-p``: one long-lived session driven by another program (SPEC §15
+CLI-6).
 
 stdin carries commands, one JSON object per line (a line that is not JSON is a prompt):
 

@@ -1,4 +1,5 @@
-"""``phi --offline``: a scripted model, so anyone can try the command without a key or a network.
+"""``phi --offline``: a scripted model, so anyone can try the command without a key or a network
+(SPEC §15 CLI-1).
 
 It answers every input in two steps, streamed a few characters at a time like a real model: first
 some thinking and a ``glob`` call listing the working directory, then, with the tool's result in

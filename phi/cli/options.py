@@ -1,4 +1,4 @@
-"""The options of the ``phi`` command and the coding profile they choose (issue 15).
+"""The options of the ``phi`` command and the coding profile they choose (SPEC §15 CLI-1, CLI-8).
 
 Which model: ``--model`` and ``--provider`` when given; otherwise the first service whose API key
 is in the environment (:data:`KEY_VARIABLES`, in that order) with that profile's default model.

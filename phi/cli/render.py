@@ -1,4 +1,5 @@
-"""What the interactive ``phi`` shows while a session works (issue 15; seed 002 §16.6, §16.7, §16.10).
+"""What the interactive ``phi`` shows while a session works (SPEC §15 CLI-2, CLI-7; seed 002
+§16.6, §16.7, §16.10).
 
 :class:`Renderer` subscribes to a coding session's events (and to its agent's core events for the
 thinking stream) and writes, as they arrive: the reply text; thinking dimmed (when shown); one line

@@ -1,4 +1,4 @@
-"""The interactive ``phi`` (issue 15; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
+"""The interactive ``phi`` (SPEC §15 CLI-2, CLI-3; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
 
 The main thread owns the terminal. At the prompt it reads an input (:mod:`phi.cli.terminal`; a line
 ending in ``\\`` continues on the next; ``/editor`` for long texts). While the session works, the

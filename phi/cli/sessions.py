@@ -1,4 +1,4 @@
-"""Recording the ``phi`` command's conversations and resuming them after a restart (issue 15).
+"""Recording the ``phi`` command's conversations and resuming them after a restart (SPEC §15 CLI-4).
 
 Every run of the coding session's agent is recorded by a :class:`~phi.session.SessionRecorder`
 (``Agent.record_sessions``) and, after each input, saved to a

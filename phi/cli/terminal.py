@@ -1,4 +1,4 @@
-"""Reading the person's input in the interactive ``phi`` (issue 15; seed 002 §16.4).
+"""Reading the person's input in the interactive ``phi`` (SPEC §15 CLI-3; seed 002 §16.4).
 
 At the prompt a line is read blocking, with ``readline`` line editing and a history file when stdin
 is a terminal. While a run streams, the main thread polls instead, so it can also ask approval

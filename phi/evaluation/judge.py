@@ -1,4 +1,5 @@
-"""LlmJudgeEvaluation: a model picks the best branch (seed 000 REQ-201, REQ-202, REQ-207..209).
+"""LlmJudgeEvaluation: a model picks the best branch (SPEC §13.3 EVAL-6; seed 000 REQ-201,
+REQ-202, REQ-207..209).
 
 The judge sees what a user would: the request and each branch's final answer — never tool calls,
 tool results or intermediate turns. Its prompt, one user message::

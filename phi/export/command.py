@@ -1,4 +1,4 @@
-"""``phi export SESSION_ID --html FILE``: a recorded session as one HTML page (issue 15).
+"""``phi export SESSION_ID --html FILE``: a recorded session as one HTML page (SPEC §16 EXPORT-5).
 
 Reads the session (and its sub-agent sessions) from a session store — the ``phi`` command's
 JSON directory by default, ``$PHI_HOME/sessions`` with ``PHI_HOME`` defaulting to ``~/.phi``, or

@@ -1,4 +1,4 @@
-"""File edits of a session as unified diffs (issue 15 ``phi export``: "diffs of file edits").
+"""File edits of a session as unified diffs (SPEC §16 EXPORT-2).
 
 A tool call is recognised as a file edit by its arguments, whatever the tool is called (phi-core's
 and the coding layer's names differ, applications register their own):

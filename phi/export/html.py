@@ -1,4 +1,4 @@
-"""One session as one self-contained HTML page (issue 15: ``phi export SESSION_ID --html FILE``).
+"""One session as one self-contained HTML page (SPEC §16 EXPORT-1..3).
 
 The page shows what people need when they debug an agent run: every run (loop) of the session with
 its messages — user input, the model's thinking and text, each tool call with its input, its output

@@ -1,4 +1,5 @@
-"""Keeping secrets out of an exported session (issue 15 ``phi export``; DESIGN §8 "Secrets never appear").
+"""Keeping secrets out of an exported session (SPEC §16 EXPORT-4; DESIGN §8 "Secrets
+never appear").
 
 A :class:`Redactor` cleans every string the HTML export writes:
 

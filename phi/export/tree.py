@@ -1,4 +1,5 @@
-"""The sessions one export shows: a session and every sub-agent session it reaches (issue 15 ``phi export``).
+"""The sessions one export shows: a session and every sub-agent session it reaches (SPEC §16 EXPORT-2,
+EXPORT-5).
 
 A sub-agent's run lives in a session of its own, linked from the parent loop by a
 :class:`~phi.session.ChildLoopRef` (docs/sessions.md "Cross-session sub-agents"). :func:`load_tree`

@@ -1,4 +1,5 @@
-"""SqliteStore: sessions in one SQLite database, for many thousands of sessions (seed 000 REQ-216, REQ-217).
+"""SqliteStore: sessions in one SQLite database, for many thousands of sessions (SPEC §13.2
+SESS-6; seed 000 REQ-216, REQ-217).
 
 Stdlib ``sqlite3`` only. The database runs in WAL mode with a busy timeout, so several threads and
 processes can read and write it at once: each thread (and each process, after a fork) opens its own
