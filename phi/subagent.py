@@ -21,14 +21,15 @@ beyond ``max_depth`` (default 1: a child cannot delegate further) are left out o
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .errors import ConfigError, ToolError
 from .ids import random_uuid
 from .log import get_logger
-from .loop.tool import ToolContext
+from .loop.tool import AgentTool, ToolContext
 from .providers.model_config import ModelConfig
 from .types import (
+    AgentMessage,
     AssistantMessage,
     TextContent,
     ThinkingLevel,
@@ -37,6 +38,10 @@ from .types import (
     Usage,
     UserMessage,
 )
+
+if TYPE_CHECKING:  # for annotations only: the run machinery is imported by the first call
+    from .events import AgentEvent
+    from .providers.base import StreamProvider
 
 log = get_logger(__name__)
 
@@ -50,7 +55,7 @@ _PARAMETERS = {
 }
 
 
-def extract_final_text(messages: Sequence[Any]) -> str:
+def extract_final_text(messages: Sequence[AgentMessage]) -> str:
     """The text of the last assistant message that has any, joined; else a fallback that carries the
     last reply's ``error_message`` when it failed (AMB-003: always a result, never an error)."""
     last_error: str | None = None
@@ -71,14 +76,14 @@ class SubAgentTool:
 
     name: str
     model_config: ModelConfig | None = None
-    provider: Any = None  # a StreamProvider; overrides model_config's registry lookup
+    provider: StreamProvider | None = None  # overrides model_config's registry lookup
     system_prompt: str = ""
-    tools: Sequence[Any] = ()
+    tools: Sequence[AgentTool] = ()
     max_turns: int = 10
     thinking: ThinkingLevel = ThinkingLevel.OFF
     description: str = ""
     parent_loop_id: str | None = None  # None: the calling loop's id, taken from the call
-    on_event: Callable[[Any], None] | None = None
+    on_event: Callable[[AgentEvent], None] | None = None
     max_depth: int = 1
     depth: int = 0  # how many sub-agent levels are above this tool (0: the top-level agent's tool)
     timeout_ms: int | None = None
@@ -87,7 +92,8 @@ class SubAgentTool:
 
     def __post_init__(self) -> None:
         if self.model_config is None and self.provider is None:
-            raise ConfigError(f"SubAgentTool {self.name!r} needs model_config=ModelConfig.<preset>(...) or provider=...")
+            raise ConfigError(f"SubAgentTool {self.name!r} needs model_config=ModelConfig.<preset>(...) "
+                              "or provider=...")
         if self.max_turns < 1 or self.max_depth < 0:
             raise ConfigError(f"SubAgentTool {self.name!r}: max_turns must be >= 1 and max_depth >= 0")
         if not self.description:
@@ -100,7 +106,7 @@ class SubAgentTool:
     def with_system_prompt(self, text: str) -> SubAgentTool:
         return replace(self, system_prompt=text)
 
-    def with_tools(self, tools: Sequence[Any]) -> SubAgentTool:
+    def with_tools(self, tools: Sequence[AgentTool]) -> SubAgentTool:
         return replace(self, tools=list(tools))
 
     def with_max_turns(self, max_turns: int) -> SubAgentTool:
@@ -109,20 +115,20 @@ class SubAgentTool:
     def with_thinking(self, level: ThinkingLevel) -> SubAgentTool:
         return replace(self, thinking=level)
 
-    def with_provider_override(self, provider: Any) -> SubAgentTool:
+    def with_provider_override(self, provider: StreamProvider | None) -> SubAgentTool:
         return replace(self, provider=provider)
 
     def with_parent_loop_id(self, loop_id: str) -> SubAgentTool:
         return replace(self, parent_loop_id=loop_id)
 
-    def with_on_event(self, on_event: Callable[[Any], None] | None) -> SubAgentTool:
+    def with_on_event(self, on_event: Callable[[AgentEvent], None] | None) -> SubAgentTool:
         return replace(self, on_event=on_event)
 
     # ------------------------------------------------------------------ running
 
-    def child_tools(self) -> list[Any]:
+    def child_tools(self) -> list[AgentTool]:
         """The child's tools: nested sub-agent tools one level deeper, those past ``max_depth`` left out."""
-        tools = []
+        tools: list[AgentTool] = []
         for tool in self.tools:
             if isinstance(tool, SubAgentTool):
                 if self.depth + 1 >= self.max_depth:
@@ -165,23 +171,22 @@ class SubAgentTool:
 class _ChildWatcher:
     """The child run's event sink: counts turns, forwards text and progress to the parent call."""
 
-    def __init__(self, ctx: ToolContext, on_event: Callable[[Any], None] | None) -> None:
+    def __init__(self, ctx: ToolContext, on_event: Callable[[AgentEvent], None] | None) -> None:
         self.ctx, self.on_event = ctx, on_event
         self.turns = 0
         self.text: list[str] = []
 
-    def sink(self, event: Any) -> None:
-        kind = event.type
-        if kind == "TurnStart":
+    def sink(self, event: AgentEvent) -> None:
+        if event.type == "TurnStart":
             self.turns += 1
-        elif kind == "MessageStart":
+        elif event.type == "MessageStart":
             self.text = []
-        elif kind == "MessageUpdate":
+        elif event.type == "MessageUpdate":
             delta = event.delta
             if delta.kind == "text" and delta.delta:
                 self.text.append(delta.delta)
                 self.ctx.update("".join(self.text))
-        elif kind == "ProgressMessage":
+        elif event.type == "ProgressMessage":
             self.ctx.progress(event.text)
         if self.on_event is not None:
             self.on_event(event)

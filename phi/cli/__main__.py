@@ -1,4 +1,4 @@
-"""``python -m phi.cli`` — the same as the ``phi`` command."""
+"""``python -m phi.cli`` — the same as the ``phi`` command (SPEC §15)."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""Approval modes of the ``phi`` command (seed 002 §16.11; issue 15 ``/approve on|smart|off``).
+"""Approval modes of the ``phi`` command (SPEC §15 CLI-5; seed 002 §16.11;
+``/approve on|smart|off``).
 
 ``on`` asks before every tool call, ``smart`` (the interactive default) lets reads and sub-agent
 control pass and asks before writes and commands, ``off`` asks nothing. Answering "always" trusts
@@ -13,14 +14,15 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..coding import ApprovalDecision
+from ..coding import ApprovalDecision, ApprovalRequest
 
 
 @dataclass
 class Question:
-    request: Any
+    """One tool call's approval question: asked on the main thread, waited for on the tool's."""
+
+    request: ApprovalRequest
     done: threading.Event = field(default_factory=threading.Event)
     decision: ApprovalDecision = field(default_factory=lambda: ApprovalDecision(False, "no answer"))
 
@@ -34,12 +36,12 @@ class ApprovalGate:
         self.trusted: set[str] = set()
         self._questions: queue.SimpleQueue[Question] = queue.SimpleQueue()
 
-    def needs_asking(self, request: Any) -> bool:
+    def needs_asking(self, request: ApprovalRequest) -> bool:
         if self.mode == "off" or request.tool_name in self.trusted:
             return False
         return self.mode == "on" or request.kind not in ("read", "agent")
 
-    def __call__(self, request: Any) -> ApprovalDecision:
+    def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         if not self.needs_asking(request):
             return ApprovalDecision(True)
         if not self.interactive:
@@ -79,7 +81,7 @@ class ApprovalGate:
         question.done.set()
 
 
-def describe(request: Any) -> str:
+def describe(request: ApprovalRequest) -> str:
     """One line saying what a call wants to do."""
     command = request.command
     if command:

@@ -1,4 +1,4 @@
-"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (issue 15).
+"""``phi -p TASK`` and ``phi -p TASK --json``: one run for scripts and CI (SPEC §15 CLI-5, CLI-6).
 
 ``-p`` prints the final answer to stdout. ``--json`` instead writes every event of the run as one
 JSON object per line, in the shapes of the conformance suite (SPEC EVT-1, :func:`phi.events.event_to_json`):
@@ -18,11 +18,16 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from .approval import ApprovalGate
 from .options import CliOptions, key_hint
 from .sessions import CliSessions
+
+if TYPE_CHECKING:
+    from ..coding import ProviderProfile, Session
+    from ..events import AgentEvent
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -41,7 +46,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def terminated(signum: int, frame: Any) -> None:
+    def terminated(signum: int, frame: FrameType | None) -> None:
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, terminated)
@@ -49,19 +54,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
 SUCCESS_OUTCOMES = ("completed", "awaiting_input")
 
 
 class JsonLines:
     """A core-event subscriber writing each event as one JSON line (thread-safe)."""
 
-    def __init__(self, out: TextIO, on_closed: Any = None) -> None:
+    def __init__(self, out: TextIO, on_closed: Callable[[], None] | None = None) -> None:
         self.out = out
         self.on_closed = on_closed  # called once when the reader goes away (a broken pipe)
         self.closed = False
         self._lock = threading.Lock()
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: AgentEvent) -> None:
         from ..events import event_to_json
 
         self.write(event_to_json(event))
@@ -81,14 +88,14 @@ class JsonLines:
             self.on_closed()
 
 
-def interrupt_turn(session: Any) -> None:
+def interrupt_turn(session: Session) -> None:
     """Stop the running input (its model call, commands and sub-agents) but keep the session: the
     conversation goes on with the next input. (``Session.abort`` would close the session.)"""
     session.subagents.abort_all()
     session.agent.abort()
 
 
-def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions) -> Any:
+def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions) -> Session:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
     asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
     ``sessions``."""
@@ -106,7 +113,7 @@ def unattended_session(options: CliOptions, profile: Any, sessions: CliSessions)
     return session
 
 
-def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: TextIO | None = None,
+def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessions, out: TextIO | None = None,
               err: TextIO | None = None) -> int:
     """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
     out, err = out or sys.stdout, err or sys.stderr
@@ -117,7 +124,8 @@ def run_print(options: CliOptions, profile: Any, sessions: CliSessions, out: Tex
     from ..coding import EventKind
 
     error_kinds: set[str] = set()
-    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", "")) if event.kind == EventKind.ERROR else None)
+    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", ""))
+                      if event.kind == EventKind.ERROR else None)
     try:
         stream = session.submit_stream(options.prompt or "")
         try:
@@ -164,5 +172,5 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED",
-           "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]
+__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED",
+           "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]

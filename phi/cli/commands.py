@@ -1,4 +1,5 @@
-"""The slash commands of the interactive ``phi`` (issue 15; seed 002 §16.8, §16.9, §16.11).
+"""The slash commands of the interactive ``phi`` (SPEC §15 CLI-1, CLI-4; seed 002 §16.8,
+§16.9, §16.11).
 
 Each command is a function ``(repl, argument) -> bool`` (False ends the program) listed in
 :data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names.

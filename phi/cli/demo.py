@@ -1,4 +1,4 @@
-"""``python -m phi.cli.demo``: a real agent run, its events printed as they stream.
+"""``phi demo``: a real agent run, its events printed as they stream (a ``phi`` subcommand, SPEC §15).
 
 Offline by default: the built-in :class:`~phi.providers.mock.ScriptedProvider` plays the model, and
 its script reads the real tool results, so the numbers in the final answer are computed, not
@@ -16,30 +16,26 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import Agent, ScriptedProvider, tool
-from ..events import (
-    AgentEnd,
-    AgentStart,
-    MessageEnd,
-    MessageUpdate,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    TurnStart,
-)
+from ..events import AgentEvent
+from ..loop.tool import AgentTool
 from ..providers.base import StreamConfig
-from ..types import AssistantMessage, TextContent, ToolResultMessage
+from ..providers.model_config import ModelConfig
+from ..types import AssistantMessage, TextContent, ToolResultMessage, UserMessage
 
 QUESTION = "How many lines and words are in the text files of this folder? Which file is longest?"
 
 
 def make_workspace() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="phi-demo-"))
-    (folder / "poem.txt").write_text("The loop streams a reply,\ntools run, results return,\nand round it goes again.\n")
-    (folder / "notes.txt").write_text("phi is synchronous and thread-based.\nIt depends on requests, jsonschema and pyyaml.\n")
+    (folder / "poem.txt").write_text("The loop streams a reply,\ntools run, results return,\n"
+                                     "and round it goes again.\n")
+    (folder / "notes.txt").write_text("phi is synchronous and thread-based.\n"
+                                      "It depends on requests, jsonschema and pyyaml.\n")
     (folder / "todo.txt").write_text("write the spec\nship the conformance suite\n")
     return folder
 
 
-def make_tools(folder: Path) -> list[Any]:
+def make_tools(folder: Path) -> list[AgentTool]:
     @tool
     def list_text_files() -> list[str]:
         """List the .txt files of the workspace folder."""
@@ -78,19 +74,19 @@ def scripted_model(config: StreamConfig) -> dict[str, Any]:
     import json
 
     counts = {m.tool_call_id: json.loads(m.text) for m in results[1:] if not m.is_error}
-    calls = [b for m in config.messages if isinstance(m, AssistantMessage) for b in m.tool_calls if b.name == "count_file"]
+    calls = [b for m in config.messages if isinstance(m, AssistantMessage)
+             for b in m.tool_calls if b.name == "count_file"]
     rows = [(c.arguments["name"], counts[c.id]) for c in calls if c.id in counts]
     lines = sum(r["lines"] for _, r in rows)
     words = sum(r["words"] for _, r in rows)
     longest = max(rows, key=lambda row: row[1]["words"])[0]
     answer = f"The {len(rows)} files hold {lines} lines and {words} words in all; the longest is {longest}."
-    return {"blocks": [{"type": "text", "chunks": [w + " " for w in answer.split(" ")]}], "usage": {"input": 260, "output": 35}}
+    return {"blocks": [{"type": "text", "chunks": [w + " " for w in answer.split(" ")]}],
+            "usage": {"input": 260, "output": 35}}
 
 
-def live_provider(choice: str | None) -> tuple[Any, str]:
-    """A real provider when asked for (or when an API key is set), else None."""
-    from ..providers.model_config import ModelConfig
-
+def live_provider(choice: str | None) -> tuple[ModelConfig | None, str]:
+    """A real model's config when asked for (or when an API key is set), else None; and its label."""
     if choice == "anthropic" or (choice is None and os.environ.get("ANTHROPIC_API_KEY")):
         return ModelConfig.anthropic(os.environ.get("PHI_DEMO_MODEL", "claude-sonnet-4-5")), "anthropic"
     if choice == "openai" or (choice is None and os.environ.get("OPENAI_API_KEY")):
@@ -106,33 +102,33 @@ class Printer:
         self.streaming = ""
         self.calls: dict[str, str] = {}
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: AgentEvent) -> None:
         w = self.out.write
-        if isinstance(event, AgentStart):
+        if event.type == "AgentStart":
             w(f"▶ run {event.loop_id}\n")
-        elif isinstance(event, TurnStart):
+        elif event.type == "TurnStart":
             w(f"\n── turn {event.turn_index} ({event.triggered_by.value})\n")
-        elif isinstance(event, MessageUpdate):
+        elif event.type == "MessageUpdate":
             kind = event.delta.kind
             if kind != self.streaming:
                 label = {"text": "  assistant: ", "thinking": "  thinking: ", "toolCall": "  tool call args: "}[kind]
                 w(("\n" if self.streaming else "") + label)
                 self.streaming = kind
             w(event.delta.delta)
-        elif isinstance(event, MessageEnd):
+        elif event.type == "MessageEnd":
             if self.streaming:
                 w("\n")
                 self.streaming = ""
-            message = event.message
-            if message.role == "user":
-                w("  user: " + "".join(b.text for b in message.content if isinstance(b, TextContent)) + "\n")
-        elif isinstance(event, ToolExecutionStart):
+            if isinstance(event.message, UserMessage):
+                w(f"  user: {event.message.text}\n")
+        elif event.type == "ToolExecutionStart":
             self.calls[event.tool_call_id] = f"{event.tool_name}({event.args})"
             w(f"  ⚙ {self.calls[event.tool_call_id]} …\n")
-        elif isinstance(event, ToolExecutionEnd):
+        elif event.type == "ToolExecutionEnd":
             text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
-            w(f"  ✓ {self.calls.get(event.tool_call_id, event.tool_name)} → {text}{'  (error)' if event.is_error else ''}\n")
-        elif isinstance(event, AgentEnd):
+            failed = "  (error)" if event.is_error else ""
+            w(f"  ✓ {self.calls.get(event.tool_call_id, event.tool_name)} → {text}{failed}\n")
+        elif event.type == "AgentEnd":
             u = event.usage
             w(f"\n■ done: {len(event.messages)} new messages, tokens in/out {u.input}/{u.output}\n")
         self.out.flush()
@@ -150,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         agent = Agent(model_config=model_config, tools=make_tools(folder))
     agent.system_prompt = "You answer questions about the files of a folder, using the tools. Be brief."
-    print(f"phi demo — model: {label}; workspace: {folder}", file=sys.stdout)
+    sys.stdout.write(f"phi demo — model: {label}; workspace: {folder}\n")
     printer = Printer(sys.stdout)
     for event in agent.prompt(args.question):
         printer(event)
     last = agent.messages[-1]
     if isinstance(last, AssistantMessage) and last.error_message:
-        print(f"error: {last.error_message}", file=sys.stderr)
+        sys.stderr.write(f"error: {last.error_message}\n")
         return 1
     return 0
 

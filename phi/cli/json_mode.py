@@ -1,4 +1,5 @@
-"""``phi --json`` without ``-p``: one long-lived session driven by another program (issue 15).
+"""``phi --json`` without ``-p``: one long-lived session driven by another program (SPEC §15
+CLI-6).
 
 stdin carries commands, one JSON object per line (a line that is not JSON is a prompt):
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .batch import (
     EXIT_FAILED,
@@ -29,6 +30,9 @@ from .batch import (
 )
 from .options import CliOptions
 from .sessions import CliSessions
+
+if TYPE_CHECKING:
+    from ..coding import ProviderProfile, Session, SessionStream
 
 
 def parse_command(line: str) -> dict[str, Any]:
@@ -45,10 +49,10 @@ def parse_command(line: str) -> dict[str, Any]:
 class JsonSession:
     """The session and its one running input (see the module docstring)."""
 
-    def __init__(self, session: Any, lines: JsonLines) -> None:
+    def __init__(self, session: Session, lines: JsonLines) -> None:
         self.session = session
         self.lines = lines
-        self.stream: Any = None
+        self.stream: SessionStream | None = None
         self.outcome = ""
 
     def error(self, message: str) -> None:
@@ -71,9 +75,10 @@ class JsonSession:
         if kind == "steer":
             self.session.steer(text)
             return
-        if self.running():
+        stream = self.stream
+        if stream is not None and not stream.done:
             self.session.follow_up(text)
-            if not self.stream.done:
+            if not stream.done:
                 return
             text = "\n\n".join(self.session.take_queued_input())  # the run ended meanwhile: start it
         self.finish()
@@ -86,8 +91,8 @@ class JsonSession:
             self.stream = None
 
 
-def run_json_session(options: CliOptions, profile: Any, sessions: CliSessions, stdin: TextIO | None = None,
-                     out: TextIO | None = None) -> int:
+def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
+                     stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """Serve commands from ``stdin`` until it ends (see the module docstring)."""
     stdin, out = stdin or sys.stdin, out or sys.stdout
     session = unattended_session(options, profile, sessions)

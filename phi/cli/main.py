@@ -1,4 +1,4 @@
-"""The ``phi`` command (issue 15).
+"""The ``phi`` command (SPEC §15).
 
 * ``phi`` — an interactive coding session in the current directory (:mod:`phi.cli.repl`);
 * ``phi -p TASK [--json]`` — one run for scripts and CI (:mod:`phi.cli.batch`);

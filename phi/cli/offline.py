@@ -1,4 +1,5 @@
-"""``phi --offline``: a scripted model, so anyone can try the command without a key or a network.
+"""``phi --offline``: a scripted model, so anyone can try the command without a key or a network
+(SPEC §15 CLI-1).
 
 It answers every input in two steps, streamed a few characters at a time like a real model: first
 some thinking and a ``glob`` call listing the working directory, then, with the tool's result in
@@ -10,10 +11,14 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..providers.mock import ScriptedProvider
-from ..types import ToolResultMessage, UserMessage
+from ..types import AssistantMessage, ToolResultMessage, UserMessage
+
+if TYPE_CHECKING:
+    from ..concurrency.cancel import CancellationToken
+    from ..providers.base import StreamConfig, StreamEventSink
 
 _WRITE = re.compile(r"\s*write\s+(\S+)\s*:\s*(.*)\Z", re.S | re.I)
 
@@ -29,13 +34,13 @@ class OfflineModel:
         self.chunk_delay_ms = chunk_delay_ms
         self._ids = itertools.count(1)
 
-    def _reply(self, config: Any) -> dict[str, Any]:
+    def _reply(self, config: StreamConfig) -> dict[str, Any]:
         messages = config.messages
         last = messages[-1] if messages else None
         question = next((m.text for m in reversed(messages) if isinstance(m, UserMessage)), "")
         usage = {"input": 40 * len(messages) + len(config.system_prompt) // 4, "output": 30}
         if isinstance(last, ToolResultMessage):
-            found = "".join(getattr(b, "text", "") for b in last.content).strip()
+            found = last.text.strip()
             listing = ", ".join(found.splitlines()[:8]) or "nothing"
             verb = "wrote the file" if last.tool_name == "write_file" else f"found: {listing}"
             text = (f"I am phi's offline model: no network, a scripted reply. I {verb}. You asked: "
@@ -54,7 +59,7 @@ class OfflineModel:
         return {"blocks": [{"type": "thinking", "chunks": _chunks(thought)},
                            {"type": "text", "chunks": _chunks("Looking around. ")}, call], "usage": usage}
 
-    def stream(self, config: Any, on_event: Any, cancel: Any) -> Any:
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         reply = {**self._reply(config), "chunk_delay_ms": self.chunk_delay_ms}
         return ScriptedProvider([reply], provider_id="offline", model=config.model_config.id).stream(
             config, on_event, cancel)

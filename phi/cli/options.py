@@ -1,4 +1,4 @@
-"""The options of the ``phi`` command and the coding profile they choose (issue 15).
+"""The options of the ``phi`` command and the coding profile they choose (SPEC §15 CLI-1, CLI-8).
 
 Which model: ``--model`` and ``--provider`` when given; otherwise the first service whose API key
 is in the environment (:data:`KEY_VARIABLES`, in that order) with that profile's default model.
@@ -13,9 +13,12 @@ import argparse
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..coding import ProviderProfile
 
 #: profile id -> the environment variables holding its API key (first found wins).
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -159,12 +162,13 @@ def choose_profile_id(options: CliOptions, env: Mapping[str, str] | None = None)
     for profile, names in KEY_VARIABLES.items():
         if any(env.get(name, "").strip() for name in names):
             return profile
-    names = ", ".join(n for ns in KEY_VARIABLES.values() for n in ns)
-    raise NoModel(f"no model configured: set one of {names} (or pass --model/--provider), or try phi "
+    every = ", ".join(name for names in KEY_VARIABLES.values() for name in names)
+    raise NoModel(f"no model configured: set one of {every} (or pass --model/--provider), or try phi "
                   "without a key: phi --offline")
 
 
-def make_profile(options: CliOptions, model: str | None = None, env: Mapping[str, str] | None = None) -> Any:
+def make_profile(options: CliOptions, model: str | None = None,
+                 env: Mapping[str, str] | None = None) -> ProviderProfile:
     """The coding profile for ``options``. ``model`` (``/model``) overrides ``--model`` and, when its
     name tells (or it is written ``SERVICE:NAME``), ``--provider`` too: the conversation can move to
     another service."""

@@ -1,4 +1,5 @@
-"""What the interactive ``phi`` shows while a session works (issue 15; seed 002 §16.6, §16.7, §16.10).
+"""What the interactive ``phi`` shows while a session works (SPEC §15 CLI-2, CLI-7; seed 002
+§16.6, §16.7, §16.10).
 
 :class:`Renderer` subscribes to a coding session's events (and to its agent's core events for the
 thinking stream) and writes, as they arrive: the reply text; thinking dimmed (when shown); one line
@@ -19,11 +20,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO, Union
 
 from ..coding import EventKind, SessionEvent
 from ..providers.pricing import Cost, cost_of, format_cost
-from ..types import Usage
+from ..types import AgentMessage, Usage
+
+if TYPE_CHECKING:
+    from ..events import AgentEvent
+    from ..providers.model_config import ModelConfig
+
+# What the status line names the model by: its config (priced by its id), or just a name.
+Model = Union["ModelConfig", str]
 
 #: how many diff lines are shown before "... N more lines"
 DIFF_LINES = 60
@@ -126,14 +134,14 @@ class TurnStats:
     cost: Cost | None = field(default_factory=Cost)
     context_tokens: int = 0  # the last call's prompt and reply: what the next call starts from
 
-    def add(self, usage: Usage, model: Any) -> None:
+    def add(self, usage: Usage, model: Model) -> None:
         self.usage = self.usage + usage
         call_cost = cost_of(usage, model)
         self.cost = None if call_cost is None or self.cost is None else self.cost + call_cost
         self.context_tokens = usage.input + usage.cache_read + usage.cache_write + usage.output
 
 
-def context_estimate(messages: list[Any], system_prompt: str) -> int:
+def context_estimate(messages: Sequence[AgentMessage], system_prompt: str) -> int:
     """Tokens of a conversation by the compactor's heuristic (for models that report no usage)."""
     from ..context.tokens import estimate_tokens, message_tokens
 
@@ -186,7 +194,7 @@ class Renderer:
         self._mode = ""  # "thinking" or "text" while a reply streams
         self.turn = TurnStats()
         self.total = TurnStats()
-        self.model: Any = ""
+        self.model: Model = ""
         self.auth_hint = ""  # appended to an authentication error: which variable holds the key
         self.error_shown = False  # an error of the current input was written
 
@@ -237,7 +245,7 @@ class Renderer:
 
     # ------------------------------------------------------------------ events
 
-    def on_core_event(self, event: Any) -> None:
+    def on_core_event(self, event: AgentEvent) -> None:
         """The agent's core events: only the thinking stream is taken from here."""
         if event.type == "MessageUpdate" and event.delta.kind == "thinking" and event.delta.delta:
             if not self.show_thinking:
@@ -368,7 +376,7 @@ class Renderer:
         """The status line; ``estimate`` gives the context size when no model call reported usage."""
         if not self.total.context_tokens and estimate is not None:
             self.total.context_tokens = estimate()
-        model = self.model if isinstance(self.model, str) else getattr(self.model, "id", str(self.model))
+        model = self.model if isinstance(self.model, str) else self.model.id
         return status_line(model, self.turn, self.total, context_window, self.style, mode)
 
 
@@ -385,5 +393,5 @@ _HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
     EventKind.TURN_LIMIT: Renderer._limit,
 }
 
-__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths", "summary",
-           "short_arguments", "colour_diff"]
+__all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",
+           "summary", "short_arguments", "colour_diff"]

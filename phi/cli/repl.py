@@ -1,23 +1,20 @@
-"""The interactive ``phi`` (issue 15; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
+"""The interactive ``phi`` (SPEC §15 CLI-2, CLI-3; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
 
-The main thread owns the terminal. At the prompt it reads an input (``readline`` line editing when
-stdin is a terminal; a line ending in ``\\`` continues on the next; ``/editor`` for long texts).
-While the session works, the reply is written by the :class:`~phi.cli.render.Renderer` from the
-session's threads and the main thread keeps reading stdin: a line typed meanwhile is sent as
-steering (``Session.steer``), and an approval question from a tool's thread is asked and answered
-here. Ctrl+C during a run aborts that run only — the conversation stays and the prompt returns; at
-the prompt, Ctrl+C twice in a row (or Ctrl+D, or ``/quit``) exits.
+The main thread owns the terminal. At the prompt it reads an input (:mod:`phi.cli.terminal`; a line
+ending in ``\\`` continues on the next; ``/editor`` for long texts). While the session works, the
+reply is written by the :class:`~phi.cli.render.Renderer` from the session's threads and the main
+thread keeps reading stdin: a line typed meanwhile is sent as steering (``Session.steer``), and an
+approval question from a tool's thread is asked and answered here. Ctrl+C during a run aborts that
+run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in a row (or
+Ctrl+D, or ``/quit``) exits.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
-import select
 import sys
-import threading
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..coding import Session, SessionConfig, SessionState
 from ..errors import PhiError
@@ -28,97 +25,19 @@ from .batch import interrupt_turn
 from .options import CliOptions, default_sessions_dir, key_hint
 from .render import Renderer, Style, TurnStats, context_estimate
 from .sessions import CliSessions
+from .terminal import Terminal
+
+if TYPE_CHECKING:
+    from ..coding import ProviderProfile, SessionStream, SubmitResult
+    from .approval import Question
 
 log = get_logger(__name__)
 
 #: how long the main thread waits for a line of steering before looking at the run again
 POLL_S = 0.05
 ABORT_WAIT_S = 10.0
-HISTORY_LINES = 1000
 PLAN_INSTRUCTIONS = ("You are in plan mode: you can only read. Study the request and the code, then answer "
                      "with a numbered plan of the changes you would make. Do not try to change anything yet.")
-
-
-class Terminal:
-    """Reading lines: blocking at the prompt, polled while a run streams (see the module docstring)."""
-
-    def __init__(self, stdin: TextIO, out: TextIO, history: str | None = None) -> None:
-        self.stdin = stdin
-        self.out = out
-        try:
-            self.fd: int | None = stdin.fileno()
-        except (AttributeError, OSError, ValueError):
-            self.fd = None
-        self.tty = self.fd is not None and os.isatty(self.fd)
-        self._pending = b""
-        self.history = history if self.tty else None  # readline's history file, kept between runs
-        if self.history is not None:
-            import readline  # line editing and history for input()
-
-            readline.set_history_length(HISTORY_LINES)
-            try:
-                readline.read_history_file(self.history)
-            except OSError:
-                pass  # no history yet
-
-    def save_history(self) -> None:
-        if self.history is None:
-            return
-        import readline
-
-        try:
-            os.makedirs(os.path.dirname(self.history) or ".", exist_ok=True)
-            readline.write_history_file(self.history)
-        except OSError as error:
-            log.warning("could not save the input history to %s: %s", self.history, error)
-
-    def unread(self, line: str) -> None:
-        """Give ``line`` back: the next :meth:`prompt` returns it."""
-        self._pending = line.encode("utf-8") + b"\n" + self._pending
-
-    def prompt(self, text: str) -> str:
-        """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
-        last run ended (already read from the terminal) comes first."""
-        if b"\n" in self._pending:
-            line, _, self._pending = self._pending.partition(b"\n")
-            self.out.write(text + line.decode("utf-8", "replace") + "\n")
-            self.out.flush()
-            return line.decode("utf-8", "replace")
-        if self.stdin is sys.stdin:
-            if self.tty:  # readline must not count escape sequences as printed characters
-                text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-            return input(text)
-        self.out.write(text)
-        self.out.flush()
-        line = self.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.rstrip("\n")
-
-    def poll_line(self, timeout: float) -> str | None:
-        """A line typed while a run streams, if one is complete within ``timeout`` (terminals only)."""
-        if not self.tty or self.fd is None:
-            threading.Event().wait(timeout)
-            return None
-        if b"\n" not in self._pending:
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if ready:
-                chunk = os.read(self.fd, 4096)
-                self._pending += chunk if chunk else b"\n"
-        if b"\n" not in self._pending:
-            return None
-        line, _, self._pending = self._pending.partition(b"\n")
-        return line.decode("utf-8", "replace")
-
-    def read_answer(self, question: str) -> str:
-        self.out.write(question)
-        self.out.flush()
-        if not self.tty:
-            return self.stdin.readline().strip()
-        while True:
-            line = self.poll_line(0.2)
-            if line is not None:
-                return line.strip()
 
 
 class ScreenLog(logging.Handler):
@@ -140,8 +59,8 @@ class ScreenLog(logging.Handler):
 class Repl:
     """One interactive ``phi`` process (see the module docstring)."""
 
-    def __init__(self, options: CliOptions, profile: Any, sessions: CliSessions, *, stdin: TextIO | None = None,
-                 out: TextIO | None = None) -> None:
+    def __init__(self, options: CliOptions, profile: ProviderProfile, sessions: CliSessions, *,
+                 stdin: TextIO | None = None, out: TextIO | None = None) -> None:
         self.options = options
         self.profile = profile
         self.sessions = sessions
@@ -191,7 +110,7 @@ class Repl:
         session.config.plan_mode = self.plan_mode
         session.config.user_instructions = PLAN_INSTRUCTIONS if self.plan_mode else None
 
-    def replace_session(self, carry: bool, profile: Any = None) -> None:
+    def replace_session(self, carry: bool, profile: ProviderProfile | None = None) -> None:
         """Close the current session and start another (same conversation when ``carry``)."""
         old = self.session
         if profile is not None:
@@ -275,7 +194,7 @@ class Repl:
             lines.append(self.term.prompt(self.style("grey", "… ")))
         return "\n".join(lines)
 
-    def run_input(self, text: str) -> Any:
+    def run_input(self, text: str) -> SubmitResult | None:
         """Process one input until it is done (or Ctrl+C); then the status line. Returns the result."""
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
@@ -296,7 +215,7 @@ class Repl:
         self._after(result)
         return result
 
-    def _watch(self, stream: Any) -> Any:
+    def _watch(self, stream: SessionStream) -> SubmitResult:
         while not stream.done:
             question = self.gate.pending()
             if question is not None:
@@ -311,7 +230,7 @@ class Repl:
                 self.session.steer(line.strip())
         return stream.result()
 
-    def _ask(self, question: Any) -> None:
+    def _ask(self, question: Question) -> None:
         self.renderer.begin_question(question.request.call_id)
         self.renderer.fresh_line()
         self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
@@ -326,7 +245,7 @@ class Repl:
         decision = self.gate.answer(question, reply)
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
 
-    def _interrupt(self, stream: Any) -> Any:
+    def _interrupt(self, stream: SessionStream) -> SubmitResult:
         """Ctrl+C during a run: stop the run, keep the session."""
         self.gate.deny_all("the run was aborted")
         interrupt_turn(self.session)
@@ -344,7 +263,7 @@ class Repl:
         self.renderer.line(self.style("yellow", "⏹ aborted — the conversation is kept"))
         return result
 
-    def _after(self, result: Any) -> None:
+    def _after(self, result: SubmitResult) -> None:
         if result.outcome == "error" and result.error and not self.renderer.error_shown:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""

@@ -1,4 +1,4 @@
-"""Recording the ``phi`` command's conversations and resuming them after a restart (issue 15).
+"""Recording the ``phi`` command's conversations and resuming them after a restart (SPEC §15 CLI-4).
 
 Every run of the coding session's agent is recorded by a :class:`~phi.session.SessionRecorder`
 (``Agent.record_sessions``) and, after each input, saved to a
@@ -16,7 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..types import UserMessage
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..session import Session
 
 _LOOP_ID = re.compile(r"\A(.*)\.(\d+)\Z")
 
@@ -38,9 +44,9 @@ class CliSessions:
         self.directory = Path(directory)
         self.store = JsonDirStore(self.directory)
         self.recorder = SessionRecorder(SessionRecorderConfig(keep_events=True, include_streaming_events=False))
-        self._previous: dict[str, Any] = {}  # session id -> the stored session it continues
+        self._previous: dict[str, Session] = {}  # session id -> the stored session it continues
 
-    def attach(self, agent: Any) -> None:
+    def attach(self, agent: Agent) -> None:
         """Record ``agent``'s runs (call once per agent)."""
         agent.record_sessions(self.recorder)
 
@@ -67,12 +73,12 @@ class CliSessions:
         for session_id in self.store.list_ids()[:limit]:
             session = self.store.load(session_id)
             first = next((m.text for loop in session.loops for m in loop.messages
-                          if getattr(m, "role", "") == "user"), "")
+                          if isinstance(m, UserMessage)), "")
             rows.append(StoredSummary(session_id, session.last_active_at, len(session.loops),
                                       " ".join(first.split())[:60]))
         return rows
 
-    def restore(self, session_id: str, agent: Any) -> int:
+    def restore(self, session_id: str, agent: Agent) -> int:
         """Give ``agent`` the stored session's identity and conversation; returns the number of
         messages restored. Raises the store's NotFound / CorruptSession / InvalidSessionId."""
         stored = self.store.load(session_id)

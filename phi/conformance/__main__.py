@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--filter", default=None, help="glob on fixture id or file name")
     run.add_argument("--fixtures", type=Path, default=None, help="fixtures directory")
     run.add_argument("--jobs", type=int, default=4, help="drivers run at once (default 4)")
-    run.add_argument("--timeout-ms", type=int, default=None, help="per-fixture time limit (default: fixture's or 10000)")
+    run.add_argument("--timeout-ms", type=int, default=None,
+                     help="per-fixture time limit (default: fixture's or 10000)")
     run.add_argument("--report", type=Path, default=None, help="also write a Markdown report here")
     run.add_argument("--verbose", "-v", action="store_true")
     cov = sub.add_parser("coverage", help="requirement id -> fixtures table")
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_coverage(args)
     from .record import record
 
-    record(args.paths)
+    record(args.paths, done=lambda path: print(f"recorded {path}"))
     return 0
 
 

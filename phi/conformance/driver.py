@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ..concurrency.cancel import CancellationToken
 from ..concurrency.queues import MessageQueue
 from ..errors import ConfigError, PhiError
-from ..events import event_to_json
+from ..events import AgentEvent, event_to_json
 from ..loop.config import AgentContext, AgentLoopConfig, ToolExecution
 from ..loop.run import agent_loop, agent_loop_continue
 from ..providers.model_config import API_MOCK, ModelConfig
@@ -49,13 +50,25 @@ from .scripted import (
     message_of,
 )
 
+if TYPE_CHECKING:
+    from ..evaluation import EvaluationStrategy
+
+
+@dataclass
+class _Trigger:
+    """An action waiting for the ``remaining``-th event that matches ``pattern``."""
+
+    pattern: dict[str, Any]
+    remaining: int
+    do: object
+
 
 class Actions:
     """Event-bound actions: each fires once, on the thread that emitted its triggering event."""
 
     def __init__(self, specs: list[dict[str, Any]], steering: MessageQueue, follow_up: MessageQueue,
                  cancel: CancellationToken, clock: VirtualClock) -> None:
-        self.pending = []
+        self.pending: list[_Trigger] = []
         self.steering, self.follow_up, self.cancel, self.clock = steering, follow_up, cancel, clock
         for spec in specs:
             when = spec.get("when", "before_start")
@@ -63,17 +76,16 @@ class Actions:
                 self.apply(spec["do"])
             else:
                 pattern = {"type": when["event"], **when.get("where", {})}
-                self.pending.append([pattern, int(when.get("nth", 1)), spec["do"]])
+                self.pending.append(_Trigger(pattern, int(when.get("nth", 1)), spec["do"]))
 
     def on_event(self, event: dict[str, Any]) -> None:
-        for entry in self.pending:
-            pattern, nth, do = entry
-            if nth > 0 and matches(pattern, event):
-                entry[1] = nth = nth - 1
-                if nth == 0:
-                    self.apply(do)
+        for trigger in self.pending:
+            if trigger.remaining > 0 and matches(trigger.pattern, event):
+                trigger.remaining -= 1
+                if trigger.remaining == 0:
+                    self.apply(trigger.do)
 
-    def apply(self, do: Any) -> None:
+    def apply(self, do: object) -> None:
         if do == "abort" or (isinstance(do, dict) and do.get("abort")):
             self.cancel.cancel()
         elif isinstance(do, dict) and "steer" in do:
@@ -132,7 +144,7 @@ def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQ
 
 
 def build_parallel(fixture: dict[str, Any], recorder: Recorder, steering: MessageQueue, follow_up: MessageQueue,
-                   clock: VirtualClock) -> tuple[list[AgentLoopConfig], Any]:
+                   clock: VirtualClock) -> tuple[list[AgentLoopConfig], EvaluationStrategy]:
     """The branch configs (the fixture's ``config`` with each branch's settings over it, and the
     branch's own scripted provider) and the strategy of an ``agent_loop_parallel`` fixture."""
     from .. import evaluation
@@ -147,8 +159,9 @@ def build_parallel(fixture: dict[str, Any], recorder: Recorder, steering: Messag
 
     configs = [config_for(spec, i) for i, spec in enumerate(fixture.get("branches", []))]
     name = fixture.get("strategy", "pick_first")
-    simple = {"pick_first": evaluation.PickFirstEvaluation, "transparent": evaluation.TransparentEvaluation,
-              "token_efficient": evaluation.TokenEfficientEvaluation, "elaborate": evaluation.ElaborateEvaluation}
+    simple: dict[str, Callable[[], EvaluationStrategy]] = {
+        "pick_first": evaluation.PickFirstEvaluation, "transparent": evaluation.TransparentEvaluation,
+        "token_efficient": evaluation.TokenEfficientEvaluation, "elaborate": evaluation.ElaborateEvaluation}
     if isinstance(name, str) and name in simple:
         return configs, simple[name]()
     if isinstance(name, dict) and set(name) == {"llm_judge"}:
@@ -190,7 +203,7 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         recorder.write({"kind": "error", "error": "FixtureError", "message": f"{type(error).__name__}: {error}"})
         return
 
-    def sink(event: Any) -> None:
+    def sink(event: AgentEvent) -> None:
         data = event_to_json(event)
         recorder.event(data)
         actions.on_event(data)

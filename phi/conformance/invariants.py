@@ -141,7 +141,7 @@ def _deltas_concatenate(i: int, deltas: dict[tuple[str, int], str], message: dic
 def _tools(events: list[dict[str, Any]]) -> list[str]:
     state: dict[str, str] = {}
     for i, event in enumerate(events):
-        kind, call_id = event.get("type"), event.get("tool_call_id")
+        kind, call_id = event.get("type"), str(event.get("tool_call_id"))
         if kind == "ToolExecutionStart":
             if call_id in state:
                 return [f"invariant: events[{i}] second ToolExecutionStart for {call_id}"]

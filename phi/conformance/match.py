@@ -16,11 +16,12 @@ actual items must match the group's items in some order.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence, TypeGuard
 
 MATCHERS = ("$any", "$absent", "$startswith", "$contains", "$regex", "$type")
-_JSON_TYPES = {
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "number": (int, float),
     "integer": int,
@@ -31,11 +32,11 @@ _JSON_TYPES = {
 }
 
 
-def is_matcher(value: Any) -> bool:
+def is_matcher(value: object) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in MATCHERS
 
 
-def mismatches(expected: Any, actual: Any, path: str = "") -> Iterator[str]:
+def mismatches(expected: object, actual: object, path: str = "") -> Iterator[str]:
     """Yield one readable line per difference (empty when ``actual`` matches ``expected``)."""
     if is_matcher(expected):
         (name, arg), = expected.items()
@@ -69,17 +70,17 @@ def mismatches(expected: Any, actual: Any, path: str = "") -> Iterator[str]:
         yield f"{path or '.'}: expected {_short(expected)}, got {_short(actual)}"
 
 
-def matches(expected: Any, actual: Any) -> bool:
+def matches(expected: object, actual: object) -> bool:
     return next(mismatches(expected, actual), None) is None
 
 
-def _scalar_equal(expected: Any, actual: Any) -> bool:
+def _scalar_equal(expected: object, actual: object) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
-    return expected == actual
+    return bool(expected == actual)
 
 
-def _matcher_ok(name: str, arg: Any, actual: Any) -> bool:
+def _matcher_ok(name: str, arg: Any, actual: object) -> bool:
     if name == "$any":
         return True
     if name == "$absent":
@@ -102,9 +103,7 @@ def _matcher_ok(name: str, arg: Any, actual: Any) -> bool:
     return False
 
 
-def _short(value: Any, limit: int = 160) -> str:
-    import json
-
+def _short(value: object, limit: int = 160) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -115,16 +114,16 @@ def _short(value: Any, limit: int = 160) -> str:
 # --------------------------------------------------------------------------- sequences
 
 
-def expand_length(expected: list[Any]) -> int:
+def expand_length(expected: Sequence[object]) -> int:
     """How many actual items an expected sequence stands for."""
     return sum(len(item["unordered"]) if _is_group(item) else 1 for item in expected)
 
 
-def _is_group(item: Any) -> bool:
+def _is_group(item: object) -> TypeGuard[dict[str, list[Any]]]:
     return isinstance(item, dict) and set(item) == {"unordered"} and isinstance(item["unordered"], list)
 
 
-def sequence_mismatches(expected: list[Any], actual: list[Any], name: str) -> list[str]:
+def sequence_mismatches(expected: Sequence[object], actual: Sequence[object], name: str) -> list[str]:
     """Compare a sequence with ``unordered`` groups; returns readable problems (first few only)."""
     problems: list[str] = []
     if expand_length(expected) != len(actual):
@@ -153,7 +152,7 @@ def sequence_mismatches(expected: list[Any], actual: list[Any], name: str) -> li
     return problems
 
 
-def _assign(group: list[Any], window: list[Any]) -> list[int] | None:
+def _assign(group: Sequence[object], window: Sequence[object]) -> list[int] | None:
     """A permutation mapping each expected item to a distinct actual item, or None."""
     used: list[bool] = [False] * len(window)
     chosen: list[int] = []

@@ -23,7 +23,7 @@ class Normalizer:
         self.replacements: dict[str, str] = {}
         self.counters: dict[str, int] = {}
 
-    def learn(self, value: Any) -> None:
+    def learn(self, value: object) -> None:
         """Find generated ids anywhere in ``value`` (call for every line before :meth:`apply`)."""
         if isinstance(value, dict):
             for key, item in value.items():

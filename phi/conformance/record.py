@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from .compare import parse_output
 from .invariants import split_parallel
-from .runner import REFERENCE_DRIVER, parse_output, run_driver
+from .runner import REFERENCE_DRIVER, run_driver
 
 _ZERO_USAGE = {"input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0}
 
@@ -107,9 +108,11 @@ def draft_expect(fixture: dict[str, Any], command: str = REFERENCE_DRIVER) -> di
     return expect
 
 
-def record(paths: list[Path], command: str = REFERENCE_DRIVER) -> None:
+def record(paths: list[Path], command: str = REFERENCE_DRIVER, done: Callable[[Path], None] | None = None) -> None:
+    """Rewrite each fixture file with a drafted ``expect``; ``done(path)`` after each one."""
     for path in paths:
         fixture = json.loads(path.read_text(encoding="utf-8"))
         fixture["expect"] = draft_expect(fixture, command)
         path.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"recorded {path}")
+        if done is not None:
+            done(path)

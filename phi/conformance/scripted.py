@@ -14,14 +14,17 @@ import threading
 import time
 from typing import IO, Any, Callable
 
+from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, ToolError
 from ..loop.filters import FilterResult
-from ..loop.tool import ToolContext
+from ..loop.tool import AgentTool, ToolContext
 from ..providers.base import StreamConfig, StreamEventSink
 from ..providers.mock import ScriptedProvider
 from ..types import (
+    AgentMessage,
     AssistantMessage,
     ToolResult,
+    Usage,
     UserMessage,
     message_from_json,
     message_to_json,
@@ -92,14 +95,14 @@ class Recorder:
                 self.changed.wait(left)
 
 
-def message_of(data: Any) -> Any:
+def message_of(data: object) -> AgentMessage:
     """A fixture message: a string is a user text message, an object is SPEC DATA-6 JSON."""
     if isinstance(data, str):
         return UserMessage.from_text(data)
     return message_from_json(data)
 
 
-def tool_result_of(data: Any) -> ToolResult:
+def tool_result_of(data: object) -> ToolResult:
     if isinstance(data, str):
         return ToolResult.text(data)
     return ToolResult.from_json(data)
@@ -120,8 +123,9 @@ class ScriptedTool:
         self.default: list[dict[str, Any]] = spec.get("default", [{"result": "ok"}])
         self.recorder = recorder
 
-    def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id, "args": args})
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id,
+                             "args": args})
         steps = self.calls.get(ctx.tool_call_id, self.default)
         for step in steps:
             outcome = self.play(step, ctx)
@@ -160,7 +164,9 @@ class ScriptedTool:
 class ScriptedReturns:
     """The values a hook returns, call by call: ``returns[n]`` for the n-th call, then ``default``."""
 
-    def __init__(self, spec: Any, default: Any) -> None:
+    def __init__(self, spec: object, default: object) -> None:
+        self.returns: list[object]
+        self.default: object
         if isinstance(spec, dict):
             self.returns = list(spec.get("returns", []))
             self.default = spec.get("default", default)
@@ -171,7 +177,7 @@ class ScriptedReturns:
         self.count = 0
         self.lock = threading.Lock()
 
-    def next(self) -> Any:
+    def next(self) -> object:
         """The next value; a value ``{"raise": message}`` makes the hook raise instead."""
         with self.lock:
             n, self.count = self.count, self.count + 1
@@ -181,8 +187,8 @@ class ScriptedReturns:
         return value
 
 
-def _usage(usage: Any) -> Any:
-    return usage.to_json() if hasattr(usage, "to_json") else usage
+def _usage(usage: object) -> object:
+    return usage.to_json() if isinstance(usage, Usage) else usage
 
 
 # hook name -> how its arguments are written on a "hook" line (messages are written as their count)
@@ -202,20 +208,20 @@ HOOK_ARGS: dict[str, Callable[..., list[Any]]] = {
 _DEFAULTS = {"get_api_key": None}
 
 
-def make_hook(name: str, spec: Any, recorder: Recorder) -> Callable[..., Any]:
+def make_hook(name: str, spec: object, recorder: Recorder) -> Callable[..., object]:
     if name not in HOOK_ARGS:
         raise ConfigError(f"unknown hook {name!r}; known: {', '.join(HOOK_ARGS)}")
     if name == "transform_context":
         keep_last = int(spec.get("keep_last", 0)) if isinstance(spec, dict) else 0
 
-        def transform(messages: list[Any]) -> list[Any]:
+        def transform(messages: list[AgentMessage]) -> list[AgentMessage]:
             recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](messages)})
             return messages[-keep_last:] if keep_last else messages
 
         return transform
     returns = ScriptedReturns(spec if spec != {} else None, _DEFAULTS.get(name, True))
 
-    def hook(*args: Any) -> Any:
+    def hook(*args: Any) -> object:
         recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](*args)})
         return returns.next()
 
@@ -266,7 +272,7 @@ class ReportingProvider(ScriptedProvider):
         self.child = child
         self.branch = branch
 
-    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: Any) -> AssistantMessage:
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         line = {"kind": "provider_request", "index": len(self.calls), "request": request_to_json(config)}
         if self.child is not None:
             line.update(kind="child_provider_request", tool=self.child)
@@ -276,7 +282,7 @@ class ReportingProvider(ScriptedProvider):
         return super().stream(config, on_event, cancel)
 
 
-def make_tool(spec: dict[str, Any], recorder: Recorder) -> Any:
+def make_tool(spec: dict[str, Any], recorder: Recorder) -> AgentTool:
     """A fixture tool: a :class:`ScriptedTool`, or a sub-agent when the entry has ``sub_agent``
     (its child run writes ``child_event`` and ``child_provider_request`` lines)."""
     if "sub_agent" not in spec:

@@ -383,20 +383,20 @@ def compact_messages(
     before = total_tokens(current, counter)
     if before <= budget:
         return current
-    steps = (
+    levels: list[tuple[str, Callable[[list[AgentMessage]], list[AgentMessage]]]] = [
         ("level 1 (truncate tool outputs)", lambda m: level1_truncate_tool_outputs(m, config.tool_output_max_lines)),
         ("level 2 (summarize old turns)", lambda m: level2_summarize_old_turns(m, config.keep_recent, counter)),
         ("level 3 (drop middle)", lambda m: level3_drop_middle(m, config.keep_first, config.keep_recent)),
-    )
+    ]
     summarized = current
-    for label, step in steps:
-        current = step(current)
+    for label, level in levels:
+        current = level(current)
         after = total_tokens(current, counter)
         if after <= budget:
             log.debug("compaction %s: %d -> %d tokens (budget %d)", label, before, after, budget)
             return current
         if label.startswith("level 2"):
-            summarized = current
+            summarized = current  # the fallback works on level 2's result, not level 3's
     result = keep_within_budget(summarized, budget, counter, config.keep_first)
     log.debug("compaction fallback: %d -> %d tokens (budget %d)", before, total_tokens(result, counter), budget)
     return result
@@ -436,7 +436,8 @@ def compact_with(
     effective = config if budget is None else config.with_budget(max(1, budget))
     result = strategy.compact(list(messages), effective)
     if not isinstance(result, list):
-        raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, expected a list of messages")
+        raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, "
+                          "expected a list of messages")
     return result
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Callable, Union
 
 from ..errors import ConfigError
 from .tokens import DEFAULT_COUNTER, TokenCounter
@@ -35,7 +35,7 @@ class CallableTokenCounter:
         return f"CallableTokenCounter({self.fn!r})"
 
 
-def _check_count(owner: str, name: str, value: Any, minimum: int = 0, allow_none: bool = False) -> None:
+def _check_count(owner: str, name: str, value: object, minimum: int = 0, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -71,7 +71,8 @@ class ContextConfig:
         elif not isinstance(counter, TokenCounter):
             if not callable(counter):
                 raise ConfigError(
-                    f"ContextConfig.token_counter must have a count(text) -> int method or be a callable, got {counter!r}"
+                    "ContextConfig.token_counter must have a count(text) -> int method or be a callable, "
+                    f"got {counter!r}"
                 )
             self.token_counter = CallableTokenCounter(counter)
 
@@ -83,7 +84,10 @@ class ContextConfig:
     @property
     def counter(self) -> TokenCounter:
         """``token_counter`` as a :class:`TokenCounter` (callables are wrapped on construction)."""
-        return self.token_counter  # type: ignore[return-value]
+        counter = self.token_counter
+        if not isinstance(counter, TokenCounter):  # a plain callable assigned after construction
+            counter = self.token_counter = CallableTokenCounter(counter)
+        return counter
 
     def with_budget(self, budget: int) -> ContextConfig:
         """A copy whose :attr:`budget` is ``budget`` (e.g. a tighter one after a context overflow)."""
@@ -108,7 +112,8 @@ class ExecutionLimits:
             duration = duration.total_seconds()
         if duration is not None:
             if not isinstance(duration, (int, float)) or isinstance(duration, bool) or not duration > 0:
-                raise ConfigError(f"ExecutionLimits.max_duration must be a positive number of seconds, got {duration!r}")
+                raise ConfigError("ExecutionLimits.max_duration must be a positive number of seconds, "
+                                  f"got {duration!r}")
             object.__setattr__(self, "max_duration", float(duration))
 
     @classmethod

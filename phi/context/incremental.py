@@ -73,7 +73,7 @@ class IncrementalCompaction:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._settings: tuple = ()
+        self._settings: tuple[TokenCounter, int, int, int] | None = None
         self._forget(None)
 
     def __repr__(self) -> str:

@@ -16,7 +16,7 @@ on ``ContextConfig.token_counter`` and threaded through every call site (compact
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Iterable, Protocol, runtime_checkable
 
 from ..types import (
     AgentMessage,
@@ -90,7 +90,7 @@ class HeuristicTokenCounter:
 DEFAULT_COUNTER = HeuristicTokenCounter()
 
 
-def _arguments_text(arguments: Any) -> str:
+def _arguments_text(arguments: object) -> str:
     try:
         return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):

@@ -40,45 +40,17 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from .judge import LlmJudgeEvaluation as LlmJudgeEvaluation
-    from .model import (
-        EvaluationDecision as EvaluationDecision,
-    )
-    from .model import (
-        EvaluationError as EvaluationError,
-    )
-    from .model import (
-        EvaluationStrategy as EvaluationStrategy,
-    )
-    from .model import (
-        ParallelLoopOutcome as ParallelLoopOutcome,
-    )
-    from .model import (
-        ParallelLoopResult as ParallelLoopResult,
-    )
-    from .model import (
-        candidate_indices as candidate_indices,
-    )
-    from .model import (
-        final_text as final_text,
-    )
-    from .parallel import (
-        agent_loop_parallel as agent_loop_parallel,
-    )
-    from .parallel import (
-        branch_configs as branch_configs,
-    )
-    from .parallel import (
-        merge_selected as merge_selected,
-    )
-    from .strategies import (
-        ElaborateEvaluation as ElaborateEvaluation,
-    )
-    from .strategies import (
-        PickFirstEvaluation as PickFirstEvaluation,
-    )
-    from .strategies import (
-        TokenEfficientEvaluation as TokenEfficientEvaluation,
-    )
-    from .strategies import (
-        TransparentEvaluation as TransparentEvaluation,
-    )
+    from .model import EvaluationDecision as EvaluationDecision
+    from .model import EvaluationError as EvaluationError
+    from .model import EvaluationStrategy as EvaluationStrategy
+    from .model import ParallelLoopOutcome as ParallelLoopOutcome
+    from .model import ParallelLoopResult as ParallelLoopResult
+    from .model import candidate_indices as candidate_indices
+    from .model import final_text as final_text
+    from .parallel import agent_loop_parallel as agent_loop_parallel
+    from .parallel import branch_configs as branch_configs
+    from .parallel import merge_selected as merge_selected
+    from .strategies import ElaborateEvaluation as ElaborateEvaluation
+    from .strategies import PickFirstEvaluation as PickFirstEvaluation
+    from .strategies import TokenEfficientEvaluation as TokenEfficientEvaluation
+    from .strategies import TransparentEvaluation as TransparentEvaluation

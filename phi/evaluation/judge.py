@@ -1,4 +1,5 @@
-"""LlmJudgeEvaluation: a model picks the best branch (seed 000 REQ-201, REQ-202, REQ-207..209).
+"""LlmJudgeEvaluation: a model picks the best branch (SPEC §13.3 EVAL-6; seed 000 REQ-201,
+REQ-202, REQ-207..209).
 
 The judge sees what a user would: the request and each branch's final answer — never tool calls,
 tool results or intermediate turns. Its prompt, one user message::
@@ -29,16 +30,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..context.tokens import USER_OVERHEAD
-from ..events import AgentEnd, AgentStart, ProgressMessage
+from ..events import AgentEnd, AgentEvent, ProgressMessage
 from ..loop.config import AgentContext, AgentLoopConfig
 from ..loop.run import agent_loop
 from ..types import (
     AgentMessage,
     AssistantMessage,
+    Content,
     RunOutcome,
     TextContent,
     ToolResultMessage,
@@ -78,7 +80,7 @@ class JudgeInput:
     responses: list[str]
 
 
-def _text_of(content: Sequence[Any]) -> str:
+def _text_of(content: Sequence[Content]) -> str:
     return "\n".join(block.text for block in content if isinstance(block, TextContent))
 
 
@@ -114,9 +116,10 @@ def judge_input(prompts: Sequence[AgentMessage], outcomes: Sequence[ParallelLoop
         query = "\n".join(_text_of(m.content) for m in prompts if isinstance(m, UserMessage))
         prior = base
     else:
-        last = max((i for i, m in enumerate(base) if isinstance(m, UserMessage)), default=None)
-        query = _text_of(base[last].content) if last is not None else ""  # type: ignore[union-attr]
-        prior = base[:last] if last is not None else base
+        users = [(i, m) for i, m in enumerate(base) if isinstance(m, UserMessage)]
+        last, message = users[-1] if users else (len(base), None)
+        query = _text_of(message.content) if message is not None else ""
+        prior = base[:last]
     return JudgeInput(transcript(prior), query, [final_text(outcomes[i].new_messages) for i in indices])
 
 
@@ -212,16 +215,15 @@ class _JudgeSink:
         self.decision: EvaluationDecision | None = None
         self.usage = Usage()
 
-    def __call__(self, event: Any) -> None:
-        kind = type(event)
-        if kind is AgentEnd:
+    def __call__(self, event: AgentEvent) -> None:
+        if event.type == "AgentEnd":
             self.flush(event.loop_id)  # a before_loop veto ends the run without an AgentStart
             self.usage = event.usage
             self.decision, warning = self.choose(event)
             if warning:
                 self.emit(ProgressMessage(event.loop_id, "", JUDGE_PROGRESS_NAME, f"LLM judge: {warning}"))
         self.emit(event)
-        if kind is AgentStart:
+        if event.type == "AgentStart":
             self.flush(event.loop_id)
 
     def flush(self, loop_id: str) -> None:

@@ -1,4 +1,5 @@
-"""Fitting an LLM judge's prompt into its context budget (seed 000 REQ-202, REQ-208).
+"""Fitting an LLM judge's prompt into its context budget (SPEC §13.3 EVAL-6; seed 000
+REQ-202, REQ-208).
 
 Every candidate response must be in front of the judge at once, so when the prior conversation and
 the responses are too long together they are shortened — never the query, never the scaffolding of

@@ -13,11 +13,11 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from ..events import AgentEnd, MessageEnd, ParallelLoopEnd, ParallelLoopStart, TurnEnd
+from ..events import AgentEnd, AgentEvent, ParallelLoopEnd, ParallelLoopStart
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import AgentContext, AgentLoopConfig
@@ -41,12 +41,13 @@ __all__ = ["agent_loop_parallel", "branch_configs", "merge_selected"]
 # --------------------------------------------------------------------------- running the branches
 
 
-_DONE = object()  # posted by a branch thread as its last item
+# What a branch thread posts to the caller: (branch index, event), and (index, None) as its last item.
+Posted = tuple[int, Union[AgentEvent, None]]
 
 
 @dataclass
 class _Branch:
-    """One branch while it runs. Written by its own thread; read by the caller after ``_DONE``."""
+    """One branch while it runs. Written by its own thread; read by the caller once the thread posted its last item."""
 
     index: int
     config: AgentLoopConfig
@@ -58,18 +59,17 @@ class _Branch:
     returned: list[AgentMessage] | None = None
     exception: BaseException | None = None
 
-    def observe(self, event: Any) -> None:
-        kind = type(event)
-        if kind is TurnEnd:
+    def observe(self, event: AgentEvent) -> None:
+        if event.type == "TurnEnd":
             self.turn_usage = self.turn_usage.combine(event.usage)
-        elif kind is MessageEnd:
+        elif event.type == "MessageEnd":
             self.announced.append(event.message)
-        elif kind is AgentEnd:
+        elif event.type == "AgentEnd":
             self.end = event
 
-    def run(self, prompts: list[AgentMessage], post: Callable[[Any], None]) -> None:
+    def run(self, prompts: list[AgentMessage], post: Callable[[Posted], None]) -> None:
         """The thread's body: the loop, with every event posted to the caller; never raises."""
-        def sink(event: Any) -> None:
+        def sink(event: AgentEvent) -> None:
             self.observe(event)
             post((self.index, event))
 
@@ -82,7 +82,7 @@ class _Branch:
             self.exception = exc
             log.warning("parallel branch %s raised %s: %s", self.context.loop_id, type(exc).__name__, exc)
         finally:
-            post((self.index, _DONE))
+            post((self.index, None))
 
     def outcome(self, base: list[AgentMessage]) -> ParallelLoopOutcome:
         end, context = self.end, self.context
@@ -161,11 +161,11 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
     return ParallelLoopResult(decision.index, selected.loop_id, outcomes, usage, decision.reason)
 
 
-def _drop(event: Any) -> None:
+def _drop(event: AgentEvent) -> None:
     """The sink when the caller gave none."""
 
 
-def _check_arguments(configs: Sequence[AgentLoopConfig], strategy: Any, loop_ids: Sequence[str] | None,
+def _check_arguments(configs: Sequence[AgentLoopConfig], strategy: object, loop_ids: Sequence[str] | None,
                      branch_cancels: Sequence[CancellationToken] | None) -> None:
     if not configs:
         raise ConfigError("agent_loop_parallel needs at least one AgentLoopConfig")
@@ -207,7 +207,7 @@ def _run_branches(branches: list[_Branch], prompts: list[AgentMessage], emit: Si
     The queue serialises the sink without a lock: a branch only ever puts, so a slow or re-entrant
     sink cannot stall a branch or deadlock with it.
     """
-    events: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+    events: queue.SimpleQueue[Posted] = queue.SimpleQueue()
     threads = [threading.Thread(target=branch.run, args=(prompts, events.put), daemon=True,
                                 name=f"phi-branch-{branch.context.loop_id}") for branch in branches]
     running = 0
@@ -218,7 +218,7 @@ def _run_branches(branches: list[_Branch], prompts: list[AgentMessage], emit: Si
             running += 1
         while running:
             event = events.get()[1]
-            if event is _DONE:
+            if event is None:  # a branch ended
                 running -= 1
             elif failure is None:
                 try:
@@ -231,7 +231,7 @@ def _run_branches(branches: list[_Branch], prompts: list[AgentMessage], emit: Si
         for branch in branches:
             branch.cancel.cancel()
         while running:
-            if events.get()[1] is _DONE:
+            if events.get()[1] is None:
                 running -= 1
         raise
     finally:
@@ -246,7 +246,7 @@ def _decide(strategy: EvaluationStrategy, prompts: list[AgentMessage], outcomes:
             emit: Sink, cancel: CancellationToken) -> tuple[EvaluationDecision, Usage]:
     sink_errors: list[BaseException] = []
 
-    def sink(event: Any) -> None:
+    def sink(event: AgentEvent) -> None:
         try:
             emit(event)
         except BaseException as exc:

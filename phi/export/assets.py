@@ -1,4 +1,4 @@
-"""The inline stylesheet and script of an exported session page (issue 15 ``phi export``).
+"""The inline stylesheet and script of an exported session page (SPEC §16 EXPORT-1).
 
 Both are constants written into the page; the page's Content-Security-Policy allows exactly these
 two (by their SHA-256 hashes), so nothing else can run or load even if some text escaped its

@@ -1,4 +1,4 @@
-"""``phi export SESSION_ID --html FILE``: a recorded session as one HTML page (issue 15).
+"""``phi export SESSION_ID --html FILE``: a recorded session as one HTML page (SPEC §16 EXPORT-5).
 
 Reads the session (and its sub-agent sessions) from a session store — the ``phi`` command's
 JSON directory by default, ``$PHI_HOME/sessions`` with ``PHI_HOME`` defaulting to ``~/.phi``, or
@@ -14,14 +14,17 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Union
 
 from ..cli.options import default_sessions_dir
+
+if TYPE_CHECKING:
+    from ..session import JsonDirStore, SqliteStore
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def open_store(location: str | os.PathLike[str]) -> Any:
+def open_store(location: str | os.PathLike[str]) -> Union[JsonDirStore, SqliteStore]:
     """A :class:`~phi.session.SqliteStore` when ``location`` is an SQLite database file, else a
     :class:`~phi.session.JsonDirStore` on the directory (which must exist)."""
     from ..session import JsonDirStore, SessionError, SqliteStore
@@ -55,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Run ``phi export`` with ``argv`` (the arguments after ``export``); returns the exit status."""
-    from ..session import SessionError
+    from ..session import SessionError, SqliteStore
     from .html import export_session_html
 
     try:
@@ -63,7 +66,7 @@ def main(argv: list[str]) -> int:
     except SystemExit as stop:  # --help (0) or a usage error (2): argparse has already written why
         return int(stop.code or 0)
     location = args.store if args.store is not None else default_sessions_dir()
-    store = None
+    store: JsonDirStore | SqliteStore | None = None
     try:
         store = open_store(location)
         tree = export_session_html(store, args.session_id, args.html)
@@ -74,9 +77,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"phi export: cannot write {args.html}: {error.strerror or error}\n")
         return 1
     finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
+        if isinstance(store, SqliteStore):  # a directory store holds nothing open
+            store.close()
     extra = len(tree.sessions) - 1
     note = f" with {extra} sub-agent session(s)" if extra else ""
     if tree.missing:

@@ -1,4 +1,4 @@
-"""File edits of a session as unified diffs (issue 15 ``phi export``: "diffs of file edits").
+"""File edits of a session as unified diffs (SPEC §16 EXPORT-2).
 
 A tool call is recognised as a file edit by its arguments, whatever the tool is called (phi-core's
 and the coding layer's names differ, applications register their own):
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 _CONTEXT = 3
 
@@ -33,7 +33,7 @@ class FileDiff:
     text: str
 
 
-def _first_str(args: Mapping[str, Any], *names: str) -> str | None:
+def _first_str(args: Mapping[str, object], *names: str) -> str | None:
     for name in names:
         value = args.get(name)
         if isinstance(value, str):
@@ -72,7 +72,7 @@ def _all_added(content: str, old_name: str, path: str) -> str:
     return "\n".join(body + ["+" + line for line in lines])
 
 
-def edit_diffs(arguments: Mapping[str, Any], details: Any = None) -> list[FileDiff]:
+def edit_diffs(arguments: Mapping[str, object], details: object = None) -> list[FileDiff]:
     """The diffs a tool call with these arguments made (``details``: its result's details)."""
     if not isinstance(arguments, Mapping):
         return []

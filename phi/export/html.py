@@ -1,4 +1,4 @@
-"""One session as one self-contained HTML page (issue 15: ``phi export SESSION_ID --html FILE``).
+"""One session as one self-contained HTML page (SPEC §16 EXPORT-1..3).
 
 The page shows what people need when they debug an agent run: every run (loop) of the session with
 its messages — user input, the model's thinking and text, each tool call with its input, its output
@@ -27,11 +27,13 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
-from ..session import ChildLoopRef, LoopRecord, Session
+from ..session import ChildLoopRef, LoopRecord, Session, SessionStore
 from ..types import (
+    AgentMessage,
     AssistantMessage,
+    Content,
     ExtensionMessage,
     ImageContent,
     TextContent,
@@ -52,7 +54,7 @@ _SHORT_ARGS = 80
 _MAX_NEST = 32  # tree levels; deeper continuations are listed flat
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """Text for HTML element content and quoted attribute values."""
     return html.escape(str(value), quote=True)
 
@@ -105,11 +107,11 @@ class _Page:
 
     # ------------------------------------------------------------------ small pieces
 
-    def t(self, value: Any) -> str:
+    def t(self, value: object) -> str:
         """A recorded string: cleaned of secrets, then escaped."""
         return esc(self.r.text(str(value)))
 
-    def json_block(self, value: Any, cls: str = "json") -> str:
+    def json_block(self, value: object, cls: str = "json") -> str:
         text = json.dumps(self.r.data(value), indent=2, ensure_ascii=False, default=str)
         return f'<pre class="{cls}">{esc(text)}</pre>'
 
@@ -134,7 +136,9 @@ class _Page:
     def tree_items(self, session: Session, records: list[LoopRecord], seen: set[str], depth: int = 0) -> str:
         """List items for ``records``; below :data:`_MAX_NEST` levels, continuations are listed
         after their parent instead of inside it (a chain of thousands of runs stays a flat list)."""
-        out, grouped, pending = [], set(), list(records)
+        out: list[str] = []
+        grouped: set[str] = set()
+        pending = list(records)
         for record in pending:  # grows while it is walked, past the nesting limit
             if record.loop_id in seen or record.loop_id in grouped:
                 continue
@@ -169,7 +173,7 @@ class _Page:
             inner += self.sub_agent_item(ref, seen, depth + 1)
         return f'<li class="tree-loop">{head}' + (f"<ul>{inner}</ul>" if inner else "") + "</li>"
 
-    def sub_agent_item(self, ref: Any, seen: set[str], depth: int) -> str:
+    def sub_agent_item(self, ref: ChildLoopRef, seen: set[str], depth: int) -> str:
         child = self.tree.sessions.get(ref.child_session_id)
         label = f'<span class="group-label">sub-agent {self.t(ref.tool_name)}</span>'
         if child is None:
@@ -205,7 +209,7 @@ class _Page:
                 f'<div class="usage">run usage: {esc(usage_text(record.usage))}</div></header>'
                 f'<ol class="messages">{messages}</ol>{unshown}</section>')
 
-    def message(self, message: Any, scope: _LoopScope) -> str:
+    def message(self, message: AgentMessage, scope: _LoopScope) -> str:
         if isinstance(message, UserMessage):
             return f'<li class="msg msg-user"><div class="role">user</div>{self.blocks(message.content)}</li>'
         if isinstance(message, AssistantMessage):
@@ -237,7 +241,7 @@ class _Page:
                 f'{" · " + self.t(model) if model else ""}</div>')
         return f'<li class="msg msg-assistant"><div class="role">assistant</div>{"".join(parts)}{turn}</li>'
 
-    def blocks(self, content: Iterable[Any]) -> str:
+    def blocks(self, content: Iterable[Content]) -> str:
         out = []
         for block in content:
             if isinstance(block, TextContent):
@@ -292,7 +296,7 @@ class _Page:
             lines.append(f'<span class="{cls}">{esc(line)}</span>')
         return f'<pre class="diff">{"".join(lines)}</pre>'
 
-    def sub_agent_block(self, ref: Any) -> str:
+    def sub_agent_block(self, ref: ChildLoopRef) -> str:
         child = self.tree.sessions.get(ref.child_session_id)
         head = f'<div class="role">sub-agent {self.t(ref.tool_name)} · session {self.t(ref.child_session_id)}</div>'
         if child is None:
@@ -330,7 +334,7 @@ class _Page:
                 f"{missing}{main}</main></div><script>{JS}</script></body></html>\n")
 
 
-def _plain(content: Iterable[Any]) -> str:
+def _plain(content: Iterable[Content]) -> str:
     return "\n".join(b.text for b in content if isinstance(b, TextContent))
 
 
@@ -339,7 +343,7 @@ def render_html(tree: ExportTree, redactor: Redactor | None = None) -> str:
     return _Page(tree, redactor or Redactor()).page()
 
 
-def export_session_html(store: Any, session_id: str, path: str | os.PathLike[str],
+def export_session_html(store: SessionStore, session_id: str, path: str | os.PathLike[str],
                         secrets: Iterable[str] = ()) -> ExportTree:
     """Write the page of ``session_id`` (and its sub-agent sessions) to ``path``, atomically.
 

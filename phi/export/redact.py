@@ -1,4 +1,5 @@
-"""Keeping secrets out of an exported session (issue 15 ``phi export``; DESIGN §8 "Secrets never appear").
+"""Keeping secrets out of an exported session (SPEC §16 EXPORT-4; DESIGN §8 "Secrets
+never appear").
 
 A :class:`Redactor` cleans every string the HTML export writes:
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from ..providers.secrets import MIN_SECRET, REDACTED, secret_forms
 from ..tools.env_filter import is_secret_variable
@@ -63,7 +64,7 @@ class Redactor:
         value = _BEARER.sub(lambda m: m.group(1) + REDACTED, value)
         return _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + m.group(2), value)
 
-    def data(self, value: Any) -> Any:
+    def data(self, value: object) -> object:
         """JSON data with every string cleaned and string values of secret-named keys replaced."""
         if isinstance(value, str):
             return self.text(value)

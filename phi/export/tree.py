@@ -1,4 +1,5 @@
-"""The sessions one export shows: a session and every sub-agent session it reaches (issue 15 ``phi export``).
+"""The sessions one export shows: a session and every sub-agent session it reaches (SPEC §16 EXPORT-2,
+EXPORT-5).
 
 A sub-agent's run lives in a session of its own, linked from the parent loop by a
 :class:`~phi.session.ChildLoopRef` (docs/sessions.md "Cross-session sub-agents"). :func:`load_tree`
@@ -13,9 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..session import LoopRecord, Session, SessionError
+from ..session import LoopRecord, Session, SessionError, SessionStore
 
 MAX_SESSIONS = 10_000  # a guard against a store whose links never end
 
@@ -41,7 +41,7 @@ class ExportTree:
         return [record for session in self.sessions.values() for record in session.loops]
 
 
-def load_tree(store: Any, session_id: str) -> ExportTree:
+def load_tree(store: SessionStore, session_id: str) -> ExportTree:
     """The session ``session_id`` of ``store`` and the sub-agent sessions reachable from it."""
     root = store.load(session_id)
     tree = ExportTree(root, {root.session_id: root})

@@ -1,4 +1,5 @@
-"""SPEC §13.2 — sessions: what every run of an agent did, as a navigable tree, and where to keep it (seed 000 Milestone 4.11).
+"""SPEC §13.2 — sessions: what every run of an agent did, as a navigable tree, and where to keep it
+(seed 000 Milestone 4.11).
 
 Not imported by ``import phi``; ``import phi.session`` loads the model and the recorder (the SQLite
 module only when a :class:`SqliteStore` is made). Guide: docs/sessions.md.

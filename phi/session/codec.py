@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..errors import DecodeError
 from ..types import (  # the DATA-6 field readers: same errors for the same mistakes
@@ -50,6 +50,8 @@ from .model import (
     exact_time,
 )
 
+T = TypeVar("T")
+
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _RFC3339 = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d\d):(\d\d))\Z"
@@ -65,7 +67,7 @@ def format_time(seconds: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond:06d}Z"
 
 
-def parse_time(value: Any, path: str) -> float:
+def parse_time(value: object, path: str) -> float:
     """An RFC 3339 string (or unix seconds) as unix seconds held to microseconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
@@ -93,7 +95,7 @@ def parse_time(value: Any, path: str) -> float:
 # --------------------------------------------------------------------------- small readers
 
 
-def _object(data: Any, path: str, what: str) -> dict[str, Any]:
+def _object(data: object, path: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise DecodeError(path, data, what)
     return data
@@ -121,7 +123,7 @@ def _str_list(data: dict[str, Any], name: str, path: str) -> list[str]:
     return value
 
 
-def _list(data: dict[str, Any], name: str, path: str, decode: Callable[[Any, str], Any]) -> list[Any]:
+def _list(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> list[T]:
     value = data.get(name, [])
     if value is None:
         return []
@@ -130,7 +132,7 @@ def _list(data: dict[str, Any], name: str, path: str, decode: Callable[[Any, str
     return [decode(item, f"{path}.{name}[{i}]") for i, item in enumerate(value)]
 
 
-def _optional(data: dict[str, Any], name: str, path: str, decode: Callable[[Any, str], Any]) -> Any:
+def _optional(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> T | None:
     value = data.get(name)
     return None if value is None else decode(value, f"{path}.{name}")
 
@@ -150,7 +152,7 @@ def formation_to_json(formation: SessionFormation) -> dict[str, Any]:
     return {type(formation).__name__: {"timestamp": format_time(formation.timestamp)}}
 
 
-def formation_from_json(data: Any, path: str) -> SessionFormation:
+def formation_from_json(data: object, path: str) -> SessionFormation:
     if isinstance(data, dict) and len(data) == 1:
         ((name, body),) = data.items()
         inner = f"{path}.{name}"
@@ -163,7 +165,7 @@ def formation_from_json(data: Any, path: str) -> SessionFormation:
     raise DecodeError(path, data, '{"FirstLoop": {...}}, {"Explicit": {...}} or {"InactivityTimeout": {...}}')
 
 
-def _spawn_from_json(data: Any, path: str) -> SpawnRef:
+def _spawn_from_json(data: object, path: str) -> SpawnRef:
     data = _object(data, path, "a spawn reference object")
     return SpawnRef(_str(data, "parent_session_id", path), _str(data, "parent_loop_id", path),
                     _str(data, "tool_call_id", path), _str(data, "tool_name", path))
@@ -174,13 +176,13 @@ def _spawn_to_json(ref: SpawnRef) -> dict[str, str]:
             "tool_call_id": ref.tool_call_id, "tool_name": ref.tool_name}
 
 
-def _child_from_json(data: Any, path: str) -> ChildLoopRef:
+def _child_from_json(data: object, path: str) -> ChildLoopRef:
     data = _object(data, path, "a child loop reference object")
     return ChildLoopRef(_str(data, "tool_call_id", path), _str(data, "tool_name", path),
                         _str(data, "child_loop_id", path), _str(data, "child_session_id", path))
 
 
-def _group_from_json(data: Any, path: str) -> ParallelGroupRecord:
+def _group_from_json(data: object, path: str) -> ParallelGroupRecord:
     data = _object(data, path, "a parallel group object")
     selected = data.get("is_selected")
     if not isinstance(selected, bool):
@@ -197,18 +199,19 @@ def _group_to_json(group: ParallelGroupRecord) -> dict[str, Any]:
             "evaluation_usage": group.evaluation_usage.to_json(), "is_selected": group.is_selected}
 
 
-def _config_from_json(data: Any, path: str) -> LoopConfigSnapshot:
+def _config_from_json(data: object, path: str) -> LoopConfigSnapshot:
     data = _object(data, path, "a config snapshot object")
-    return LoopConfigSnapshot(_str(data, "model", path), _str(data, "provider", path), _opt_str(data, "config_id", path))
+    return LoopConfigSnapshot(_str(data, "model", path), _str(data, "provider", path),
+                              _opt_str(data, "config_id", path))
 
 
-def _event_from_json(data: Any, path: str) -> LoopEvent:
+def _event_from_json(data: object, path: str) -> LoopEvent:
     data = _object(data, path, "a loop event object")
     return LoopEvent(_int(data, "sequence", path), _object(_required(data, "event", path), path + ".event",
                                                            "an event object"))
 
 
-def _status(value: Any, path: str) -> LoopStatus:
+def _status(value: object, path: str) -> LoopStatus:
     try:
         return LoopStatus(value)
     except ValueError:
@@ -249,7 +252,7 @@ def loop_to_json(record: LoopRecord) -> dict[str, Any]:
     return out
 
 
-def loop_from_json(data: Any, path: str = "loop") -> LoopRecord:
+def loop_from_json(data: object, path: str = "loop") -> LoopRecord:
     data = _object(data, path, "a loop record object")
     return LoopRecord(
         loop_id=_str(data, "loop_id", path),
@@ -287,7 +290,7 @@ def session_to_json(session: Session) -> dict[str, Any]:
     return out
 
 
-def session_from_json(data: Any, path: str = "session") -> Session:
+def session_from_json(data: object, path: str = "session") -> Session:
     data = _object(data, path, "a session object")
     return Session(
         session_id=_str(data, "session_id", path),

@@ -1,4 +1,5 @@
-"""JsonDirStore: one pretty-printed JSON file per session, ``{dir}/{session_id}.json`` (seed 000 REQ-216, REQ-217).
+"""JsonDirStore: one pretty-printed JSON file per session, ``{dir}/{session_id}.json`` (SPEC §13.2 SESS-6;
+seed 000 REQ-216, REQ-217).
 
 phi-core's layout: a flat directory, no index. Writes are atomic: the JSON goes to a hidden temp
 file in the same directory (``.{session_id}.<random>.tmp``), is flushed and fsynced, then renamed

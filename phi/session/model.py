@@ -18,9 +18,12 @@ import enum
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ..types import AgentMessage, ContinuationKind, RunOutcome, Usage
+
+if TYPE_CHECKING:
+    from ..events import AgentEvent
 
 
 def exact_time(seconds: float) -> float:
@@ -30,7 +33,7 @@ def exact_time(seconds: float) -> float:
     return round(seconds * 1_000_000) / 1_000_000
 
 
-def _set_time(obj: Any, name: str) -> None:
+def _set_time(obj: object, name: str) -> None:
     value = getattr(obj, name)
     if value is not None:
         object.__setattr__(obj, name, exact_time(value))
@@ -175,7 +178,7 @@ class LoopEvent:
     sequence: int
     event: dict[str, Any]
 
-    def decode(self) -> Any:
+    def decode(self) -> AgentEvent:
         """The event as an object (``phi.events``); its timestamp keeps milliseconds (EVT-1)."""
         from ..events import event_from_json
 
@@ -233,7 +236,7 @@ class LoopRecord:
         return loop_to_json(self)
 
     @classmethod
-    def from_json(cls, data: Any, path: str = "loop") -> LoopRecord:
+    def from_json(cls, data: object, path: str = "loop") -> LoopRecord:
         from .codec import loop_from_json
 
         return loop_from_json(data, path)
@@ -314,7 +317,7 @@ class Session:
         return session_to_json(self)
 
     @classmethod
-    def from_json(cls, data: Any, path: str = "session") -> Session:
+    def from_json(cls, data: object, path: str = "session") -> Session:
         from .codec import session_from_json
 
         return session_from_json(data, path)

@@ -26,6 +26,7 @@ from typing import Any, Union
 from ..events import (
     EVENT_TYPES,
     AgentEnd,
+    AgentEvent,
     AgentStart,
     MessageUpdate,
     ParallelLoopEnd,
@@ -68,7 +69,8 @@ class InactivityTimeoutPolicy:
     threshold_secs: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.threshold_secs, bool) or not isinstance(self.threshold_secs, int) or self.threshold_secs <= 0:
+        threshold = self.threshold_secs
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
             raise ValueError(f"threshold_secs must be a positive integer, got {self.threshold_secs!r}")
 
 
@@ -109,20 +111,21 @@ class SessionRecorder:
 
     # ------------------------------------------------------------------ input
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: AgentEvent) -> None:
         """Record one event. Safe to call from any thread; never raises for an unknown loop."""
-        handler = _HANDLERS.get(type(event))
+        handled = type(event) in _HANDLED
         keep = self.config.keep_events
-        if handler is None and (not keep or type(event) not in _EVENT_CLASSES):
+        if not handled and (not keep or type(event) not in _EVENT_CLASSES):
             return  # MessageUpdate, MessageStart, ...: nothing to record; not an event: not ours
         kept = None
         if keep and (type(event) is not MessageUpdate or self.config.include_streaming_events):
             kept = event_to_json(event)  # encoded outside the lock
+        loop_id = getattr(event, "loop_id", None)  # the parallel pair has none
         with self._lock:
-            if handler is not None:
-                handler(self, event)
-            if keep and hasattr(event, "loop_id"):
-                self._keep(event, kept)
+            if handled:
+                self._handle(event)
+            if keep and loop_id is not None:
+                self._keep(loop_id, type(event) is AgentEnd, kept)
 
     __call__ = on_event  # the recorder itself is a sink
 
@@ -187,6 +190,20 @@ class SessionRecorder:
             return None if record is None else record.copy()
 
     # ------------------------------------------------------------------ handlers (lock held)
+
+    def _handle(self, event: AgentEvent) -> None:
+        if event.type == "AgentStart":
+            self._on_agent_start(event)
+        elif event.type == "AgentEnd":
+            self._on_agent_end(event)
+        elif event.type == "TurnEnd":
+            self._on_turn_end(event)
+        elif event.type == "ToolExecutionEnd":
+            self._on_tool_end(event)
+        elif event.type == "ParallelLoopStart":
+            self._on_parallel_start(event)
+        elif event.type == "ParallelLoopEnd":
+            self._on_parallel_end(event)
 
     def _on_agent_start(self, event: AgentStart) -> None:
         started = exact_time(event.timestamp)
@@ -297,7 +314,7 @@ class SessionRecorder:
         if found is None:
             log.warning("ParallelLoopEnd selects loop %s of a group the recorder did not see start",
                         event.selected_loop_id)
-            group = (event.selected_loop_id,)
+            group: tuple[str, ...] = (event.selected_loop_id,)
         else:
             group, session_id = found
             for loop_id in group:
@@ -320,8 +337,8 @@ class SessionRecorder:
 
     # ------------------------------------------------------------------ helpers (lock held)
 
-    def _keep(self, event: Any, encoded: dict[str, Any] | None) -> None:
-        loop_id = event.loop_id
+    def _keep(self, loop_id: str, last: bool, encoded: dict[str, Any] | None) -> None:
+        """Keep one encoded event of ``loop_id`` (None: not kept, but counted); ``last``: its AgentEnd."""
         sequence = self._next_seq.get(loop_id)
         if sequence is None:
             return  # not an open loop of this recorder
@@ -329,7 +346,7 @@ class SessionRecorder:
         if encoded is not None:
             record.events.append(LoopEvent(sequence, encoded))
             self._dirty.add(record.session_id)
-        if type(event) is AgentEnd:
+        if last:
             del self._next_seq[loop_id]
         else:
             self._next_seq[loop_id] = sequence + 1
@@ -370,14 +387,8 @@ class SessionRecorder:
             self._next_seq.pop(record.loop_id, None)
 
 
-_HANDLERS: dict[type, Any] = {
-    AgentStart: SessionRecorder._on_agent_start,
-    AgentEnd: SessionRecorder._on_agent_end,
-    TurnEnd: SessionRecorder._on_turn_end,
-    ToolExecutionEnd: SessionRecorder._on_tool_end,
-    ParallelLoopStart: SessionRecorder._on_parallel_start,
-    ParallelLoopEnd: SessionRecorder._on_parallel_end,
-}
+# The events that change the tree (SessionRecorder._handle); the others are only kept (keep_events).
+_HANDLED = frozenset({AgentStart, AgentEnd, TurnEnd, ToolExecutionEnd, ParallelLoopStart, ParallelLoopEnd})
 
 _EVENT_CLASSES = frozenset(EVENT_TYPES.values())
 

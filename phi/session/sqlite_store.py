@@ -1,4 +1,5 @@
-"""SqliteStore: sessions in one SQLite database, for many thousands of sessions (seed 000 REQ-216, REQ-217).
+"""SqliteStore: sessions in one SQLite database, for many thousands of sessions (SPEC §13.2
+SESS-6; seed 000 REQ-216, REQ-217).
 
 Stdlib ``sqlite3`` only. The database runs in WAL mode with a busy timeout, so several threads and
 processes can read and write it at once: each thread (and each process, after a fork) opens its own
@@ -17,11 +18,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import CorruptSession, NotFound, SessionError
 from .model import Session
 from .store import check_session_id, decode_session, encode_session
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection  # sqlite3 itself is imported by the first store made
 
 APPLICATION_ID = 0x70686973  # "phis", PRAGMA application_id of databases this store created
 _TABLE = "phi_sessions"
@@ -59,7 +63,7 @@ class SqliteStore:
         self.synchronous = synchronous
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[Any] = []
+        self._connections: list[tuple[int, Connection]] = []  # (pid, connection)
         self._ready_pid: int | None = None  # the process that checked the schema
         self._connection()  # fail now, not at first use, if the file is not usable
 
@@ -88,7 +92,7 @@ class SqliteStore:
         data = encode_session(session, indent=None).decode("utf-8")
         row = (session.session_id, session.agent_id, session.created_at, session.last_active_at, data)
 
-        def write(connection: Any) -> None:
+        def write(connection: Connection) -> None:
             (seq,) = connection.execute(f"SELECT COALESCE(MAX(saved_seq), 0) + 1 FROM {_TABLE}").fetchone()
             connection.execute(
                 f"INSERT OR REPLACE INTO {_TABLE} (session_id, agent_id, created_at, last_active_at, saved_seq, "
@@ -109,9 +113,9 @@ class SqliteStore:
 
     def delete(self, session_id: str) -> None:
         check_session_id(session_id)
-        deleted = []
+        deleted: list[int] = []
 
-        def remove(connection: Any) -> None:
+        def remove(connection: Connection) -> None:
             deleted.append(connection.execute(f"DELETE FROM {_TABLE} WHERE session_id = ?", (session_id,)).rowcount)
 
         self._transaction(remove, f"delete session {session_id}")
@@ -125,11 +129,11 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(self) -> Any:
+    def _connection(self) -> Connection:
         pid = os.getpid()
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and self._local.pid == pid:
-            return connection
+        known: Connection | None = getattr(self._local, "connection", None)
+        if known is not None and self._local.pid == pid:
+            return known
         import sqlite3  # lazily: only users of this store pay for the import
 
         try:
@@ -156,7 +160,7 @@ class SqliteStore:
             self._connections.append((pid, connection))
         return connection
 
-    def _prepare(self, connection: Any) -> None:
+    def _prepare(self, connection: Connection) -> None:
         """Create the table on first use; refuse a database that belongs to something else."""
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -180,7 +184,7 @@ class SqliteStore:
             connection.execute("ROLLBACK")
             raise
 
-    def _transaction(self, body: Any, what: str) -> None:
+    def _transaction(self, body: Callable[[Connection], None], what: str) -> None:
         import sqlite3
 
         connection = self._connection()
@@ -196,10 +200,11 @@ class SqliteStore:
         except sqlite3.Error as error:
             raise SessionError(f"cannot {what} in {self.path}: {error}", self.path) from None
 
-    def _query(self, sql: str, args: tuple[Any, ...], what: str) -> list[Any]:
+    def _query(self, sql: str, args: tuple[str, ...], what: str) -> list[tuple[Any, ...]]:
         import sqlite3
 
         try:
-            return self._connection().execute(sql, args).fetchall()
+            rows: list[tuple[Any, ...]] = self._connection().execute(sql, args).fetchall()
+            return rows
         except sqlite3.Error as error:
             raise SessionError(f"cannot {what} in {self.path}: {error}", self.path) from None

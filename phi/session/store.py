@@ -1,4 +1,5 @@
-"""The session store interface and what its implementations share (seed 000 REQ-216, REQ-217).
+"""The session store interface and what its implementations share (SPEC §13.2 SESS-6; seed 000
+REQ-216, REQ-217).
 
 A store keeps whole :class:`~phi.session.model.Session` objects under their ``session_id``:
 ``save`` (insert or replace), ``load``, ``list_ids`` (most recently saved first), ``delete``

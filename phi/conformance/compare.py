@@ -1,0 +1,182 @@
+"""Reading a driver's output and comparing it with a fixture (SPEC §10; conformance/README.md).
+
+:func:`parse_output` sorts the driver's JSON lines (normalised first, :mod:`.normalize`) into a
+:class:`DriverOutput`; :func:`compare` lists every way that output differs from the fixture's
+``expect`` (:mod:`.match`) and from the loop invariants (:mod:`.invariants`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import invariants
+from .match import mismatches, sequence_mismatches
+from .normalize import normalize_lines
+
+
+@dataclass
+class DriverOutput:
+    """A driver's protocol lines sorted by kind (conformance/README.md "Driver protocol"); ``final`` is
+    the closing ``result`` or ``error`` line, ``problems`` the lines that broke the protocol."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    executed: list[str] = field(default_factory=list)
+    child_events: list[dict[str, Any]] = field(default_factory=list)
+    child_requests: list[dict[str, Any]] = field(default_factory=list)
+    branch_requests: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    queues: dict[str, Any] | None = None
+    context: list[Any] | None = None
+    final: dict[str, Any] | None = None
+    unsupported: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
+    parsed: list[dict[str, Any]] = []
+    output = DriverOutput()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            output.problems.append(f"protocol: stdout line {n} is not JSON: {line[:120]!r}")
+            continue
+        if not isinstance(item, dict) or "kind" not in item:
+            output.problems.append(f"protocol: stdout line {n} has no \"kind\"")
+            continue
+        parsed.append(item)
+    for item in normalize_lines(fixture, parsed):
+        kind = item["kind"]
+        if output.final is not None and kind != "unsupported":
+            output.problems.append(f"protocol: {kind!r} line after the final {output.final['kind']!r} line")
+        if kind == "event":
+            output.events.append(item.get("event", {}))
+        elif kind == "hook":
+            output.hooks.append({"name": item.get("name"), "args": item.get("args", []), "at": len(output.events)})
+        elif kind == "provider_request" and "branch" in item:
+            output.branch_requests.setdefault(int(item["branch"]), []).append(item.get("request", {}))
+        elif kind == "provider_request":
+            output.requests.append(item.get("request", {}))
+        elif kind == "child_event":
+            output.child_events.append(item.get("event", {}))
+        elif kind == "child_provider_request":
+            output.child_requests.append(item.get("request", {}))
+        elif kind == "tool_executed":
+            output.executed.append(str(item.get("tool_call_id")))
+        elif kind == "queues":
+            output.queues = {"steering": item.get("steering", []), "follow_up": item.get("follow_up", [])}
+        elif kind == "context":
+            output.context = item.get("messages")
+        elif kind in ("result", "error"):
+            output.final = item
+        elif kind == "unsupported":
+            output.unsupported = str(item.get("reason", "unsupported"))
+        else:
+            output.problems.append(f"protocol: unknown line kind {kind!r}")
+    return output
+
+
+def compare(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
+    """Every way the driver's output differs from the fixture's expectations (and, unless the
+    fixture switches them off, from the loop invariants)."""
+    expect = fixture.get("expect", {})
+    problems = list(output.problems) + _final_problems(expect, output.final)
+    problems += _expected_problems(fixture, expect, output)
+    if fixture.get("invariants", True):
+        problems += _invariant_problems(fixture, output)
+    return problems
+
+
+def _final_problems(expect: dict[str, Any], final: dict[str, Any] | None) -> list[str]:
+    """The last line: the error the fixture expects, or a result."""
+    if "error" in expect:
+        if final is None or final["kind"] != "error":
+            return [f"expected an error {expect['error']}, got {final['kind'] if final else 'no final line'}"]
+        return [f"error.{p}" for p in mismatches(expect["error"], final)]
+    if final is None:
+        return ["protocol: no final result/error line"]
+    if final["kind"] == "error":
+        return [f"unexpected error: {final.get('error')}: {final.get('message')}"]
+    return []
+
+
+def _expected_problems(fixture: dict[str, Any], expect: dict[str, Any], output: DriverOutput) -> list[str]:
+    """Each of the fixture's ``expect`` fields against what the driver wrote."""
+    problems: list[str] = []
+    final = output.final
+    parallel = fixture.get("entry") == "agent_loop_parallel"
+    events, branches = invariants.split_parallel(output.events) if parallel else (output.events, [])
+    if "events" in expect:
+        problems += _event_problems(expect["events"], events)
+    for i, expected in enumerate(expect.get("branch_events", [])):
+        got = branches[i] if i < len(branches) else []
+        problems += _event_problems(expected, got, f"branch_events[{i}]")
+    for i, expected in enumerate(expect.get("branch_provider_requests", [])):
+        problems += sequence_mismatches(expected, output.branch_requests.get(i, []), f"branch_provider_requests[{i}]")
+    if "messages" in expect and final is not None and final["kind"] == "result":
+        problems += list(mismatches(expect["messages"], final.get("messages"), "messages"))[:8]
+    if "provider_requests" in expect:
+        problems += sequence_mismatches(expect["provider_requests"], output.requests, "provider_requests")
+    if "hooks" in expect:
+        problems += sequence_mismatches(expect["hooks"], output.hooks, "hooks")
+    if "child_events" in expect:
+        problems += _event_problems(expect["child_events"], output.child_events, "child_events")
+    if "child_provider_requests" in expect:
+        problems += sequence_mismatches(expect["child_provider_requests"], output.child_requests,
+                                        "child_provider_requests")
+    if "tools_executed" in expect and sorted(expect["tools_executed"]) != sorted(output.executed):
+        problems.append(f"tools_executed: expected {sorted(expect['tools_executed'])}, got {sorted(output.executed)}")
+    for name, written in (("queues", output.queues), ("context", output.context)):
+        if name in expect:
+            if written is None:
+                problems.append(f"protocol: the fixture checks {name}, but the driver wrote no {name!r} line")
+            else:
+                problems += list(mismatches(expect[name], written, name))[:8]
+    return problems
+
+
+def _invariant_problems(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
+    """The loop invariants on the run's events, and on each sub-agent run's."""
+    final = output.final
+    raised = final is not None and final["kind"] == "error"
+    result = final.get("messages") if final is not None and final["kind"] == "result" else None
+    if fixture.get("entry") == "agent_loop_parallel":
+        problems = invariants.check_parallel(output.events, result, raised=raised, context=output.context,
+                                             selected=final.get("selected_config_index") if final else None)
+    else:
+        problems = invariants.check(output.events, result, raised=raised, context=output.context)
+    for loop_id, events in _by_loop(output.child_events).items():
+        problems += [f"child run {loop_id}: {p}" for p in invariants.check(events, None)]
+    return problems
+
+
+def _by_loop(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        runs.setdefault(str(event.get("loop_id")), []).append(event)
+    return runs
+
+
+def _event_problems(expected: list[Any], actual: list[dict[str, Any]], what: str = "events") -> list[str]:
+    problems = sequence_mismatches(expected, actual, what)
+    if problems:
+        want = []
+        for item in expected:
+            if isinstance(item, dict) and "unordered" in item and set(item) == {"unordered"}:
+                want += ["~" + str(e.get("type")) for e in item["unordered"]]
+            else:
+                want.append(str(item.get("type")) if isinstance(item, dict) else "?")
+        got = [str(e.get("type")) for e in actual]
+        if [w.lstrip("~") for w in want] != got:
+            problems.append("event types (expected | actual):")
+            for i in range(max(len(want), len(got))):
+                left = want[i] if i < len(want) else ""
+                right = got[i] if i < len(got) else ""
+                mark = " " if left.lstrip("~") == right else "*"
+                problems.append(f"  {mark} {i:3d}  {left:<22} | {right}")
+    return problems
