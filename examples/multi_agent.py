@@ -59,7 +59,7 @@ def scripts() -> dict[str, ScriptedProvider]:
             ScriptedResponse.tool_call("writer", {"task": "Write two sentences from these facts: φ ≈ 1.618 "
                                                           "(Euclid, c. 300 BC); Fibonacci ratios tend to φ (Kepler, 1611)."},
                                        call_id="e2"),
-            lambda request: "Final text:\n" + request.messages[-1].content[0].text,
+            lambda request: "Final text:\n" + request.messages[-1].text,
         ]),
     }
 

@@ -354,7 +354,7 @@ AgentEvent = Union[
 
 EVENT_TYPES: dict[str, type[AgentEvent]] = {cls.type: cls for cls in get_args(AgentEvent)}
 
-EventSink = Callable[[Any], None]
+EventSink = Callable[[AgentEvent], None]
 
 
 # --------------------------------------------------------------------------- JSON (SPEC EVT-1)

@@ -103,26 +103,9 @@ class SubAgentTool:
 
     # ------------------------------------------------------------------ builder (seed 001 names)
 
-    def with_system_prompt(self, text: str) -> SubAgentTool:
-        return replace(self, system_prompt=text)
-
-    def with_tools(self, tools: Sequence[AgentTool]) -> SubAgentTool:
-        return replace(self, tools=list(tools))
-
-    def with_max_turns(self, max_turns: int) -> SubAgentTool:
-        return replace(self, max_turns=max_turns)
-
-    def with_thinking(self, level: ThinkingLevel) -> SubAgentTool:
-        return replace(self, thinking=level)
-
-    def with_provider_override(self, provider: StreamProvider | None) -> SubAgentTool:
-        return replace(self, provider=provider)
-
-    def with_parent_loop_id(self, loop_id: str) -> SubAgentTool:
-        return replace(self, parent_loop_id=loop_id)
-
-    def with_on_event(self, on_event: Callable[[AgentEvent], None] | None) -> SubAgentTool:
-        return replace(self, on_event=on_event)
+    def clone(self, **changes: Any) -> SubAgentTool:
+        """A copy with ``changes`` applied (any field), like ``Agent.clone``; this tool is unchanged."""
+        return replace(self, **changes)
 
     # ------------------------------------------------------------------ running
 

@@ -76,8 +76,9 @@ def test_delegation_links_parent_and_child_and_forwards_text_and_progress():
 def test_with_parent_loop_id_overrides_the_calling_loop():
     """REQ-195: an explicit parent loop id is what the child's AgentStart carries."""
     seen: list = []
-    tool = SubAgentTool("helper", provider=ScriptedProvider(["done"])).with_parent_loop_id("parent.loop.1")
-    tool = tool.with_on_event(seen.append)
+    original = SubAgentTool("helper", provider=ScriptedProvider(["done"]))
+    tool = original.clone(parent_loop_id="parent.loop.1", on_event=seen.append)
+    assert original.parent_loop_id is None and original.on_event is None
     agent = Agent(provider=ScriptedProvider([call("helper", "h1", task="x"), "ok"]), tools=[tool])
     agent.run("go")
     assert seen[0].parent_loop_id == "parent.loop.1"

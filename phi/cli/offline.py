@@ -30,6 +30,8 @@ def _chunks(text: str, size: int = 6) -> list[str]:
 class OfflineModel:
     """A StreamProvider (``stream(config, on_event, cancel)``) that plays the replies above."""
 
+    provider_id = "offline"
+
     def __init__(self, chunk_delay_ms: float = 12.0) -> None:
         self.chunk_delay_ms = chunk_delay_ms
         self._ids = itertools.count(1)

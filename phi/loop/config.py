@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypedDict
 
 from ..providers.base import CacheConfig, StreamProvider
 from ..providers.model_config import ModelConfig
@@ -30,6 +30,7 @@ from ..providers.retry import RetryConfig
 from ..types import AgentMessage, ContinuationKind, Message, ThinkingLevel, TurnTrigger, Usage
 
 if TYPE_CHECKING:  # imported lazily at run time to keep ``import phi`` light
+    from ..context.compaction import CompactionStrategy
     from ..context.config import ContextConfig, ExecutionLimits
     from .filters import InputFilter
     from .tool import AgentTool
@@ -55,12 +56,6 @@ class AgentContext:
     loop_id: str | None = None
     parent_loop_id: str | None = None
     continuation_kind: ContinuationKind | None = None
-
-
-class CompactionStrategy(Protocol):
-    """Replaces the default compaction cascade (SPEC CTX-2): returns the messages to keep."""
-
-    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]: ...
 
 
 @dataclass
