@@ -139,7 +139,9 @@ def test_a_lazy_package_shows_type_checkers_exactly_what_it_exports(init: Path) 
     checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     seen: dict[str, set[str]] = {}
     for node in checked.body:
-        assert isinstance(node, ast.ImportFrom) and node.level == 1
+        assert isinstance(node, ast.ImportFrom)
+        if node.level != 1:  # a type the package's own signatures use, not one it exports
+            continue
         for alias in node.names:
             assert alias.asname == alias.name, f"{alias.name}: write `{alias.name} as {alias.name}` (explicit re-export)"
             seen.setdefault(f".{node.module}", set()).add(alias.name)

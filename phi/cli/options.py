@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ConfigError
+from ..session.store import default_sessions_dir
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile
@@ -122,15 +123,8 @@ def parse(argv: list[str]) -> CliOptions:
     return CliOptions(**vars(ns))
 
 
-def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where the ``phi`` command keeps sessions: ``$PHI_HOME/sessions``, PHI_HOME defaulting to ``~/.phi``
-    (``phi export`` reads them from here too)."""
-    env = os.environ if env is None else env
-    return Path(env.get("PHI_HOME") or Path("~/.phi").expanduser()) / "sessions"
-
-
 def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> Path:
-    """``--sessions-dir`` if given, else :func:`default_sessions_dir`."""
+    """``--sessions-dir`` if given, else :func:`phi.session.default_sessions_dir`."""
     if options.sessions_dir:
         return Path(options.sessions_dir).expanduser()
     return default_sessions_dir(env)
@@ -200,4 +194,4 @@ def make_profile(options: CliOptions, model: str | None = None,
 
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "default_sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS"]

@@ -20,9 +20,10 @@ from ..coding import Session, SessionConfig, SessionState
 from ..errors import PhiError
 from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
+from ..session.store import default_sessions_dir
 from .approval import ApprovalGate, describe
 from .batch import interrupt_turn
-from .options import CliOptions, default_sessions_dir, key_hint
+from .options import CliOptions, key_hint
 from .render import Renderer, Style, TurnStats, context_estimate
 from .sessions import CliSessions
 from .terminal import Terminal

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from ..cli.options import default_sessions_dir
+from ..session.store import default_sessions_dir
 
 if TYPE_CHECKING:
     from ..session import JsonDirStore, SqliteStore

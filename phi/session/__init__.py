@@ -47,7 +47,7 @@ from .recorder import (
     SessionRecorderConfig,
 )
 from .sqlite_store import SqliteStore
-from .store import SessionStore
+from .store import SessionStore, default_sessions_dir
 
 __all__ = [
     "ChildLoopRef",
@@ -74,4 +74,5 @@ __all__ = [
     "SessionStore",
     "SpawnRef",
     "SqliteStore",
+    "default_sessions_dir",
 ]

@@ -13,8 +13,10 @@ Session ids must work as plain file names in every store, so sessions move freel
 from __future__ import annotations
 
 import json
+import os
 import re
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Mapping, Protocol, runtime_checkable
 
 from ..errors import DecodeError
 from .errors import CorruptSession, InvalidSessionId, SessionError
@@ -82,3 +84,10 @@ def decode_session(data: bytes | str, where: str, expected_id: str | None) -> Se
     if expected_id is not None and session.session_id != expected_id:
         raise CorruptSession(f"{where} holds session {session.session_id!r}, not {expected_id!r}", where, expected_id)
     return session
+
+
+def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where phi keeps sessions unless told otherwise: ``$PHI_HOME/sessions``, ``PHI_HOME`` defaulting
+    to ``~/.phi`` (the ``phi`` command saves there, ``phi export`` reads from there)."""
+    env = os.environ if env is None else env
+    return Path(env.get("PHI_HOME") or Path("~/.phi").expanduser()) / "sessions"

@@ -312,7 +312,8 @@ def test_on_a_terminal_a_running_call_shows_a_line_that_its_end_replaces():
 def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
     from pathlib import Path
 
-    from phi.cli.options import default_sessions_dir, sessions_dir
+    from phi.cli.options import sessions_dir
+    from phi.session import default_sessions_dir
 
     assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
     assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()

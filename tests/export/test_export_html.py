@@ -11,7 +11,7 @@ from export_helpers import HOSTILE, SECRET
 from page_parser import parse_page
 
 from phi.export.command import main
-from phi.cli.options import default_sessions_dir
+from phi.session import default_sessions_dir
 from phi.session import JsonDirStore, SqliteStore
 
 
