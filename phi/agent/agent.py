@@ -362,11 +362,12 @@ class Agent:
                                             session_id=self.session_id))
 
         def body(ctx: AgentContext, cfg: AgentLoopConfig, sink: EventSink, cancel: CancellationToken,
-                 loop_ids: list[str]) -> ParallelLoopResult:
+                 loop_ids: list[str], on_decided: Callable[[ParallelLoopResult], None]) -> ParallelLoopResult:
             ctx.loop_id = None if prompts else branch_point
-            return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids)
+            return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids,
+                                       on_decided=on_decided)
 
-        return self._start(body, None, sender, parallel=configs)
+        return self._start(body, None, sender, parallel=configs, parallel_prompts=prompts)
 
     def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                      strategy: EvaluationStrategy | None = None, images: Images | None = None,
@@ -514,9 +515,11 @@ class Agent:
                               "or pass provider=...")
 
     def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
-               parallel: Sequence[AgentLoopConfig] | None = None) -> EventStream[Any]:
+               parallel: Sequence[AgentLoopConfig] | None = None,
+               parallel_prompts: Sequence[AgentMessage] = ()) -> EventStream[Any]:
         """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
-        history is settled when ``ParallelLoopEnd`` names the winner (SPEC AGENT-1, AGENT-8)."""
+        history is settled when its strategy has chosen, before ``ParallelLoopEnd`` is heard (SPEC
+        AGENT-1, AGENT-8)."""
         self._check_provider()
         system_prompt = system_prompt_for_run(self.system_prompt, self.tool_sources)
         tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder)
@@ -579,9 +582,6 @@ class Agent:
                 ends.setdefault(event.loop_id, event)
                 if parallel is None:
                     settle()
-            elif isinstance(event, ParallelLoopEnd):
-                winner = ends.get(event.selected_loop_id)
-                settle([*base, *winner.messages] if winner is not None else base, event.selected_loop_id)
             outer, _delivering.agent = getattr(_delivering, "agent", None), self
             try:
                 for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
@@ -599,13 +599,16 @@ class Agent:
                     body(context, config, sink, cancel)
                     result = AgentResult.of(ends[context.loop_id or ""])
                 else:
-                    result = body(context, config, sink, cancel, loop_ids)
+                    # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
+                    result = body(context, config, sink, cancel, loop_ids,
+                                  lambda decided: settle([*base, *decided.messages], decided.selected_loop_id))
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
                 delivered.set()  # also when the run raised before its last event
-                settle(base if parallel else None)
+                # a parallel run that raised before a branch was chosen keeps at least its prompt
+                settle([*base, *parallel_prompts] if parallel else None)
                 if error is not None:
                     kept = [] if parallel else context.messages[len(base):]
                     record_raised_run(recorder, loop_ids or [context.loop_id or ""], kept)

@@ -107,7 +107,8 @@ class _Branch:
 def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentContext,
                         configs: Sequence[AgentLoopConfig], strategy: EvaluationStrategy, sink: Sink | None,
                         cancel: CancellationToken | None = None, *, loop_ids: Sequence[str] | None = None,
-                        branch_cancels: Sequence[CancellationToken] | None = None) -> ParallelLoopResult:
+                        branch_cancels: Sequence[CancellationToken] | None = None,
+                        on_decided: Callable[[ParallelLoopResult], None] | None = None) -> ParallelLoopResult:
     """Run ``prompts`` under every config at once and let ``strategy`` pick the best (seed REQ-203).
 
     Blocks until every branch has ended and the strategy has decided; returns a
@@ -125,6 +126,8 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
       ``{session_id}.{config_segment}.{N}``.
     * ``cancel`` aborts every branch (and the judge); ``branch_cancels`` (one token per config)
       abort a single branch.
+    * ``on_decided(result)`` is called once the strategy chose, right before ``ParallelLoopEnd`` is emitted
+      (an Agent settles its history there, SPEC AGENT-8).
     * ``sink`` receives every event, one at a time, on the calling thread (never while phi holds a
       lock). If it raises, every branch is aborted and the exception is re-raised unchanged once
       they ended (SPEC LOOP-5); likewise during the strategy's own run.
@@ -157,8 +160,11 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
     outcomes = [branch.outcome(base) for branch in branches]
     decision, usage = _decide(strategy, prompts, outcomes, emit, cancel)
     selected = outcomes[decision.index]
+    result = ParallelLoopResult(decision.index, selected.loop_id, outcomes, usage, decision.reason)
+    if on_decided is not None:
+        on_decided(result)
     emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage))
-    return ParallelLoopResult(decision.index, selected.loop_id, outcomes, usage, decision.reason)
+    return result
 
 
 def _drop(event: AgentEvent) -> None:

@@ -265,3 +265,22 @@ def test_run_timeout_covers_start_up_and_never_contradicts_the_outcome():
     slow_after = Agent(provider=ScriptedProvider(["done"]), after_loop=lambda messages, usage: time.sleep(0.5))
     result = slow_after.run("hi", timeout=0.2)
     assert (result.outcome.value, result.timed_out) == ("completed", False)
+
+
+def test_a_parallel_run_whose_branches_all_raised_keeps_the_prompt_and_what_the_result_reports():
+    """issue 23 item 3 (AGENT-8): whatever ends a parallel run, the history is the base history plus the
+    prompt plus the result's messages."""
+    from phi import Agent, ScriptedProvider
+
+    def boom(messages: list[object], turn_index: int) -> bool:
+        raise RuntimeError("hook failed")
+
+    agent = Agent(provider=ScriptedProvider(["base answer"]))
+    agent.run("before")
+    variants = [{"provider": ScriptedProvider(["a"]), "before_turn": boom, "config_id": "a"},
+                {"provider": ScriptedProvider(["b"]), "before_turn": boom, "config_id": "b"}]
+    result = agent.run_parallel("the prompt", variants)
+    assert all(outcome.exception is not None for outcome in result.outcomes)
+    assert [m.text for m in result.messages] == ["the prompt"]
+    assert [m.text for m in agent.messages] == ["before", "base answer", "the prompt"]
+    assert agent.last_loop_id == result.selected_loop_id
