@@ -1,7 +1,9 @@
 """SPEC §10 — the conformance suite's Python side: runner, reference driver, fixture checks.
 
-The fixtures, their JSON Schema and the driver protocol live in ``conformance/`` at the repository
-root and are language-neutral. This package holds:
+The suite itself is language-neutral data shipped inside this package, in ``suite/``: the fixtures
+(``suite/fixtures/*.json``), their JSON Schema (``suite/schema/``), the format and driver protocol
+(``suite/README.md``) and the requirement → fixture table (``suite/COVERAGE.md``); drivers for other
+implementations live in ``conformance/drivers/`` of the repository. This package holds:
 
 - :mod:`phi.conformance.driver` — the reference driver: runs one fixture against phi's loop and
   writes the protocol's JSON lines (``python -m phi.conformance.driver < fixture.json``);
@@ -20,8 +22,8 @@ __all__ = ["default_fixtures_dir", "default_conformance_dir"]
 
 
 def default_conformance_dir() -> Path:
-    """``conformance/`` next to the ``phi`` package (the repository checkout)."""
-    return Path(__file__).resolve().parent.parent.parent / "conformance"
+    """The suite's data directory (``suite/`` in this package), wherever the package is installed."""
+    return Path(__file__).resolve().parent / "suite"
 
 
 def default_fixtures_dir() -> Path:

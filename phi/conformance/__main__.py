@@ -3,7 +3,7 @@
 Commands::
 
     run [--driver CMD] [--filter GLOB] [--fixtures DIR] [--jobs N] [--timeout-ms MS] [--report FILE]
-    coverage [--write]        print (or write) conformance/COVERAGE.md; exit 1 if a requirement is missing
+    coverage [--write]        print (or write) phi/conformance/suite/COVERAGE.md; exit 1 if a requirement is missing
     record FIXTURE.json...    draft the expect block of fixtures from the reference driver
 
 ``run`` prints one line per fixture (with a readable diff on failure) and ends with
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--verbose", "-v", action="store_true")
     cov = sub.add_parser("coverage", help="requirement id -> fixtures table")
     cov.add_argument("--fixtures", type=Path, default=None)
-    cov.add_argument("--write", action="store_true", help="write conformance/COVERAGE.md")
+    cov.add_argument("--write", action="store_true", help="write phi/conformance/suite/COVERAGE.md")
     rec = sub.add_parser("record", help="draft expect blocks from the reference driver")
     rec.add_argument("paths", nargs="+", type=Path)
     return parser

@@ -1,4 +1,4 @@
-"""Reading a driver's output and comparing it with a fixture (SPEC §10; conformance/README.md).
+"""Reading a driver's output and comparing it with a fixture (SPEC §10; phi/conformance/suite/README.md).
 
 :func:`parse_output` sorts the driver's JSON lines (normalised first, :mod:`.normalize`) into a
 :class:`DriverOutput`; :func:`compare` lists every way that output differs from the fixture's
@@ -18,7 +18,7 @@ from .normalize import normalize_lines
 
 @dataclass
 class DriverOutput:
-    """A driver's protocol lines sorted by kind (conformance/README.md "Driver protocol"); ``final`` is
+    """A driver's protocol lines sorted by kind (phi/conformance/suite/README.md "Driver protocol"); ``final`` is
     the closing ``result`` or ``error`` line, ``problems`` the lines that broke the protocol."""
 
     events: list[dict[str, Any]] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""The reference driver of the conformance suite (SPEC §10; protocol in conformance/README.md).
+"""The reference driver of the conformance suite (SPEC §10; protocol in phi/conformance/suite/README.md).
 
 Reads one fixture (JSON) on stdin, runs it against phi's loop and writes JSON lines on stdout::
 

@@ -1,4 +1,4 @@
-"""Matching rules of the conformance suite (SPEC §10; conformance/README.md "Matching").
+"""Matching rules of the conformance suite (SPEC §10; phi/conformance/suite/README.md "Matching").
 
 An expected value matches an actual value when:
 

@@ -1,4 +1,4 @@
-"""Normalising driver output before it is compared (SPEC §10; conformance/README.md "Normalisation").
+"""Normalising driver output before it is compared (SPEC §10; phi/conformance/suite/README.md "Normalisation").
 
 - Every ``timestamp`` value (message timestamps in unix ms, event timestamps in RFC 3339) becomes
   the string ``"<timestamp>"``.

@@ -1,4 +1,4 @@
-"""Scripted stand-ins the reference driver builds from a fixture (SPEC §10, conformance/README.md).
+"""Scripted stand-ins the reference driver builds from a fixture (SPEC §10, phi/conformance/suite/README.md).
 
 Tools that play per-call steps, hooks that return scripted values, input filters with scripted
 results and a provider that reports each request. Everything reports to a :class:`Recorder`, which

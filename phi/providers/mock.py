@@ -7,7 +7,7 @@ buggy provider would raise), a delay per chunk, or a hang that lasts until the r
 Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``.
 
 A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), a dict in the
-conformance fixture format (see ``conformance/README.md``), or a callable that receives the call's
+conformance fixture format (see ``phi/conformance/suite/README.md``), or a callable that receives the call's
 StreamConfig and returns one of those (so a script can react to tool results), e.g.::
 
     {"blocks": [{"type": "text", "chunks": ["Hel", "lo"]},

@@ -1,5 +1,5 @@
 """``phi -p`` and ``phi -p --json`` (issue 15): exit statuses and output shapes; ``--json`` output
-validates against the events' JSON schema (conformance/schema/event.schema.json, SPEC EVT-1 / DATA-6)."""
+validates against the events' JSON schema (phi/conformance/suite/schema/event.schema.json, SPEC EVT-1 / DATA-6)."""
 
 from __future__ import annotations
 

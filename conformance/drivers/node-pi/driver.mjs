@@ -1,6 +1,6 @@
 // Conformance driver for @mariozechner/pi-agent-core (TypeScript), see README.md in this directory.
 // Reads one fixture on stdin, runs it through pi's runAgentLoop / runAgentLoopContinue with a
-// scripted stream function, and writes the driver protocol's JSON lines (conformance/README.md).
+// scripted stream function, and writes the driver protocol's JSON lines (phi/conformance/suite/README.md).
 import { randomUUID } from "node:crypto";
 import { homedir } from "node:os";
 import { join } from "node:path";
