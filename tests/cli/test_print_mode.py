@@ -17,7 +17,7 @@ from coding.wire import Call, Turn
 
 from cli.terminal_helpers import REPO
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "conformance" / "schema" / "event.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[2] / "phi" / "conformance" / "suite" / "schema" / "event.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
 NO_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
