@@ -461,8 +461,13 @@ class ToolResult:
     child_loop_id: str | None = None
 
     @classmethod
-    def text(cls, text: str, details: Any = None) -> ToolResult:
+    def from_text(cls, text: str, details: Any = None) -> ToolResult:
         return cls([TextContent(text)], details)
+
+    @property
+    def text(self) -> str:
+        """The text blocks of the result, joined (like a message's ``text``)."""
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"content": [content_to_json(b) for b in self.content], "details": self.details}

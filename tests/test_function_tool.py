@@ -339,7 +339,7 @@ def test_positional_only_parameters():
     "value, expected_text",
     [
         ("plain", "plain"),
-        (ToolResult.text("custom", details={"k": 1}), "custom"),
+        (ToolResult.from_text("custom", details={"k": 1}), "custom"),
         (TextContent("block"), "block"),
         ([TextContent("a"), TextContent("b")], "ab"),
         ({"n": 1}, '{"n": 1}'),

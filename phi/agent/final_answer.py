@@ -143,7 +143,7 @@ class FinalAnswerTool:
             self.value = value
             self.typed = typed
             self.last_error = ""
-        return ToolResult.text(FINAL_ANSWER_ACCEPTED, details={"final_answer": True})
+        return ToolResult.from_text(FINAL_ANSWER_ACCEPTED, details={"final_answer": True})
 
 
 def _check_schema(schema: Any) -> None:

@@ -62,7 +62,7 @@ class ToolCallContext:
 
     def output(self, text: str) -> None:
         """Stream a piece of output (a ``TOOL_CALL_OUTPUT_DELTA`` event carrying ``text``)."""
-        self.tool.update(ToolResult.text(text, {"output_delta": True}))
+        self.tool.update(ToolResult.from_text(text, {"output_delta": True}))
 
     def progress(self, text: str) -> None:
         self.tool.progress(text)

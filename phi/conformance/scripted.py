@@ -104,7 +104,7 @@ def message_of(data: object) -> AgentMessage:
 
 def tool_result_of(data: object) -> ToolResult:
     if isinstance(data, str):
-        return ToolResult.text(data)
+        return ToolResult.from_text(data)
     return ToolResult.from_json(data)
 
 
@@ -131,7 +131,7 @@ class ScriptedTool:
             outcome = self.play(step, ctx)
             if outcome is not None:
                 return outcome
-        return ToolResult.text("")
+        return ToolResult.from_text("")
 
     def play(self, step: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
         """One step; returns the tool's result for a terminal step, None to go on."""

@@ -42,7 +42,7 @@ class ToolContext:
     def update(self, partial: ToolResult | str) -> None:
         """Stream a partial result (becomes a ``ToolExecutionUpdate`` event)."""
         if self.on_update is not None:
-            self.on_update(ToolResult.text(partial) if isinstance(partial, str) else partial)
+            self.on_update(ToolResult.from_text(partial) if isinstance(partial, str) else partial)
 
     def progress(self, text: str) -> None:
         """Report user-facing status text (becomes a ``ProgressMessage`` event)."""

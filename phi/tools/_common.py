@@ -133,7 +133,7 @@ def finish(
         out["truncated_output"] = True
         if keep_full_output and shown != parts:
             out["full_output"] = render(clip(parts, FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
-    return ToolResult.text(render(shown), out)
+    return ToolResult.from_text(render(shown), out)
 
 
 def display_path(env: ExecutionEnvironment, resolved: str) -> str:

@@ -129,7 +129,7 @@ def test_tool_updates_and_progress_become_events():
     def fn(args, ctx):
         ctx.progress("starting")
         ctx.update("10%")
-        ctx.update(ToolResult.text("50%", details={"pct": 50}))
+        ctx.update(ToolResult.from_text("50%", details={"pct": 50}))
         ctx.update("secret")
         return "100%"
 
