@@ -415,3 +415,13 @@ def test_worker_threads_do_not_outlive_a_run() -> None:
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert threading.active_count() <= before
+
+
+def test_the_stress_script_reports_fixtures_that_fail(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance_stress.py"), "--runs", "2", "--busy", "1",
+                           "--only", "basic-text-reply,tool-single-call"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert (figures["runs"], figures["fixtures"], figures["flaky"], figures["always_failed"]) == (2, 2, {}, [])
+    assert "every fixture passed every run" in done.stdout
