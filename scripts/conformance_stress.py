@@ -55,8 +55,9 @@ def main() -> int:
             bad = [o for o in outcomes if o.status in ("fail", "timeout")]
             for outcome in bad:
                 failures.setdefault(outcome.fixture_id, []).append(outcome)
-            print(f"run {run:2d}/{args.runs}: {len(outcomes) - len(bad)} passed, {len(bad)} failed "
-                  f"({seconds[-1]:.1f} s)", flush=True)
+            unsupported = sum(o.status == "unsupported" for o in outcomes)
+            print(f"run {run:2d}/{args.runs}: {len(outcomes) - len(bad) - unsupported} passed, {len(bad)} failed"
+                  + (f", {unsupported} unsupported" if unsupported else "") + f" ({seconds[-1]:.1f} s)", flush=True)
     finally:
         for process in busy:
             process.kill()

@@ -28,7 +28,7 @@ MODES = ("auto", "persistent", "per-fixture")
 
 def fixture_payload(fixture: dict[str, Any]) -> str:
     """The fixture as one line of JSON (the runner's own ``_`` keys left out)."""
-    return json.dumps({k: v for k, v in fixture.items() if not k.startswith("_")}, ensure_ascii=False)
+    return json.dumps({k: v for k, v in fixture.items() if not k.startswith("_")})
 
 
 def line_kind(line: str) -> tuple[str | None, dict[str, Any] | None]:
@@ -125,8 +125,8 @@ class DriverSession:
         probing = persistent is None
         try:
             raw = run_once(self.argv, fixture, limit_s, offer_protocol=self.mode.forced != "per-fixture")
-        except DriverStartError as error:
-            self.mode.fail(str(error))
+        except BaseException as error:  # no start, or a runner bug: never leave the other workers waiting
+            self.mode.fail(str(error) or type(error).__name__)
             raise
         if probing:
             silent = raw.failure is not None and not raw.lines and raw.hello is None and not raw.timed_out

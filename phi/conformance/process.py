@@ -91,6 +91,7 @@ class DriverProcess:
         try:
             for line in self.proc.stdout:
                 self.lines.put(line.rstrip("\r\n"))
+            self.proc.stdout.close()
         except (OSError, ValueError):  # the pipe was closed under us by kill()
             pass
         self.lines.put(None)
@@ -101,6 +102,7 @@ class DriverProcess:
             for line in self.proc.stderr:
                 with self._stderr_lock:
                     self._stderr.append(line)
+            self.proc.stderr.close()
         except (OSError, ValueError):
             pass
 
@@ -184,9 +186,18 @@ class DriverProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             log.warning("driver process %s did not end after SIGKILL", self.proc.pid)
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except (OSError, ValueError):  # a writer thread saw the pipe break; nothing left to do
+            pass
 
     def kill_leftovers(self) -> None:
         """After the driver exited: end what it left running in its process group."""
+        self._close_stdin()
         if _POSIX:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

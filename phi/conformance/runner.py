@@ -113,7 +113,7 @@ class _Scheduler:
         self.fixtures, self.timeout_ms, self.progress = fixtures, timeout_ms, progress
         self.outcomes: list[Outcome | None] = [None] * len(fixtures)
         self.next_index = self.reported = 0
-        self.error: DriverStartError | None = None
+        self.error: BaseException | None = None
         self.sessions: list[DriverSession] = []
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
@@ -130,7 +130,7 @@ class _Scheduler:
             self.outcomes[index] = outcome
             self.changed.notify_all()
 
-    def stop(self, error: DriverStartError) -> None:
+    def stop(self, error: BaseException) -> None:
         with self.changed:
             self.error = self.error or error
             self.changed.notify_all()
@@ -154,7 +154,7 @@ class _Scheduler:
                 fixture = self.fixtures[index]
                 started = time.monotonic()
                 held = (index, session.run(fixture, time_limit(fixture, self.timeout_ms)), started)
-        except DriverStartError as error:
+        except BaseException as error:  # DriverStartError, or a bug here: run_all raises it
             self.stop(error)
             held = None
         finally:
@@ -197,7 +197,7 @@ def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JO
 
     ``mode``: ``auto`` (persistent when the driver announces it, SPEC §10 protocol 2),
     ``persistent`` or ``per-fixture``. Raises :class:`DriverStartError` when the driver cannot
-    be started (then no outcomes are returned)."""
+    be started (then no outcomes are returned), and whatever else stopped a worker."""
     shared = mode if isinstance(mode, Mode) else Mode(mode)
     split_command(command)  # bad quoting is a start error before any thread runs
     scheduler = _Scheduler(fixtures, timeout_ms, progress)
