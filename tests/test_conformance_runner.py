@@ -418,7 +418,8 @@ def test_worker_threads_do_not_outlive_a_run() -> None:
 
 
 def test_the_stress_script_reports_fixtures_that_fail(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance_stress.py"), "--runs", "2", "--busy", "1",
+    script = ROOT / "scripts" / "conformance_stress.py"
+    done = subprocess.run([sys.executable, str(script), "--runs", "2", "--busy", "1",
                            "--only", "basic-text-reply,tool-single-call"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -61,7 +61,8 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
                      help='driver command, e.g. "node my-driver.mjs" (default: the phi reference driver)')
     _add_selection(run)
     run.add_argument("--list", action="store_true", help="list the chosen fixtures instead of running them")
-    run.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS, help=f"drivers run at once (default {DEFAULT_JOBS})")
+    run.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS,
+                     help=f"driver processes at once (default {DEFAULT_JOBS})")
     run.add_argument("--mode", choices=MODES, default="auto",
                      help="auto (default): one persistent process per job when the driver announces it, "
                           "else one process per fixture (see DRIVERS.md)")
