@@ -7,8 +7,11 @@ implementations live in ``conformance/drivers/`` of the repository. This package
 
 - :mod:`phi.conformance.driver` — the reference driver: runs one fixture against phi's loop and
   writes the protocol's JSON lines (``python -m phi.conformance.driver < fixture.json``);
-- :mod:`phi.conformance.runner` — starts any driver per fixture and compares what it wrote with the
-  fixture's expectations (``python -m phi.conformance run [--driver CMD] [--filter GLOB]``);
+- :mod:`phi.conformance.runner` — runs fixtures on any driver (one process per fixture, or a
+  persistent one: :mod:`.drivers`, :mod:`.process`) and compares what it wrote with the fixture's
+  expectations (``phi-conformance run [--driver CMD] [--only SEL] [--report FILE]``);
+- :mod:`phi.conformance.selection` — ``--only``/``--skip`` by fixture id, SPEC section or requirement id;
+- :mod:`phi.conformance.report` — Markdown, JUnit XML and JSON reports of a run;
 - :mod:`phi.conformance.normalize` and :mod:`phi.conformance.match` — placeholders for generated
   ids and timestamps, and the subset/unordered matching rules;
 - :mod:`phi.conformance.coverage` — the SPEC requirement id → fixture table (``COVERAGE.md``).
@@ -16,14 +19,29 @@ implementations live in ``conformance/drivers/`` of the repository. This package
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["default_fixtures_dir", "default_conformance_dir"]
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+__all__ = ["default_conformance_dir", "default_fixtures_dir", "suite_files"]
+
+
+def suite_files() -> Traversable:
+    """The suite's data (``suite/`` in this package: fixtures, schemas, README.md, DRIVERS.md,
+    COVERAGE.md, requirements.json), read through :mod:`importlib.resources`."""
+    return resources.files(__package__ or __name__).joinpath("suite")
 
 
 def default_conformance_dir() -> Path:
-    """The suite's data directory (``suite/`` in this package), wherever the package is installed."""
-    return Path(__file__).resolve().parent / "suite"
+    """:func:`suite_files` as a file system path (what writing COVERAGE.md in a checkout needs);
+    a package installed as a zip has none."""
+    root = suite_files()
+    if not isinstance(root, Path):
+        raise FileNotFoundError(f"the conformance suite is not a directory on the file system: {root}")
+    return root
 
 
 def default_fixtures_dir() -> Path:

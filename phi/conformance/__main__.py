@@ -1,43 +1,83 @@
-"""``python -m phi.conformance`` — run the conformance suite (SPEC §10).
+"""``phi-conformance`` / ``python -m phi.conformance`` — run the conformance suite (SPEC §10).
 
 Commands::
 
-    run [--driver CMD] [--filter GLOB] [--fixtures DIR] [--jobs N] [--timeout-ms MS] [--report FILE]
-    coverage [--write]        print (or write) phi/conformance/suite/COVERAGE.md; exit 1 if a requirement is missing
-    record FIXTURE.json...    draft the expect block of fixtures from the reference driver
+    run [--driver CMD] [--only SEL] [--skip SEL] [--list] [--jobs N] [--mode M] [--report FILE] ...
+    list [--only SEL] [--skip SEL]     the fixtures a run would choose
+    coverage [--write]                 print (or write) suite/COVERAGE.md; exit 1 if a requirement is missing
+    requirements [--write]             print (or write) suite/requirements.json (sections of SPEC.md)
+    record FIXTURE.json...             draft the expect block of fixtures from the reference driver
 
-``run`` prints one line per fixture (with a readable diff on failure) and ends with
-``N passed, N failed``. It exits 1 on any failure, and — when the whole suite ran against SPEC.md —
-when a tested requirement has no fixture.
+``run`` prints one line per fixture (the first difference on a failure) and ends with
+``N passed, N failed``. Exit status: :data:`EXIT_HELP`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from . import coverage, default_conformance_dir
-from .report import write_report
-from .runner import REFERENCE_DRIVER, format_outcome, load_fixtures, run_all
+from . import coverage, default_conformance_dir, suite_files
+from .drivers import MODES, Mode
+from .report import RunInfo, write_report
+from .runner import DEFAULT_JOBS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
+from .selection import load_index, parse_spec, select
+
+EXIT_HELP = """exit status:
+  0  every fixture passed (unsupported fixtures do not count against a driver)
+  1  a fixture failed or timed out; or, in a repository checkout running the whole suite on the
+     reference driver, a requirement marked [tested] in SPEC.md has no fixture
+  2  bad usage, no fixture selected, or the driver could not be started"""
+
+SELECTOR_HELP = ("a fixture id or glob (tool-*), a SPEC section (§4, 4.3) or a requirement id or family "
+                 "(LOOP-8, LOOP); repeat the option or separate with commas")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m phi.conformance", description="phi conformance suite")
+def _prog() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "phi-conformance" if name.startswith("phi-conformance") else "python -m phi.conformance"
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", action="append", metavar="SEL", help=f"run only these: {SELECTOR_HELP}")
+    parser.add_argument("--filter", action="append", dest="only", metavar="GLOB", help=argparse.SUPPRESS)
+    parser.add_argument("--skip", action="append", metavar="SEL", help="leave these out (same forms as --only)")
+    parser.add_argument("--fixtures", type=Path, default=None,
+                        help="a fixtures directory (default: the suite shipped with this package)")
+
+
+def _parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog or _prog(), description="The phi agent-loop conformance suite "
+                                     "(SPEC §10): run its fixtures against a driver for any implementation.",
+                                     epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run fixtures against a driver")
-    run.add_argument("--driver", default=REFERENCE_DRIVER, help="driver command (default: the phi reference driver)")
-    run.add_argument("--filter", default=None, help="glob on fixture id or file name")
-    run.add_argument("--fixtures", type=Path, default=None, help="fixtures directory")
-    run.add_argument("--jobs", type=int, default=4, help="drivers run at once (default 4)")
+    run = sub.add_parser("run", help="run fixtures against a driver", epilog=EXIT_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--driver", default=REFERENCE_DRIVER,
+                     help='driver command, e.g. "node my-driver.mjs" (default: the phi reference driver)')
+    _add_selection(run)
+    run.add_argument("--list", action="store_true", help="list the chosen fixtures instead of running them")
+    run.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS,
+                     help=f"driver processes at once (default {DEFAULT_JOBS})")
+    run.add_argument("--mode", choices=MODES, default="auto",
+                     help="auto (default): one persistent process per job when the driver announces it, "
+                          "else one process per fixture (see DRIVERS.md)")
     run.add_argument("--timeout-ms", type=int, default=None,
-                     help="per-fixture time limit (default: fixture's or 10000)")
-    run.add_argument("--report", type=Path, default=None, help="also write a Markdown report here")
-    run.add_argument("--verbose", "-v", action="store_true")
+                     help="per-fixture time limit (default: the fixture's timeout_ms, else 10000)")
+    run.add_argument("--report", type=Path, action="append", default=[], metavar="FILE",
+                     help="also write a report: .xml JUnit XML, .json JSON, else Markdown (repeatable)")
+    run.add_argument("--verbose", "-v", action="store_true", help="show every problem, also of passing fixtures")
+    listing = sub.add_parser("list", help="list the fixtures (id, requirements, title)")
+    _add_selection(listing)
     cov = sub.add_parser("coverage", help="requirement id -> fixtures table")
     cov.add_argument("--fixtures", type=Path, default=None)
     cov.add_argument("--write", action="store_true", help="write phi/conformance/suite/COVERAGE.md")
+    req = sub.add_parser("requirements", help="SPEC.md sections and requirement ids as JSON (needs SPEC.md)")
+    req.add_argument("--write", action="store_true", help="write phi/conformance/suite/requirements.json")
     rec = sub.add_parser("record", help="draft expect blocks from the reference driver")
     rec.add_argument("paths", nargs="+", type=Path)
     return parser
@@ -47,33 +87,80 @@ def _fixtures_dir(arg: Path | None) -> Path:
     return arg if arg is not None else default_conformance_dir() / "fixtures"
 
 
+def _chosen(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The fixtures ``--fixtures``/``--only``/``--skip`` choose (raises on a missing directory)."""
+    if args.fixtures is not None and not args.fixtures.is_dir():
+        raise FileNotFoundError(f"no fixtures directory {args.fixtures}")
+    fixtures = load_fixtures(args.fixtures)
+    suite = args.fixtures.parent if args.fixtures is not None else None
+    index = load_index(suite) if any(s for s in (args.only or []) + (args.skip or [])) else None
+    return select(fixtures, args.only, args.skip, index)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    try:
+        fixtures = _chosen(args)
+    except (LookupError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    width = max((len(f["id"]) for f in fixtures), default=0)
+    for fixture in fixtures:
+        print(f"{fixture['id']:<{width}}  {','.join(fixture.get('spec', [])):<28}  {fixture.get('title', '')}")
+    print(f"{len(fixtures)} fixtures")
+    return 0 if fixtures else 2
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    directory = _fixtures_dir(args.fixtures)
-    fixtures = load_fixtures(directory, args.filter)
+    if args.list:
+        return cmd_list(args)
+    try:
+        fixtures = _chosen(args)
+    except (LookupError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if not fixtures:
-        print(f"no fixtures matched in {directory}")
-        return 1
+        print("error: no fixtures selected", file=sys.stderr)
+        return 2
+    for path in args.report:
+        if not path.parent.is_dir():
+            print(f"error: cannot write the report {path}: no directory {path.parent}", file=sys.stderr)
+            return 2
+    mode = Mode(args.mode)
     started = time.monotonic()
-    outcomes = run_all(args.driver, fixtures, args.jobs, args.timeout_ms,
-                       progress=lambda o: print(format_outcome(o, args.verbose), flush=True))
-    passed = sum(o.status == "pass" for o in outcomes)
-    failed = sum(o.status == "fail" for o in outcomes)
-    timed_out = sum(o.status == "timeout" for o in outcomes)
-    unsupported = sum(o.status == "unsupported" for o in outcomes)
-    status = 1 if failed or timed_out else 0
-    spec = coverage.find_spec(directory.parent)
-    if args.filter is None and spec is not None and args.driver == REFERENCE_DRIVER:
-        gaps = coverage.missing(spec.read_text(encoding="utf-8"), fixtures)
-        if gaps:
-            print(f"coverage: no fixture for tested requirement(s) {', '.join(gaps)}")
-            status = 1
-    if args.report is not None:
-        write_report(args.report, args.driver, fixtures, outcomes)
-    if unsupported:
-        print(f"{unsupported} unsupported by this driver")
-    print(f"time: {time.monotonic() - started:.1f}s")
-    print(f"{passed} passed, {failed} failed" + (f", {timed_out} timed out" if timed_out else ""))
-    return status
+    try:
+        outcomes = run_all(args.driver, fixtures, max(1, args.jobs), args.timeout_ms, mode=mode,
+                           progress=lambda o: print(format_outcome(o, args.verbose), flush=True))
+    except DriverStartError as error:
+        print(f"error: the driver could not be started: {error}", file=sys.stderr)
+        return 2
+    info = RunInfo(args.driver, time.monotonic() - started, "persistent" if mode.persistent else "per-fixture",
+                   coverage_gaps=_coverage_gaps(args, fixtures))
+    for path in args.report:
+        write_report(path, info, fixtures, outcomes)
+    return _summary(outcomes, info, args.jobs)
+
+
+def _coverage_gaps(args: argparse.Namespace, fixtures: list[dict[str, Any]]) -> list[str]:
+    """Tested requirements without a fixture — checked only for a whole-suite run of the reference
+    driver in a checkout (an installed package has no SPEC.md)."""
+    if args.only or args.skip or args.driver != REFERENCE_DRIVER:
+        return []
+    root = args.fixtures.parent if args.fixtures is not None else suite_files()
+    spec = coverage.find_spec(root) if isinstance(root, Path) else None
+    return [] if spec is None else coverage.missing(spec.read_text(encoding="utf-8"), fixtures)
+
+
+def _summary(outcomes: list[Outcome], info: RunInfo, jobs: int) -> int:
+    n = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "timeout", "unsupported")}
+    if info.coverage_gaps:
+        print(f"coverage: no fixture for tested requirement(s) {', '.join(info.coverage_gaps)}")
+    if n["unsupported"]:
+        print(f"{n['unsupported']} unsupported by this driver")
+    if n["timeout"]:
+        print(f"{n['timeout']} timed out (counted as failed)")
+    print(f"time: {info.seconds:.1f}s ({info.mode} driver, {jobs} job{'s' if jobs != 1 else ''})")
+    print(f"{n['pass']} passed, {n['fail'] + n['timeout']} failed")
+    return 1 if n["fail"] or n["timeout"] or info.coverage_gaps else 0
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
@@ -96,12 +183,39 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def cmd_requirements(args: argparse.Namespace) -> int:
+    root = suite_files()
+    spec = coverage.find_spec(root) if isinstance(root, Path) else None
+    if spec is None:
+        print("error: SPEC.md not found (requirements.json is generated in a repository checkout)", file=sys.stderr)
+        return 2
+    text = parse_spec(spec.read_text(encoding="utf-8")).render()
+    if args.write:
+        (default_conformance_dir() / "requirements.json").write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (``phi-conformance``); returns the exit status (see :data:`EXIT_HELP`)."""
+    args = _parser(prog).parse_args(argv)
+    try:
+        return _dispatch(args)
+    except BrokenPipeError:  # the output went into `head` or a pager that quit: end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "list":
+        return cmd_list(args)
     if args.command == "coverage":
         return cmd_coverage(args)
+    if args.command == "requirements":
+        return cmd_requirements(args)
     from .record import record
 
     record(args.paths, done=lambda path: print(f"recorded {path}"))

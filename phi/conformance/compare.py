@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import invariants
-from .match import mismatches, sequence_mismatches
+from .match import expand_length, is_matcher, matches, mismatches, sequence_mismatches
 from .normalize import normalize_lines
 
 
@@ -163,20 +163,106 @@ def _by_loop(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _event_problems(expected: list[Any], actual: list[dict[str, Any]], what: str = "events") -> list[str]:
-    problems = sequence_mismatches(expected, actual, what)
-    if problems:
-        want = []
-        for item in expected:
-            if isinstance(item, dict) and "unordered" in item and set(item) == {"unordered"}:
-                want += ["~" + str(e.get("type")) for e in item["unordered"]]
-            else:
-                want.append(str(item.get("type")) if isinstance(item, dict) else "?")
-        got = [str(e.get("type")) for e in actual]
-        if [w.lstrip("~") for w in want] != got:
-            problems.append("event types (expected | actual):")
-            for i in range(max(len(want), len(got))):
-                left = want[i] if i < len(want) else ""
-                right = got[i] if i < len(got) else ""
-                mark = " " if left.lstrip("~") == right else "*"
-                problems.append(f"  {mark} {i:3d}  {left:<22} | {right}")
+    """A count line when the lengths differ, then the first differing event: its index, both sides
+    (the actual event shown with only the fields the fixture checks), what differs in it, and the
+    event types around it."""
+    problems = []
+    if expand_length(expected) != len(actual):
+        problems.append(f"{what}: expected {expand_length(expected)} events, got {len(actual)}")
+    found = first_difference(expected, actual)
+    if found is None:
+        return problems
+    index, want, got = found
+    if _is_group(want):
+        group = want["unordered"]
+        window = got if isinstance(got, list) else []
+        problems.append(f"{what}[{index}..{index + len(group) - 1}]: no order of the unordered group matches")
+        problems.append(f"  expected (any order): {compact(group, 400)}")
+        problems.append(f"  actual:               {compact([_project_like(group, e) for e in window], 400)}")
+    else:
+        label = f"{_type(want)} expected, {_type(got)} actual" if _type(want) != _type(got) else _type(want)
+        problems.append(f"{what}[{index}]: first difference ({label})")
+        problems.append(f"  expected: {compact(want)}")
+        shown = project(want, got) if _type(want) == _type(got) else _without(got, ("timestamp", "loop_id"))
+        problems.append(f"  actual:   {compact(shown)}")
+        if isinstance(want, dict) and isinstance(got, dict) and _type(want) == _type(got):
+            problems += [f"  {line}" for line in list(mismatches(want, got))[:3]]
+    problems += _types_around(expected, actual, index)
     return problems
+
+
+_MISSING = "<missing>"
+
+
+def first_difference(expected: list[Any], actual: list[Any]) -> tuple[int, Any, Any] | None:
+    """``(index, expected item, actual item)`` of the first position where ``actual`` does not
+    match ``expected`` (an unordered group is compared whole, with the window of actual items it
+    covers); the expected item is None for an extra actual item, the actual one None for a missing one."""
+    position = 0
+    for item in expected:
+        if _is_group(item):
+            size = len(item["unordered"])
+            window = actual[position:position + size]
+            if len(window) < size or sequence_mismatches([item], window, ""):
+                return position, item, window
+            position += size
+            continue
+        if position >= len(actual):
+            return position, item, None
+        if not matches(item, actual[position]):
+            return position, item, actual[position]
+        position += 1
+    return (position, None, actual[position]) if position < len(actual) else None
+
+
+def project(expected: Any, actual: Any) -> Any:
+    """``actual`` cut down to the keys ``expected`` lists (recursively), so both sides of a
+    difference line up; the event type is always kept."""
+    if isinstance(expected, dict) and isinstance(actual, dict) and not is_matcher(expected):
+        keys = (["type"] if "type" in actual and "type" not in expected else []) + list(expected)
+        return {k: project(expected.get(k), actual[k]) if k in actual else _MISSING for k in keys}
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [project(e, a) for e, a in zip(expected, actual)]
+    return actual
+
+
+def _without(value: Any, keys: tuple[str, ...]) -> Any:
+    return {k: v for k, v in value.items() if k not in keys} if isinstance(value, dict) else value
+
+
+def _project_like(group: list[Any], actual: Any) -> Any:
+    """``actual`` projected onto the first expected item of its type (of an unordered group)."""
+    same = [e for e in group if _type(e) == _type(actual)]
+    return project(same[0], actual) if same else actual
+
+
+def compact(value: Any, limit: int = 240) -> str:
+    """One line of JSON, cut at ``limit`` characters."""
+    if value is None:
+        return "(nothing)"
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _is_group(item: Any) -> bool:
+    return isinstance(item, dict) and set(item) == {"unordered"} and isinstance(item["unordered"], list)
+
+
+def _type(item: Any) -> str:
+    if item is None:
+        return "nothing"
+    return str(item.get("type", "?")) if isinstance(item, dict) else "?"
+
+
+def _types_around(expected: list[Any], actual: list[dict[str, Any]], index: int) -> list[str]:
+    """The event types two before to three after ``index``, expected beside actual."""
+    want: list[str] = []
+    for item in expected:
+        want += ["~" + _type(e) for e in item["unordered"]] if _is_group(item) else [_type(item)]
+    got = [_type(e) for e in actual]
+    rows = range(max(0, index - 2), min(max(len(want), len(got)), index + 4))
+    lines = ["  event types around it (expected | actual; ~ any order):"]
+    for i in rows:
+        left, right = (want[i] if i < len(want) else ""), (got[i] if i < len(got) else "")
+        lines.append(f"    {'*' if i == index else ' '} {i:3d}  {left:<24} | {right}")
+    return lines

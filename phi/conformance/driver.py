@@ -14,20 +14,32 @@ Reads one fixture (JSON) on stdin, runs it against phi's loop and writes JSON li
     {"kind": "error", "error": "InvalidContinue", "message": "..."}
 
 Usage: ``python -m phi.conformance.driver < fixture.json``.
+
+Protocol 2 (``suite/DRIVERS.md``): started with ``PHI_CONFORMANCE_PROTOCOL=2`` in the environment
+(as the runner does) or with ``--persistent``, the driver first writes ``{"kind": "hello",
+"protocol": 2, "persistent": true}``, then runs one fixture per stdin line, each on fresh objects,
+ending its output with ``{"kind": "done", "id": ...}``; a fixture's output goes through a gate
+that is shut at ``done``, so threads a fixture leaves behind (a tool ignoring cancellation) cannot
+write into the next one. ``--once`` forces protocol 1.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
+import threading
+import traceback
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable, cast
 
 from ..concurrency.cancel import CancellationToken
 from ..concurrency.queues import MessageQueue
 from ..errors import ConfigError, PhiError
 from ..events import AgentEvent, event_to_json
 from ..loop.config import AgentContext, AgentLoopConfig, ToolExecution
+from ..loop.identity import reset_loop_numbers
 from ..loop.run import agent_loop, agent_loop_continue
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..providers.retry import RetryConfig
@@ -232,7 +244,76 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
     recorder.write(final)
 
 
-def main() -> int:
+HELLO = {"kind": "hello", "protocol": 2, "persistent": True, "driver": "phi reference driver"}
+_PROTOCOL_ENV = "PHI_CONFORMANCE_PROTOCOL"  # process.PROTOCOL_ENV; not imported, to keep the driver's start lean
+
+
+class FixtureOutput(io.TextIOBase):
+    """One fixture's share of the driver's stdout: writes go through until :meth:`shut`, then are
+    dropped (a thread the fixture left running must not write into the next fixture's output)."""
+
+    def __init__(self, sink: IO[str], lock: threading.Lock) -> None:
+        super().__init__()
+        self.sink, self.lock, self.open = sink, lock, True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            if self.open:
+                self.sink.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            if self.open:
+                self.sink.flush()
+
+    def shut(self) -> None:
+        with self.lock:
+            self.open = False
+
+
+def _line(sink: IO[str], lock: threading.Lock, data: dict[str, Any]) -> None:
+    with lock:
+        sink.write(json.dumps(data, ensure_ascii=False) + "\n")
+        sink.flush()
+
+
+def serve(source: IO[str], sink: IO[str]) -> int:
+    """Protocol 2: hello, then each stdin line is a fixture, run on fresh objects and closed by a
+    ``done`` line; returns at the end of stdin."""
+    lock = threading.Lock()
+    _line(sink, lock, HELLO)
+    for text in source:
+        if not text.strip():
+            continue
+        output = FixtureOutput(sink, lock)
+        fixture_id = None
+        reset_loop_numbers()  # the fixture starts as in a process of its own (loop ids count from 1)
+        try:
+            fixture = json.loads(text)
+            fixture_id = fixture.get("id") if isinstance(fixture, dict) else None
+            run_fixture(fixture, cast(IO[str], output))  # a TextIOBase, which typeshed does not count as IO[str]
+        except Exception as error:  # a driver bug or a line that is not JSON: report it, serve on
+            traceback.print_exc()
+            output.write(json.dumps({"kind": "error", "error": "DriverError",
+                                     "message": f"{type(error).__name__}: {error}"}) + "\n")
+        output.shut()
+        _line(sink, lock, {"kind": "done", "id": fixture_id})
+    return 0
+
+
+def wants_protocol_2(argv: list[str]) -> bool:
+    """``--persistent``, or the runner's offer in the environment (``--once`` refuses it)."""
+    if "--once" in argv:
+        return False
+    offered = os.environ.get(_PROTOCOL_ENV, "")
+    return "--persistent" in argv or (offered.isdigit() and int(offered) >= 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if wants_protocol_2(args):
+        return serve(sys.stdin, sys.stdout)
     try:
         fixture = json.load(sys.stdin)
     except ValueError as error:
@@ -243,4 +324,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # threads a fixture left behind (a tool ignoring cancellation) must not hold the exit

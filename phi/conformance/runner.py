@@ -1,114 +1,250 @@
-"""The conformance runner (SPEC §10): start a driver per fixture, compare, report.
+"""The conformance runner (SPEC §10): run fixtures on a driver, compare, summarise.
 
-For each fixture the runner starts the driver command, writes the fixture on its stdin, closes
-stdin and reads JSON lines from stdout until the driver exits or the fixture's time limit passes.
-The lines are then read and compared with the fixture (:mod:`.compare`).
+Fixtures are read from the package's ``suite/fixtures`` through :mod:`importlib.resources` (or any
+directory). :func:`run_all` runs them on ``jobs`` driver sessions (:mod:`.drivers`) that take
+fixtures from a shared queue — one process per fixture, or one long-lived process per session when
+the driver announces persistent mode — and compares each fixture's output with its expectations
+(:mod:`.compare`). Outcomes come back in fixture order.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import os
 import shlex
-import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from .compare import DriverOutput, compare, parse_output
+from .drivers import TIMED_OUT, DriverSession, Mode, run_once
+from .process import DriverStartError, RawRun, split_command
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 DEFAULT_TIMEOUT_MS = 10_000
+DEFAULT_JOBS = 4
 # this package's own name, so that a vendored copy runs its own driver
 REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m {__package__}.driver"
+STATUSES = ("pass", "fail", "timeout", "unsupported")
+
+FixtureDir = Union[Path, "Traversable"]
 
 
 @dataclass
 class Outcome:
     fixture_id: str
-    status: str  # "pass" | "fail" | "timeout" | "unsupported"
+    status: str  # one of STATUSES
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stderr: str = ""
 
 
-def load_fixtures(directory: Path, pattern: str | None = None) -> list[dict[str, Any]]:
-    """Every ``*.json`` under ``directory`` (sorted by path), optionally filtered by a glob on the
-    fixture id or file name."""
+def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
+    """Every ``*.json`` under ``directory`` (default: the suite shipped in this package), sorted by
+    path, optionally filtered by a glob on the fixture id or file name (see :mod:`.selection` for
+    ``--only``/``--skip``)."""
+    from .selection import matches_fixture_glob
+
+    if directory is None:
+        from . import suite_files
+
+        directory = suite_files() / "fixtures"
     fixtures = []
-    for path in sorted(directory.rglob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data.setdefault("id", path.stem)
-        if pattern and not (fnmatch.fnmatch(data["id"], pattern) or fnmatch.fnmatch(path.name, pattern)):
+    for name, entry in _json_files(directory):
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        data.setdefault("id", Path(name).stem)
+        if pattern and not matches_fixture_glob(pattern, data["id"], Path(name).name):
             continue
-        data["_path"] = str(path)
+        data["_path"] = str(entry)
         fixtures.append(data)
     return fixtures
 
 
-TIMED_OUT = "driver did not finish within"
+def _json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, FixtureDir]]:
+    """``(relative name, entry)`` of every ``*.json`` below ``directory``, sorted by name."""
+    found: list[tuple[str, FixtureDir]] = []
+    for entry in directory.iterdir():
+        name = f"{prefix}{entry.name}"
+        if entry.is_dir():
+            found += _json_files(entry, name + "/")
+        elif entry.name.endswith(".json"):
+            found.append((name, entry))
+    return sorted(found, key=lambda item: item[0])
+
+
+def judge(fixture: dict[str, Any], raw: RawRun, seconds: float) -> Outcome:
+    """The outcome of one fixture from what its driver wrote."""
+    output = parse_output(fixture, raw.lines)
+    if output.unsupported is not None and not raw.timed_out:
+        return Outcome(fixture["id"], "unsupported", [output.unsupported], seconds, raw.stderr)
+    problems = ([raw.failure] if raw.failure else []) + compare(fixture, output)
+    if raw.timed_out:
+        return Outcome(fixture["id"], "timeout", problems, seconds, raw.stderr)
+    return Outcome(fixture["id"], "fail" if problems else "pass", problems, seconds, raw.stderr)
+
+
+def time_limit(fixture: dict[str, Any], timeout_ms: int | None) -> float:
+    return float(timeout_ms or fixture.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
 
 
 def run_driver(command: str, fixture: dict[str, Any], timeout_s: float) -> tuple[list[str], str, str | None]:
-    """Run the driver on one fixture; returns (stdout lines, stderr, failure or None)."""
-    payload = json.dumps({k: v for k, v in fixture.items() if not k.startswith("_")})
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env)
-    try:
-        out, err = proc.communicate(payload, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return out.splitlines(), err, f"{TIMED_OUT} {timeout_s:g}s"
-    failure = None if proc.returncode == 0 else f"driver exited with status {proc.returncode}"
-    return out.splitlines(), err, failure
+    """Run the driver on one fixture in a process of its own; (stdout lines, stderr, failure or None)."""
+    raw = run_once(split_command(command), fixture, timeout_s)
+    return raw.lines, raw.stderr, raw.failure
 
 
 def run_one(command: str, fixture: dict[str, Any], timeout_ms: int | None = None) -> Outcome:
+    """One fixture in a process of its own."""
     started = time.monotonic()
-    limit = (timeout_ms or fixture.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
-    lines, stderr, failure = run_driver(command, fixture, limit)
-    output = parse_output(fixture, lines)
-    elapsed = time.monotonic() - started
-    if output.unsupported is not None:
-        return Outcome(fixture["id"], "unsupported", [output.unsupported], elapsed, stderr)
-    problems = ([failure] if failure else []) + compare(fixture, output)
-    if failure is not None and failure.startswith(TIMED_OUT):
-        return Outcome(fixture["id"], "timeout", problems, elapsed, stderr)
-    return Outcome(fixture["id"], "fail" if problems else "pass", problems, elapsed, stderr)
+    raw = run_once(split_command(command), fixture, time_limit(fixture, timeout_ms))
+    return judge(fixture, raw, time.monotonic() - started)
 
 
-def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = 4, timeout_ms: int | None = None,
-            progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Run every fixture (``jobs`` drivers at a time); outcomes come back in fixture order."""
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_one, command, f, timeout_ms) for f in fixtures]
-        outcomes = []
-        for future in futures:
-            outcome = future.result()
-            if progress is not None:
-                progress(outcome)
-            outcomes.append(outcome)
-    return outcomes
+class _Scheduler:
+    """The fixtures of one run, handed to worker sessions from a shared queue; the outcomes are
+    reported (``progress``) in fixture order as soon as each one and all before it are in."""
+
+    def __init__(self, fixtures: list[dict[str, Any]], timeout_ms: int | None,
+                 progress: Callable[[Outcome], None] | None) -> None:
+        self.fixtures, self.timeout_ms, self.progress = fixtures, timeout_ms, progress
+        self.outcomes: list[Outcome | None] = [None] * len(fixtures)
+        self.next_index = self.reported = 0
+        self.error: BaseException | None = None
+        self.sessions: list[DriverSession] = []
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def take(self) -> int | None:
+        with self.lock:
+            if self.error is not None or self.next_index >= len(self.fixtures):
+                return None
+            self.next_index += 1
+            return self.next_index - 1
+
+    def put(self, index: int, outcome: Outcome) -> None:
+        with self.changed:
+            self.outcomes[index] = outcome
+            self.changed.notify_all()
+
+    def stop(self, error: BaseException) -> None:
+        with self.changed:
+            self.error = self.error or error
+            self.changed.notify_all()
+
+    def work(self, command: str, mode: Mode) -> None:
+        """One worker: a driver session running fixtures until none are left. An outcome is
+        settled when the next fixture starts, so output the driver wrote after its ``done`` line
+        is charged to the fixture it belongs to."""
+        held: tuple[int, RawRun, float] | None = None
+        try:
+            session = DriverSession(command, mode)
+        except DriverStartError as error:
+            self.stop(error)
+            return
+        with self.lock:
+            self.sessions.append(session)
+        try:
+            while (index := self.take()) is not None:
+                if held is not None:
+                    self._settle(held, session.strays())
+                fixture = self.fixtures[index]
+                started = time.monotonic()
+                held = (index, session.run(fixture, time_limit(fixture, self.timeout_ms)), started)
+        except BaseException as error:  # DriverStartError, or a bug here: run_all raises it
+            self.stop(error)
+            held = None
+        finally:
+            if held is not None:
+                self._settle(held, session.strays())
+            session.close()
+
+    def _settle(self, held: tuple[int, RawRun, float], strays: list[str]) -> None:
+        index, raw, started = held
+        if strays:
+            raw.failure = (raw.failure + "; " if raw.failure else "") + \
+                f"protocol: {len(strays)} line(s) after the 'done' line, e.g. {strays[0][:100]!r}"
+        self.put(index, judge(self.fixtures[index], raw, time.monotonic() - started))
+
+    def abandon(self) -> None:
+        """Kill every driver (the run was interrupted)."""
+        self.stop(DriverStartError("interrupted"))
+        with self.lock:
+            sessions = list(self.sessions)
+        for session in sessions:
+            session.discard()
+
+    def report_in_order(self, workers: list[threading.Thread]) -> None:
+        with self.changed:
+            while self.reported < len(self.fixtures):
+                outcome = self.outcomes[self.reported]
+                if outcome is not None:
+                    self.reported += 1
+                    if self.progress is not None:
+                        self.progress(outcome)
+                    continue
+                if self.error is not None or not any(w.is_alive() for w in workers):
+                    return
+                self.changed.wait(0.5)
+
+
+def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JOBS, timeout_ms: int | None = None,
+            progress: Callable[[Outcome], None] | None = None, mode: str | Mode = "auto") -> list[Outcome]:
+    """Run every fixture on ``jobs`` driver sessions; outcomes come back in fixture order.
+
+    ``mode``: ``auto`` (persistent when the driver announces it, SPEC §10 protocol 2),
+    ``persistent`` or ``per-fixture``. Raises :class:`DriverStartError` when the driver cannot
+    be started (then no outcomes are returned), and whatever else stopped a worker."""
+    shared = mode if isinstance(mode, Mode) else Mode(mode)
+    split_command(command)  # bad quoting is a start error before any thread runs
+    scheduler = _Scheduler(fixtures, timeout_ms, progress)
+    workers = [threading.Thread(target=scheduler.work, args=(command, shared), name=f"conformance-{n}", daemon=True)
+               for n in range(max(1, min(jobs, len(fixtures))))]
+    try:
+        for worker in workers:
+            worker.start()
+        scheduler.report_in_order(workers)
+        for worker in workers:
+            worker.join()
+    except BaseException:  # KeyboardInterrupt: drivers run in process groups of their own, so end them here
+        scheduler.abandon()
+        raise
+    if scheduler.error is not None:
+        raise scheduler.error
+    scheduler.report_in_order(workers)
+    return [o for o in scheduler.outcomes if o is not None]
+
+
+_HEADS = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "unsupported": "UNSUPPORTED"}
+_SHOWN_PROBLEMS = 16
+_LINE_LIMIT = 220
 
 
 def format_outcome(outcome: Outcome, verbose: bool = False) -> str:
-    head = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "unsupported": "UNSUPPORTED"}[outcome.status]
-    text = f"{head:<11} {outcome.fixture_id}  ({outcome.seconds:.2f}s)"
+    """``PASS id (0.01s)``; a failure adds its problems (the first differing event first, every
+    line cut short, at most a screenful) and the end of the driver's stderr."""
+    text = f"{_HEADS[outcome.status]:<11} {outcome.fixture_id}  ({outcome.seconds:.2f}s)"
     if outcome.status == "unsupported":
         return f"{text}  {outcome.problems[0]}"
-    if outcome.status in ("fail", "timeout") or verbose:
-        details = [f"    {p}" for p in outcome.problems[:40]]
-        if outcome.status in ("fail", "timeout") and outcome.stderr.strip():
-            tail = outcome.stderr.strip().splitlines()[-6:]
-            details += ["    driver stderr:"] + [f"      {line}" for line in tail]
-        text = "\n".join([text, *details])
-    return text
+    if outcome.status not in ("fail", "timeout") and not verbose:
+        return text
+    shown = outcome.problems if verbose else outcome.problems[:_SHOWN_PROBLEMS]
+    details = [f"    {_cut(p)}" for p in shown]
+    if len(shown) < len(outcome.problems):
+        details.append(f"    ... {len(outcome.problems) - len(shown)} more (-v shows all; --report writes them)")
+    if outcome.status in ("fail", "timeout") and outcome.stderr.strip():
+        tail = outcome.stderr.strip().splitlines()[-6:]
+        details += ["    driver stderr (last lines):"] + [f"      {_cut(line)}" for line in tail]
+    return "\n".join([text, *details])
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "REFERENCE_DRIVER", "TIMED_OUT", "DriverOutput", "Outcome", "compare",
-           "format_outcome", "load_fixtures", "parse_output", "run_all", "run_driver", "run_one"]
+def _cut(line: str) -> str:
+    return line if len(line) <= _LINE_LIMIT else line[:_LINE_LIMIT - 3] + "..."
+
+
+__all__ = ["DEFAULT_JOBS", "DEFAULT_TIMEOUT_MS", "REFERENCE_DRIVER", "STATUSES", "TIMED_OUT", "DriverOutput",
+           "DriverStartError", "Outcome", "compare", "format_outcome", "judge", "load_fixtures", "parse_output",
+           "run_all", "run_driver", "run_one", "time_limit"]

@@ -47,6 +47,14 @@ def next_loop_number(session_id: str, segment: str) -> int:
         return number
 
 
+def reset_loop_numbers() -> None:
+    """Forget the process-wide table of :func:`next_loop_number`, so the next run of every session
+    counts from 1 again — for a harness that runs independent scenarios in one process (the
+    conformance suite's persistent driver, SPEC §10)."""
+    with _counter_lock:
+        _loop_counters.clear()
+
+
 class Identity(NamedTuple):
     agent_id: str
     session_id: str

@@ -1,0 +1,217 @@
+"""One driver process of the conformance runner (SPEC §10; ``suite/README.md`` §2, ``suite/DRIVERS.md``).
+
+A :class:`DriverProcess` starts the driver command with :data:`PROTOCOL_ENV` set (telling the driver
+the runner speaks protocol 2), feeds its stdin from a writer thread (a driver that never reads
+cannot block the runner) and reads stdout line by line and stderr on two reader threads, so every
+wait has a deadline. The driver gets its own process group, so a kill also ends whatever it started.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..log import get_logger
+
+log = get_logger(__name__)
+
+#: The environment variable through which the runner offers protocol 2 (hello/done lines, persistent mode).
+PROTOCOL_ENV = "PHI_CONFORMANCE_PROTOCOL"
+PROTOCOL = 2
+_POSIX = os.name == "posix"
+
+
+class DriverStartError(Exception):
+    """The driver command could not be started at all (not found, not executable, bad quoting)."""
+
+
+class _Timeout:
+    """What :meth:`DriverProcess.read_line` returns when the deadline passed first."""
+
+
+TIMEOUT = _Timeout()
+
+
+@dataclass
+class RawRun:
+    """What a driver wrote for one fixture, before it is compared (the ``hello``/``done`` lines
+    of protocol 2 already taken out)."""
+
+    lines: list[str] = field(default_factory=list)
+    stderr: str = ""
+    failure: str | None = None
+    timed_out: bool = False
+    hello: dict[str, Any] | None = None
+
+
+def split_command(command: str) -> list[str]:
+    """The driver command as an argument list (POSIX shell quoting)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as error:
+        raise DriverStartError(f"cannot parse the driver command {command!r}: {error}") from error
+    if not argv:
+        raise DriverStartError("the driver command is empty")
+    return argv
+
+
+class DriverProcess:
+    """A running driver: send text, read stdout lines with a deadline, collect stderr, kill."""
+
+    def __init__(self, argv: list[str], offer_protocol: bool = True) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.pop(PROTOCOL_ENV, None)
+        if offer_protocol:
+            env[PROTOCOL_ENV] = str(PROTOCOL)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+                                         env=env, start_new_session=_POSIX)
+        except OSError as error:
+            raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
+        self._stderr_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._readers = [threading.Thread(target=self._read_stdout, daemon=True, name="driver-stdout"),
+                         threading.Thread(target=self._read_stderr, daemon=True, name="driver-stderr")]
+        for reader in self._readers:
+            reader.start()
+
+    # ------------------------------------------------------------------ reading
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for line in self.proc.stdout:
+                self.lines.put(line.rstrip("\r\n"))
+            self.proc.stdout.close()
+        except (OSError, ValueError):  # the pipe was closed under us by kill()
+            pass
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        try:
+            for line in self.proc.stderr:
+                with self._stderr_lock:
+                    self._stderr.append(line)
+            self.proc.stderr.close()
+        except (OSError, ValueError):
+            pass
+
+    def read_line(self, deadline: float) -> str | None | _Timeout:
+        """The next stdout line; None at end of output; :data:`TIMEOUT` once ``deadline``
+        (a :func:`time.monotonic` value) has passed."""
+        left = deadline - time.monotonic()
+        try:
+            return self.lines.get(timeout=max(left, 0.0)) if left > 0 else self.lines.get_nowait()
+        except queue.Empty:
+            return TIMEOUT
+
+    def pending(self) -> list[str]:
+        """Lines already written and not yet read (without waiting)."""
+        found: list[str] = []
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return found
+            if line is None:
+                self.lines.put(None)
+                return found
+            found.append(line)
+
+    def stderr_mark(self) -> int:
+        with self._stderr_lock:
+            return len(self._stderr)
+
+    def stderr_since(self, mark: int = 0, settle: float = 0.0) -> str:
+        """stderr written since :meth:`stderr_mark` returned ``mark``; ``settle`` seconds are
+        given to the reader to catch up when the process has ended."""
+        if settle and self.proc.poll() is not None:
+            self._readers[1].join(settle)
+        with self._stderr_lock:
+            return "".join(self._stderr[mark:])
+
+    # ------------------------------------------------------------------ writing and ending
+    def send(self, text: str, close: bool = False) -> None:
+        """Write ``text`` on the driver's stdin (then close it when ``close``), on a thread of its
+        own: a driver that does not read yet cannot block the runner."""
+        threading.Thread(target=self._write, args=(text, close), daemon=True, name="driver-stdin").start()
+
+    def _write(self, text: str, close: bool) -> None:
+        assert self.proc.stdin is not None
+        with self._write_lock:
+            try:
+                if text:
+                    self.proc.stdin.write(text)
+                    self.proc.stdin.flush()
+                if close:
+                    self.proc.stdin.close()
+            except (OSError, ValueError):  # the driver exited or was killed; its output tells why
+                pass
+
+    def close_input(self) -> None:
+        self.send("", close=True)
+
+    def wait(self, deadline: float) -> int | None:
+        """The exit status, or None when the process is still running at ``deadline``."""
+        try:
+            return self.proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """End the driver and everything in its process group."""
+        if self.proc.poll() is None:
+            try:
+                if _POSIX:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                else:
+                    self.proc.kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log.warning("driver process %s did not end after SIGKILL", self.proc.pid)
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except (OSError, ValueError):  # a writer thread saw the pipe break; nothing left to do
+            pass
+
+    def kill_leftovers(self) -> None:
+        """After the driver exited: end what it left running in its process group."""
+        self._close_stdin()
+        if _POSIX:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def finish(self, grace: float = 1.0) -> None:
+        """Close stdin (a persistent driver then exits) and kill the driver if it has not ended
+        within ``grace`` seconds."""
+        self.close_input()
+        if self.wait(time.monotonic() + grace) is None:
+            self.kill()
+        else:
+            self.kill_leftovers()
+
+
+__all__ = ["PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError", "RawRun", "split_command"]
