@@ -131,7 +131,6 @@ def test_vendored_phi_runs_the_readme_example_an_mcp_server_and_conformance_fixt
     assert report["top_level_phi"] == []
     assert report["modules"] == ["app._vendor.phi.agent.agent", "app._vendor.phi.tools.function_tool"]
 
-    suite = run_in(python, home, "-m", "app._vendor.phi.conformance", "run", "--fixtures",
-                   str(ROOT / "phi" / "conformance" / "suite" / "fixtures"), "--filter", "s*", "--jobs", "2")
+    suite = run_in(python, home, "-m", "app._vendor.phi.conformance", "run", "--only", "s*", "--jobs", "2")
     assert suite.returncode == 0, suite.stdout + suite.stderr
     assert " 0 failed" in suite.stdout and "subagent-delegates-and-links" in suite.stdout

@@ -47,7 +47,7 @@ def _help(args: list[str]) -> int:
 
     parser().print_help(sys.stdout)
     sys.stdout.write("\nother commands:\n  phi demo [--provider scripted|anthropic|openai] [QUESTION]\n"
-                     "  phi conformance run [--driver CMD] [--filter GLOB]\n"
+                     "  phi conformance run [--driver CMD] [--only ID|SECTION|REQUIREMENT] [--report FILE]\n"
                      "  phi export SESSION_ID --html FILE\n  phi version\n")
     return 0
 
