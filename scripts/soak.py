@@ -71,12 +71,18 @@ sys.path.insert(0, ROOT)  # the phi of this checkout
 
 from phi import (  # noqa: E402
     Agent,
+    AgentEnd,
     AgentResult,
     AlreadyRunning,
     AssistantMessage,
+    ExecutionLimits,
     ExtensionMessage,
     FilterResult,
     FunctionTool,
+    ParallelLoopEnd,
+    ParallelLoopStart,
+    QueueMode,
+    RetryConfig,
     ScriptedProvider,
     StopReason,
     TextContent,
@@ -120,6 +126,8 @@ ONCE_PER_RUN = ("hook:before_loop", "hook:after_loop", "input_filter", "subscrib
                 "subscriber:ParallelLoopStart", "subscriber:ParallelLoopEnd", CANCEL_SITE)
 ABORT_BLOCKS_S = 2.0  # cancel() waits at most 0.5 s for callbacks; the rest is slack for a loaded machine
 SLOW_RESET_S = 2.0
+NOTES_SHOWN = 10  # slow-but-not-broken notes printed per kind
+LIMIT_NOTICE = "[Agent stopped: "  # SPEC LOOP-10
 LEFTOVER_PREFIXES = ("phi-agent-", "phi-branch-", "phi-cancel")
 EXPECTED_LOG_ERRORS = ("cancellation callback failed",)  # a cancellation callback's exception is logged
 
@@ -360,18 +368,27 @@ class Pushed:
     where: str  # the operation it was pushed in
 
 
+@dataclass
+class ResetSpan:
+    """The ticks around one ``reset()`` call; ``end`` is None while it runs."""
+
+    start: int
+    end: int | None = None
+
+
 class Ledger:
     """Every text one agent was given, every reset, and which prompts a run accepted.
 
-    Ticks order pushes and resets: a text pushed wholly before the last reset began must be gone;
-    one pushed wholly after it ended must be there (exactly once); one that overlaps it may be either.
+    Ticks order pushes and resets: a text given before a reset began must be gone; one given after
+    every reset ended must be there exactly once (a prompt: if its run accepted it); one given while
+    a reset ran may be either.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ticks = itertools.count()
         self.pushes: list[Pushed] = []
-        self.resets: list[tuple[int, int]] = []
+        self.resets: list[ResetSpan] = []
         self.accepted: set[str] = set()  # prompts an input filter let through: the run recorded them
         self.parallel: dict[str, set[int]] = {}  # a parallel prompt -> how often it may be in the history
 
@@ -382,30 +399,33 @@ class Ledger:
     def push(self, kind: str, text: str, where: str, call: Callable[[], object]) -> None:
         """Record ``call`` (which gives ``text`` to the agent), whatever it returns or raises: a prompt
         that was refused never reached an input filter, so it is expected nowhere."""
-        start = self.tick()
+        with self._lock:
+            pushed = Pushed(kind, text, next(self._ticks), -1, where)
+            self.pushes.append(pushed)
         try:
             call()
         finally:
-            with self._lock:
-                self.pushes.append(Pushed(kind, text, start, next(self._ticks), where))
+            pushed.end = self.tick()
 
     def reset(self, call: Callable[[], object]) -> None:
-        start = self.tick()
+        with self._lock:
+            span = ResetSpan(next(self._ticks))
+            self.resets.append(span)
         try:
             call()
         finally:
-            with self._lock:
-                self.resets.append((start, next(self._ticks)))
+            span.end = self.tick()
 
     def accept(self, text: str) -> None:
         with self._lock:
             self.accepted.add(text)
 
     def reset_since(self, text: str) -> bool:
-        """Whether a reset ended after ``text`` was first pushed (it may have taken the text away)."""
+        """Whether a reset ran after ``text`` was pushed, or runs now (it may have taken the text away);
+        true of a text never pushed, too (it cannot be told)."""
         with self._lock:
-            start = next(p.start for p in self.pushes if p.text == text)
-            return any(end > start for _, end in self.resets)
+            start = next((p.start for p in self.pushes if p.text == text), None)
+            return start is None or any(r.end is None or r.end > start for r in self.resets)
 
     def expect_parallel(self, text: str, allowed: set[int]) -> None:
         with self._lock:
@@ -413,12 +433,10 @@ class Ledger:
 
     def allowed(self, pushed: Pushed) -> set[int]:
         """How many times ``pushed`` may be in the history and the queues together."""
-        if self.resets:
-            start, end = self.resets[-1]
-            if pushed.end < start:
-                return {0}
-            if pushed.start < end:
-                return {0, 1}
+        if any(r.start > pushed.end for r in self.resets):
+            return {0}  # a reset began after the text was given: it is gone
+        if any(r.end is None or r.end > pushed.start for r in self.resets):
+            return {0, 1}  # a reset ran while the text was given
         if pushed.kind == "prompt":
             return {1} if pushed.text in self.accepted else {0}
         if pushed.kind == "parallel":
@@ -448,9 +466,10 @@ def input_problems(agent: Agent, ledger: Ledger) -> list[str]:
         if where[pushed.text] not in allowed:
             problems.append(f"{pushed.kind} {pushed.text!r} appears {where[pushed.text]} time(s), expected "
                             f"{' or '.join(map(str, sorted(allowed)))} (pushed in {pushed.where}; resets at ticks "
-                            f"{ledger.resets[-3:]}, pushed at {pushed.start}..{pushed.end})")
+                            f"{[(r.start, r.end) for r in ledger.resets[-3:]]}, pushed at {pushed.start}..{pushed.end})")
     known = {pushed.text for pushed in ledger.pushes}
-    problems += [f"unknown user text {text!r} in the history or a queue" for text in where if text not in known]
+    problems += [f"unknown user text {text!r} in the history or a queue" for text in where
+                 if text not in known and not text.startswith(LIMIT_NOTICE)]
     return problems
 
 
@@ -493,11 +512,12 @@ class EventOrder:
         kind = event.type
         loop_id = str(getattr(event, "loop_id", ""))
         self.recent.append(f"{kind}({loop_id[-8:]})")
-        if kind == "ParallelLoopStart":
+        if isinstance(event, ParallelLoopStart):
             self._expect(self.top is None, "ParallelLoopStart while another run is open")
             self.top = frozenset(event.loop_ids)
-        elif kind == "ParallelLoopEnd":
-            self._expect(isinstance(self.top, frozenset), "ParallelLoopEnd outside a parallel run")
+        elif isinstance(event, ParallelLoopEnd):
+            self._expect(isinstance(self.top, frozenset) and event.selected_loop_id in self.top,
+                         f"ParallelLoopEnd (selecting {event.selected_loop_id}) outside its parallel run")
             self.top = None
         elif isinstance(self.top, frozenset):
             self._expect(loop_id in self.top, f"{kind} of {loop_id} inside a parallel run of other branches")
@@ -570,7 +590,14 @@ class SoakAgent:
                  FunctionTool("stubborn", "ignores cancellation for a while", {"type": "object"}, self.stubborn),
                  FunctionTool("failing", "always raises", {"type": "object"}, self.failing),
                  FunctionTool("actor", "acts from its own thread", {"type": "object"}, self.actor)]
+        rng = self.rng
+        limits = None
+        if rng.random() < 0.25:  # SPEC LOOP-10: a limit notice ends some runs
+            limits = ExecutionLimits(max_turns=rng.randint(1, 4), max_total_tokens=None,
+                                     max_duration=rng.choice((None, 0.3)))
         return Agent(provider=ScriptedProvider(default=self.reply, record_calls=False), tools=tools,
+                     steering_mode=rng.choice(tuple(QueueMode)), follow_up_mode=rng.choice(tuple(QueueMode)),
+                     execution_limits=limits, retry_config=RetryConfig(initial_delay_ms=1, max_delay_ms=5),
                      input_filters=[self.input_filter], transform_context=self.transform_context,
                      convert_to_llm=self.convert_to_llm, get_api_key=self.get_api_key, **hooks)
 
@@ -623,7 +650,7 @@ class SoakAgent:
         if took > SLOW_RESET_S:
             thread = threading.current_thread().name
             self.soak.tally.add_to(self.soak.tally.slow_resets, thread.split("-")[0] + "-" + thread.split("-")[1])
-            self.soak.note(f"reset() took {took:.1f} s on {thread}: {self.where()}")
+            self.soak.note("slow reset", f"reset() took {took:.1f} s on {thread}: {self.where()}")
 
     def push(self, kind: str) -> None:
         text = self.text(kind[0])
@@ -670,13 +697,28 @@ class SoakAgent:
             if self.rng.random() < 0.01:
                 time.sleep(0.002)  # a slow subscriber now and then widens any race
             ended = event.type in ("AgentEnd", "ParallelLoopEnd") and self.order.top is None
-            if ended and self.agent.is_streaming:
-                self.fail(f"the agent is not idle when {event.type} reaches a subscriber (SPEC AGENT-1, AGENT-8)")
+            if ended:
+                self.check_settled(event)
             self.act(f"subscriber:{event.type}")
             if ended and self.op.plan.take_chain():
                 self.chain()
         finally:
             self.busy.release()
+
+    def check_settled(self, event: AgentEvent) -> None:
+        """SPEC AGENT-1, AGENT-8: when a run's end is heard the agent is idle, and a run's new messages
+        are the end of the history (unless a reset has dropped them)."""
+        if self.agent.is_streaming:
+            self.fail(f"the agent is not idle when {event.type} reaches a subscriber (SPEC AGENT-1, AGENT-8)")
+        if not isinstance(event, AgentEnd):
+            return
+        new = event.messages
+        if not new or not isinstance(new[0], UserMessage) or self.ledger.reset_since(first_text(new[0])):
+            return
+        tail = self.agent.messages[-len(new):]
+        if len(tail) != len(new) or any(a is not b for a, b in zip(tail, new)):
+            self.fail(f"the history does not end with the {len(new)} new messages of the run {event.loop_id} when "
+                      "its AgentEnd is heard (SPEC AGENT-1)")
 
     def chain(self) -> None:
         """A prompt started from the subscriber that hears a run's end: the agent is idle there."""
@@ -722,9 +764,10 @@ class SoakAgent:
         delay = rng.choice((0, 0, 1, 2))
         if plan.hang and rng.random() < 0.7:
             return {"blocks": [{"type": "text", "chunks": ["hold", " on"]}], "hang_after_chunks": 1}
-        if rng.random() < plan.p_error:
-            return {"blocks": [{"type": "text", "chunks": ["oops"]}],
-                    "error": {"kind": "api", "message": "scripted failure", "after_chunks": rng.choice((0, 1))}}
+        if rng.random() < plan.p_error:  # rate_limited before any chunk is retried (SPEC ERR-1, ERR-2)
+            error = {"kind": rng.choice(("api", "rate_limited")), "message": "scripted failure",
+                     "after_chunks": rng.choice((0, 1)), "retry_after_ms": 0}
+            return {"blocks": [{"type": "text", "chunks": ["oops"]}], "error": error}
         if tool_rounds(config.messages) < plan.tool_rounds:
             names = rng.choices(("quick", "stubborn", "failing", "actor", "ghost"), (8, 3, 1, 2, 1), k=rng.randint(1, 4))
             if plan.needs_actor and "actor" not in names:
@@ -810,14 +853,18 @@ class SoakAgent:
             self.add_error(error)
 
     def consume(self, stream: EventStream[Any]) -> None:
-        """Read the events live, as an application would; sometimes stop early."""
-        stop_after = self.rng.choice((None, None, None, 3))
+        """Read the events live, as an application would; sometimes stop early, or close the stream
+        (which aborts the run)."""
+        stop_after = self.rng.choice((None, None, None, 3, 8))
         try:
             for count, _ in enumerate(stream):
                 if stop_after is not None and count >= stop_after:
                     break
         except BaseException:
-            pass  # the run's exception: result() gives it again
+            return  # the run's exception: result() gives it again
+        if stop_after is not None and self.rng.random() < 0.5:
+            self.soak.tally.add("aborts")
+            stream.close()
 
     def finish_streams(self) -> None:
         """Wait for every stream of the operation, chained ones included (their list may grow)."""
@@ -932,6 +979,8 @@ class Soak:
         self.failures = Failures(self.seed)
         self.watchdog = Watchdog(self.bound, self.hang)
         self.serial = itertools.count()
+        self.notes: Counter[str] = Counter()
+        self._notes_lock = threading.Lock()
         self.started = time.monotonic()
 
     def run(self) -> int:
@@ -984,11 +1033,16 @@ class Soak:
 
     def stalled(self, where: str, seconds: float) -> None:
         self.tally.add("stalls")
-        self.note(f"stall: an operation took {seconds:.1f} s: {where}")
+        self.note("stall", f"an operation took {seconds:.1f} s: {where}")
 
-    def note(self, what: str) -> None:
-        """Something slow but not broken: to stderr."""
-        print(f"note (seed {self.seed}): {what}", file=sys.stderr, flush=True)
+    def note(self, kind: str, what: str) -> None:
+        """Something slow but not broken: to stderr (the first few of each kind; the JSON counts them all)."""
+        with self._notes_lock:
+            self.notes[kind] += 1
+            shown = self.notes[kind]
+        if shown <= NOTES_SHOWN:
+            more = " (further ones are only counted)" if shown == NOTES_SHOWN else ""
+            print(f"note (seed {self.seed}): {kind}: {what}{more}", file=sys.stderr, flush=True)
 
     def progress(self) -> None:
         t = self.tally
