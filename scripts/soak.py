@@ -16,8 +16,9 @@ variants — with, at random:
 * an exception raised from one callback site: every hook of ``AgentLoopConfig``, an input filter,
   ``transform_context``, ``convert_to_llm``, ``get_api_key``, a subscriber, a tool, a cancellation
   callback;
-* failed model replies (``on_error``), replies that hang until cancelled (only where a timeout
-  ends them), vetoes from the ``before_*`` hooks, input filters that warn or reject;
+* failed model replies (``on_error``; some retried), replies that hang until cancelled (only where a
+  timeout ends them), vetoes from the ``before_*`` hooks, input filters that warn or reject,
+  execution limits, both queue modes, a consumer that stops reading or closes the stream;
 * prompts started from the subscriber that hears ``AgentEnd`` / ``ParallelLoopEnd`` (AGENT-1, AGENT-8).
 
 Checked, loudly (a message naming the seed and what broke; exit status 1):
@@ -35,12 +36,16 @@ Checked, loudly (a message naming the seed and what broke; exit status 1):
 * subscribers in order — one run's events (``AgentStart`` … ``AgentEnd``) never interleave with
   another's (a parallel run's ``ParallelLoopStart`` … ``ParallelLoopEnd`` wraps its branches, which
   may interleave with each other), nothing follows a run's ``AgentEnd``, and no subscriber is ever
-  called concurrently; a run that ends without ``AgentEnd`` must have raised;
+  called concurrently; a run that ends without ``AgentEnd`` must have raised; ``AgentEnd`` lists
+  exactly the messages the run announced (EVT-4); when a run's end is heard the agent is idle and
+  its history ends with the run's new messages (AGENT-1, AGENT-8);
+* ``abort()`` never blocks (LOOP-19: at most the 0.5 s it waits for cancellation callbacks, plus slack);
 * threads back to baseline — at the end no ``phi-agent-*``, ``phi-branch-*`` or ``phi-cancel``
   thread is left and the tool pool has no busy or abandoned worker.
 
-Operations that take longer than ``--stall`` seconds (but end) are counted as ``stalls`` and listed
-on stderr. Parallel runs that lose their prompt in the known way of issue 23 item 3 (every branch
+Operations that take longer than ``--stall`` seconds (but end), and ``reset()`` calls that wait
+more than 2 s, are counted (``stalls``, ``slow_resets`` by thread) and the first few listed on
+stderr. Parallel runs that lose their prompt in the known way of issue 23 item 3 (every branch
 raised, or the parallel run itself raised) are counted under ``known_issues``, not as failures.
 
 Progress goes to stderr; the last line of stdout is one JSON object of the counts::
@@ -79,6 +84,7 @@ from phi import (  # noqa: E402
     ExtensionMessage,
     FilterResult,
     FunctionTool,
+    MessageEnd,
     ParallelLoopEnd,
     ParallelLoopStart,
     QueueMode,
@@ -506,6 +512,7 @@ class EventOrder:
         self.top: str | frozenset[str] | None = None  # the open run's loop id, a parallel run's branch ids
         self._started: set[str] = set()
         self._ended: set[str] = set()
+        self._announced: dict[str, list[AgentMessage]] = {}  # loop id -> its MessageEnd messages
         self.recent: deque[str] = deque(maxlen=24)
 
     def observe(self, event: AgentEvent) -> None:
@@ -522,13 +529,16 @@ class EventOrder:
         elif isinstance(self.top, frozenset):
             self._expect(loop_id in self.top, f"{kind} of {loop_id} inside a parallel run of other branches")
             self._step(kind, loop_id)
+            self._messages(event, loop_id)
         elif self.top is None:
             self._expect(kind in ("AgentStart", "AgentEnd"), f"{kind} of {loop_id} outside any run")
             self._step(kind, loop_id)
+            self._messages(event, loop_id)
             self.top = loop_id if kind == "AgentStart" else None
         else:
             self._expect(loop_id == self.top, f"{kind} of {loop_id} interleaves with the run {self.top}")
             self._step(kind, loop_id)
+            self._messages(event, loop_id)
             if kind == "AgentEnd":
                 self.top = None
 
@@ -542,11 +552,22 @@ class EventOrder:
         else:
             self._expect(loop_id in self._started, f"{kind} of {loop_id} before its AgentStart")
 
+    def _messages(self, event: AgentEvent, loop_id: str) -> None:
+        """SPEC EVT-4: AgentEnd lists exactly the messages the run announced, in that order."""
+        if isinstance(event, MessageEnd):
+            self._announced.setdefault(loop_id, []).append(event.message)
+        elif isinstance(event, AgentEnd):
+            announced = self._announced.pop(loop_id, [])
+            same = len(announced) == len(event.messages) and all(a is b for a, b in zip(announced, event.messages))
+            self._expect(same, f"AgentEnd of {loop_id} lists {len(event.messages)} messages, but the run announced "
+                               f"{len(announced)} (or others)")
+
     def end_operation(self, raised: bool) -> None:
         """Every stream of the operation has ended: an open run is one that raised."""
         if self.top is not None and not raised:
             self._report(f"the run {self.top} ended without AgentEnd/ParallelLoopEnd, yet did not raise")
         self.top = None
+        self._announced.clear()  # runs that raised (and parallel branches that did) end without AgentEnd
 
     def _expect(self, ok: bool, what: str) -> None:
         if not ok:
@@ -935,6 +956,9 @@ class SoakAgent:
 
     def check_parallel(self, text: str, result: ParallelLoopResult) -> None:
         """AGENT-8: the history gains the winner's messages, so the prompt iff the winner recorded it."""
+        for branch in result.outcomes:
+            for problem in history_problems(branch.context.messages):
+                self.fail(f"invalid history of the parallel branch {branch.loop_id}: {problem}")
         winner = result.selected
         outcome = winner.outcome.value if winner.outcome is not None else "raised"
         self.soak.tally.add_to(self.soak.tally.outcomes, f"parallel:{outcome}")
