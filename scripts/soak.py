@@ -133,6 +133,7 @@ ONCE_PER_RUN = ("hook:before_loop", "hook:after_loop", "input_filter", "subscrib
 ABORT_BLOCKS_S = 2.0  # cancel() waits at most 0.5 s for callbacks; the rest is slack for a loaded machine
 SLOW_RESET_S = 2.0
 NOTES_SHOWN = 10  # slow-but-not-broken notes printed per kind
+TOOL_NAMES, TOOL_WEIGHTS = ("quick", "stubborn", "failing", "actor", "ghost"), (8, 3, 1, 2, 1)  # ghost: no such tool
 LIMIT_NOTICE = "[Agent stopped: "  # SPEC LOOP-10
 LEFTOVER_PREFIXES = ("phi-agent-", "phi-branch-", "phi-cancel")
 EXPECTED_LOG_ERRORS = ("cancellation callback failed",)  # a cancellation callback's exception is logged
@@ -470,9 +471,10 @@ def input_problems(agent: Agent, ledger: Ledger) -> list[str]:
     for pushed in ledger.pushes:
         allowed = ledger.allowed(pushed)
         if where[pushed.text] not in allowed:
+            resets = [(r.start, r.end) for r in ledger.resets[-3:]]
             problems.append(f"{pushed.kind} {pushed.text!r} appears {where[pushed.text]} time(s), expected "
-                            f"{' or '.join(map(str, sorted(allowed)))} (pushed in {pushed.where}; resets at ticks "
-                            f"{[(r.start, r.end) for r in ledger.resets[-3:]]}, pushed at {pushed.start}..{pushed.end})")
+                            f"{' or '.join(map(str, sorted(allowed)))} (pushed in {pushed.where}; at ticks "
+                            f"{pushed.start}..{pushed.end}; the last resets at {resets})")
     known = {pushed.text for pushed in ledger.pushes}
     problems += [f"unknown user text {text!r} in the history or a queue" for text in where
                  if text not in known and not text.startswith(LIMIT_NOTICE)]
@@ -488,7 +490,8 @@ def history_problems(messages: list[AgentMessage]) -> list[str]:
             continue
         if isinstance(message, ToolResultMessage):
             if not waiting or waiting[0] != message.tool_call_id:
-                return [f"messages[{i}] answers {message.tool_call_id!r}, but the next unanswered call is {waiting[:1]}"]
+                return [f"messages[{i}] answers {message.tool_call_id!r}, but the next unanswered call is "
+                        f"{waiting[:1]}"]
             waiting.pop(0)
         elif waiting:
             return [f"messages[{i}] ({message.role}) comes before the results of {waiting}"]
@@ -584,7 +587,6 @@ class Operation:
     plan: Plan
     streams: list[EventStream[Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
-    results: list[AgentResult] = field(default_factory=list)
     parallel: list[ParallelLoopResult] = field(default_factory=list)
     parallel_prompt: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -676,7 +678,8 @@ class SoakAgent:
     def push(self, kind: str) -> None:
         text = self.text(kind[0])
         self.soak.tally.add("steers" if kind == "steer" else "follow_ups")
-        self.ledger.push(kind, text, self.where(), lambda: (self.agent.steer if kind == "steer" else self.agent.follow_up)(text))
+        give = self.agent.steer if kind == "steer" else self.agent.follow_up
+        self.ledger.push(kind, text, self.where(), lambda: give(text))
 
     def _hook(self, name: str) -> Callable[..., object]:
         veto = VETO_HOOKS.get(name, 0.0)
@@ -790,7 +793,7 @@ class SoakAgent:
                      "after_chunks": rng.choice((0, 1)), "retry_after_ms": 0}
             return {"blocks": [{"type": "text", "chunks": ["oops"]}], "error": error}
         if tool_rounds(config.messages) < plan.tool_rounds:
-            names = rng.choices(("quick", "stubborn", "failing", "actor", "ghost"), (8, 3, 1, 2, 1), k=rng.randint(1, 4))
+            names = rng.choices(TOOL_NAMES, TOOL_WEIGHTS, k=rng.randint(1, 4))
             if plan.needs_actor and "actor" not in names:
                 names[0] = "actor"
             calls = [{"type": "toolCall", "id": f"c{next(self.soak.serial)}", "name": name, "arguments": {"i": i}}
@@ -798,7 +801,8 @@ class SoakAgent:
             return {"blocks": [{"type": "text", "chunks": ["let me ", "look"]}, *calls], "chunk_delay_ms": delay,
                     "usage": {"input": 10, "output": 5}}
         chunks = [f"w{i} " for i in range(rng.randint(1, 6))]
-        return {"blocks": [{"type": "text", "chunks": chunks}], "chunk_delay_ms": delay, "usage": {"input": 10, "output": 3}}
+        return {"blocks": [{"type": "text", "chunks": chunks}], "chunk_delay_ms": delay,
+                "usage": {"input": 10, "output": 3}}
 
     # ------------------------------------------------------------- operations
 
@@ -855,19 +859,22 @@ class SoakAgent:
             self.op.parallel_prompt = text
         variants = [{"temperature": 0.1 * i} for i in range(plan.variants)]
         try:
-            if plan.kind in ("stream", "result", "parallel"):
-                starter: Callable[[], EventStream[Any]] = (
-                    (lambda: self.agent.prompt_parallel(text, variants)) if parallel else (lambda: self.agent.prompt(text)))
-                self.ledger.push("parallel" if parallel else "prompt", text, self.where(), lambda: self.op.streams.append(starter()))
+            if plan.kind in ("stream", "result"):
+                self.ledger.push("prompt", text, self.where(), lambda: self.op.streams.append(self.agent.prompt(text)))
                 if plan.kind == "stream":
                     self.consume(self.op.streams[0])
-            elif plan.kind == "run_parallel":
-                timeout = plan.timeout if plan.hang or self.rng.random() < 0.5 else None
+            elif plan.kind == "parallel":
                 self.ledger.push("parallel", text, self.where(),
-                                 lambda: self.op.parallel.append(self.agent.run_parallel(text, variants, timeout=timeout)))
+                                 lambda: self.op.streams.append(self.agent.prompt_parallel(text, variants)))
+            elif plan.kind == "run_parallel":
+                limit = plan.timeout if plan.hang or self.rng.random() < 0.5 else None
+                run_parallel = self.agent.run_parallel
+                self.ledger.push("parallel", text, self.where(),
+                                 lambda: self.op.parallel.append(run_parallel(text, variants, timeout=limit)))
             else:
-                timeout = plan.timeout if plan.kind == "run_timeout" else None
-                self.ledger.push("prompt", text, self.where(), lambda: self.record_result(self.agent.run(text, timeout=timeout)))
+                limit = plan.timeout if plan.kind == "run_timeout" else None
+                self.ledger.push("prompt", text, self.where(),
+                                 lambda: self.record_result(self.agent.run(text, timeout=limit)))
         except AlreadyRunning as error:
             self.fail(f"the operation's prompt was refused: {error}")
         except Exception as error:  # what the run raised: judged in check_exceptions
@@ -907,8 +914,6 @@ class SoakAgent:
                 self.op.parallel.append(outcome)
 
     def record_result(self, result: AgentResult) -> None:
-        with self.op.lock:
-            self.op.results.append(result)
         self.soak.tally.add_to(self.soak.tally.outcomes, result.outcome.value)
         if result.timed_out:
             self.soak.tally.add("timeouts")

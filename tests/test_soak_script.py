@@ -1,5 +1,5 @@
 """scripts/soak.py (issue 23) runs, checks and reports: a short soak ends cleanly with one JSON line of
-counts, and a phi that loses queued input makes it fail loudly, naming the seed. The soak itself is
+counts, and a phi that breaks the contract makes it fail loudly, naming the seed. The soak itself is
 run by hand (``python scripts/soak.py --minutes 10``); these only keep the script working."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 import pytest
 
-from phi.concurrency.queues import MessageQueue
-from phi.types import AgentMessage
+from phi import Agent, AgentEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "soak.py"
@@ -32,7 +32,7 @@ def load_soak(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def test_a_short_soak_ends_cleanly_with_its_counts_as_the_last_line() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--seconds", "1", "--agents", "2", "--seed", "23"],
+    done = subprocess.run([sys.executable, str(SCRIPT), "--seconds", "2", "--agents", "2", "--seed", "23"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-5000:]
     summary = json.loads(done.stdout.splitlines()[-1])
@@ -42,18 +42,18 @@ def test_a_short_soak_ends_cleanly_with_its_counts_as_the_last_line() -> None:
     assert "seed 23" in done.stderr  # progress and notes go to stderr
 
 
-def test_a_lost_steering_message_fails_the_soak_and_names_the_seed(monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_events_heard_twice_fail_the_soak_loudly_naming_the_seed(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """As if phi delivered every event twice: the first run of each agent breaks the order check."""
     soak = load_soak(monkeypatch)
-    push = MessageQueue.push
+    subscribe = Agent.subscribe
 
-    def push_but_lose_every_third(self: MessageQueue, message: AgentMessage) -> None:
-        self.pushed = getattr(self, "pushed", 0) + 1
-        if self.pushed % 3:
-            push(self, message)
+    def subscribe_twice(self: Agent, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        subscribe(self, callback)
+        return subscribe(self, callback)
 
-    monkeypatch.setattr(MessageQueue, "push", push_but_lose_every_third)
+    monkeypatch.setattr(Agent, "subscribe", subscribe_twice)
     assert soak.main(["--seconds", "1", "--agents", "2", "--seed", "5"]) == 1
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1])["failures"] >= 1
-    assert "FAILURE (seed 5)" in err and "lost or duplicated input" in err
+    assert "FAILURE (seed 5)" in err and "a second AgentStart" in err
