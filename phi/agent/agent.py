@@ -411,14 +411,26 @@ class Agent:
             self._messages = []
         self.clear_queues()  # what the aborted run took from them is not given back either (MessageQueue.clear)
         self.abort()
-        if threading.current_thread() is not self._worker:
+        if not self._on_own_run_thread():
             self.wait_for_idle(5.0)
+
+    def _on_own_run_thread(self) -> bool:
+        """Called back from this agent's run (its worker or a parallel branch): waiting for the run to
+        end here would wait for ourselves."""
+        worker = self._worker
+        if worker is None:
+            return False
+        if threading.current_thread() is worker:
+            return True
+        from ..evaluation.parallel import branch_owner
+
+        return branch_owner() is worker
 
     def close(self) -> None:
         """Abort a run in progress and close the tool sources (MCP servers stopped, HTTP sessions
         ended). Safe to call twice (SPEC AGENT-5)."""
         self.abort()
-        if threading.current_thread() is not self._worker:
+        if not self._on_own_run_thread():
             self.wait_for_idle(5.0)
         sources, self.tool_sources = self.tool_sources, []
         close_sources(sources)

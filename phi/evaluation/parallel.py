@@ -35,6 +35,15 @@ from .model import (
 
 log = get_logger(__name__)
 
+_branch = threading.local()  # .owner: on a branch thread, the thread that runs the parallel run
+
+
+def branch_owner() -> threading.Thread | None:
+    """On a branch thread of a parallel run, the thread that called :func:`agent_loop_parallel` (so code
+    called back from a branch knows which run it belongs to); None elsewhere."""
+    owner: threading.Thread | None = getattr(_branch, "owner", None)
+    return owner
+
 __all__ = ["agent_loop_parallel", "branch_configs", "merge_selected"]
 
 
@@ -67,8 +76,10 @@ class _Branch:
         elif event.type == "AgentEnd":
             self.end = event
 
-    def run(self, prompts: list[AgentMessage], post: Callable[[Posted], None]) -> None:
+    def run(self, prompts: list[AgentMessage], post: Callable[[Posted], None], owner: threading.Thread) -> None:
         """The thread's body: the loop, with every event posted to the caller; never raises."""
+        _branch.owner = owner
+
         def sink(event: AgentEvent) -> None:
             self.observe(event)
             post((self.index, event))
@@ -214,7 +225,7 @@ def _run_branches(branches: list[_Branch], prompts: list[AgentMessage], emit: Si
     sink cannot stall a branch or deadlock with it.
     """
     events: queue.SimpleQueue[Posted] = queue.SimpleQueue()
-    threads = [threading.Thread(target=branch.run, args=(prompts, events.put), daemon=True,
+    threads = [threading.Thread(target=branch.run, args=(prompts, events.put, threading.current_thread()), daemon=True,
                                 name=f"phi-branch-{branch.context.loop_id}") for branch in branches]
     running = 0
     failure: BaseException | None = None

@@ -284,3 +284,21 @@ def test_a_parallel_run_whose_branches_all_raised_keeps_the_prompt_and_what_the_
     assert [m.text for m in result.messages] == ["the prompt"]
     assert [m.text for m in agent.messages] == ["before", "base answer", "the prompt"]
     assert agent.last_loop_id == result.selected_loop_id
+
+
+@pytest.mark.parametrize("method", ["reset", "close"])
+def test_reset_or_close_from_a_parallel_branch_hook_does_not_wait_for_its_own_run(method: str) -> None:
+    """Found by scripts/soak.py: a branch hook runs on a branch thread, not the agent's worker."""
+    from phi import Agent, ScriptedProvider
+
+    holder: dict[str, Agent] = {}
+    took: list[float] = []
+
+    def before_turn(messages: list[object], turn_index: int) -> None:
+        started = time.monotonic()
+        getattr(holder["agent"], method)()
+        took.append(time.monotonic() - started)
+
+    agent = holder["agent"] = Agent(provider=ScriptedProvider(default="ok"), before_turn=before_turn)
+    agent.run_parallel("hi", [{}, {}])
+    assert took and max(took) < 1.0, took
