@@ -159,7 +159,7 @@ class OtelTracer:
         self._retries: dict[str, list[RetryNotice]] = {}
         self._tool_facts: dict[str, dict[str, Attributes]] = {}  # agent id -> tool name -> attributes
         self._attached: dict[str, weakref.ReferenceType[Any]] = {}
-        self._stop_retries: Callable[[], None] | None = None
+        self._stop_retries: Callable[[], None] | None = self._watch_retries()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
             "TurnEnd": self._turn_end, "MessageStart": self._message_start, "MessageEnd": self._message_end,
@@ -232,8 +232,8 @@ class OtelTracer:
 
     def _before_start(self, event: AgentStart) -> None:
         """Outside the lock: learn the tools of an attached agent as its run starts."""
-        if self._stop_retries is None:
-            self._watch_retries()
+        if self._stop_retries is None:  # listening again after close()
+            self._stop_retries = self._watch_retries()
         ref = self._attached.get(event.agent_id)
         agent = ref() if ref is not None else None
         if agent is not None:
@@ -449,8 +449,8 @@ class OtelTracer:
 
     # ----------------------------------------------------------------- retries
 
-    def _watch_retries(self) -> None:
-        """Listen for retries (a weak reference: a tracer nobody keeps stops listening by itself)."""
+    def _watch_retries(self) -> Callable[[], None]:
+        """Listen for retries (a weak reference: a tracer nobody keeps stops listening at the next one)."""
         me = weakref.ref(self)
 
         def observer(notice: RetryNotice) -> None:
@@ -461,7 +461,7 @@ class OtelTracer:
                 tracer._on_retry(notice)
 
         stop = observe_retries(observer)
-        self._stop_retries = stop
+        return stop
 
     def _on_retry(self, notice: RetryNotice) -> None:
         """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
