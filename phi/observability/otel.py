@@ -211,6 +211,9 @@ class OtelTracer:
         kind = event.type
         if kind in _IGNORED:
             return
+        if isinstance(event, (MessageStart, MessageEnd)) and not self.capture_content \
+                and not isinstance(event.message, AssistantMessage):
+            return  # a prompt or tool result matters only to content capture
         now = time.time_ns()
         try:
             if isinstance(event, AgentStart):
@@ -221,11 +224,12 @@ class OtelTracer:
             log.exception("OtelTracer dropped a %s event", kind)
 
     def _handle(self, event: AgentEvent, now: int) -> None:
-        loop_id = getattr(event, "loop_id", None)
-        held = self._held.get(loop_id) if loop_id is not None else None
-        if held is not None:
-            held.events.append((event, now))
-            return
+        if self._held:  # some sub-agent run is held back: is this one of its events?
+            loop_id = getattr(event, "loop_id", None)
+            held = self._held.get(loop_id) if loop_id is not None else None
+            if held is not None:
+                held.events.append((event, now))
+                return
         handler = self._handlers.get(event.type)
         if handler is not None:
             handler(event, now)
