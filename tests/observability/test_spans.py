@@ -175,3 +175,22 @@ def test_failed_tool_calls_say_why_in_error_type(spans: Spans) -> None:
     assert kinds == {"b1": "ValueError", "m1": "tool_not_found", "l1": "invalid_arguments"}
     assert all(s.status.status_code == StatusCode.ERROR for s in spans.all if s.name.startswith("execute_tool"))
     assert all(s.status.description is None for s in spans.all if s.name.startswith("execute_tool"))
+
+
+def test_retry_observers_hear_each_retry_and_cannot_break_the_call() -> None:
+    """The core hook under OTEL-5: ``observe_retries`` names the loop; a raising observer is ignored."""
+    from phi.providers.retry import RetryNotice, observe_retries
+
+    heard: list[RetryNotice] = []
+
+    def broken(notice: RetryNotice) -> None:
+        raise RuntimeError("observer bug")
+
+    stops = [observe_retries(heard.append), observe_retries(broken)]
+    try:
+        agent = Agent(provider=claude([ScriptedResponse.failure("network", "reset"), "ok"]), retry_config=FAST_RETRIES)
+        assert agent.run("go").text == "ok"
+    finally:
+        for stop in stops:
+            stop()
+    assert [(n.loop_id, n.retry, n.failure.kind.value) for n in heard] == [(agent.last_loop_id, 1, "network")]
