@@ -22,7 +22,7 @@ LEVELS: dict[str, int] = {
     "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "types": 1, "events": 2,
     "concurrency": 3, "providers": 4, "context": 5, "loop": 6, "tools": 7,
     "session": 8, "subagent": 8, "evaluation": 8, "agent": 9,
-    "mcp": 10, "openapi": 10, "skills": 10, "conformance": 11, "coding": 12, "export": 13, "cli": 14,
+    "mcp": 10, "openapi": 10, "skills": 10, "observability": 10, "conformance": 11, "coding": 12, "export": 13, "cli": 14,
 }
 LEAF_LEVEL = LEVELS["mcp"]
 SUPPORT = {"__init__", "ids", "log", "lazy_exports"}

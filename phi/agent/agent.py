@@ -108,7 +108,7 @@ class Agent:
                continue_loop(kind) · resume(kind) · prompt_parallel / run_parallel · run_structured
     While one runs (from any thread or callback): steer(text) · follow_up(text) · abort()
                · wait_for_idle() · is_streaming
-    Observing: subscribe(callback) -> unsubscribe · record_sessions(recorder, store)
+    Observing: subscribe(callback, include_subagents=) -> unsubscribe · record_sessions(recorder, store)
     State:     reset() · clear_queues() · new_session() · next_loop_id() · checkpoint() / restore()
                · save_messages() / restore_messages() · close() (also ``with Agent(...) as agent:``)
 
@@ -151,6 +151,7 @@ class Agent:
         self._messages: list[AgentMessage] = list(messages)
         self._loop_counters: dict[str, int] = {}
         self._subscribers: tuple[EventSink, ...] = ()  # replaced, never changed in place
+        self._subagent_subscribers: tuple[EventSink, ...] = ()  # also hear the sub-agent runs (same rule)
         self._lock = threading.Lock()
         self._cancel: CancellationToken | None = None
         self._worker: threading.Thread | None = None
@@ -234,20 +235,26 @@ class Agent:
 
     # ----------------------------------------------------------------- observing
 
-    def subscribe(self, callback: EventSink) -> Callable[[], None]:
+    def subscribe(self, callback: EventSink, *, include_subagents: bool = False) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run, synchronously, in order.
 
         Returns a function that unsubscribes. A callback may call ``abort()``, ``steer()``, start the
-        next prompt on ``AgentEnd``, ... (SPEC LOOP-19, AGENT-1).
+        next prompt on ``AgentEnd``, ... (SPEC LOOP-19, AGENT-1). With ``include_subagents`` it also
+        hears every event of the sub-agent runs that its later runs start (each
+        :class:`~phi.subagent.SubAgentTool` reports to it as to a recorder, SESS-7), as they happen,
+        on the thread running the child (SPEC §17 OTEL-4).
         """
         with self._lock:
             self._subscribers = (*self._subscribers, callback)
+            if include_subagents:
+                self._subagent_subscribers = (*self._subagent_subscribers, callback)
 
         def unsubscribe() -> None:
             with self._lock:
                 found = [c for c in self._subscribers if c is not callback]
                 if len(found) < len(self._subscribers):
                     self._subscribers = tuple(found)
+                self._subagent_subscribers = tuple(c for c in self._subagent_subscribers if c is not callback)
 
         return unsubscribe
 
@@ -534,7 +541,8 @@ class Agent:
         AGENT-1, AGENT-8)."""
         self._check_provider()
         system_prompt = system_prompt_for_run(self.system_prompt, self.tool_sources)
-        tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder)
+        tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder,
+                               self._subagent_subscribers)
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "

@@ -24,14 +24,17 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 
-def recorded_tools(tools: list[AgentTool], recorder: SessionRecorder | None) -> list[AgentTool]:
-    """The run's tools, sub-agent tools reporting their children's events to the recorder too."""
-    if recorder is None:
+def recorded_tools(tools: list[AgentTool], recorder: SessionRecorder | None,
+                   listeners: Sequence[Callable[[AgentEvent], None]] = ()) -> list[AgentTool]:
+    """The run's tools, sub-agent tools reporting their children's events to the recorder too, and to
+    the ``listeners`` (subscribers with ``include_subagents``, SPEC §17 OTEL-4)."""
+    sinks = [*([recorder.on_event] if recorder is not None else []), *listeners]
+    if not sinks:
         return tools
     from ..subagent import SubAgentTool
 
-    record = recorder.on_event
-    return [replace(t, on_event=_both(t.on_event, record)) if isinstance(t, SubAgentTool) else t for t in tools]
+    report = sinks[0] if len(sinks) == 1 else _all(sinks)
+    return [replace(t, on_event=_both(t.on_event, report)) if isinstance(t, SubAgentTool) else t for t in tools]
 
 
 def record_raised_run(recorder: SessionRecorder | None, loop_ids: Sequence[str], messages: list[AgentMessage]) -> None:
@@ -59,6 +62,14 @@ def save_sessions(recorder: SessionRecorder | None, store: SessionStore | None) 
             store.save(session)
         except Exception:
             log.error("could not save session %s", session.session_id, exc_info=True)
+
+
+def _all(sinks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
+    def every(event: AgentEvent) -> None:
+        for sink in sinks:
+            sink(event)
+
+    return every
 
 
 def _both(first: Callable[[AgentEvent], None] | None,

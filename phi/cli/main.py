@@ -76,9 +76,15 @@ def run_assistant(args: list[str]) -> int:
     from .sessions import CliSessions
 
     options = parse(args)
+    sessions: CliSessions | None = None
     try:
         profile = make_profile(options)
-        sessions = CliSessions(sessions_dir(options))
+        if options.otel:
+            from .tracing import TracedSessions
+
+            sessions = TracedSessions(sessions_dir(options))
+        else:
+            sessions = CliSessions(sessions_dir(options))
         if options.prompt is not None:
             from .batch import run_print
 
@@ -102,4 +108,8 @@ def run_assistant(args: list[str]) -> int:
         terminated = isinstance(stop, Terminated)
         sys.stderr.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        finish = getattr(sessions, "finish", None)  # --otel: send the spans still queued
+        if finish is not None:
+            finish()
 

@@ -56,6 +56,7 @@ class CliOptions:
     color: str = "auto"
     max_turns: int = 0
     timeout: float | None = None
+    otel: bool = False
 
     def reasoning_effort(self) -> str | None:
         """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
@@ -86,6 +87,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS", help="give up on the model's server "
                    "when it sends nothing for this long (default 120; the run then ends with an error and the "
                    "conversation stays)")
+    p.add_argument("--otel", action="store_true", help="send OpenTelemetry traces of every run (GenAI conventions) "
+                   "over OTLP, configured by the OTEL_EXPORTER_OTLP_* variables; needs phi-agent[otel-export]")
     p.add_argument("--max-turns", type=_non_negative, default=0, metavar="N", help="with -p or --json: stop "
                    "after N model calls (the run ends in turn_limit, exit status 1); 0, the default: no limit")
     return p

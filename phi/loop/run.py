@@ -375,7 +375,7 @@ class _Run:
             return self.call_provider(request, stream)
 
         overflow = self.compact_after_overflow if self.config.context_config is not None else None
-        result = call_with_retries(attempt, self.config.retry_config, self.cancel, overflow)
+        result = call_with_retries(attempt, self.config.retry_config, self.cancel, overflow, loop_id=self.loop_id)
         reply = result.reply
         if result.failure is not None or reply is None or reply.stop_reason in FAILED_STOPS:
             reply = stream.failed(reply, result.failure, self.cancel.is_cancelled(), self.config.model_config.id,

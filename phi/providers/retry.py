@@ -8,12 +8,18 @@ own single overflow retry). :class:`RetryConfig` is the policy.
 ``delay_for_attempt(n)`` is ``initial_delay_ms * multiplier ** (n - 1)``, capped at ``max_delay_ms``,
 times a uniform jitter in [0.8, 1.2]. A server's Retry-After, when given, replaces the computed delay
 (capped at ``max_retry_after_ms`` so a hostile header cannot park the loop for hours).
+
+Retries never reach the event stream (SPEC EVT-7: an attempt that failed unseen leaves no trace
+there). Observers registered with :func:`observe_retries` — tracing (SPEC §17, OTEL-5) — are told of
+each one as a :class:`RetryNotice`, on the thread that runs the call, before its wait.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..concurrency.cancel import CancellationToken
@@ -68,8 +74,50 @@ class Attempt:
     visible: bool
 
 
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """A model call about to be tried again (SPEC ERR-1, ERR-4): the run's ``loop_id`` (None when the
+    caller gave none), which ``retry`` this is (1-based), the seconds it waits first (``delay``; 0
+    for the overflow retry), the ``failure`` that caused it and when that attempt failed
+    (``timestamp``, ``time.time()``)."""
+
+    loop_id: str | None
+    retry: int
+    delay: float
+    failure: ProviderError
+    timestamp: float = field(default_factory=time.time)
+
+
+RetryObserver = Callable[[RetryNotice], None]
+_observers: tuple[RetryObserver, ...] = ()  # replaced, never changed in place
+_observers_lock = threading.Lock()
+
+
+def observe_retries(observer: RetryObserver) -> Callable[[], None]:
+    """Tell ``observer`` of every retry of every model call in this process (SPEC §17 OTEL-5);
+    returns the function that stops it. An observer that raises is logged and ignored."""
+    global _observers
+    with _observers_lock:
+        _observers = (*_observers, observer)
+
+    def stop() -> None:
+        global _observers
+        with _observers_lock:
+            _observers = tuple(o for o in _observers if o is not observer)
+
+    return stop
+
+
+def _tell(notice: RetryNotice) -> None:
+    for observer in _observers:
+        try:
+            observer(notice)
+        except Exception:
+            log.exception("retry observer %r raised", observer)
+
+
 def call_with_retries(attempt: Callable[[], Attempt], policy: RetryConfig, cancel: CancellationToken,
-                      on_overflow: Callable[[], None] | None = None) -> Attempt:
+                      on_overflow: Callable[[], None] | None = None, *, loop_id: str | None = None) -> Attempt:
     """Run ``attempt`` until it succeeds or may not be retried; returns the last attempt.
 
     - ERR-2: an attempt that became visible, or a cancelled call, is never retried.
@@ -78,6 +126,8 @@ def call_with_retries(attempt: Callable[[], Attempt], policy: RetryConfig, cance
     - ERR-4: a ``context_overflow`` — also an error reply that says so before anything was shown —
       calls ``on_overflow`` (the caller compacts with a tighter budget) and is retried once. Without
       ``on_overflow`` (no context settings) it is final.
+
+    Each retry is told to the :func:`observe_retries` observers, naming ``loop_id``.
     """
     retries = 0
     overflow_retried = False
@@ -93,12 +143,16 @@ def call_with_retries(attempt: Callable[[], Attempt], policy: RetryConfig, cance
             retries += 1
             delay = policy.delay_for(retries, failure.retry_after_ms)
             log.warning("retry %d/%d in %.2fs after %s", retries, policy.max_retries, delay, failure)
+            if _observers:
+                _tell(RetryNotice(loop_id, retries + int(overflow_retried), delay, failure))
             if cancel.wait(delay):
                 return result
             continue
         if failure.kind == ErrorKind.CONTEXT_OVERFLOW and on_overflow is not None and not overflow_retried:
             overflow_retried = True
             log.warning("context overflow; compacting and retrying once")
+            if _observers:
+                _tell(RetryNotice(loop_id, retries + 1, 0.0, failure))
             on_overflow()
             continue
         return result

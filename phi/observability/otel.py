@@ -1,0 +1,609 @@
+"""The event stream as OpenTelemetry spans, by the GenAI semantic conventions (SPEC §17 OTEL-1..OTEL-7).
+
+    tracer = OtelTracer()           # spans go to the global TracerProvider (or pass one)
+    tracer.attach(agent)            # = agent.subscribe(tracer, include_subagents=True) + tool facts
+    agent.subscribe(OtelTracer())   # also works: the agent's own runs, without their sub-agents' insides
+
+The tree (span kind; ``semconv`` names the attributes):
+
+* ``invoke_agent {name}`` (INTERNAL) — one per run, ``AgentStart`` to ``AgentEnd``.
+* ``chat {model}`` (CLIENT) — one per model call. It starts at the turn's ``TurnStart`` — the last
+  event before the request goes out (the stream shows ``MessageStart`` only at the first delta,
+  EVT-7) — and ends at the reply's ``MessageEnd``; each retry is a ``phi.retry`` span event at the
+  time the failed attempt gave up (from :func:`phi.providers.retry.observe_retries`).
+* ``execute_tool {tool}`` (INTERNAL) — one per call, ``ToolExecutionStart`` to ``ToolExecutionEnd``.
+  A sub-agent's ``invoke_agent`` span is the child of the call that ran it; MCP tools carry the
+  ``mcp.*`` attributes (their MCP client span merged into it, as the MCP conventions allow).
+* ``invoke_workflow parallel_evaluation`` (INTERNAL) — a parallel run; each branch's run is its child.
+
+Runs on other threads are joined by loop ids, never by the ambient context: a branch's span hangs
+under the workflow that listed its loop id in ``ParallelLoopStart``, and a sub-agent's under the
+tool call whose ``ToolExecutionEnd.child_loop_id`` names it. Until that event a sub-agent's events
+are kept back (its spans are made afterwards with the times they happened), so two concurrent calls
+of one sub-agent tool can never be confused. A run that starts without a parent is a root span in
+the delivering thread's current context, linked to the run it continues (``parent_loop_id``).
+
+The tracer never raises into the run: a failure inside it is logged and the event dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    ParallelLoopEnd,
+    ParallelLoopStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    TurnEnd,
+    TurnStart,
+)
+from ..log import get_logger
+from ..providers.retry import RetryNotice, observe_retries
+from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
+from . import semconv as sc
+from .content import ContentWriter
+from .redact import Scrubber
+
+log = get_logger(__name__)
+
+Attributes = dict[str, AttributeValue]
+_IGNORED = frozenset({"MessageUpdate", "ToolExecutionUpdate", "ProgressMessage", "InputRejected"})
+_REMEMBERED_LOOPS = 4096  # ended runs whose span a continuation (or a late sub-agent) may still name
+_DESCRIPTION_LIMIT = 512
+_FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", RunOutcome.LIMIT: "limit"}
+
+
+class _Subscribable(Protocol):
+    """What :meth:`OtelTracer.attach` needs of an :class:`~phi.agent.Agent`."""
+
+    agent_id: str
+    tools: list[Any]
+    tool_sources: list[Any]
+
+    def subscribe(self, callback: Callable[[AgentEvent], None], *,
+                  include_subagents: bool = False) -> Callable[[], None]: ...
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+@dataclass
+class _Turn:
+    """One model call of a run, from ``TurnStart`` to its reply."""
+
+    start_ns: int
+    first_chunk_ns: int | None = None
+    reply: AssistantMessage | None = None
+    reply_ns: int | None = None
+    inputs: list[AgentMessage] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    """An open ``invoke_agent`` span and what its children need."""
+
+    loop_id: str
+    agent_id: str
+    span: Span
+    context: otel_context.Context
+    turn: _Turn | None = None
+    turns: int = 0
+    calls: dict[str, tuple[Span, str]] = field(default_factory=dict)  # tool_call_id -> (span, tool name)
+    messages: list[AgentMessage] = field(default_factory=list)  # announced so far (content capture only)
+    last_reply: AssistantMessage | None = None
+    described: bool = False  # the span names the model and provider of the first reply
+
+
+@dataclass
+class _Workflow:
+    span: Span
+    loop_ids: list[str]
+    outcomes: dict[str, AgentEnd] = field(default_factory=dict)
+
+
+@dataclass
+class _Held:
+    """A sub-agent run whose calling tool call has not said yet that it ran it."""
+
+    parent_loop_id: str
+    events: list[tuple[AgentEvent, int]]
+
+
+class OtelTracer:
+    """An event subscriber that writes OpenTelemetry spans (see the module docstring).
+
+    ``tracer_provider``: where spans go (default: the global one). ``capture_content``: record
+    prompts, replies, tool arguments and results (default: off, unless
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks). ``agent_name``: ``gen_ai.agent.name``
+    of the top-level runs (else ``AgentStart.metadata["agent_name"]`` when given; a sub-agent is named
+    after its tool). ``secrets``: strings never to export, besides the credential-like environment
+    values and shapes :class:`~phi.observability.redact.Scrubber` knows. ``content_limit``: the
+    characters kept of each captured string.
+    """
+
+    def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None,
+                 agent_name: str | None = None, secrets: Iterable[str] = (), content_limit: int = 8192,
+                 workflow_name: str = "parallel_evaluation", environ: Mapping[str, str] | None = None) -> None:
+        from .. import __version__
+
+        provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        self._tracer = provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__, schema_url=sc.SCHEMA_URL)
+        self.capture_content = sc.capture_from_environment(environ) if capture_content is None else capture_content
+        self.latest_only = sc.latest_only(environ)
+        self.agent_name, self.workflow_name = agent_name, workflow_name
+        self._scrubber = Scrubber(secrets, environ)
+        self._content = ContentWriter(self._scrubber, content_limit)
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._held: dict[str, _Held] = {}
+        self._branches: dict[str, _Workflow] = {}  # branch loop id -> its parallel run
+        self._ended: OrderedDict[str, SpanContext] = OrderedDict()
+        self._retries: dict[str, list[RetryNotice]] = {}
+        self._tool_facts: dict[str, dict[str, Attributes]] = {}  # agent id -> tool name -> attributes
+        self._attached: dict[str, weakref.ReferenceType[Any]] = {}
+        self._stop_retries: Callable[[], None] | None = self._watch_retries()
+        self._handlers: dict[str, Callable[[Any, int], None]] = {
+            "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
+            "TurnEnd": self._turn_end, "MessageStart": self._message_start, "MessageEnd": self._message_end,
+            "ToolExecutionStart": self._tool_start, "ToolExecutionEnd": self._tool_end,
+            "ParallelLoopStart": self._parallel_start, "ParallelLoopEnd": self._parallel_end,
+        }
+
+    def __repr__(self) -> str:
+        return f"OtelTracer(capture_content={self.capture_content}, open_runs={len(self._runs)})"
+
+    # ----------------------------------------------------------------- turning it on and off
+
+    def attach(self, agent: _Subscribable) -> Callable[[], None]:
+        """Trace every run of ``agent`` and of the sub-agents its runs start; tool spans also get
+        each tool's description and, for MCP tools, the ``mcp.*`` attributes. Returns the function
+        that detaches."""
+        self._attached[agent.agent_id] = weakref.ref(agent)
+        return agent.subscribe(self, include_subagents=True)
+
+    def close(self) -> None:
+        """End every span still open (a run that raised has no ``AgentEnd``, SPEC LOOP-5) with an
+        error status, and stop listening for retries."""
+        stop, self._stop_retries = self._stop_retries, None
+        if stop is not None:
+            stop()
+        with self._lock:
+            now = time.time_ns()
+            for loop_id in list(self._held):
+                if loop_id in self._held:
+                    self._release(loop_id, self._parent_context(self._held[loop_id].parent_loop_id), None)
+            for run in list(self._runs.values()):
+                self._abandon(run, now)
+            for workflow in {id(w): w for w in self._branches.values()}.values():
+                workflow.span.set_status(Status(StatusCode.ERROR, "the tracer was closed first"))
+                workflow.span.set_attribute(sc.ERROR_TYPE, sc.OTHER_ERROR)
+                workflow.span.end(end_time=now)
+            self._branches.clear()
+
+    def __enter__(self) -> OtelTracer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- events
+
+    def __call__(self, event: AgentEvent) -> None:
+        """The subscriber: one event (SPEC §3) in, spans out. Thread-safe; never raises."""
+        kind = event.type
+        if kind in _IGNORED:
+            return
+        if isinstance(event, (MessageStart, MessageEnd)) and not self.capture_content \
+                and not isinstance(event.message, AssistantMessage):
+            return  # a prompt or tool result matters only to content capture
+        now = time.time_ns()
+        try:
+            if isinstance(event, AgentStart):
+                self._before_start(event)
+            with self._lock:
+                self._handle(event, now)
+        except Exception:
+            log.exception("OtelTracer dropped a %s event", kind)
+
+    def _handle(self, event: AgentEvent, now: int) -> None:
+        if self._held:  # some sub-agent run is held back: is this one of its events?
+            loop_id = getattr(event, "loop_id", None)
+            held = self._held.get(loop_id) if loop_id is not None else None
+            if held is not None:
+                held.events.append((event, now))
+                return
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(event, now)
+
+    def _before_start(self, event: AgentStart) -> None:
+        """Outside the lock: learn the tools of an attached agent as its run starts."""
+        if self._stop_retries is None:  # listening again after close()
+            self._stop_retries = self._watch_retries()
+        ref = self._attached.get(event.agent_id)
+        agent = ref() if ref is not None else None
+        if agent is not None:
+            facts = _tool_facts(agent, self._scrubber)
+            with self._lock:
+                self._tool_facts[event.agent_id] = facts
+
+    # ----------------------------------------------------------------- runs
+
+    def _agent_start(self, event: AgentStart, now: int) -> None:
+        workflow = self._branches.get(event.loop_id)
+        parent = event.parent_loop_id
+        if workflow is not None:
+            self._open_run(event, trace.set_span_in_context(workflow.span), self._name_of(event))
+        elif parent is not None and event.continuation_kind is None and (parent in self._runs or parent in self._held):
+            self._held[event.loop_id] = _Held(parent, [(event, now)])  # a sub-agent: wait for its call
+        else:
+            known = self._span_context_of(parent) if parent is not None else None
+            self._open_run(event, otel_context.get_current(), self._name_of(event),
+                           [Link(known)] if known is not None else [])
+
+    def _name_of(self, event: AgentStart) -> str | None:
+        if self.agent_name:
+            return self.agent_name
+        metadata = event.metadata
+        name = metadata.get("agent_name") if isinstance(metadata, Mapping) else None
+        return name if isinstance(name, str) and name else None
+
+    def _open_run(self, event: AgentStart, parent: otel_context.Context, name: str | None,
+                  links: Sequence[Link] = ()) -> None:
+        attributes: Attributes = {sc.OPERATION: sc.INVOKE_AGENT, sc.AGENT_ID: event.agent_id,
+                                  sc.CONVERSATION_ID: event.session_id, sc.LOOP_ID: event.loop_id}
+        if name:
+            name = attributes[sc.AGENT_NAME] = self._scrubber.text(name)
+        if event.parent_loop_id is not None:
+            attributes[sc.PARENT_LOOP_ID] = event.parent_loop_id
+        if event.continuation_kind is not None:
+            attributes[sc.CONTINUATION] = event.continuation_kind.kind
+        span = self._tracer.start_span(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
+                                       context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                                       links=list(links), start_time=_ns(event.timestamp))
+        self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, span, trace.set_span_in_context(span))
+
+    def _agent_end(self, event: AgentEnd, now: int) -> None:
+        run = self._runs.pop(event.loop_id, None)
+        if run is None:
+            return
+        end = _ns(event.timestamp)
+        if run.turn is not None:
+            self._close_turn(run, run.turn, end)
+        for span, _ in run.calls.values():
+            self._fail(span, "cancelled", None)
+            span.end(end_time=end)
+        for loop_id in [k for k, held in self._held.items() if held.parent_loop_id == run.loop_id]:
+            self._release(loop_id, run.context, None)  # its call never named it (aborted, timed out)
+        self._finish_run(run, event)
+        run.span.end(end_time=end)
+        self._remember(run)
+        self._retries.pop(run.loop_id, None)
+        workflow = self._branches.get(run.loop_id)
+        if workflow is not None:
+            workflow.outcomes[run.loop_id] = event
+
+    def _finish_run(self, run: _Run, event: AgentEnd) -> None:
+        span, reply = run.span, run.last_reply
+        attributes: Attributes = {sc.OUTCOME: event.outcome.value, sc.TURNS: run.turns, **self._usage(event.usage)}
+        if reply is not None:
+            attributes[sc.FINISH_REASONS] = [sc.finish_reason(reply.stop_reason)]
+        if self.capture_content:
+            prompts = event.messages[:_first_reply(event.messages)]
+            attributes[sc.INPUT_MESSAGES] = self._content.messages(prompts)
+            if reply is not None:
+                attributes[sc.OUTPUT_MESSAGES] = self._content.messages([reply])
+        span.set_attributes(attributes)
+        if event.outcome in _FAILED_OUTCOMES:
+            kind = _FAILED_OUTCOMES[event.outcome] or sc.provider_error_type(reply.error_message if reply else None)
+            self._fail(span, kind, reply.error_message if reply is not None and kind != "cancelled" else None)
+
+    def _abandon(self, run: _Run, now: int) -> None:
+        """close(): a run with no ``AgentEnd`` (it raised, or its events stopped coming)."""
+        self._runs.pop(run.loop_id, None)
+        if run.turn is not None:
+            self._close_turn(run, run.turn, now)
+        for span, _ in run.calls.values():
+            self._fail(span, sc.OTHER_ERROR, None)
+            span.end(end_time=now)
+        self._fail(run.span, sc.OTHER_ERROR, "the run ended without AgentEnd")
+        run.span.end(end_time=now)
+        self._remember(run)
+
+    def _remember(self, run: _Run) -> None:
+        self._ended[run.loop_id] = run.span.get_span_context()
+        while len(self._ended) > _REMEMBERED_LOOPS:
+            self._ended.popitem(last=False)
+
+    def _span_context_of(self, loop_id: str) -> SpanContext | None:
+        run = self._runs.get(loop_id)
+        return run.span.get_span_context() if run is not None else self._ended.get(loop_id)
+
+    def _parent_context(self, loop_id: str) -> otel_context.Context:
+        known = self._span_context_of(loop_id)
+        if known is None:
+            return otel_context.get_current()
+        return trace.set_span_in_context(trace.NonRecordingSpan(known))
+
+    # ----------------------------------------------------------------- sub-agents held back
+
+    def _release(self, loop_id: str, parent: otel_context.Context, name: str | None) -> None:
+        """Make the held sub-agent run's spans under ``parent``, replaying its events as they came."""
+        held = self._held.pop(loop_id)
+        for event, at in held.events:
+            if isinstance(event, AgentStart) and event.loop_id == loop_id:
+                self._open_run(event, parent, name)
+            else:
+                self._handle(event, at)
+
+    # ----------------------------------------------------------------- turns and model calls
+
+    def _turn_start(self, event: TurnStart, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        if run is None:
+            return
+        if run.turn is not None:  # a turn without TurnEnd (cannot happen by EVT-8; be safe)
+            self._close_turn(run, run.turn, _ns(event.timestamp))
+        run.turn = _Turn(_ns(event.timestamp))
+        run.turns += 1
+
+    def _message_start(self, event: MessageStart, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        if run is not None and run.turn is not None and isinstance(event.message, AssistantMessage):
+            run.turn.first_chunk_ns = run.turn.first_chunk_ns or now
+
+    def _message_end(self, event: MessageEnd, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        if run is None:
+            return
+        message = event.message
+        if isinstance(message, AssistantMessage):
+            run.last_reply = message
+            self._describe_run(run, message)
+            if run.turn is not None and run.turn.reply is None:
+                run.turn.reply, run.turn.reply_ns = message, now
+                run.turn.inputs = list(run.messages) if self.capture_content else []
+        if self.capture_content:
+            run.messages.append(message)
+
+    def _describe_run(self, run: _Run, reply: AssistantMessage) -> None:
+        """The run's span names the model and provider its first reply came from."""
+        if run.described:
+            return
+        run.described = True
+        attributes: Attributes = {sc.PROVIDER: sc.provider_name(reply.provider)}
+        if reply.model:
+            attributes[sc.REQUEST_MODEL] = reply.model
+        if not self.latest_only:
+            attributes[sc.SYSTEM_V136] = attributes[sc.PROVIDER]
+        run.span.set_attributes(attributes)
+
+    def _turn_end(self, event: TurnEnd, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        if run is not None and run.turn is not None:
+            self._close_turn(run, run.turn, _ns(event.timestamp))
+            run.turn = None
+
+    def _close_turn(self, run: _Run, turn: _Turn, until: int) -> None:
+        """Write the turn's ``chat`` span, now that its reply and retries are known."""
+        reply = turn.reply
+        retries = self._take_retries(run.loop_id, until)
+        model = reply.model if reply is not None else ""
+        attributes: Attributes = {sc.OPERATION: sc.CHAT, sc.LOOP_ID: run.loop_id, sc.REQUEST_STREAM: True}
+        if reply is not None:
+            attributes.update(self._reply_attributes(reply, turn, retries))
+        if retries:
+            attributes[sc.RETRIES] = len(retries)
+        span = self._tracer.start_span(f"{sc.CHAT} {model}" if model else sc.CHAT, context=run.context,
+                                       kind=SpanKind.CLIENT, attributes=attributes, start_time=turn.start_ns)
+        for notice in retries:
+            span.add_event(sc.RETRY_EVENT, self._retry_attributes(notice), timestamp=_ns(notice.timestamp))
+        if reply is None:
+            self._fail(span, sc.OTHER_ERROR, "the model call did not finish")
+        elif reply.stop_reason == StopReason.ERROR:
+            self._fail(span, sc.provider_error_type(reply.error_message), reply.error_message)
+        elif reply.stop_reason == StopReason.ABORTED:
+            self._fail(span, "cancelled", None)
+        span.end(end_time=max(turn.reply_ns or until, turn.start_ns))
+
+    def _reply_attributes(self, reply: AssistantMessage, turn: _Turn, retries: list[RetryNotice]) -> Attributes:
+        provider = sc.provider_name(reply.provider)
+        attributes: Attributes = {sc.PROVIDER: provider, sc.FINISH_REASONS: [sc.finish_reason(reply.stop_reason)],
+                                  **self._usage(reply.usage)}
+        if reply.model:
+            attributes[sc.REQUEST_MODEL] = reply.model
+        if not self.latest_only:
+            attributes[sc.SYSTEM_V136] = provider
+        sent = _ns(retries[-1].timestamp + retries[-1].delay) if retries else turn.start_ns
+        if turn.first_chunk_ns is not None and reply.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
+            attributes[sc.TIME_TO_FIRST_CHUNK] = max(0, turn.first_chunk_ns - sent) / 1e9
+        if self.capture_content:
+            attributes[sc.INPUT_MESSAGES] = self._content.messages(turn.inputs)
+            attributes[sc.OUTPUT_MESSAGES] = self._content.messages([reply])
+        return attributes
+
+    def _usage(self, usage: Usage) -> Attributes:
+        attributes: Attributes = {sc.INPUT_TOKENS: usage.input + usage.cache_read + usage.cache_write,
+                                  sc.OUTPUT_TOKENS: usage.output}
+        if usage.cache_read:
+            attributes[sc.CACHE_READ_TOKENS] = usage.cache_read
+        if usage.cache_write:
+            attributes[sc.CACHE_CREATION_TOKENS] = usage.cache_write
+        if usage.reasoning:
+            attributes[sc.REASONING_TOKENS] = usage.reasoning
+        return attributes
+
+    # ----------------------------------------------------------------- retries
+
+    def _watch_retries(self) -> Callable[[], None]:
+        """Listen for retries (a weak reference: a tracer nobody keeps stops listening at the next one)."""
+        me = weakref.ref(self)
+
+        def observer(notice: RetryNotice) -> None:
+            tracer = me()
+            if tracer is None:
+                stop()
+            else:
+                tracer._on_retry(notice)
+
+        stop = observe_retries(observer)
+        return stop
+
+    def _on_retry(self, notice: RetryNotice) -> None:
+        """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
+        loop_id = notice.loop_id
+        if loop_id is None:
+            return
+        with self._lock:
+            if loop_id in self._runs or loop_id in self._held or loop_id in self._branches:
+                self._retries.setdefault(loop_id, []).append(notice)
+
+    def _take_retries(self, loop_id: str, until: int) -> list[RetryNotice]:
+        """The notices of the turn that ends at ``until`` (a later turn's may already be waiting when
+        the run's events reach the tracer through a queue, as a parallel branch's do)."""
+        waiting = self._retries.get(loop_id)
+        if not waiting:
+            return []
+        mine = [n for n in waiting if _ns(n.timestamp) <= until]
+        self._retries[loop_id] = [n for n in waiting if _ns(n.timestamp) > until]
+        return mine
+
+    def _retry_attributes(self, notice: RetryNotice) -> Attributes:
+        failure = notice.failure
+        attributes: Attributes = {sc.ERROR_TYPE: failure.kind.value, sc.RETRY_NUMBER: notice.retry,
+                                  sc.RETRY_DELAY: round(notice.delay, 3)}
+        if failure.status is not None:
+            attributes["http.response.status_code"] = failure.status
+        return attributes
+
+    # ----------------------------------------------------------------- tool calls
+
+    def _tool_start(self, event: ToolExecutionStart, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        if run is None:
+            return
+        attributes: Attributes = {sc.OPERATION: sc.EXECUTE_TOOL, sc.TOOL_NAME: event.tool_name,
+                                  sc.TOOL_CALL_ID: event.tool_call_id, sc.TOOL_TYPE: "function",
+                                  sc.LOOP_ID: event.loop_id}
+        attributes.update(self._tool_facts.get(run.agent_id, {}).get(event.tool_name, {}))
+        if self.capture_content:
+            attributes[sc.TOOL_ARGUMENTS] = self._content.arguments(event.args)
+        span = self._tracer.start_span(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
+                                       kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
+        run.calls[event.tool_call_id] = (span, event.tool_name)
+
+    def _tool_end(self, event: ToolExecutionEnd, now: int) -> None:
+        run = self._runs.get(event.loop_id)
+        call = run.calls.pop(event.tool_call_id, None) if run is not None else None
+        if call is None:
+            return
+        span, name = call
+        text = "\n".join(getattr(block, "text", "") for block in event.result.content)
+        if event.is_error:
+            self._fail(span, sc.tool_error_type(text), text if self.capture_content else None)
+        elif self.capture_content:
+            span.set_attribute(sc.TOOL_RESULT, self._content.result(event.result))
+        child = event.child_loop_id
+        if child is not None:
+            span.set_attribute(sc.CHILD_LOOP_ID, child)
+            if child in self._held:
+                self._release(child, trace.set_span_in_context(span), name)
+        span.end(end_time=now)
+
+    # ----------------------------------------------------------------- parallel runs
+
+    def _parallel_start(self, event: ParallelLoopStart, now: int) -> None:
+        attributes: Attributes = {sc.OPERATION: sc.INVOKE_WORKFLOW, sc.WORKFLOW_NAME: self.workflow_name,
+                                  sc.CONVERSATION_ID: event.session_id, sc.PARALLEL_LOOP_IDS: list(event.loop_ids)}
+        span = self._tracer.start_span(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=otel_context.get_current(),
+                                       kind=SpanKind.INTERNAL, attributes=attributes,
+                                       start_time=_ns(event.timestamp))
+        workflow = _Workflow(span, list(event.loop_ids))
+        for loop_id in event.loop_ids:
+            self._branches[loop_id] = workflow
+
+    def _parallel_end(self, event: ParallelLoopEnd, now: int) -> None:
+        workflow = self._branches.get(event.selected_loop_id)
+        if workflow is None:
+            return
+        for loop_id in workflow.loop_ids:
+            self._branches.pop(loop_id, None)
+        span = workflow.span
+        span.set_attributes({sc.SELECTED_LOOP_ID: event.selected_loop_id,
+                             sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
+        chosen = workflow.outcomes.get(event.selected_loop_id)
+        if chosen is None or chosen.outcome in _FAILED_OUTCOMES:
+            outcome = chosen.outcome if chosen is not None else None
+            self._fail(span, (_FAILED_OUTCOMES.get(outcome) if outcome else None) or sc.OTHER_ERROR,
+                       "the selected branch did not complete")
+        span.end(end_time=_ns(event.timestamp))
+
+    # ----------------------------------------------------------------- errors
+
+    def _fail(self, span: Span, kind: str, description: str | None) -> None:
+        """Error status and ``error.type`` (recording-errors.md); the description scrubbed and cut."""
+        span.set_attribute(sc.ERROR_TYPE, kind)
+        text = self._scrubber.text(description)[:_DESCRIPTION_LIMIT] if description else None
+        span.set_status(Status(StatusCode.ERROR, text))
+
+
+def _first_reply(messages: Sequence[AgentMessage]) -> int:
+    return next((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), len(messages))
+
+
+def _tool_facts(agent: _Subscribable, scrubber: Scrubber) -> dict[str, Attributes]:
+    """Tool name -> the attributes its spans get: the description, and for MCP tools the MCP ones."""
+    tools = list(agent.tools)
+    for source in agent.tool_sources:
+        if _looks_like_mcp_client(getattr(source, "client", None)):
+            tools.extend(source.tools())  # the toolset's cached list (the run has just listed it)
+    facts: dict[str, Attributes] = {}
+    for tool in tools:
+        attributes: Attributes = {}
+        description = getattr(tool, "description", "")
+        if isinstance(description, str) and description:
+            attributes[sc.TOOL_DESCRIPTION] = scrubber.text(description)[:_DESCRIPTION_LIMIT]
+        client = getattr(tool, "client", None)
+        if _looks_like_mcp_client(client) and hasattr(tool, "info"):
+            attributes.update(_mcp_attributes(client))
+        facts[str(tool.name)] = attributes
+    return facts
+
+
+def _looks_like_mcp_client(client: object) -> bool:
+    """An :class:`phi.mcp.McpClient` (phi.observability is a leaf: it does not import phi.mcp)."""
+    return client is not None and hasattr(client, "call_tool") and hasattr(client, "protocol_version")
+
+
+def _mcp_attributes(client: Any) -> Attributes:
+    """gen-ai/mcp.md "Client": the method, protocol version and transport of a ``tools/call``."""
+    attributes: Attributes = {sc.MCP_METHOD: "tools/call", sc.TOOL_TYPE: "extension"}
+    if isinstance(client.protocol_version, str):
+        attributes[sc.MCP_PROTOCOL_VERSION] = client.protocol_version
+    if getattr(client, "pid", None) is not None:
+        attributes[sc.NETWORK_TRANSPORT] = "pipe"
+        return attributes
+    attributes[sc.NETWORK_TRANSPORT] = "tcp"
+    url = urlsplit(str(getattr(client, "label", "")))
+    if url.hostname:
+        attributes[sc.SERVER_ADDRESS] = url.hostname
+        attributes[sc.SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)
+    return attributes
