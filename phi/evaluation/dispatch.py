@@ -305,8 +305,11 @@ class RemoteRunner:
                                                   float(self._remote.connect_timeout))
         except BaseException as exc:  # e.g. the executor was shut down: this branch fails, not the run
             with state.lock:
-                state.phase = "over"
-            post((branch.index, Ended(failure=exc)))
+                failed = state.phase == "pending"  # not cancelled meanwhile (that has posted its end)
+                if failed:
+                    state.phase = "over"
+            if failed:
+                post((branch.index, Ended(failure=exc)))
             return
         state.attach(future)
 

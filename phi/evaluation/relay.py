@@ -68,7 +68,8 @@ class Relay:
     def __init__(self, host: str, port: int, handler: RelayHandler) -> None:
         self.key = os.urandom(32)
         self._handler = handler
-        self._server = socket.create_server((host, port))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._server = socket.create_server((host, port), family=family)
         self._server.setblocking(False)
         self.address = (host, int(self._server.getsockname()[1]))
         self._wake_r, self._wake_w = socket.socketpair()

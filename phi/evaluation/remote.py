@@ -62,6 +62,8 @@ class RemoteBranches:
         port = self.relay_port
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ConfigError(f"RemoteBranches.relay_port must be an integer from 0 to 65535, got {port!r}")
+        if self.advertise_host is not None and (not isinstance(self.advertise_host, str) or not self.advertise_host):
+            raise ConfigError(f"RemoteBranches.advertise_host must be a host name or address, got {self.advertise_host!r}")
         timeout = self.connect_timeout
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
             raise ConfigError(f"RemoteBranches.connect_timeout must be a positive number of seconds, got {timeout!r}")

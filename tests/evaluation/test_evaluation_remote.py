@@ -238,6 +238,47 @@ def test_agent_run_parallel_in_other_processes_keeps_the_winner_and_records_the_
     assert there[2].selected_config_index == here[2].selected_config_index == 1
 
 
+def test_agent_abort_reaches_remote_branches_and_the_agent_goes_idle(executor):
+    agent = Agent(provider=ScriptedProvider([]))
+    streamed = threading.Event()
+    seen: set[str] = set()
+
+    def on_event(event: Any) -> None:
+        if event.type == "MessageUpdate":
+            seen.add(event.loop_id)
+            if len(seen) == 2:
+                streamed.set()
+
+    agent.subscribe(on_event)
+    variants = [{"provider": ScriptedProvider([HANG]), "config_id": c} for c in ("a", "b")]
+    stream = agent.prompt_parallel("q", variants, executor=executor)
+    assert streamed.wait(TIMEOUT)
+    agent.abort()
+    result = stream.result(timeout=TIMEOUT)
+    assert {o.outcome for o in result.outcomes} == {RunOutcome.ABORTED}
+    assert not agent.is_streaming and [m.role for m in agent.messages] == ["user", "assistant"]
+    assert phi_threads() == []
+
+
+def test_max_workers_caps_remote_branches_too(executor):
+    active: set[str] = set()
+    peak = [0]
+
+    def sink(event: Any) -> None:
+        if event.type == "AgentStart":
+            active.add(event.loop_id)
+        elif event.type == "AgentEnd":
+            active.discard(event.loop_id)
+        peak[0] = max(peak[0], len(active))
+
+    slow = {"blocks": [{"type": "text", "chunks": ["x"] * 3}], "chunk_delay_ms": 20}
+    configs = [branch([slow], f"c{i}") for i in range(6)]
+    run = run_parallel(prompts("q"), configs, PickFirstEvaluation(), sink=sink, max_workers=2, timeout=TIMEOUT,
+                       executor=executor)
+    assert run.error is None and all(o.succeeded for o in run.result.outcomes)
+    assert peak[0] == 2
+
+
 def test_a_worker_that_dies_fails_its_branch_not_the_run():
     pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     configs = [branch([remote_helpers.die], "dies"), branch([reply("later")], "later")]
@@ -292,3 +333,18 @@ def test_phi_never_imports_dask():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_tool_the_worker_cannot_import_fails_its_branch_with_the_import_error(process_pool, tmp_path, monkeypatch):
+    (tmp_path / "only_here.py").write_text(
+        "from phi.tools.function_tool import tool\n\n\n@tool\ndef local_only(text: str) -> str:\n"
+        "    \"\"\"Only this process has it.\n\n    Args:\n        text: anything.\n    \"\"\"\n    return text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # after the pool's workers started: they do not have it
+    import only_here
+
+    run = run_parallel(prompts("q"), [branch([reply("a")], "a")], PickFirstEvaluation(), timeout=TIMEOUT,
+                       context=fresh_context(tools=[only_here.local_only]), executor=process_pool)
+    outcome = run.result.outcomes[0]
+    assert isinstance(outcome.exception, ModuleNotFoundError) and "only_here" in outcome.error
+    assert outcome.outcome is None and [m.text for m in outcome.new_messages] == ["q"]
+    assert run.types == ["ParallelLoopStart", "ParallelLoopEnd"]
