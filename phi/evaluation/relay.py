@@ -226,9 +226,13 @@ class Relay:
         peer.sock.close()
 
     def _close_all(self) -> None:
+        """The relay is done (stopped, or failed): every connection closes, and a branch still
+        streaming is told it sends nothing more (so nobody waits for it)."""
         for key in list(self._selector.get_map().values()):
             if isinstance(key.data, _Peer):
                 self._close(key.data)
+                if key.data.index is not None:
+                    self._handler.eof(key.data.index)
         self._selector.close()
         for sock in (self._server, self._wake_r, self._wake_w):
             sock.close()
