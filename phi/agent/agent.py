@@ -49,10 +49,13 @@ from .snapshot import AgentSnapshot, resume_point
 from .sources import ToolSource, close_sources, system_prompt_for_run, tools_for_run
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from typing_extensions import Unpack
 
     from ..concurrency.channel import EventStream
     from ..evaluation.model import EvaluationStrategy, ParallelLoopResult
+    from ..evaluation.remote import RemoteBranches
     from ..events import AgentEnd, AgentEvent
     from ..session import SessionRecorder, SessionStore
 
@@ -349,11 +352,14 @@ class Agent:
 
     def prompt_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                         strategy: EvaluationStrategy | None = None, images: Images | None = None, *,
-                        sender: EventSink | None = None) -> EventStream[ParallelLoopResult]:
+                        sender: EventSink | None = None, max_workers: int | None = None,
+                        executor: Executor | RemoteBranches | None = None) -> EventStream[ParallelLoopResult]:
         """Run the prompt (or, with ``text=None``, a continuation) under several configurations at
         once and keep the best answer (SPEC AGENT-8). ``variants``: configs, or mappings of settings
         that replace the agent's own (``{"model_config": ..., "thinking_level": "high"}``);
         ``strategy``: a :mod:`phi.evaluation` strategy (default: the first branch that succeeded).
+        ``max_workers`` and ``executor``: how many branches run at once, and where (SPEC EVAL-7,
+        EVAL-8; see :func:`~phi.evaluation.parallel.agent_loop_parallel`).
         The history gains only the winner's messages; ``.result()`` is the ParallelLoopResult."""
         from ..evaluation.parallel import agent_loop_parallel, branch_configs
         from ..evaluation.strategies import PickFirstEvaluation
@@ -372,17 +378,19 @@ class Agent:
                  loop_ids: list[str], on_decided: Callable[[ParallelLoopResult], None]) -> ParallelLoopResult:
             ctx.loop_id = None if prompts else branch_point
             return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids,
-                                       on_decided=on_decided)
+                                       on_decided=on_decided, max_workers=max_workers, executor=executor)
 
         return self._start(body, None, sender, parallel=configs, parallel_prompts=prompts)
 
     def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                      strategy: EvaluationStrategy | None = None, images: Images | None = None,
-                     timeout: float | None = None) -> ParallelLoopResult:
+                     timeout: float | None = None, *, max_workers: int | None = None,
+                     executor: Executor | RemoteBranches | None = None) -> ParallelLoopResult:
         """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline
         (counted from this call, start-up included)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop)
+        stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
+                                      executor=executor)
         if deadline is not None and not stream.wait(max(0.0, deadline - time.monotonic())):
             stream.abort()
         return stream.result()
@@ -429,9 +437,9 @@ class Agent:
             return False
         if threading.current_thread() is worker:
             return True
-        from ..evaluation.parallel import branch_owner
+        from ..evaluation.branch import branch_owner
 
-        return branch_owner() is worker
+        return branch_owner() == worker.ident
 
     def close(self) -> None:
         """Abort a run in progress and close the tool sources (MCP servers stopped, HTTP sessions

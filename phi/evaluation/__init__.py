@@ -18,6 +18,11 @@ it is aborted — keeps its outcome and never loses the others'; the built-in st
 failed branch only when every branch failed.
 
 With no prompts every branch continues from the base context (``agent_loop_continue``, REQ-205).
+
+At most ``max_workers`` branches run at once (default 16). With an ``executor`` they run in other
+processes or on other machines — a ``ProcessPoolExecutor``, Dask's ``client.get_executor()``, Ray's
+— each branch pickled, its events streamed back live to the calling thread, and cancellation
+carried to it (:mod:`phi.evaluation.remote`, :mod:`phi.evaluation.relay`; SPEC EVAL-7, EVAL-8).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ from ..lazy_exports import export_names, lazy_exports
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".model": ("EvaluationDecision", "EvaluationError", "EvaluationStrategy", "ParallelLoopOutcome",
-               "ParallelLoopResult", "candidate_indices", "final_text"),
+               "ParallelLoopResult", "RemoteBranchError", "candidate_indices", "final_text"),
     ".strategies": ("ElaborateEvaluation", "PickFirstEvaluation", "TokenEfficientEvaluation",
                     "TransparentEvaluation"),
     ".judge": ("LlmJudgeEvaluation",),
     ".parallel": ("agent_loop_parallel", "branch_configs", "merge_selected"),
+    ".remote": ("RemoteBranches",),
 }
 
 __all__ = export_names(_EXPORTS)
@@ -45,11 +51,13 @@ if TYPE_CHECKING:
     from .model import EvaluationStrategy as EvaluationStrategy
     from .model import ParallelLoopOutcome as ParallelLoopOutcome
     from .model import ParallelLoopResult as ParallelLoopResult
+    from .model import RemoteBranchError as RemoteBranchError
     from .model import candidate_indices as candidate_indices
     from .model import final_text as final_text
     from .parallel import agent_loop_parallel as agent_loop_parallel
     from .parallel import branch_configs as branch_configs
     from .parallel import merge_selected as merge_selected
+    from .remote import RemoteBranches as RemoteBranches
     from .strategies import ElaborateEvaluation as ElaborateEvaluation
     from .strategies import PickFirstEvaluation as PickFirstEvaluation
     from .strategies import TokenEfficientEvaluation as TokenEfficientEvaluation

@@ -33,8 +33,10 @@ class ParallelLoopOutcome:
     """What one branch did.
 
     ``outcome`` is the branch's ``AgentEnd.outcome`` (None if the branch raised before its
-    ``AgentEnd``); ``error`` says why a branch failed (the exception, or the final reply's
-    ``error_message``); ``exception`` is what the branch raised, if it did. ``context`` is the
+    ``AgentEnd``; ``aborted`` for a remote branch cancelled before it started, which emitted
+    nothing and whose ``new_messages`` are the prompts, SPEC EVAL-8); ``error`` says why a branch
+    failed (the exception, the final reply's ``error_message``, or that it never started);
+    ``exception`` is what the branch raised, if it did. ``context`` is the
     branch's conversation as the run left it, with its identity, ready for ``agent_loop_continue``.
     ``base_messages`` are the base context's messages at dispatch (``original_context_len`` of them,
     the same list for every outcome), never compacted.
@@ -126,6 +128,11 @@ class EvaluationError(PhiError):
     def __init__(self, message: str, outcomes: list[ParallelLoopOutcome]) -> None:
         super().__init__(message)
         self.outcomes = outcomes
+
+
+class RemoteBranchError(PhiError):
+    """A branch in another process could not run or report (SPEC EVAL-7): its worker could not reach
+    the caller's relay, or what it raised or returned does not pickle (then this says what it was)."""
 
 
 @runtime_checkable

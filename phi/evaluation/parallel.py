@@ -1,29 +1,38 @@
-"""Running the branches of a parallel evaluation (seed 000 REQ-203, REQ-205, REQ-206).
+"""Running the branches of a parallel evaluation (SPEC §13.3, EVAL-1..8; seed 000 REQ-203, REQ-205, REQ-206).
 
-:func:`agent_loop_parallel` gives every config its own thread, its own copy of the conversation and
-its own loop id. The branch threads never call the sink: they put their events on a queue that the
-calling thread drains, so the sink sees one event at a time, on one thread, with no lock of phi's
-held (the loop's own rule for user code, SPEC LOOP-19). The data model and the strategies are in
-:mod:`phi.evaluation`; :func:`branch_configs` and :func:`merge_selected` are the pieces an Agent
-method needs.
+:func:`agent_loop_parallel` gives every config its own branch: its own copy of the conversation and
+its own loop id, run on a thread of this process — at most ``max_workers`` at once — or, with an
+``executor``, in other processes (:mod:`phi.evaluation.remote`). The branches never call the sink:
+their events reach a queue that the calling thread drains (:mod:`phi.evaluation.dispatch`), so the
+sink sees one event at a time, on one thread, with no lock of phi's held (SPEC LOOP-19). The data
+model and the strategies are in :mod:`phi.evaluation`; :func:`branch_configs` and
+:func:`merge_selected` are the pieces an Agent method needs.
 """
 
 from __future__ import annotations
 
-import queue
+import concurrent.futures
 import threading
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from dataclasses import fields, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from ..events import AgentEnd, AgentEvent, ParallelLoopEnd, ParallelLoopStart
+from ..events import AgentEvent, ParallelLoopEnd, ParallelLoopStart
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import AgentContext, AgentLoopConfig
 from ..loop.identity import config_segment, next_loop_number
-from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
-from ..types import AgentMessage, AssistantMessage, StopReason, Usage
+from ..loop.run import check_can_continue
+from ..types import AgentMessage, Usage
+from .branch import Branch
+from .dispatch import (
+    DEFAULT_MAX_WORKERS,
+    LocalRunner,
+    RemoteRunner,
+    Runner,
+    run_branches,
+)
 from .model import (
     EvaluationDecision,
     EvaluationError,
@@ -32,99 +41,28 @@ from .model import (
     ParallelLoopResult,
     Sink,
 )
+from .remote import RemoteBranches, make_tasks
 
 log = get_logger(__name__)
-
-_branch = threading.local()  # .owner: on a branch thread, the thread that runs the parallel run
-
-
-def branch_owner() -> threading.Thread | None:
-    """On a branch thread of a parallel run, the thread that called :func:`agent_loop_parallel` (so code
-    called back from a branch knows which run it belongs to); None elsewhere."""
-    owner: threading.Thread | None = getattr(_branch, "owner", None)
-    return owner
 
 __all__ = ["agent_loop_parallel", "branch_configs", "merge_selected"]
 
 
-# --------------------------------------------------------------------------- running the branches
-
-
-# What a branch thread posts to the caller: (branch index, event), and (index, None) as its last item.
-Posted = tuple[int, Union[AgentEvent, None]]
-
-
-@dataclass
-class _Branch:
-    """One branch while it runs. Written by its own thread; read by the caller once the thread posted its last item."""
-
-    index: int
-    config: AgentLoopConfig
-    context: AgentContext
-    cancel: CancellationToken
-    turn_usage: Usage = field(default_factory=Usage)
-    end: AgentEnd | None = None
-    announced: list[AgentMessage] = field(default_factory=list)
-    returned: list[AgentMessage] | None = None
-    exception: BaseException | None = None
-
-    def observe(self, event: AgentEvent) -> None:
-        if event.type == "TurnEnd":
-            self.turn_usage = self.turn_usage.combine(event.usage)
-        elif event.type == "MessageEnd":
-            self.announced.append(event.message)
-        elif event.type == "AgentEnd":
-            self.end = event
-
-    def run(self, prompts: list[AgentMessage], post: Callable[[Posted], None], owner: threading.Thread) -> None:
-        """The thread's body: the loop, with every event posted to the caller; never raises."""
-        _branch.owner = owner
-
-        def sink(event: AgentEvent) -> None:
-            self.observe(event)
-            post((self.index, event))
-
-        try:
-            if prompts:
-                self.returned = agent_loop(prompts, self.context, self.config, sink, self.cancel)
-            else:
-                self.returned = agent_loop_continue(self.context, self.config, sink, self.cancel)
-        except BaseException as exc:  # kept in the branch's outcome; the other branches go on
-            self.exception = exc
-            log.warning("parallel branch %s raised %s: %s", self.context.loop_id, type(exc).__name__, exc)
-        finally:
-            post((self.index, None))
-
-    def outcome(self, base: list[AgentMessage]) -> ParallelLoopOutcome:
-        end, context = self.end, self.context
-        if self.returned is not None:
-            new = list(self.returned)
-        elif end is not None:
-            new = list(end.messages)
-        elif len(context.messages) >= len(base) and all(a is b for a, b in zip(context.messages, base)):
-            new = context.messages[len(base):]  # raised mid-run: what the history gained
-        else:
-            new = list(self.announced)  # raised after compacting its history: what it announced
-        last = next((m for m in reversed(new) if isinstance(m, AssistantMessage)), None)
-        error = f"{type(self.exception).__name__}: {self.exception}" if self.exception is not None else None
-        if error is None and last is not None and last.stop_reason == StopReason.ERROR:
-            error = last.error_message or "the model call failed"
-        return ParallelLoopOutcome(
-            self.index, context.loop_id or "", context, new, end.usage if end is not None else self.turn_usage,
-            len(base), end.outcome if end is not None else None, last.stop_reason if last is not None else None,
-            error, self.exception, base)
+# --------------------------------------------------------------------------- the run
 
 
 def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentContext,
                         configs: Sequence[AgentLoopConfig], strategy: EvaluationStrategy, sink: Sink | None,
                         cancel: CancellationToken | None = None, *, loop_ids: Sequence[str] | None = None,
                         branch_cancels: Sequence[CancellationToken] | None = None,
-                        on_decided: Callable[[ParallelLoopResult], None] | None = None) -> ParallelLoopResult:
+                        on_decided: Callable[[ParallelLoopResult], None] | None = None,
+                        max_workers: int | None = None,
+                        executor: concurrent.futures.Executor | RemoteBranches | None = None) -> ParallelLoopResult:
     """Run ``prompts`` under every config at once and let ``strategy`` pick the best (seed REQ-203).
 
     Blocks until every branch has ended and the strategy has decided; returns a
-    :class:`ParallelLoopResult` with every branch's :class:`ParallelLoopOutcome`. No branch thread is
-    left running when it returns or raises.
+    :class:`ParallelLoopResult` with every branch's :class:`ParallelLoopOutcome`. No branch is left
+    running when it returns or raises (SPEC EVAL-4).
 
     * ``prompts`` empty: every branch continues from ``base_context`` (``agent_loop_continue``), which
       must then satisfy its preconditions (else :class:`~phi.errors.InvalidContinue`, before anything
@@ -142,15 +80,24 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
     * ``sink`` receives every event, one at a time, on the calling thread (never while phi holds a
       lock). If it raises, every branch is aborted and the exception is re-raised unchanged once
       they ended (SPEC LOOP-5); likewise during the strategy's own run.
+    * ``max_workers``: at most this many branches run at once, the others wait their turn (default
+      ``min(len(configs), 16)``, SPEC EVAL-7).
+    * ``executor``: where the branches run. None: threads of this process; a ``ThreadPoolExecutor``:
+      its threads; any other ``concurrent.futures.Executor`` (a ``ProcessPoolExecutor``, Dask's
+      ``client.get_executor()``), or one wrapped in :class:`~phi.evaluation.remote.RemoteBranches`:
+      other processes, each branch pickled, its events streamed back live (SPEC EVAL-8).
 
     Raises :class:`~phi.errors.ConfigError` for no configs, mismatched ``loop_ids`` /
-    ``branch_cancels``, or a count the strategy refuses; :class:`EvaluationError` (with every
-    outcome) if the strategy raises or selects no branch.
+    ``branch_cancels``, a count the strategy refuses, a bad ``max_workers`` or ``executor``, or a
+    remote branch that does not pickle; :class:`EvaluationError` (with every outcome) if the
+    strategy raises or selects no branch.
     """
     emit: Sink = _drop if sink is None else getattr(sink, "send", sink)
     cancel = cancel or CancellationToken()
     prompts = list(prompts)
     _check_arguments(configs, strategy, loop_ids, branch_cancels)
+    workers = _check_workers(max_workers, len(configs))
+    remote = _remote(executor)
     if not prompts:
         check_can_continue(base_context)
     else:
@@ -158,17 +105,19 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
         base_context.session_id = base_context.session_id or random_uuid()
     base = list(base_context.messages)
     branches = _make_branches(prompts, base_context, configs, loop_ids, cancel)
+    runner = _runner(remote, executor, branches, prompts, base, workers)
     session_id = base_context.session_id or ""
     links = [token.on_cancel(branch.cancel.cancel) for token, branch in zip(branch_cancels or (), branches)]
     try:
         emit(ParallelLoopStart(session_id, [b.context.loop_id or "" for b in branches]))
-        _run_branches(branches, prompts, emit)
+        run_branches(branches, runner, emit, workers)
     finally:
+        runner.close()
         for unlink in links:
             unlink()
         for branch in branches:
             branch.cancel.release()
-    outcomes = [branch.outcome(base) for branch in branches]
+    outcomes = [branch.outcome(base, prompts) for branch in branches]
     decision, usage = _decide(strategy, prompts, outcomes, emit, cancel)
     selected = outcomes[decision.index]
     result = ParallelLoopResult(decision.index, selected.loop_id, outcomes, usage, decision.reason)
@@ -200,8 +149,37 @@ def _check_arguments(configs: Sequence[AgentLoopConfig], strategy: object, loop_
         check(len(configs))
 
 
+def _check_workers(max_workers: object, count: int) -> int:
+    """How many branches may run at once (SPEC EVAL-7)."""
+    if max_workers is None:
+        return min(count, DEFAULT_MAX_WORKERS)
+    if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
+        raise ConfigError(f"max_workers must be a positive integer (branches running at once), got {max_workers!r}")
+    return min(count, max_workers)
+
+
+def _remote(executor: object) -> RemoteBranches | None:
+    """The executor as remote branches, or None when the branches run in this process."""
+    if executor is None or isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+        return None
+    if isinstance(executor, RemoteBranches):
+        return executor
+    if isinstance(executor, concurrent.futures.Executor):
+        return RemoteBranches(executor)
+    raise ConfigError(f"executor must be a concurrent.futures.Executor (or RemoteBranches), got {executor!r}")
+
+
+def _runner(remote: RemoteBranches | None, executor: object, branches: list[Branch], prompts: list[AgentMessage],
+            base: list[AgentMessage], workers: int) -> Runner:
+    if remote is None:
+        pool = executor if isinstance(executor, concurrent.futures.ThreadPoolExecutor) else None
+        return LocalRunner(prompts, workers, pool)
+    payloads = make_tasks([b.config for b in branches], [b.context for b in branches], prompts)
+    return RemoteRunner(remote, payloads, base)
+
+
 def _make_branches(prompts: list[AgentMessage], base: AgentContext, configs: Sequence[AgentLoopConfig],
-                   loop_ids: Sequence[str] | None, cancel: CancellationToken) -> list[_Branch]:
+                   loop_ids: Sequence[str] | None, cancel: CancellationToken) -> list[Branch]:
     """A context per config: the same identity and tools, a copy of the message list, its own loop id."""
     session = base.session_id or ""
     parent = base.parent_loop_id if prompts else (base.parent_loop_id or base.loop_id)
@@ -214,49 +192,8 @@ def _make_branches(prompts: list[AgentMessage], base: AgentContext, configs: Seq
             loop_id = f"{session}.{segment}.{next_loop_number(session, segment)}"
         context = AgentContext(base.system_prompt, list(base.messages), base.tools, base.agent_id, base.session_id,
                                loop_id, parent, base.continuation_kind)
-        branches.append(_Branch(i, config, context, cancel.child_token()))
+        branches.append(Branch(i, config, context, cancel.child_token(), owner=threading.get_ident()))
     return branches
-
-
-def _run_branches(branches: list[_Branch], prompts: list[AgentMessage], emit: Sink) -> None:
-    """Start a thread per branch and hand their events to ``emit`` on this thread until all ended.
-
-    The queue serialises the sink without a lock: a branch only ever puts, so a slow or re-entrant
-    sink cannot stall a branch or deadlock with it.
-    """
-    events: queue.SimpleQueue[Posted] = queue.SimpleQueue()
-    threads = [threading.Thread(target=branch.run, args=(prompts, events.put, threading.current_thread()), daemon=True,
-                                name=f"phi-branch-{branch.context.loop_id}") for branch in branches]
-    running = 0
-    failure: BaseException | None = None
-    try:
-        for thread in threads:
-            thread.start()
-            running += 1
-        while running:
-            event = events.get()[1]
-            if event is None:  # a branch ended
-                running -= 1
-            elif failure is None:
-                try:
-                    emit(event)
-                except BaseException as exc:  # the sink failed: stop everything, keep draining
-                    failure = exc
-                    for branch in branches:
-                        branch.cancel.cancel()
-    except BaseException:  # e.g. KeyboardInterrupt while waiting: abort the branches, then wait for them
-        for branch in branches:
-            branch.cancel.cancel()
-        while running:
-            if events.get()[1] is None:
-                running -= 1
-        raise
-    finally:
-        for thread in threads:
-            if thread.ident is not None:
-                thread.join()
-    if failure is not None:
-        raise failure
 
 
 def _decide(strategy: EvaluationStrategy, prompts: list[AgentMessage], outcomes: list[ParallelLoopOutcome],

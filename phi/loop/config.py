@@ -15,14 +15,21 @@ SPEC §4.1 lists every setting and hook; this module only declares them. The hoo
 =============================  ==========================================================
 
 A hook that returns ``None`` counts as True; only an explicit ``False`` vetoes.
+
+:meth:`AgentLoopConfig.to_json` / :meth:`~AgentLoopConfig.from_json` give the data settings a JSON
+form (SPEC EVAL-7); settings that hold code (the provider object, hooks, sources, filters) have none.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
+
+from ..errors import ConfigError, DecodeError
 
 from ..providers.base import CacheConfig, StreamProvider
 from ..providers.model_config import ModelConfig
@@ -110,6 +117,153 @@ class AgentLoopConfig:
         self.thinking_level = ThinkingLevel(self.thinking_level)
         self.tool_execution = ToolExecution(self.tool_execution)
         self.first_turn_trigger = TurnTrigger(self.first_turn_trigger)
+
+    def code_settings(self) -> list[str]:
+        """The settings that hold code and are set (not None, empty or their default): they have no
+        JSON form (SPEC EVAL-7)."""
+        found = []
+        for name in CODE_SETTINGS:
+            value = getattr(self, name)
+            if not (value is None or value is _DEFAULT_CODE.get(name) or (name == "input_filters" and not value)):
+                found.append(name)
+        context = self.context_config
+        if context is not None and not _is_default_counter(context.token_counter):
+            found.append("context_config.token_counter")
+        return found
+
+    def to_json(self, *, include_secrets: bool = False, omit_code: bool = False) -> dict[str, Any]:
+        """The data settings (:data:`DATA_SETTINGS`) as JSON values (SPEC EVAL-7).
+
+        ``model_config.api_key`` and ``headers`` are left out unless ``include_secrets``. A setting
+        that holds code (:meth:`code_settings`) raises :class:`~phi.errors.ConfigError` unless
+        ``omit_code``; give it back to :meth:`from_json` as a keyword. ``metadata`` must be JSON.
+        """
+        code = self.code_settings()
+        if code and not omit_code:
+            raise ConfigError(f"AgentLoopConfig settings {code} hold code and have no JSON form; pass "
+                              "omit_code=True to leave them out and give them back to from_json(data, **code)")
+        out = {name: _plain(getattr(self, name)) for name in DATA_SETTINGS}
+        if not include_secrets:
+            for secret in ("api_key", "headers"):
+                out["model_config"].pop(secret)
+        if out["context_config"] is not None:
+            out["context_config"].pop("token_counter")
+        try:
+            json.dumps(out["metadata"])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"AgentLoopConfig.metadata has no JSON form: {exc}") from None
+        return out
+
+    @classmethod
+    def from_json(cls, data: object, **code: Any) -> AgentLoopConfig:
+        """A config from :meth:`to_json`'s form; ``code`` gives the settings that hold code (e.g.
+        ``provider=``, ``before_turn=``). Raises :class:`~phi.errors.DecodeError` naming a malformed
+        or unknown field, :class:`~phi.errors.ConfigError` for a keyword that is not a code setting."""
+        wrong = sorted(set(code) - set(CODE_SETTINGS))
+        if wrong:
+            raise ConfigError(f"from_json takes only code settings as keywords, not {wrong}; known: {list(CODE_SETTINGS)}")
+        if not isinstance(data, Mapping):
+            raise DecodeError("config", data, "an object of AgentLoopConfig settings")
+        unknown = sorted(set(data) - set(DATA_SETTINGS))
+        if unknown:
+            raise DecodeError(f"config.{unknown[0]}", data[unknown[0]], f"one of the data settings {list(DATA_SETTINGS)}")
+        settings = {name: _decode(data[name], _template(cls, name), f"config.{name}") for name in data}
+        return cls(**settings, **code)
+
+
+#: The settings of :class:`AgentLoopConfig` that have a JSON form (SPEC EVAL-7); every other one holds code.
+DATA_SETTINGS = ("model_config", "thinking_level", "max_tokens", "temperature", "cache_config", "config_id",
+                 "first_turn_trigger", "metadata", "tool_execution", "batch_size", "tool_timeout_ms",
+                 "tool_abort_grace_ms", "retry_config", "context_config", "execution_limits")
+CODE_SETTINGS = tuple(f.name for f in dataclasses.fields(AgentLoopConfig) if f.name not in DATA_SETTINGS)
+_DEFAULT_CODE: dict[str, Any] = {"clock": time.monotonic, "input_filters": ()}
+
+
+def _is_default_counter(counter: object) -> bool:
+    from ..context.tokens import DEFAULT_COUNTER
+
+    return counter is DEFAULT_COUNTER
+
+
+def _plain(value: Any) -> Any:
+    """A value of the config as JSON: dataclasses as objects, enums as their values, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _template(owner: type, name: str) -> Any:
+    """What a field of ``owner`` holds, to decode it: its default, or the class when the default is None."""
+    from ..context.config import ContextConfig, ExecutionLimits
+    from ..providers.pricing import ModelPrice
+
+    classes: dict[str, Any] = {"AgentLoopConfig.context_config": ContextConfig,
+                               "AgentLoopConfig.execution_limits": ExecutionLimits, "ModelConfig.cost": ModelPrice,
+                               "ModelPrice.long_context": _long_context}
+    found = next(f for f in dataclasses.fields(owner) if f.name == name)
+    if f"{owner.__name__}.{name}" in classes:
+        return classes[f"{owner.__name__}.{name}"]
+    if owner in (ContextConfig, ExecutionLimits):  # they check their own fields (None is allowed in places)
+        return None
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    return None if found.default is dataclasses.MISSING else found.default
+
+
+def _decode(raw: Any, template: Any, path: str) -> Any:
+    """``raw`` as the kind of value ``template`` is: a dataclass (or its class, when None is allowed),
+    an enum member, a decoding function, or a JSON scalar whose type must match."""
+    if dataclasses.is_dataclass(template):
+        if raw is None and isinstance(template, type):
+            return None
+        return _build(template if isinstance(template, type) else type(template), raw, path)
+    if isinstance(template, enum.Enum):
+        try:
+            return type(template)(raw)
+        except ValueError:
+            raise DecodeError(path, raw, "one of " + ", ".join(repr(m.value) for m in type(template))) from None
+    if callable(template) and not isinstance(template, type):
+        return template(raw, path)
+    checks: tuple[tuple[type, tuple[type, ...], str], ...] = (
+        (bool, (bool,), "a boolean"), (int, (int,), "an integer"), (float, (int, float), "a number"),
+        (str, (str,), "a string"), (dict, (dict,), "an object"))
+    for kind, accepted, expected in checks:
+        if isinstance(template, kind):
+            if not isinstance(raw, accepted) or (kind is not bool and isinstance(raw, bool)):
+                raise DecodeError(path, raw, expected)
+            return float(raw) if kind is float and isinstance(raw, (int, float)) else raw
+    return raw
+
+
+def _build(kind: type, raw: Any, path: str) -> Any:
+    if not isinstance(raw, Mapping):
+        raise DecodeError(path, raw, f"a {kind.__name__} object")
+    names = {f.name for f in dataclasses.fields(kind)}
+    for name in raw:
+        if name not in names:
+            raise DecodeError(f"{path}.{name}", raw[name], f"one of the {kind.__name__} fields {sorted(names)}")
+    values = {name: _decode(value, _template(kind, name), f"{path}.{name}") for name, value in raw.items()}
+    try:
+        return kind(**values)
+    except TypeError as exc:
+        raise DecodeError(path, raw, f"a {kind.__name__} object ({exc})") from None
+
+
+def _long_context(raw: Any, path: str) -> Any:
+    """``ModelPrice.long_context``: None or ``[threshold, price]``."""
+    from ..providers.pricing import ModelPrice
+
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[0], int):
+        raise DecodeError(path, raw, "null or [prompt-token threshold, price object]")
+    return (raw[0], _build(ModelPrice, raw[1], f"{path}[1]"))
 
 
 QUEUE_SOURCES = ("get_steering_messages", "get_follow_up_messages", "put_back_steering_messages",

@@ -4,7 +4,8 @@ Each call of ``stream`` plays the next :class:`ScriptedResponse`: content blocks
 (text, thinking, tool calls with argument chunks), a stop reason and usage, optionally an error
 before or after N chunks (a classified ProviderError, or with ``throw`` a plain exception, as a
 buggy provider would raise), a delay per chunk, or a hang that lasts until the run is cancelled.
-Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``.
+Every :class:`~phi.providers.base.StreamConfig` it receives is recorded in ``calls``. It pickles
+(for a parallel branch in another process, SPEC EVAL-7) when its script's callables are module-level.
 
 A script item may be a ScriptedResponse, a plain string (a one-chunk text reply), a dict in the
 conformance fixture format (see ``phi/conformance/suite/README.md``), or a callable that receives the call's
@@ -184,6 +185,19 @@ class ScriptedProvider:
         self._next = 0
         self._lock = threading.Lock()
         self.calls: list[StreamConfig] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling (SPEC EVAL-7): everything but the lock. A copy plays the script on from where it
+        was made and records its own calls; callables in the script pickle by reference."""
+        with self._lock:
+            state = dict(self.__dict__)
+            state["_script"], state["calls"] = list(self._script), list(self.calls)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def add(self, *items: ScriptItem) -> ScriptedProvider:
         with self._lock:

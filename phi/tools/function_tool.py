@@ -27,14 +27,19 @@ a string, content blocks, a :class:`~phi.types.ToolResult` or any JSON-serialisa
 
 Unsupported annotations, missing annotations, ``*args``/``**kwargs`` and coroutine functions are
 rejected at decoration time with :class:`~phi.tools.schema.UnsupportedAnnotation` / ``ConfigError``.
+
+A tool pickles by reference (its module and name), so a parallel branch can take it to another
+process (SPEC EVAL-7); the function must be importable there.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 import re
+import sys
 import threading
 import typing
 from typing import Any, Callable, TypeVar, overload
@@ -108,6 +113,14 @@ class DecoratedTool:
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by reference (SPEC EVAL-7): a module-level ``@tool`` is found again by its module and
+        name; a tool made with ``tool(fn, ...)`` is made again from ``fn`` (itself pickled by reference)."""
+        module, qualname = getattr(self, "__module__", None), getattr(self, "__qualname__", None)
+        if isinstance(module, str) and isinstance(qualname, str) and _find(module, qualname) is self:
+            return (_tool_by_reference, (module, qualname))
+        return (_remade_tool, (self.fn, self.name, self.description, self.label, self.timeout_ms, self.inline))
+
     # The original function, unchanged: no validation, no conversion.
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -153,6 +166,28 @@ class DecoratedTool:
 
                 self._validator = Draft202012Validator(self.parameters)
             return self._validator
+
+
+def _find(module: str, qualname: str) -> object:
+    """The object ``module.qualname`` names now, or None."""
+    found: object = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _tool_by_reference(module: str, qualname: str) -> DecoratedTool:
+    """Unpickling a module-level ``@tool``: import its module and take it from there."""
+    importlib.import_module(module)
+    found = _find(module, qualname)
+    if not isinstance(found, DecoratedTool):
+        raise ConfigError(f"unpickling tool {module}.{qualname}: that name is {found!r} here, not a @tool")
+    return found
+
+
+def _remade_tool(fn: Callable[..., Any], name: str, description: str, label: str, timeout_ms: int | None,
+                 inline: bool) -> DecoratedTool:
+    return DecoratedTool(fn, name=name, description=description, label=label, timeout_ms=timeout_ms, inline=inline)
 
 
 def validate_args(validator: Any, args: Any, tool_name: str) -> None:

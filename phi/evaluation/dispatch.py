@@ -1,0 +1,338 @@
+"""Running the branches, at most ``max_workers`` at once, here or elsewhere (SPEC §13.3, EVAL-2,
+EVAL-4, EVAL-7, EVAL-8).
+
+:func:`run_branches` is the calling thread's part: it starts branches through a runner, at most
+``max_workers`` at a time, and hands every event the branches post to the sink, one at a time,
+until every branch it started has ended. The branches only ever put onto one queue, so the sink
+runs on the calling thread with no lock of phi's held (SPEC LOOP-19), and a slow sink never stalls a
+branch.
+
+Two runners:
+
+* :class:`LocalRunner` — in this process, on a thread pool (phi's own of ``max_workers`` threads,
+  or the caller's ``ThreadPoolExecutor``). Every branch runs, a cancelled one ending at once.
+* :class:`RemoteRunner` — any other executor: each branch is pickled (:mod:`phi.evaluation.remote`)
+  and streams its events back live through a :class:`~phi.evaluation.relay.Relay`, which also
+  carries cancellation to it. A branch that has not started when it is cancelled never starts.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import pickle
+import queue
+import threading
+from collections import deque
+from typing import Any, Callable, Protocol
+
+from ..errors import ConfigError
+from ..events import AgentEvent
+from ..log import get_logger
+from ..types import AgentMessage
+from .branch import Branch, BranchReport, Ended, Posted
+from .model import RemoteBranchError, Sink
+from .relay import Relay
+from .remote import RemoteBranches, run_branch_task
+
+log = get_logger(__name__)
+
+__all__ = ["DEFAULT_MAX_WORKERS", "LocalRunner", "RemoteRunner", "Runner", "run_branches"]
+
+#: The default cap on branches running at once: ``min(len(configs), DEFAULT_MAX_WORKERS)``.
+DEFAULT_MAX_WORKERS = 16
+
+#: How long the events of a remote branch whose worker failed are still awaited, in seconds.
+EOF_GRACE_S = 5.0
+
+Post = Callable[[Posted], None]
+
+
+class Runner(Protocol):
+    """Starts branches and learns how they ended; ``close`` releases what it holds."""
+
+    def start(self, branch: Branch, post: Post) -> None:
+        """Start ``branch``; it posts its events, then its :class:`Ended`, through ``post``."""
+
+    def finish(self, branch: Branch, ended: Ended) -> None:
+        """On the calling thread, after ``branch``'s last event: fill in how it ended."""
+
+    def close(self) -> None:
+        """Every branch has ended (or will never start): release threads, ports, pools."""
+
+
+def run_branches(branches: list[Branch], runner: Runner, emit: Sink, max_workers: int) -> None:
+    """Run every branch through ``runner`` and hand their events to ``emit`` on this thread.
+
+    If ``emit`` raises, every branch is cancelled, nothing more is emitted, and the exception is
+    re-raised once every started branch has ended; an exception while waiting (e.g.
+    ``KeyboardInterrupt``) does the same. The caller closes ``runner``.
+    """
+    items: queue.SimpleQueue[Posted] = queue.SimpleQueue()
+    waiting = deque(branches)
+    running = 0
+    failure: BaseException | None = None
+
+    def start_more() -> None:
+        nonlocal running
+        while waiting and running < max_workers:
+            runner.start(waiting.popleft(), items.put)
+            running += 1
+
+    def take() -> None:
+        nonlocal running, failure
+        index, item = items.get()
+        branch = branches[index]
+        if isinstance(item, Ended):
+            runner.finish(branch, item)
+            branch.finished = True
+            running -= 1
+            start_more()
+        elif branch.finished:
+            log.debug("an event of branch %s came after its end and is dropped", branch.context.loop_id)
+        else:
+            branch.observe(item)
+            if failure is None:
+                failure = _emit(emit, item, branches)
+
+    try:
+        start_more()
+        while running:
+            take()
+    except BaseException:  # e.g. KeyboardInterrupt while waiting: cancel, wait for what started, re-raise
+        _cancel_all(branches)
+        waiting.clear()
+        while running:
+            take()
+        raise
+    if failure is not None:
+        raise failure
+
+
+def _emit(emit: Sink, event: AgentEvent, branches: list[Branch]) -> BaseException | None:
+    """Give ``event`` to the sink; if it raises, cancel every branch and return the exception."""
+    try:
+        emit(event)
+    except BaseException as exc:
+        _cancel_all(branches)
+        return exc
+    return None
+
+
+def _cancel_all(branches: list[Branch]) -> None:
+    for branch in branches:
+        branch.cancel.cancel()
+
+
+# --------------------------------------------------------------------------- in this process
+
+
+class LocalRunner:
+    """Branches on threads of this process: phi's own pool (``executor`` None; ended by ``close``)
+    or the caller's ``ThreadPoolExecutor`` (left running)."""
+
+    def __init__(self, prompts: list[AgentMessage], max_workers: int,
+                 executor: concurrent.futures.ThreadPoolExecutor | None) -> None:
+        self._prompts = prompts
+        self._own = executor is None
+        self._executor = executor or concurrent.futures.ThreadPoolExecutor(max_workers, "phi-branch")
+
+    def start(self, branch: Branch, post: Post) -> None:
+        try:
+            future = self._executor.submit(branch.run_local, self._prompts, post)
+        except BaseException as exc:  # e.g. the caller's pool was shut down: this branch fails, not the run
+            post((branch.index, Ended(failure=exc)))
+            return
+        future.add_done_callback(lambda done: post((branch.index, Ended(future=done))))
+
+    def finish(self, branch: Branch, ended: Ended) -> None:
+        future = ended.future
+        if ended.failure is not None or (isinstance(future, concurrent.futures.Future) and future.cancelled()):
+            branch.started = False  # it never ran
+            branch.exception = ended.failure
+
+    def close(self) -> None:
+        if self._own:
+            self._executor.shutdown(wait=True)
+
+
+# --------------------------------------------------------------------------- in other processes
+
+
+class _RemoteState:
+    """Where one remote branch is: pending (submitted, not connected), started (told to go) or over.
+
+    Written by the relay's thread (``hello``, ``eof``), the executor's (``done``), cancel callbacks
+    and the calling thread, under ``lock``; it posts the branch's :class:`Ended` exactly once. No
+    code of the application runs under the lock.
+    """
+
+    def __init__(self, index: int, relay: Relay) -> None:
+        self.index = index
+        self.relay = relay
+        self.lock = threading.Lock()
+        self.phase = "pending"
+        self.post: Post | None = None
+        self.future: concurrent.futures.Future[Any] | None = None
+        self.eof_seen = False
+        self.done = False
+        self.started = False
+        self.grace: threading.Timer | None = None
+
+    def hello(self) -> bool:
+        with self.lock:
+            if self.phase != "pending":
+                return False
+            self.phase, self.started = "started", True
+            return True
+
+    def eof(self) -> None:
+        with self.lock:
+            self.eof_seen = True
+            self._end_if_over()
+
+    def future_done(self, future: concurrent.futures.Future[Any]) -> None:
+        with self.lock:
+            self.done = True
+            self._end_if_over()
+
+    def cancel(self) -> None:
+        with self.lock:
+            if self.phase == "started":
+                self.relay.cancel(self.index)
+            future = self.future if self.phase == "pending" else None
+            if self.phase == "pending":
+                self.phase = "never"
+                self._end_if_over()
+        if future is not None:
+            future.cancel()  # frees the executor's queue; the handshake keeps it from starting if it runs
+
+    def attach(self, future: concurrent.futures.Future[Any]) -> None:
+        with self.lock:
+            self.future = future
+            never = self.phase == "never"
+        if never:
+            future.cancel()
+        future.add_done_callback(self.future_done)
+
+    def _end_if_over(self) -> None:
+        """Under ``lock``: post the end once it is known. A started branch has ended when its future
+        is done and its events are all in (end of file). If its future failed (its worker died), the
+        end of file is awaited :data:`EOF_GRACE_S` seconds at most: a dead process's connection
+        closes at once, a lost machine's may never."""
+        if self.phase == "over" or self.post is None:
+            return
+        if self.phase == "never":
+            ended = Ended(never_started=True)
+        elif not self.done:
+            return
+        elif self.phase == "started" and not self.eof_seen:
+            if _failed(self.future) and self.grace is None:
+                self.grace = threading.Timer(EOF_GRACE_S, self.give_up)
+                self.grace.name = f"phi-relay-grace-{self.index}"
+                self.grace.start()
+            return
+        else:
+            ended = Ended(future=self.future)
+        self.phase = "over"
+        self.post((self.index, ended))
+
+    def give_up(self) -> None:
+        """The grace period passed without the failed branch's end of file: stop reading it."""
+        with self.lock:
+            if self.phase != "started":
+                return
+            self.relay.drop(self.index)
+            self.eof_seen = True
+            self._end_if_over()
+
+    def close(self) -> None:
+        grace = self.grace
+        if grace is not None:
+            grace.cancel()
+            grace.join()
+
+
+def _failed(future: concurrent.futures.Future[Any] | None) -> bool:
+    return future is None or future.cancelled() or future.exception() is not None
+
+
+class RemoteRunner:
+    """Branches in other processes through ``remote.executor``, their events through a relay."""
+
+    def __init__(self, remote: RemoteBranches, payloads: list[bytes], base: list[AgentMessage]) -> None:
+        self._remote = remote
+        self._payloads = payloads
+        self._base = base
+        try:
+            self._relay = Relay(remote.relay_host, remote.relay_port, self)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {remote.relay_host}:{remote.relay_port} for remote branches: {exc}; "
+                              "see RemoteBranches.relay_host / relay_port") from None
+        self._states = [_RemoteState(i, self._relay) for i in range(len(payloads))]
+        self._posts: dict[int, Post] = {}
+        self._unlink: list[Callable[[], None]] = []
+
+    # the relay's handler (on the relay's thread)
+
+    def hello(self, index: int) -> bool:
+        return 0 <= index < len(self._states) and self._states[index].hello()
+
+    def frame(self, index: int, payload: bytes) -> None:
+        try:
+            event = pickle.loads(payload)
+        except Exception as exc:
+            log.error("an event of remote branch %d could not be unpickled here and is lost: %s", index, exc)
+            return
+        self._posts[index]((index, event))
+
+    def eof(self, index: int) -> None:
+        self._states[index].eof()
+
+    # the runner
+
+    def start(self, branch: Branch, post: Post) -> None:
+        state = self._states[branch.index]
+        self._posts[branch.index] = post
+        with state.lock:
+            state.post = post
+        self._unlink.append(branch.cancel.on_cancel(state.cancel))  # at once if it is cancelled already
+        if state.phase != "pending":
+            return
+        host = self._remote.advertise_host or self._relay.address[0]
+        try:
+            future = self._remote.executor.submit(run_branch_task, self._payloads[branch.index],
+                                                  (host, self._relay.address[1]), self._relay.key, branch.index,
+                                                  float(self._remote.connect_timeout))
+        except BaseException as exc:  # e.g. the executor was shut down: this branch fails, not the run
+            with state.lock:
+                failed = state.phase == "pending"  # not cancelled meanwhile (that has posted its end)
+                if failed:
+                    state.phase = "over"
+            if failed:
+                post((branch.index, Ended(failure=exc)))
+            return
+        state.attach(future)
+
+    def finish(self, branch: Branch, ended: Ended) -> None:
+        if ended.never_started or ended.failure is not None:
+            branch.started, branch.exception = False, ended.failure
+            return
+        future = ended.future
+        assert isinstance(future, concurrent.futures.Future)
+        started = self._states[branch.index].started
+        try:
+            report = pickle.loads(future.result())
+        except BaseException as exc:  # the worker failed (it died, or could not unpickle the task)
+            branch.started, branch.exception = started, exc
+            branch.context.messages = [*self._base, *branch.announced]  # the history as far as its events told
+            return
+        if not isinstance(report, BranchReport):
+            report = BranchReport(started, exception=RemoteBranchError(f"the worker returned {report!r}"))
+        branch.apply_report(report, self._base)
+
+    def close(self) -> None:
+        for unlink in self._unlink:
+            unlink()
+        for state in self._states:
+            state.close()
+        self._relay.stop()
