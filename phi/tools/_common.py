@@ -172,6 +172,9 @@ def keep_full_output_in(details: dict[str, object], tool_name: str, pieces: Sequ
 def display_path(env: ExecutionEnvironment, resolved: str) -> str:
     """``resolved`` relative to the working directory when it lies inside it, else absolute."""
     cwd = env.working_directory()
+    prefix = cwd.rstrip("/") + "/"
+    if resolved.startswith(prefix) and "/../" not in resolved and "/./" not in resolved:
+        return resolved[len(prefix):] or "."  # the common case, without relpath's cost
     try:
         rel = os.path.relpath(resolved, cwd)
     except ValueError:

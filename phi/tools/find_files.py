@@ -82,7 +82,8 @@ def _file_list(tool_name: str, files: list[str], limit: int, *, none_found: str,
     total = len(files)
     if not files:
         return finish(none_found, tool_name, {"total": 0, "truncated": False}, session=session)
-    lines = [quote_path(show(f) if show is not None else f) for f in files[:limit]]
+    every = [quote_path(show(f) if show is not None else f) for f in files]
+    lines = every[:limit]
     chars, max_lines, _ = tool_limits(tool_name)
     shown = fitting(lines, chars, max_lines)
     text = "\n".join(lines[:shown])
@@ -91,7 +92,7 @@ def _file_list(tool_name: str, files: list[str], limit: int, *, none_found: str,
     details = {"total": total, "shown": shown, "truncated": shown < total}
     result = finish(text, tool_name, details, session=session)
     if shown < total:  # the application gets the whole listing
-        full = "\n".join(quote_path(show(f) if show is not None else f) for f in files)
+        full = "\n".join(every)
         if isinstance(result.details, dict):
             keep_full_output_in(result.details, tool_name, [full], session)
             result.details["truncated_output"] = True

@@ -127,7 +127,7 @@ def glob_files(
     if not compiled.rest:  # a literal path
         return [root] if compiled.literal and _is_regular(root) else []
     found: list[str] = []
-    seen_dirs: set[tuple[int, int]] = set()
+    seen_dirs: set[tuple[int, int, int]] = set()  # (device, inode, pattern position) walked by a "**"
     visited = 0
     last = len(compiled.rest) - 1
     stack: list[tuple[str, int]] = [(root, 0)]
@@ -141,9 +141,10 @@ def glob_files(
                 info = os.stat(path)
             except OSError:
                 continue
-            if (info.st_dev, info.st_ino) in seen_dirs:
+            key = (info.st_dev, info.st_ino, index)
+            if key in seen_dirs:
                 continue
-            seen_dirs.add((info.st_dev, info.st_ino))
+            seen_dirs.add(key)
             if index < last:
                 stack.append((path, index + 1))  # "**" matching no directory at all
         try:
@@ -181,7 +182,7 @@ def rg_files_command(compiled: GlobPattern) -> list[str]:
         argv.append("--hidden")
     for name in sorted(PRUNED):
         argv += ["--glob", f"!{name}"]
-    return argv + ["--", "."]
+    return argv  # no path: rg lists its working directory, and its output has no "./" prefix
 
 
 def glob_with_rg(
@@ -247,10 +248,9 @@ class _NulCollector:
         if self.count > self.limit:
             self.overflow = True
             return
-        for raw in raw_paths:
-            rel = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
-            if self.match(rel) is not None:
-                self.matches.append(rel)
+        match = self.match
+        names = b"\0".join(raw_paths).decode("utf-8", "surrogateescape").split("\0")  # os.fsdecode, at once
+        self.matches.extend([rel for rel in names if match(rel) is not None])
 
     def finish(self) -> None:
         if self.partial:
