@@ -367,7 +367,7 @@ def _command(words: list[str], targets: list[str], line: _Line, piped: str | Non
     elif program in _SHELLS and piped:
         nested.append(piped)  # echo '...' | sh
     elif program == "eval":
-        nested.append(" ".join(args))
+        nested.append(" ".join(rest))
     elif program.rstrip("0123456789.") in _INTERPRETERS and args:
         nested += [a or b or c for a, b, c in _STRING_LITERAL.findall(" ".join(args))]
     return found, nested
