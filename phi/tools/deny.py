@@ -65,7 +65,7 @@ DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
     "> /dev/mem", "> /dev/kmem", "> /dev/port", "tee /dev/sd*", "tee /dev/nvme*",
     "> /etc/passwd", "> /etc/shadow", "> /etc/sudoers", "> /etc/group", "mv * /dev/null",
     r"re:(?P<f>[\w:.]+)\(\)\{(?P=f)\|(?P=f)&\};(?P=f)",
-    r"re:rmtree\((?:r?['\"](?:/|~|/\*|~/)['\"]|os\.path\.expanduser\(['\"]~['\"]\)|Path\.home\(\))",
+    r"re:rmtree\(r?(\"|')(/|~|/\*|~/)(\"|')|rmtree\(os\.path\.expanduser\(.~.\)|rmtree\(Path\.home\(\)\)",
     "chmod -R * /*", "chown -R * /*", "chgrp -R * /*",
     "shutdown", "reboot", "poweroff", "halt", "init 0", "init 6", "telinit 0", "telinit 6",
     "systemctl poweroff", "systemctl reboot", "systemctl halt", "systemctl kexec",
