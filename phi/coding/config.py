@@ -10,7 +10,9 @@ the next one. Two deliberate differences from the seed's table:
 * ``tool_line_limits`` sits next to ``tool_output_limits`` (§5.3 says both are overridable).
 
 Beyond §2.2: ``user_instructions`` (layer 5 of the system prompt, §6.1), ``approval`` and
-``plan_mode`` (the approval gate, :mod:`phi.coding.approval`), ``subagent_max_turns`` (§7.3's 50).
+``plan_mode`` (the approval gate, :mod:`phi.coding.approval`), ``subagent_max_turns`` (§7.3's 50),
+``require_read_before_write`` (on: ``write_file`` and ``edit_file`` refuse to replace a file the
+model has not read in this session, or that changed since; SPEC §9.1).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class SessionConfig:
     user_instructions: str | None = None
     approval: ApprovalPolicy | None = None  # see phi.coding.approval
     plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
+    require_read_before_write: bool = True  # write_file/edit_file refuse files unread or changed since (SPEC §9.1)
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the first setting phi cannot work with."""

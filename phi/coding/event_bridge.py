@@ -15,7 +15,7 @@ core event                            session event (and history record)
 ``MessageEnd`` of a reply             ``ASSISTANT_TEXT_END`` (``AssistantTurn``); ``ERROR`` if failed
 ``ToolExecutionStart``                ``TOOL_CALL_START``
 ``ToolExecutionUpdate``/``Progress``  ``TOOL_CALL_OUTPUT_DELTA``
-``ToolExecutionEnd``                  ``TOOL_CALL_END`` with the full output
+``ToolExecutionEnd``                  ``TOOL_CALL_END`` with the full output (or ``output_path``)
 ``TurnEnd``                           (``ToolResultsTurn``); ``WARNING`` at 80 % of the context
 (a context overflow error)            ``WARNING``, then the fatal ``ERROR``
 ``AgentEnd``                          the input is done: the session's state changes
@@ -61,7 +61,7 @@ from ..types import (
 )
 from .events import EventKind
 from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
-from .pipeline import full_output, text_of
+from .pipeline import full_output, full_output_path, text_of
 
 if TYPE_CHECKING:
     from .session import Session
@@ -238,6 +238,10 @@ class EventBridge:
         output = full_output(result)
         data: dict[str, object] = {"call_id": event.tool_call_id, "tool_name": event.tool_name,
                                    "is_error": event.is_error, "output": output, "truncated": output != shown}
+        path = full_output_path(result)
+        if path is not None:  # too large to carry: the whole output is in this file (SPEC §9.2)
+            data["output_path"] = path
+            data["truncated"] = True
         if event.is_error:
             data["error"] = shown
         if data["truncated"]:

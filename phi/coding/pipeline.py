@@ -14,8 +14,11 @@ a :class:`SessionTool`, whose ``execute`` is the rest of the pipeline:
 3. TRUNCATE — the output is cut for the model with the session's limits (characters first, then
    lines, one marker per cut; :mod:`phi.tools.truncation`), starting from the tool's *full* output
    when the tool already cut it with its own defaults.
-4. The full output stays in ``details["full_output"]`` (with ``details["truncated_output"]``); the
-   core's ``ToolExecutionEnd`` carries it, and the session's ``TOOL_CALL_END`` event shows it.
+4. The full output stays in ``details["full_output"]`` (with ``details["truncated_output"]``), or —
+   beyond :data:`~phi.tools.full_output.FULL_OUTPUT_MAX_CHARS` — in the file named by
+   ``details["full_output_path"]`` (SPEC §9.2); the core's ``ToolExecutionEnd`` carries both, and the
+   session's ``TOOL_CALL_END`` event shows them. The session's own cut starts from that complete
+   output (read back as head, an exact hole and tail), so its marker counts are exact.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext, to_tool_result
-from ..tools._common import FULL_OUTPUT_MAX_CHARS
-from ..tools.truncation import HEAD_TAIL, clip, render, truncate_tool_output
+from ..tools.full_output import file_parts
+from ..tools.truncation import HEAD_TAIL, Part, clip, render, tool_limits
 from ..types import TextContent, ToolResult
 from .approval import ApprovalRequest, decide
 from .config import SessionConfig
@@ -47,27 +50,50 @@ def text_of(result: ToolResult) -> str:
 
 
 def full_output(result: ToolResult) -> str:
-    """The tool's whole output: ``details["full_output"]`` when it was cut, else its text."""
+    """The tool's whole output as text: ``details["full_output"]`` when it was cut, else its text (for
+    an output saved to a file, ``details["full_output_path"]``, that is the model's view)."""
     details = result.details
     full = details.get("full_output") if isinstance(details, dict) else None
     return full if isinstance(full, str) else text_of(result)
 
 
+def full_output_path(result: ToolResult) -> str | None:
+    """The file holding the tool's whole output, when it was too large to carry (SPEC §9.2)."""
+    details = result.details
+    path = details.get("full_output_path") if isinstance(details, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _complete_parts(result: ToolResult, keep_chars: int) -> tuple[list[Part], str | None]:
+    """The tool's complete output as parts (a saved file read back as head, hole and tail), and the
+    file's path if there is one."""
+    path = full_output_path(result)
+    if path is not None:
+        try:
+            return file_parts(path, keep_chars), path
+        except OSError:
+            pass
+    return [full_output(result)], None
+
+
 def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int],
                     line_limits: Mapping[str, int | None]) -> ToolResult:
     """``result`` with its text cut to the session's limits for ``tool_name`` (see module docs)."""
-    full = full_output(result)
-    shown = truncate_tool_output(full, tool_name, {**SESSION_TOOL_LIMITS, **limits}, line_limits,
-                                 SESSION_TOOL_MODES)
+    all_limits = {**SESSION_TOOL_LIMITS, **limits}
+    max_chars, max_lines, mode = tool_limits(tool_name, all_limits, line_limits, SESSION_TOOL_MODES)
+    if tool_name not in SESSION_TOOL_LIMITS and (max_chars, max_lines, mode) == tool_limits(tool_name):
+        return result  # the tool already cut its output to these very limits, in its own words
+    parts, path = _complete_parts(result, max_chars)
+    cut = clip(parts, max_chars, max_lines, mode)
+    shown = render(cut, path)
     if shown == text_of(result):
         return result
     details = dict(result.details) if isinstance(result.details, dict) else \
         ({} if result.details is None else {"value": result.details})
-    if shown != full:
+    if cut != parts:
         details["truncated_output"] = True
-        if len(full) > FULL_OUTPUT_MAX_CHARS:
-            full = render(clip([full], FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
-        details["full_output"] = full
+        if path is None:
+            details["full_output"] = full_output(result)
     else:  # the session allows more than the tool's own defaults did: the model gets all of it
         details.pop("full_output", None)
         details.pop("truncated_output", None)
@@ -119,4 +145,4 @@ class SessionTool:
         return shape_for_model(to_tool_result(value), self.name, config.tool_output_limits, config.tool_line_limits)
 
 
-__all__ = ["SessionTool", "offered_tools", "shape_for_model", "full_output", "text_of"]
+__all__ = ["SessionTool", "offered_tools", "shape_for_model", "full_output", "full_output_path", "text_of"]

@@ -22,9 +22,12 @@ from .toolsets import (
     edit_file_tool,
     glob_tool,
     grep_executor,
+    BACKGROUND_PARAMETER,
+    COMMAND_RULES,
     read_file_tool,
     run_shell,
     tool,
+    tools_session,
     write_file_tool,
 )
 
@@ -46,10 +49,11 @@ TIMEOUT_MS = {"type": "integer", "minimum": 1,
 def openai_tools() -> list[RegisteredTool]:
     def shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
         return run_shell(env, call, argv_to_command(args["command"]), timeout_ms=args.get("timeout_ms"),
-                         workdir=args.get("workdir"), description=None, profile_default_ms=OPENAI_SHELL_TIMEOUT_MS)
+                         workdir=args.get("workdir"), description=None, profile_default_ms=OPENAI_SHELL_TIMEOUT_MS,
+                         background=bool(args.get("run_in_background")))
 
     def patch(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-        return ApplyPatchTool(env=env).execute({"patch": args["input"]}, call.tool)
+        return ApplyPatchTool(env=env, session=tools_session(call)).execute({"patch": args["input"]}, call.tool)
 
     grep = grep_executor(lambda a: {"pattern": a["pattern"], "glob_filter": a.get("include"),
                                     "path": a.get("path"), "max_results": a.get("limit"),
@@ -71,11 +75,11 @@ def openai_tools() -> list[RegisteredTool]:
         tool("shell", (
             "Run a command and return its combined output with the exit code and duration. Pass the "
             "argv, e.g. [\"bash\", \"-lc\", \"pytest -q\"]; set workdir instead of using cd. Commands stop "
-            "after 10 seconds unless timeout_ms asks for longer."),
+            "after 10 seconds unless timeout_ms asks for longer. " + COMMAND_RULES),
             {"command": {"type": ["array", "string"], "items": {"type": "string"}, "minItems": 1, "minLength": 1,
                          "description": "The command as an argv list (a single command line is accepted too)."},
              "workdir": described(STRING, "Directory to run in (default: the working directory)."),
-             "timeout_ms": TIMEOUT_MS},
+             "timeout_ms": TIMEOUT_MS, "run_in_background": BACKGROUND_PARAMETER},
             ["command"], shell, "execute"),
         tool("grep", (
             "List the files whose contents match a regular expression, most relevant first. Narrow the "
@@ -95,7 +99,8 @@ def openai_tools() -> list[RegisteredTool]:
 def anthropic_tools() -> list[RegisteredTool]:
     def shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
         return run_shell(env, call, args["command"], timeout_ms=args.get("timeout"), workdir=None,
-                         description=args.get("description"), profile_default_ms=ANTHROPIC_SHELL_TIMEOUT_MS)
+                         description=args.get("description"), profile_default_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
+                         background=bool(args.get("run_in_background")))
 
     grep = grep_executor(lambda a: {"pattern": a["pattern"], "path": a.get("path"), "glob_filter": a.get("glob"),
                                     "output_mode": a.get("output_mode") or "files_with_matches",
@@ -112,10 +117,11 @@ def anthropic_tools() -> list[RegisteredTool]:
             "Run a bash command in the working directory and return its output, exit code and duration. "
             "Quote paths with spaces. The command stops after 2 minutes unless timeout (milliseconds, at "
             "most 10 minutes) says otherwise. Use grep, glob and read_file rather than shell for searching "
-            "and reading files."),
+            "and reading files. " + COMMAND_RULES),
             {"command": described(PATH, "The command to run."),
              "timeout": {**TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000)."},
-             "description": described(STRING, "A few words saying what the command does.")},
+             "description": described(STRING, "A few words saying what the command does."),
+             "run_in_background": BACKGROUND_PARAMETER},
             ["command"], shell, "execute"),
         tool("grep", (
             "Search file contents with a regular expression (ripgrep syntax). output_mode 'content' shows "
@@ -138,7 +144,8 @@ def anthropic_tools() -> list[RegisteredTool]:
 
 def _gemini_shell(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> object:
     return run_shell(env, call, args["command"], timeout_ms=args.get("timeout_ms"), workdir=args.get("dir_path"),
-                     description=args.get("description"), profile_default_ms=GEMINI_SHELL_TIMEOUT_MS)
+                     description=args.get("description"), profile_default_ms=GEMINI_SHELL_TIMEOUT_MS,
+                     background=bool(args.get("run_in_background")))
 
 
 def _gemini_replace(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
@@ -150,16 +157,16 @@ def _gemini_replace(args: dict[str, Any], env: ExecutionEnvironment, call: ToolC
                         f"{found}. Include more context to pick one, or set expected_replacements to {found}.")
     forwarded = {k: args[k] for k in ("file_path", "old_string", "new_string")}
     forwarded["replace_all"] = expected > 1
-    return CodingEditFileTool(env=env).execute(forwarded, call.tool)
+    return CodingEditFileTool(env=env, session=tools_session(call)).execute(forwarded, call.tool)
 
 
 def _gemini_list_dir(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-    return ListDirTool(env=env).execute({"path": args.get("dir_path") or ".", "depth": args.get("depth") or 1},
-                                        call.tool)
+    return ListDirTool(env=env, session=tools_session(call)).execute(
+        {"path": args.get("dir_path") or ".", "depth": args.get("depth") or 1}, call.tool)
 
 
 def _gemini_read_many(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-    return ReadManyFilesTool(env=env).execute({"paths": list(args["include"])}, call.tool)
+    return ReadManyFilesTool(env=env, session=tools_session(call)).execute({"paths": list(args["include"])}, call.tool)
 
 
 def gemini_tools() -> list[RegisteredTool]:
@@ -187,11 +194,11 @@ def gemini_tools() -> list[RegisteredTool]:
             ["file_path", "old_string", "new_string"], _gemini_replace, "write"),
         tool("shell", (
             "Run a shell command with bash and return its output and exit code. Explain what it does in "
-            "description. Commands stop after 10 seconds unless timeout_ms says otherwise."),
+            "description. Commands stop after 10 seconds unless timeout_ms says otherwise. " + COMMAND_RULES),
             {"command": described(PATH, "The exact command to run."),
              "description": described(STRING, "Why the command is run, in a few words."),
              "dir_path": described(STRING, "Directory to run in, relative to the working directory."),
-             "timeout_ms": TIMEOUT_MS},
+             "timeout_ms": TIMEOUT_MS, "run_in_background": BACKGROUND_PARAMETER},
             ["command"], _gemini_shell, "execute"),
         tool("grep", (
             "Search file contents for a regular expression; returns 'path:line:text' for each match. "

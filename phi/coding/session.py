@@ -25,8 +25,9 @@ unrecoverable error (authentication, context overflow). ``close`` from any state
 
 Shutdown (Appendix B): the run is cancelled (the model stream is closed, running commands get
 SIGTERM and, 2 s later, SIGKILL), the children are closed, the session waits until the cancelled
-commands are gone, then emits ``SESSION_END`` and is CLOSED. Events are delivered synchronously, so
-none is pending by then.
+commands are gone, then emits ``SESSION_END`` and is CLOSED; its tool session
+(:class:`~phi.tools.tool_session.ToolSession`) is closed last: background commands end and the files
+holding saved full outputs are removed. Events are delivered synchronously, so none is pending by then.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import ToolExecution
 from ..tools.environment import ExecutionEnvironment, LocalExecutionEnvironment, ReadOnlyEnvironment
+from ..tools.tool_session import ToolSession
 from ..types import AgentMessage, QueueMode, Usage, UserMessage
 from .config import SessionConfig, SessionState
 from .event_bridge import EventBridge
@@ -111,6 +113,8 @@ class Session:
             env.initialize()
         self.base_env: ExecutionEnvironment = env
         self.execution_env: ExecutionEnvironment = env
+        # what this session's tools share: the read-before-write record, saved outputs, background commands
+        self.tool_session = ToolSession(require_read_before_write=self.config.require_read_before_write)
         self._read_only_env: ExecutionEnvironment | None = None
         self.state = SessionState.IDLE
         self.history: list[Turn] = []
@@ -383,6 +387,10 @@ class Session:
             with self._lock:
                 self.state = SessionState.CLOSED
                 stream, self._stream = self._stream, None
+            try:
+                self.tool_session.close()  # background commands end, saved outputs are removed
+            except Exception:
+                log.exception("closing the tool session failed")
             if self._owns_env:
                 try:
                     self.base_env.cleanup()

@@ -36,7 +36,8 @@ from ..tools.environment import ExecResult, ExecutionEnvironment
 from ..tools.find_files import GlobTool
 from ..tools.read_file import CodingReadFileTool
 from ..tools.search import GrepTool
-from ..tools.shell import ShellTool
+from ..tools.shell import BACKGROUND_PARAMETER, COMMAND_RULES, ShellTool
+from ..tools.tool_session import ToolSession
 from ..tools.write_file import CodingWriteFileTool
 from ..types import ToolDefinition, ToolResult
 from .registry import RegisteredTool, ToolCallContext
@@ -96,12 +97,25 @@ def command_timeouts(call: ToolCallContext, profile_default_ms: int) -> tuple[in
     return min(default, config.max_command_timeout_ms), config.max_command_timeout_ms
 
 
+def tools_session(call: ToolCallContext) -> ToolSession | None:
+    """The coding session's :class:`~phi.tools.tool_session.ToolSession` (what its tools share: the
+    read-before-write record, saved outputs, background commands), with the session's current
+    ``require_read_before_write``; None outside a session (the tools' process-wide default)."""
+    session = call.session
+    if session is None:
+        return None
+    shared: ToolSession = session.tool_session
+    shared.require_read_before_write = session.config.require_read_before_write
+    return shared
+
+
 def run_shell(env: ExecutionEnvironment, call: ToolCallContext, command: str, *, timeout_ms: int | None,
-              workdir: str | None, description: str | None, profile_default_ms: int) -> ToolResult:
+              workdir: str | None, description: str | None, profile_default_ms: int,
+              background: bool = False) -> ToolResult:
     default, maximum = command_timeouts(call, profile_default_ms)
     shell = ShellTool(env=_StreamingEnv(env, call), default_timeout_ms=default, max_timeout_ms=maximum,
-                      working_dir=workdir or None)
-    args: dict[str, Any] = {"command": command}
+                      working_dir=workdir or None, session=tools_session(call))
+    args: dict[str, Any] = {"command": command, "run_in_background": background}
     if timeout_ms:
         args["timeout_ms"] = int(timeout_ms)
     if description:
@@ -135,7 +149,7 @@ def read_file_tool(description: str, *, zero_based_offset: bool) -> RegisteredTo
             forwarded["offset"] = int(args["offset"]) + 1 - first
         if args.get("limit") is not None:
             forwarded["limit"] = int(args["limit"])
-        return CodingReadFileTool(env=env).execute(forwarded, call.tool)
+        return CodingReadFileTool(env=env, session=tools_session(call)).execute(forwarded, call.tool)
 
     return tool("read_file", description, {
         "file_path": described(PATH, "Path of the file (absolute, or relative to the working directory)."),
@@ -146,7 +160,7 @@ def read_file_tool(description: str, *, zero_based_offset: bool) -> RegisteredTo
 
 def write_file_tool(description: str) -> RegisteredTool:
     def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-        return CodingWriteFileTool(env=env).execute(args, call.tool)
+        return CodingWriteFileTool(env=env, session=tools_session(call)).execute(args, call.tool)
 
     return tool("write_file", description, {
         "file_path": described(PATH, "Path of the file to write."),
@@ -156,7 +170,8 @@ def write_file_tool(description: str) -> RegisteredTool:
 
 def glob_tool(description: str, path_key: str) -> RegisteredTool:
     def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-        return GlobTool(env=env).execute({"pattern": args["pattern"], "path": args.get(path_key) or "."}, call.tool)
+        return GlobTool(env=env, session=tools_session(call)).execute(
+            {"pattern": args["pattern"], "path": args.get(path_key) or "."}, call.tool)
 
     return tool("glob", description, {
         "pattern": described(PATH, "Glob pattern such as '**/*.py' or 'src/*.ts'."),
@@ -167,7 +182,7 @@ def glob_tool(description: str, path_key: str) -> RegisteredTool:
 def grep_executor(mapping: Callable[[dict[str, Any]], dict[str, Any]]) -> Executor:
     def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
         forwarded = {k: v for k, v in mapping(args).items() if v is not None}
-        return GrepTool(env=env).execute(forwarded, call.tool)
+        return GrepTool(env=env, session=tools_session(call)).execute(forwarded, call.tool)
 
     return run
 
@@ -175,7 +190,7 @@ def grep_executor(mapping: Callable[[dict[str, Any]], dict[str, Any]]) -> Execut
 def edit_file_tool(description: str) -> RegisteredTool:
     """Claude Code's exact-string replacement."""
     def run(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> ToolResult:
-        return CodingEditFileTool(env=env).execute(args, call.tool)
+        return CodingEditFileTool(env=env, session=tools_session(call)).execute(args, call.tool)
 
     return tool("edit_file", description, {
         "file_path": described(PATH, "Path of the file to change."),
@@ -186,5 +201,5 @@ def edit_file_tool(description: str) -> RegisteredTool:
     }, ["file_path", "old_string", "new_string"], run, "write")
 
 
-__all__ = ["tool", "schema", "described", "run_shell", "argv_to_command", "read_file_tool", "write_file_tool",
+__all__ = ["tool", "schema", "described", "run_shell", "tools_session", "COMMAND_RULES", "BACKGROUND_PARAMETER", "argv_to_command", "read_file_tool", "write_file_tool",
            "glob_tool", "grep_executor", "edit_file_tool", "command_timeouts"]

@@ -34,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".apply_patch": ("ApplyPatchTool", "apply_patch"),
     ".patch_parser": ("PatchError", "PatchParseError", "parse_patch"),
     ".function_tool": ("tool",),
+    ".tool_session": ("ToolSession",),
 }
 
 __all__ = sorted([*export_names(_EXPORTS), "default_tools", "coding_tools"])
@@ -71,11 +72,14 @@ def default_tools(
     confirm_fn: Callable[[str], bool] | None = None,
     timeout_s: int | None = None,
     allowed_roots: Sequence[str] | None = None,
+    session: ToolSession | None = None,
 ) -> list[AgentTool]:
     """phi-core's six built-in tools on ``env`` (default: a LocalExecutionEnvironment on the cwd).
 
     ``deny_patterns``, ``confirm_fn`` and ``timeout_s`` go to ``bash``, ``allowed_roots`` to
-    ``write_file`` and ``edit_file``; an option left out (None) keeps the tool's default.
+    ``write_file`` and ``edit_file``; an option left out (None) keeps the tool's default. The tools
+    share ``session`` (default: a new :class:`ToolSession`, read-before-write on; SPEC §9.1): the
+    record of what the model read, saved outputs and background commands.
     """
     from ._common import get_env
     from .edit_file import EditFileTool
@@ -83,13 +87,17 @@ def default_tools(
     from .read_file import ReadFileTool
     from .search import SearchTool
     from .shell import BashTool
+    from .tool_session import ToolSession
     from .write_file import WriteFileTool
 
     env = get_env(env)
+    shared = session if session is not None else ToolSession()
     return [
-        BashTool(env=env, **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn, timeout_s=timeout_s)),
-        ReadFileTool(env=env), WriteFileTool(env=env, allowed_roots=allowed_roots),
-        EditFileTool(env=env, allowed_roots=allowed_roots), ListFilesTool(env=env), SearchTool(env=env),
+        BashTool(env=env, session=shared,
+                 **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn, timeout_s=timeout_s)),
+        ReadFileTool(env=env, session=shared), WriteFileTool(env=env, allowed_roots=allowed_roots, session=shared),
+        EditFileTool(env=env, allowed_roots=allowed_roots, session=shared), ListFilesTool(env=env, session=shared),
+        SearchTool(env=env, session=shared),
     ]
 
 
@@ -101,12 +109,14 @@ def coding_tools(
     default_timeout_ms: int | None = None,
     max_timeout_ms: int | None = None,
     allowed_roots: Sequence[str] | None = None,
+    session: ToolSession | None = None,
 ) -> list[AgentTool]:
     """The coding layer's tools (seed 004 §3.3-3.6) on ``env``; profiles choose among them.
 
     ``deny_patterns``, ``confirm_fn``, ``default_timeout_ms`` and ``max_timeout_ms`` go to
     ``shell``, ``allowed_roots`` to ``write_file``, ``edit_file`` and ``apply_patch``; an option left
-    out (None) keeps the tool's default.
+    out (None) keeps the tool's default. The tools share ``session`` (default: a new
+    :class:`ToolSession`, read-before-write on).
     """
     from ._common import get_env
     from .apply_patch import ApplyPatchTool
@@ -116,16 +126,20 @@ def coding_tools(
     from .read_many_files import ReadManyFilesTool
     from .search import GrepTool
     from .shell import ShellTool
+    from .tool_session import ToolSession
     from .write_file import CodingWriteFileTool
 
     env = get_env(env)
-    shell = ShellTool(env=env, **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn,
-                                        default_timeout_ms=default_timeout_ms, max_timeout_ms=max_timeout_ms))
+    shared = session if session is not None else ToolSession()
+    shell = ShellTool(env=env, session=shared,
+                      **_given(deny_patterns=deny_patterns, confirm_fn=confirm_fn,
+                               default_timeout_ms=default_timeout_ms, max_timeout_ms=max_timeout_ms))
     return [
-        CodingReadFileTool(env=env), CodingWriteFileTool(env=env, allowed_roots=allowed_roots),
-        CodingEditFileTool(env=env, allowed_roots=allowed_roots), shell, GrepTool(env=env),
-        GlobTool(env=env), ListDirTool(env=env), ReadManyFilesTool(env=env),
-        ApplyPatchTool(env=env, allowed_roots=allowed_roots),
+        CodingReadFileTool(env=env, session=shared),
+        CodingWriteFileTool(env=env, allowed_roots=allowed_roots, session=shared),
+        CodingEditFileTool(env=env, allowed_roots=allowed_roots, session=shared), shell,
+        GrepTool(env=env, session=shared), GlobTool(env=env, session=shared), ListDirTool(env=env, session=shared),
+        ReadManyFilesTool(env=env, session=shared), ApplyPatchTool(env=env, allowed_roots=allowed_roots, session=shared),
     ]
 
 
@@ -151,4 +165,5 @@ if TYPE_CHECKING:
         truncate_lines as truncate_lines, truncate_output as truncate_output,
         truncate_tool_output as truncate_tool_output,
     )
+    from .tool_session import ToolSession as ToolSession
     from .write_file import CodingWriteFileTool as CodingWriteFileTool, WriteFileTool as WriteFileTool

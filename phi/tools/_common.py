@@ -15,14 +15,16 @@ from .fs_safe import (
     NotRegularFileError,
     check_path_text,
 )
+from .full_output import FULL_OUTPUT_MAX_CHARS, Piece, pieces_error, pieces_size, save_full_output
 from .paths import check_write_allowed
-from .truncation import HEAD_TAIL, Omitted, Part, clip, render, tool_limits
+from .tool_session import ToolSession, tool_session
+from .truncation import Omitted, Part, clip, render, tool_limits
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
 
-#: ``details["full_output"]`` keeps at most this many characters (head and tail, with a marker).
-FULL_OUTPUT_MAX_CHARS = 1_000_000
+__all__ = ["FULL_OUTPUT_MAX_CHARS", "finish", "keep_full_output_in", "get_env", "check_cancel", "os_error", "resolve",
+           "write_roots", "check_writable", "object_schema", "number_lines", "display_path"]
 
 
 def get_env(env: ExecutionEnvironment | None) -> ExecutionEnvironment:
@@ -116,29 +118,63 @@ def finish(
     max_chars: int | None = None,
     max_lines: int | None = None,
     keep_full_output: bool = True,
+    *,
+    session: ToolSession | None = None,
+    full: Sequence[Piece] | None = None,
 ) -> ToolResult:
     """Truncate ``text`` for the model (SPEC §9.2) and wrap it with ``details``.
 
-    ``text`` may carry holes (:class:`~phi.tools.truncation.Omitted`). When truncation happened here
-    or before (a hole), ``details["truncated_output"]`` is True and, when it happened here, with
-    ``keep_full_output``, ``details["full_output"]`` holds the text before truncation, itself cut to
-    :data:`FULL_OUTPUT_MAX_CHARS` (head and tail).
+    ``text`` may carry holes (:class:`~phi.tools.truncation.Omitted`); ``full`` is then the complete
+    output (text and recorded streams, :mod:`phi.tools.full_output`). When the model's text is cut
+    (here or by a hole), ``details["truncated_output"]`` is True and, with ``keep_full_output``, the
+    complete output is kept: in ``details["full_output"]`` up to :data:`FULL_OUTPUT_MAX_CHARS`
+    characters, else in a file of the tool session named by ``details["full_output_path"]`` (see
+    :func:`keep_full_output`); the markers then name that file.
     """
     parts = [text] if isinstance(text, str) else list(text)
     chars, lines, mode = tool_limits(tool_name, {tool_name: max_chars} if max_chars is not None else None,
                                      {tool_name: max_lines} if max_lines is not None else None)
     shown = clip(parts, chars, lines, mode)
     out: dict[str, object] = dict(details or {})
-    if shown != parts or any(isinstance(p, Omitted) for p in parts):
+    holes = any(isinstance(p, Omitted) for p in parts)
+    saved_to = None
+    if shown != parts or holes:
         out["truncated_output"] = True
-        if keep_full_output and shown != parts:
-            out["full_output"] = render(clip(parts, FULL_OUTPUT_MAX_CHARS, None, HEAD_TAIL))
-    return ToolResult.from_text(render(shown), out)
+        complete = full if full is not None else (None if holes else parts)
+        if keep_full_output and complete is not None:
+            saved_to = keep_full_output_in(out, tool_name, [p for p in complete if not isinstance(p, Omitted)],
+                                           session)
+    return ToolResult.from_text(render(shown, saved_to), out)
+
+
+def keep_full_output_in(details: dict[str, object], tool_name: str, pieces: Sequence[Piece],
+                        session: ToolSession | None) -> str | None:
+    """Put the complete output ``pieces`` into ``details``: as ``full_output`` when it is at most
+    :data:`FULL_OUTPUT_MAX_CHARS` characters, else saved to a file of ``session`` (``full_output_path``,
+    ``full_output_bytes``, ``full_output_lines``). Returns the file's path, if one was written."""
+    error = pieces_error(pieces)
+    if error is not None:
+        details["full_output_error"] = f"the full output could not be kept: {error}"
+        return None
+    size, in_file = pieces_size(pieces)
+    if size <= FULL_OUTPUT_MAX_CHARS and not in_file:
+        details["full_output"] = "".join(p if isinstance(p, str) else p.text() for p in pieces)
+        return None
+    try:
+        path, size, newlines = save_full_output(tool_session(session), tool_name, pieces)
+    except (OSError, RuntimeError) as exc:  # no room, or the session is closing: the model text still goes
+        details["full_output_error"] = f"the full output could not be saved: {exc}"
+        return None
+    details.update(full_output_path=path, full_output_bytes=size, full_output_lines=newlines)
+    return path
 
 
 def display_path(env: ExecutionEnvironment, resolved: str) -> str:
     """``resolved`` relative to the working directory when it lies inside it, else absolute."""
     cwd = env.working_directory()
+    prefix = cwd.rstrip("/") + "/"
+    if resolved.startswith(prefix) and "/../" not in resolved and "/./" not in resolved:
+        return resolved[len(prefix):] or "."  # the common case, without relpath's cost
     try:
         rel = os.path.relpath(resolved, cwd)
     except ValueError:

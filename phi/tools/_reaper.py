@@ -1,18 +1,24 @@
 """Process-tree keeper for one command (SPEC §9.1 "Command execution"; Linux only).
 
-Run as ``python -I -S _reaper.py GRACE_SECONDS LC_CTYPE PROGRAM [ARGS...]`` (phi imports it with
-``-c`` instead, so its compiled code is cached, and calls :func:`run`); standard library only, never
-imports phi. ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else
-``=`` followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it
-in this process's environment, and the program must get the environment it was given.
+Run as ``python -I -S _reaper.py GRACE_SECONDS MODE LC_CTYPE PROGRAM [ARGS...]`` (phi imports it
+with ``-c`` instead, so its compiled code is cached, and calls :func:`run`); standard library only,
+never imports phi. ``MODE`` is ``end`` (a command: what it leaves behind is ended when it returns),
+``leave`` (what it leaves behind keeps running, re-parented to init once the reaper exits) or
+``keep`` (a background command: the reaper stays until its last process exits or it is told to
+stop). ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else ``=``
+followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it in
+this process's environment, and the program must get the environment it was given.
 
 It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
 command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
 ``start_new_session=True``: when such a process's parent exits it is re-parented here rather than
 to init. Then it spawns the program and waits:
 
-* the program exits → exit with its status at once (background processes are left running, as a
-  shell would leave them);
+* the program exits → in ``end`` mode, every descendant still running (a ``cmd &``, a ``nohup``, a
+  ``setsid`` or double-forked daemon: all are re-parented here) gets SIGTERM, up to GRACE_SECONDS to
+  exit, then SIGKILL — the same sequence as a stop — and the reaper exits with the program's status;
+  when nothing is left it exits at once. In ``leave`` mode it exits at once; in ``keep`` mode it
+  waits until no descendant is left;
 * SIGTERM/SIGINT/SIGHUP (timeout or cancellation in the parent) → SIGTERM to every descendant
   (found by walking ``/proc``), up to GRACE_SECONDS for them to exit, then SIGKILL to every
   descendant until none is left, then exit. The wait ends the moment the last one is gone (see
@@ -144,7 +150,7 @@ def program_env(lc_ctype: str) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    grace, env, program = float(argv[1]), program_env(argv[2]), argv[3:]
+    grace, mode, env, program = float(argv[1]), argv[2], program_env(argv[3]), argv[4:]
     become_subreaper()
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
     try:
@@ -153,13 +159,18 @@ def main(argv: list[str]) -> int:
         os.write(2, f"cannot run {program[0]}: {exc.strerror}\n".encode())
         return 127
     statuses: dict[int, int] = {}
-    while child not in statuses:
+    while True:
         info = signal.sigwaitinfo(_WAIT_SIGNALS)
-        if info.si_signo == signal.SIGCHLD:
+        if info.si_signo != signal.SIGCHLD:
+            stop_tree(grace, statuses)
             reap(statuses)
+            break
+        left = reap(statuses)
+        if child not in statuses or (mode == "keep" and left):
             continue
-        stop_tree(grace, statuses)
-        reap(statuses)
+        if left and mode == "end":  # the command returned and left processes behind: they end with it
+            stop_tree(grace, statuses)
+            reap(statuses)
         break
     return exit_code(statuses.get(child))
 

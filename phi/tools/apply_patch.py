@@ -37,6 +37,7 @@ from .environment import ExecutionEnvironment
 from .patch_contents import PatchApplyError, derive_new_contents
 from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
 from .paths import check_write_allowed
+from .tool_session import ToolSession, tool_session
 
 log = get_logger(__name__)
 
@@ -148,6 +149,7 @@ class ApplyPatchTool:
 
     env: ExecutionEnvironment | None = None
     allowed_roots: Sequence[str] | None = None
+    session: ToolSession | None = None
     name: str = "apply_patch"
     label: str = "Apply patch"
     description: str = (
@@ -165,8 +167,13 @@ class ApplyPatchTool:
             raise ToolCancelled()
         env = get_env(self.env)
         result = apply_patch(args["patch"], env, self.allowed_roots, ctx)
+        files = tool_session(self.session).files  # the patch's context lines were checked against the files
+        for path in result.added + result.modified:
+            files.remember(env, env.resolve_path(path))
+        for path in result.deleted:
+            files.forget(env.resolve_path(path))
         details = {"added": result.added, "modified": result.modified, "deleted": result.deleted}
-        return finish(result.summary(), self.name, details)
+        return finish(result.summary(), self.name, details, session=self.session)
 
 
 # -- command line ----------------------------------------------------------------------------

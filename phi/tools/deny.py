@@ -17,13 +17,32 @@ Arguments are normalised first: ``"/"``, ``//`` and ``/.`` are ``/``; ``$HOME``,
 rule starting with ``re:`` is a regular expression searched in the command with all whitespace
 removed (used for fork bombs).
 
-This is a guardrail against accidents, not a sandbox. It does not see through variables
-(``$CMD``), ``find -exec``, scripts, aliases, other interpreters (``python -c``) or anything built
-at run time; a determined caller gets past it. Run untrusted agents in a container instead.
+Beyond the words as written, the parser follows what it can see without running anything:
+
+* ``NAME=value`` (and ``export NAME=value``) earlier in the line, and ``$NAME``/``${NAME}`` later;
+* ``$(echo WORDS)``/``$(printf WORDS)`` and their backtick forms, replaced by their words; a program
+  it still cannot name (``$CMD``, ``$(...)``) matches any rule by its flags and arguments alone
+  (``$(which rm) -rf /`` is refused; ``$EDITOR notes.txt`` is not);
+* ``cd DIR`` earlier in the line: relative arguments later are taken from there (``cd / && rm -rf *``);
+* ``find``: its starting points are its arguments, its actions (``-delete``) its flags, and the
+  commands of ``-exec``/``-execdir``/``-ok`` are checked with ``{}`` replaced by each starting point;
+* pipes: ``echo WORDS | xargs CMD`` is checked as ``CMD WORDS``; ``echo TEXT | sh`` (also through
+  ``base64 -d``) checks TEXT as a command line;
+* ``python -c``, ``perl -e``, ``ruby -e``, ``node -e`` and the like: every string literal in the code
+  is checked as a command line (``os.system("rm -rf /")``), and a rule finds ``rmtree("/")``.
+
+Rule arguments are globs in which ``*`` does not cross a ``/`` when the rule's word has one:
+``rm -r /*`` is any top-level directory (and ``/`` itself), never ``/tmp/build``.
+
+This is a guardrail against accidents, not a sandbox. It does not see scripts, aliases, functions,
+values read at run time (``$(cat cmd.txt)``, ``read``), or code an interpreter builds; a determined
+caller gets past it. Run untrusted agents in a container instead.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import fnmatch
 import functools
 import os
@@ -35,15 +54,24 @@ from typing import Sequence
 __all__ = ["DEFAULT_DENY_PATTERNS", "find_denied", "simple_commands"]
 
 #: The default rules (documented in docs/tools.md).
+_DISKS = ("sd", "hd", "vd", "xvd", "nvme", "disk", "mmcblk", "md", "dm-", "mapper/")
+
 DEFAULT_DENY_PATTERNS: tuple[str, ...] = (
-    "rm -r /", "rm -r /[*]", "rm -r ~", "rm -r ~/[*]", "rm --no-preserve-root",
-    "mkfs*", "wipefs", "dd of=/dev/sd*", "dd of=/dev/hd*", "dd of=/dev/nvme*", "dd of=/dev/disk*",
-    "dd of=/dev/mmcblk*", "> /dev/sd*", "> /dev/hd*", "> /dev/nvme*", "> /dev/disk*", "> /dev/mmcblk*",
+    "rm -r /", "rm -r /*", "rm -r ~", "rm -r ~/[*]", "rm --no-preserve-root",
+    "find /* -delete", "find ~ -delete", "find ~/[*] -delete",
+    "mkfs*", "mke2fs", "wipefs", "blkdiscard", "sgdisk -Z", "sgdisk --zap-all", "mkswap /dev/*",
+    "shred /dev/*", "parted /dev/* mklabel", "parted /dev/* rm",
+    *(f"dd of=/dev/{disk}*" for disk in _DISKS), *(f"> /dev/{disk}*" for disk in _DISKS),
+    "> /dev/mem", "> /dev/kmem", "> /dev/port", "tee /dev/sd*", "tee /dev/nvme*",
+    "> /etc/passwd", "> /etc/shadow", "> /etc/sudoers", "> /etc/group", "mv * /dev/null",
     r"re:(?P<f>[\w:.]+)\(\)\{(?P=f)\|(?P=f)&\};(?P=f)",
-    "chmod -R 777 /", "chmod -R 000 /", "chown -R * /",
+    r"re:rmtree\(r?(\"|')(/|~|/\*|~/)(\"|')|rmtree\(os\.path\.expanduser\(.~.\)|rmtree\(Path\.home\(\)\)",
+    "chmod -R * /*", "chown -R * /*", "chgrp -R * /*",
     "shutdown", "reboot", "poweroff", "halt", "init 0", "init 6", "telinit 0", "telinit 6",
-    "systemctl poweroff", "systemctl reboot", "systemctl halt", "kill -9 -1", "kill -KILL -1", "killall5",
-    "git push -f", "git push --force-with-lease", "git push +*",
+    "systemctl poweroff", "systemctl reboot", "systemctl halt", "systemctl kexec",
+    "kill -- -1", "kill -- 1", "killall5", "crontab -r",
+    "git push -f", "git push --force-with-lease", "git push +*", "git push --mirror", "git push --delete",
+    "git push -d", "git push :*",
 )
 
 _PUNCTUATION = "();<>|&`\n"
@@ -60,8 +88,21 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "builtin": (frozenset(), 0), "setsid": (frozenset(), 0), "watch": (frozenset({"-n", "-d"}), 0),
     "xargs": (frozenset({"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a"}), 0),
     "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), 1), "chroot": (frozenset(), 1),
-    "time": (frozenset({"-f", "-o"}), 0),
+    "time": (frozenset({"-f", "-o"}), 0), "pkexec": (frozenset({"--user"}), 0), "busybox": (frozenset(), 0),
+    "unbuffer": (frozenset(), 0), "flock": (frozenset({"-w", "-E"}), 1), "runuser": (frozenset({"-u", "-g"}), 0),
 }
+#: programs whose options are whole words (``-delete``), never groups of letters
+_WHOLE_FLAGS = frozenset({"find"})
+#: programs whose relative path arguments are resolved against a ``cd`` seen earlier in the line
+_PATH_PROGRAMS = frozenset({"rm", "find", "chmod", "chown", "chgrp", "shred", "mv"})
+#: interpreters whose inline code (``-c``, ``-e``) is searched for command lines in string literals
+_INTERPRETERS = frozenset({"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "deno", "bun"})
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_STRING_LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|`([^`]*)`")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+#: the program of a simple command that is computed at run time (``$CMD``, ``$(...)``)
+UNKNOWN = "?"
+_PLACEHOLDER = "__phi_substitution__"
 #: per program: whole-token aliases, then per-letter aliases, so equivalent spellings compare equal
 _FLAG_ALIASES: dict[str, dict[str, str]] = {
     "rm": {"--recursive": "-r", "--force": "-f", "R": "r"},
@@ -94,6 +135,8 @@ def _flags(program: str, words: Sequence[str]) -> tuple[frozenset[str], tuple[st
     flags: set[str] = set()
     args: list[str] = []
     options_done = False
+    if program == "kill":
+        return _kill_flags(words)
     for word in words:
         if options_done or not word.startswith("-") or word == "-":
             args.append(_normalise_arg(word))
@@ -101,10 +144,29 @@ def _flags(program: str, words: Sequence[str]) -> tuple[frozenset[str], tuple[st
             options_done = True
         else:
             word = aliases.get(word.split("=", 1)[0], word.split("=", 1)[0])
-            if word.startswith("--") or program == "kill":
+            if word.startswith("--") or program in _WHOLE_FLAGS:
                 flags.add(word)
             else:
                 flags.update("-" + aliases.get(letter, letter) for letter in word[1:])
+    return frozenset(flags), tuple(args)
+
+
+def _kill_flags(words: Sequence[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """kill: the first option is the signal (``-9``, ``-KILL``, ``-s KILL``); every word after it is
+    a pid or job, ``-1`` included."""
+    aliases = _FLAG_ALIASES["kill"]
+    flags: set[str] = set()
+    args: list[str] = []
+    i = 0
+    if i < len(words) and words[i] in ("-s", "-n") and i + 1 < len(words):
+        flags.add("-" + words[i + 1].upper().removeprefix("SIG"))
+        i += 2
+    elif i < len(words) and words[i].startswith("-") and words[i] != "--" and len(words) > 1:
+        flags.add(aliases.get(words[i], words[i]))
+        i += 1
+    elif len(words) == 1 and words[0].startswith("-") and words[0] != "--":
+        return frozenset({words[0]}), ()  # "kill -1": a signal without a pid
+    args = [w for w in words[i:] if w != "--"]
     return frozenset(flags), tuple(args)
 
 
@@ -154,61 +216,194 @@ def _without_heredocs(command: str) -> str:
     return "\n".join(out)
 
 
-def _nested(word: str) -> list[str]:
-    """Command strings inside ``$(...)`` and backticks within one word."""
-    found = re.findall(r"`([^`]*)`", word)
-    start = word.find("$(")
-    while start >= 0:
-        depth, i = 0, start + 1
-        while i < len(word):
-            depth += {"(": 1, ")": -1}.get(word[i], 0)
-            if depth == 0:
-                break
-            i += 1
-        found.append(word[start + 2:i])
-        start = word.find("$(", i)
-    return found
+def _static_output(inner: str) -> str | None:
+    """What ``$(inner)`` prints when it is a plain ``echo``/``printf`` of words, else None."""
+    try:
+        words = shlex.split(inner)
+    except ValueError:
+        return None
+    if not words or os.path.basename(words[0]) not in ("echo", "printf"):
+        return None
+    if any(c in inner for c in "$`;|&<>"):
+        return None
+    return " ".join(w for w in words[1:] if w not in ("-n", "-e", "-E"))
 
 
-def simple_commands(command: str, depth: int = 0) -> list[SimpleCommand]:
-    """Every simple command in ``command``, nested ones included (see the module docstring)."""
-    segments: list[list[str]] = [[]]
-    redirects: list[list[str]] = [[]]
-    tokens = _tokens(_without_heredocs(command))
-    nested: list[str] = []
+def _substitutions(command: str) -> tuple[str, list[str]]:
+    """``command`` with each ``$(...)``/backtick substitution replaced — by the words it prints when
+    that is static (``$(echo rm)``), else by a placeholder — and the substituted command lines."""
+    out: list[str] = []
+    inners: list[str] = []
+    i, quote = 0, ""
+    while i < len(command):
+        ch = command[i]
+        if quote != "'" and (command.startswith("$(", i) or ch == "`"):
+            end = _closing(command, i)
+            inner = command[i + 2:end] if ch == "$" else command[i + 1:end]
+            inners.append(inner)
+            value = _static_output(inner)
+            out.append(value if value is not None else _PLACEHOLDER)
+            i = end + 1
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote else ch
+        elif ch == "\\" and quote != "'":
+            out.append(command[i:i + 2])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out), inners
+
+
+def _closing(command: str, start: int) -> int:
+    """Index of the character closing the substitution that starts at ``start`` (or the end)."""
+    if command[start] == "`":
+        end = command.find("`", start + 1)
+        return end if end >= 0 else len(command)
+    depth, i = 0, start + 1
+    while i < len(command):
+        depth += {"(": 1, ")": -1}.get(command[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+    return len(command)
+
+
+@dataclass
+class _Line:
+    """What one command line has shown so far: its variables, its ``cd``, the static text piped on."""
+
+    variables: dict[str, str]
+    cwd: str | None = None
+    piped: str | None = None  # the text the previous command of a pipeline prints, when static
+
+    def expand(self, word: str) -> str:
+        return _VARIABLE.sub(lambda m: self.variables.get(m.group(1) or m.group(2), m.group(0)), word)
+
+    def assign(self, words: Sequence[str]) -> bool:
+        """Record ``NAME=value`` / ``export NAME=value`` words; whether the command was only that."""
+        body = words[1:] if words[:1] in (["export"], ["declare"], ["local"], ["readonly"]) else words
+        if not body or not all(_ASSIGNMENT.fullmatch(w) for w in body):
+            return False
+        for word in body:
+            name, value = word.split("=", 1)
+            self.variables[name] = value
+        return True
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
+def _split(tokens: list[str]) -> list[tuple[list[str], list[str], str]]:
+    """Simple commands as (words, redirection targets, the separator before them)."""
+    segments: list[tuple[list[str], list[str], str]] = [([], [], "")]
     i = 0
     while i < len(tokens):
         token = tokens[i]
         if token and all(c in _PUNCTUATION for c in token):
             if any(c in "();`\n" for c in token) or not any(c in "<>" for c in token):
-                segments.append([])
-                redirects.append([])
+                segments.append(([], [], token))
             elif i + 1 < len(tokens):
-                redirects[-1].append(_normalise_arg(tokens[i + 1]))
+                segments[-1][1].append(_normalise_arg(tokens[i + 1]))
                 i += 1
         else:
-            segments[-1].append(token)
-            if "$(" in token or "`" in token:
-                nested += _nested(token)
+            segments[-1][0].append(token)
         i += 1
+    return segments
+
+
+def simple_commands(command: str, depth: int = 0) -> list[SimpleCommand]:
+    """Every simple command in ``command``, nested ones included (see the module docstring)."""
+    rewritten, nested = _substitutions(_without_heredocs(command))
+    line = _Line({})
     out: list[SimpleCommand] = []
-    for words, targets in zip(segments, redirects):
+    for raw_words, targets, separator in _split(_tokens(rewritten)):
+        piped = line.piped if separator == "|" else None
+        line.piped = None
+        words = [line.expand(w) for w in raw_words]
+        if line.assign(words):
+            continue
+        via_xargs = any(os.path.basename(w) == "xargs" for w in words[:3])
         words = _strip_prefixes(words)
         if targets and not words:
             out.append(SimpleCommand("", frozenset(), (), tuple(targets)))
         if not words:
             continue
-        program = os.path.basename(words[0]).lower()
-        flags, args = _flags(program, words[1:])
-        out.append(SimpleCommand(program, flags, args, tuple(targets)))
-        if program in _SHELLS and any(f.startswith("-") and "c" in f and not f.startswith("--") for f in flags):
-            nested += args[:1]
-        elif program == "eval":
-            nested.append(" ".join(args))
+        found, inner = _command(words, targets, line, piped, via_xargs)
+        out += found
+        nested += inner
     if depth < _MAX_DEPTH:
-        for inner in nested:
-            out += simple_commands(inner, depth + 1)
+        for text in nested:
+            out += simple_commands(text, depth + 1)
     return out
+
+
+def _command(words: list[str], targets: list[str], line: _Line, piped: str | None,
+             via_xargs: bool) -> tuple[list[SimpleCommand], list[str]]:
+    """One simple command (and what it reveals about the line), plus the command lines nested in it."""
+    first = words[0]
+    unknown = first.startswith("$") or _PLACEHOLDER in first
+    program = UNKNOWN if unknown else os.path.basename(first).lower()
+    if via_xargs and piped:
+        words = words + piped.split()
+    if program == "cd":
+        line.cwd = _normalise_arg(words[1] if len(words) > 1 else "~") if not words[1:2] or \
+            words[1].startswith(("/", "~")) else (_normalise_arg(f"{line.cwd}/{words[1]}") if line.cwd else None)
+        return [], []
+    rest = words[1:]
+    if line.cwd and program in _PATH_PROGRAMS:
+        rest = [w if w.startswith(("/", "~", "-", "$")) else _normalise_arg(f"{line.cwd}/{w}") for w in rest]
+    nested: list[str] = []
+    if program == "find":
+        flags, args, nested = _find(rest)
+    else:
+        flags, args = _flags(program, rest)
+    found = [SimpleCommand(program, flags, args, tuple(targets))]
+    line.piped = _prints(program, flags, args, piped)
+    shell_code = any(f.startswith("-") and "c" in f and not f.startswith("--") for f in flags)
+    if program in _SHELLS and shell_code:
+        nested += args[:1]
+    elif program in _SHELLS and piped:
+        nested.append(piped)  # echo '...' | sh
+    elif program == "eval":
+        nested.append(" ".join(rest))
+    elif program.rstrip("0123456789.") in _INTERPRETERS and args:
+        nested += [a or b or c for a, b, c in _STRING_LITERAL.findall(" ".join(args))]
+    return found, nested
+
+
+def _prints(program: str, flags: frozenset[str], args: tuple[str, ...], piped: str | None) -> str | None:
+    """What a command prints, when the parser can tell: echo/printf, cat or base64 -d of piped text."""
+    if program in ("echo", "printf"):
+        return " ".join(args)
+    if program == "cat" and not args:
+        return piped
+    if program == "base64" and piped is not None and ("-d" in flags or "--decode" in flags):
+        try:
+            return base64.b64decode(piped.strip(), validate=False).decode("utf-8", errors="replace")
+        except (ValueError, binascii.Error):
+            return None
+    return None
+
+
+def _find(words: Sequence[str]) -> tuple[frozenset[str], tuple[str, ...], list[str]]:
+    """find's starting points (its arguments), its tests and actions (flags, whole words), and the
+    commands of its -exec actions with ``{}`` replaced by each starting point."""
+    starts: list[str] = []
+    i = 0
+    while i < len(words) and not words[i].startswith(("-", "!")):
+        starts.append(_normalise_arg(words[i]))
+        i += 1
+    starts = starts or ["."]
+    flags = {w for w in words[i:] if w.startswith("-")}
+    nested: list[str] = []
+    for j, word in enumerate(words):
+        if word in _FIND_EXEC:
+            action = list(words[j + 1:])
+            action = action[:action.index("+")] if "+" in action else action
+            nested += [shlex.join([start if w == "{}" else w for w in action]) for start in starts]
+    return frozenset(flags), tuple(starts), nested
 
 
 @dataclass(frozen=True)
@@ -224,13 +419,41 @@ class _Rule:
         if self.regex is not None:
             return self.regex.search(squeezed) is not None
         if self.redirect is not None:
-            return any(fnmatch.fnmatchcase(t, self.redirect) for c in commands for t in c.redirects)
+            return any(_glob(t, self.redirect) for c in commands for t in c.redirects)
         return any(self._matches(c) for c in commands)
 
     def _matches(self, command: SimpleCommand) -> bool:
-        return (self.program is not None and fnmatch.fnmatchcase(command.program, self.program)
-                and self.flags <= command.flags
-                and all(any(fnmatch.fnmatchcase(a, p) for a in command.args) for p in self.args))
+        if self.program is None:
+            return False
+        if command.program == UNKNOWN:  # a program computed at run time: judged by its flags and arguments
+            if not (self.flags or self.args):
+                return False
+        elif not fnmatch.fnmatchcase(command.program, self.program):
+            return False
+        return self.flags <= command.flags and all(any(_glob(a, p) for a in command.args) for p in self.args)
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A rule word as a regular expression: ``*`` and ``?`` stay within one path component when the
+    word names a path (has a ``/``), ``[...]`` as in fnmatch."""
+    if "/" not in pattern:
+        return re.compile(fnmatch.translate(pattern))
+    pieces = []
+    for piece in re.split(r"(\[[^\]]*\]|\*|\?)", pattern):
+        if piece == "*":
+            pieces.append("[^/]*")
+        elif piece == "?":
+            pieces.append("[^/]")
+        elif piece.startswith("[") and piece.endswith("]") and len(piece) > 2:
+            pieces.append("[" + piece[1:-1].replace("!", "^", 1) + "]" if piece[1] == "!" else piece)
+        else:
+            pieces.append(re.escape(piece))
+    return re.compile("".join(pieces) + r"\Z")
+
+
+def _glob(text: str, pattern: str) -> bool:
+    return _glob_regex(pattern).match(text) is not None
 
 
 @functools.lru_cache(maxsize=64)

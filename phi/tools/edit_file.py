@@ -7,7 +7,9 @@ text must match exactly once (or, with ``replace_all``, at least once). When it 
 the coding tool (and the phi-core tool when ``fuzzy=True``) retries ignoring whitespace differences
 and typographic punctuation and reports what it matched; otherwise the error carries a "Did you
 mean" hint with the most similar lines of the file. Several matches without ``replace_all`` is an
-error asking for more context. Writes are confined to ``allowed_roots``.
+error asking for more context. Writes are confined to ``allowed_roots``. With a tool session that
+requires it, the file must have been read in the session and be unchanged since
+(:mod:`phi.tools.file_state`).
 
 Memory stays at a few times the file's size: the tolerant match is one regular expression run over
 the original text (no per-character tables), and files over ``max_bytes`` (10 MiB) are refused.
@@ -35,6 +37,7 @@ from ._common import (
     write_roots,
 )
 from .text_match import PUNCTUATION_TABLE, WHITESPACE
+from .tool_session import ToolSession, tool_session
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -215,14 +218,16 @@ CODING_EDIT = EditFileWording(
 
 def edit_file(env: ExecutionEnvironment, path: str, old: str, new: str, *, replace_all: bool, fuzzy: bool,
               allowed_roots: Sequence[str] | None, ctx: ToolContext, wording: EditFileWording,
-              max_bytes: int = MAX_EDIT_BYTES) -> tuple[EditOutcome, EditDetails]:
+              max_bytes: int = MAX_EDIT_BYTES, session: ToolSession | None = None) -> tuple[EditOutcome, EditDetails]:
     """Read, edit and write back ``path``; returns the outcome and the result details."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
     shown = display_path(env, resolved)
+    files = tool_session(session).files
     try:
         if env.is_dir(path):
             raise ToolError(f"{shown} is a directory, not a file")
+        files.check(env, resolved, shown)
         data = env.read_bytes(path, max_bytes)
     except OSError as exc:
         raise os_error(exc, shown) from None
@@ -239,6 +244,7 @@ def edit_file(env: ExecutionEnvironment, path: str, old: str, new: str, *, repla
         env.write_file(path, outcome.text, roots=write_roots(env, allowed_roots))
     except OSError as exc:
         raise os_error(exc, shown) from None
+    files.remember(env, resolved)
     old_lines = (outcome.fuzzy_matched if outcome.fuzzy_matched is not None else old).count("\n") + 1
     details: EditDetails = {"path": shown, "old_lines": old_lines, "new_lines": new.count("\n") + 1,
                             "replacements": outcome.replacements, "first_line": outcome.first_line,
@@ -267,6 +273,7 @@ class EditFileTool:
     allowed_roots: Sequence[str] | None = None
     fuzzy: bool = False
     max_bytes: int = MAX_EDIT_BYTES
+    session: ToolSession | None = None
     wording: EditFileWording = PHI_CORE_EDIT
     name: str = "edit_file"
     label: str = "Edit file"
@@ -283,8 +290,8 @@ class EditFileTool:
         replace_all = words.replace_all and bool(args.get("replace_all", False))
         outcome, details = edit_file(env, args[words.path_key], args[words.old_key], args[words.new_key],
                                      replace_all=replace_all, fuzzy=self.fuzzy, allowed_roots=self.allowed_roots,
-                                     ctx=ctx, wording=words, max_bytes=self.max_bytes)
-        return finish(_message(outcome, details), self.name, details)
+                                     ctx=ctx, wording=words, max_bytes=self.max_bytes, session=self.session)
+        return finish(_message(outcome, details), self.name, details, session=self.session)
 
 
 @dataclass

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 import platform as _platform
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import (
@@ -50,9 +52,9 @@ from .fs_safe import (
     split_parts,
     write_beneath,
 )
-from .globbing import glob_files
+from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
-from .process import run_process
+from .process import run_process, start_background
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -167,9 +169,13 @@ class LocalExecutionEnvironment:
         max_capture_bytes: int = 1 << 20,
         base_env: Mapping[str, str] | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        glob_backend: str = "auto",
     ) -> None:
         if env_policy not in ENV_POLICIES:
             raise ConfigError(f"unknown env_policy {env_policy!r}; use one of {', '.join(ENV_POLICIES)}")
+        if glob_backend not in ("auto", "rg", "scandir"):
+            raise ConfigError(f"unknown glob_backend {glob_backend!r}; use auto, rg or scandir")
+        self.glob_backend = glob_backend
         self._cwd = os.path.abspath(os.path.expanduser(working_dir or os.getcwd()))
         self.env_policy = env_policy
         self.secret_patterns = None if secret_patterns is None else tuple(secret_patterns)
@@ -205,7 +211,8 @@ class LocalExecutionEnvironment:
             raise ConfigError(f"working directory {self._cwd} does not exist")
 
     def cleanup(self) -> None:
-        """Nothing to release: every command's process group is reaped when it finishes."""
+        """Nothing to release: every command's processes end with it, and background commands belong
+        to the tool session that started them (:class:`~phi.tools.tool_session.ToolSession`)."""
 
     def resolve_path(self, path: str) -> str:
         """``path`` made absolute and normalised (a string operation; nothing is checked)."""
@@ -344,6 +351,16 @@ class LocalExecutionEnvironment:
         return ExecResult(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.timed_out,
                           outcome.duration_ms, outcome.cancelled, outcome.stdout_parts, outcome.stderr_parts)
 
+    def start_background(self, command: str, working_dir: str | None, env_vars: Mapping[str, str] | None,
+                         output: int) -> subprocess.Popen[bytes]:
+        """Start ``command`` to run on after the call (see :mod:`phi.tools.background`): stdin
+        ``/dev/null``, stdout and stderr to the descriptor ``output``, the environment filtered as
+        for :meth:`exec_command`. An optional method of an environment: tools check for it."""
+        cwd = self.resolve_path(working_dir) if working_dir else self._cwd
+        if not os.path.isdir(cwd):
+            raise FileNotFoundError(2, "Working directory does not exist", cwd)
+        return start_background([self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), output=output)
+
     # -- search --------------------------------------------------------------------------------
     def _grep_supports_perl(self) -> bool:
         if self._grep_perl is None:
@@ -375,24 +392,47 @@ class LocalExecutionEnvironment:
     def glob(self, pattern: str, path: str | None = None, *, cancel: CancellationToken | None = None) -> list[str]:
         """Absolute paths of regular files matching ``pattern`` under ``path``, newest first.
 
-        ``**`` does not follow symlinked directories; see :mod:`phi.tools.globbing`.
+        ``**`` does not follow symlinked directories; see :mod:`phi.tools.globbing`. Patterns with
+        ``**`` are answered by ``rg --files`` when ripgrep is installed (``glob_backend``: ``auto``,
+        ``rg`` or ``scandir``), the others by a pruned walk.
         """
         base = self.resolve_path(path) if path else self._cwd
         check_path_text(pattern)
         if not os.path.isdir(base):
             raise FileNotFoundError(2, "No such directory", base)
-        should_stop = cancel.is_cancelled if cancel is not None else None
-        files = []
-        for match in glob_files(pattern, base, should_stop=should_stop):
-            if set(match.split(os.sep)) & {".git", "node_modules"}:
-                continue
-            try:
-                mtime = os.stat(match).st_mtime
-            except OSError:
-                continue
-            files.append((mtime, match))
-        files.sort(key=lambda item: (-item[0], item[1]))
-        return [p for _, p in files]
+        matches = None
+        if self.glob_backend != "scandir":
+            matches = glob_with_rg(pattern, base, cancel=cancel)
+            if matches is None and self.glob_backend == "rg" and "**" in pattern:
+                raise ConfigError("glob_backend='rg' but ripgrep (rg) could not be run")
+        if matches is None:
+            should_stop = cancel.is_cancelled if cancel is not None else None
+            matches = glob_files(pattern, base, should_stop=should_stop)
+        return newest_first(matches)
+
+
+def _dated(paths: Sequence[str]) -> list[tuple[int, str]]:
+    dated = []
+    for match in paths:
+        try:
+            dated.append((-os.stat(match).st_mtime_ns, match))
+        except OSError:
+            continue
+    return dated
+
+
+def newest_first(paths: Sequence[str]) -> list[str]:
+    """``paths`` sorted by modification time, newest first (ties by path); vanished ones dropped.
+    Many paths are stat'ed by a few threads (``stat`` releases the GIL)."""
+    if len(paths) < 20_000:
+        dated = _dated(paths)
+    else:
+        step = -(-len(paths) // 4)
+        with ThreadPoolExecutor(4, thread_name_prefix="phi-glob-stat") as pool:
+            dated = [d for part in pool.map(_dated, [paths[i:i + step] for i in range(0, len(paths), step)])
+                     for d in part]
+    dated.sort()
+    return [p for _, p in dated]
 
 
 def _sorted_entries(directory: str) -> list[os.DirEntry[str]]:
@@ -439,6 +479,12 @@ class ReadOnlyEnvironment(_Wrapper):
             raise PermissionError(13, "Command execution is disabled in read-only mode", command)
         return self.inner.exec_command(command, timeout_ms, working_dir, env_vars, **kwargs)
 
+    def start_background(self, command: str, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        if not self.allow_commands:
+            raise PermissionError(13, "Command execution is disabled in read-only mode", command)
+        start: Callable[..., subprocess.Popen[bytes]] = getattr(self.inner, "start_background")
+        return start(command, *args, **kwargs)
+
 
 class LoggingEnvironment(_Wrapper):
     """Logs commands (with exit status and duration), writes and deletes; never logs env values."""
@@ -456,6 +502,13 @@ class LoggingEnvironment(_Wrapper):
         self.logger.log(self.level, "exit: %d in %dms%s", result.exit_code, result.duration_ms,
                         " (timed out)" if result.timed_out else "")
         return result
+
+    def start_background(self, command: str, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        self.logger.log(self.level, "background: %s", command)
+        start: Callable[..., subprocess.Popen[bytes]] = getattr(self.inner, "start_background")
+        proc = start(command, *args, **kwargs)
+        self.logger.log(self.level, "background pid: %d", proc.pid)
+        return proc
 
     def write_file(self, path: str, content: str | bytes, **kwargs: Any) -> None:
         self.logger.log(self.level, "write: %s (%d bytes)", path,

@@ -8,6 +8,10 @@
   symlink loop cannot stall it) and lists files newest first.
 * ``list_dir`` shows a directory tree down to ``depth`` levels with file sizes.
 
+A listing longer than the tool's limits keeps its first entries — the newest files, the top of the
+tree — and ends with a note saying exactly how many were left out (SPEC §9.2). Paths are shown one
+a line, quoted when a name holds a newline or another special character (:mod:`phi.tools.listing`).
+
 Three tools, not one with three wordings: each finds its entries its own way (``find``, a glob
 walk, a directory listing) and reports them in its own form. What they share — the directory
 check and the "N more not shown" cut — are the helpers below.
@@ -21,11 +25,23 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext
 from ..types import ToolResult
-from ._common import check_cancel, display_path, finish, get_env, object_schema, os_error, resolve
+from ._common import (
+    check_cancel,
+    display_path,
+    finish,
+    get_env,
+    keep_full_output_in,
+    object_schema,
+    os_error,
+    resolve,
+)
 from .environment import quote_command
+from .listing import fitting, quote_path
+from .tool_session import ToolSession
+from .truncation import tool_limits
 
 if TYPE_CHECKING:
-    from .environment import ExecutionEnvironment
+    from .environment import DirEntry, ExecutionEnvironment
 
 PRUNED_DIRS = (".git", "node_modules", "target")
 
@@ -60,17 +76,27 @@ def _directory_argument(env: ExecutionEnvironment | None, args: dict[str, Any],
 
 
 def _file_list(tool_name: str, files: list[str], limit: int, *, none_found: str, hint: str = "",
-               show: Callable[[str], str] | None = None) -> ToolResult:
-    """``files`` one a line (through ``show``), at most ``limit`` of them and a note on the rest."""
+               show: Callable[[str], str] | None = None, session: ToolSession | None = None) -> ToolResult:
+    """``files`` one a line (through ``show``, then quoted if need be): the first ones, at most
+    ``limit`` and as many as the tool's limits allow, then a note on how many were left out."""
     total = len(files)
-    truncated = total > limit
     if not files:
-        text = none_found
-    else:
-        text = "\n".join(map(show, files[:limit]) if show is not None else files[:limit])
-        if truncated:
-            text += f"\n... ({total - limit} more files not shown{hint})"
-    return finish(text, tool_name, {"total": total, "truncated": truncated})
+        return finish(none_found, tool_name, {"total": 0, "truncated": False}, session=session)
+    every = [quote_path(show(f) if show is not None else f) for f in files]
+    lines = every[:limit]
+    chars, max_lines, _ = tool_limits(tool_name)
+    shown = fitting(lines, chars, max_lines)
+    text = "\n".join(lines[:shown])
+    if shown < total:
+        text += f"\n... ({total - shown} more files not shown{hint})"
+    details = {"total": total, "shown": shown, "truncated": shown < total}
+    result = finish(text, tool_name, details, session=session)
+    if shown < total:  # the application gets the whole listing
+        full = "\n".join(every)
+        if isinstance(result.details, dict):
+            keep_full_output_in(result.details, tool_name, [full], session)
+            result.details["truncated_output"] = True
+    return result
 
 
 @dataclass
@@ -80,6 +106,7 @@ class ListFilesTool:
     env: ExecutionEnvironment | None = None
     max_results: int = 200
     timeout_ms: int = 10_000
+    session: ToolSession | None = None
     name: str = "list_files"
     label: str = "List files"
     description: str = (
@@ -110,7 +137,7 @@ class ListFilesTool:
         files = sorted(line[2:] if line.startswith("./") else line for line in result.stdout.splitlines() if line)
         matching = f" matching {args['pattern']!r}" if args.get("pattern") else ""
         return _file_list(self.name, files, self.max_results, none_found=f"No files found in {shown}{matching}",
-                          hint="; narrow the path or pattern")
+                          hint="; narrow the path or pattern", session=self.session)
 
 
 @dataclass
@@ -119,6 +146,7 @@ class GlobTool:
 
     env: ExecutionEnvironment | None = None
     max_results: int = 1000
+    session: ToolSession | None = None
     name: str = "glob"
     label: str = "Glob"
     description: str = "Find files matching a glob pattern (e.g. '**/*.ts'), newest first."
@@ -138,7 +166,7 @@ class GlobTool:
         check_cancel(ctx)
         return _file_list(self.name, matches, self.max_results,
                           none_found=f"No files matching {args['pattern']!r} in {shown}",
-                          show=lambda match: display_path(env, match))
+                          show=lambda match: display_path(env, match), session=self.session)
 
 
 def _human_size(size: int | None) -> str:
@@ -154,12 +182,19 @@ def _human_size(size: int | None) -> str:
     return f"{scaled:.1f} GB"
 
 
+def _tree_row(entry: DirEntry) -> str:
+    indent = "  " * (entry.path.count("/") + 1)
+    name = quote_path(entry.name)
+    return f"{indent}{name}/" if entry.is_dir else f"{indent}{name} ({_human_size(entry.size)})"
+
+
 @dataclass
 class ListDirTool:
     """The coding layer's ``list_dir`` tool (seed 004 §3.6): a directory tree down to ``depth``."""
 
     env: ExecutionEnvironment | None = None
     max_entries: int = 1000
+    session: ToolSession | None = None
     name: str = "list_dir"
     label: str = "List directory"
     description: str = "List the entries of a directory, optionally several levels deep, with file sizes."
@@ -176,16 +211,14 @@ class ListDirTool:
         except OSError as exc:
             raise os_error(exc, shown) from None
         check_cancel(ctx)
-        truncated = len(entries) > self.max_entries
-        lines = [f"{shown}/"]
-        for entry in entries[: self.max_entries]:
-            indent = "  " * (entry.path.count("/") + 1)
-            if entry.is_dir:
-                lines.append(f"{indent}{entry.name}/")
-            else:
-                lines.append(f"{indent}{entry.name} ({_human_size(entry.size)})")
-        if truncated:
-            lines.append(f"... ({len(entries) - self.max_entries} more entries not shown)")
+        rows = [_tree_row(entry) for entry in entries[: self.max_entries]]
+        chars, max_lines, _ = tool_limits(self.name)
+        count = fitting(rows, chars - len(shown) - 2, max_lines, reserve_lines=2)
+        lines = [f"{quote_path(shown)}/", *rows[:count]]
+        if count < len(entries):
+            lines.append(f"... ({len(entries) - count} more entries not shown; list a subdirectory or use a "
+                         "smaller depth)")
         if not entries:
             lines.append("  (empty)")
-        return finish("\n".join(lines), self.name, {"entries": len(entries), "truncated": truncated})
+        return finish("\n".join(lines), self.name, {"entries": len(entries), "shown": count,
+                                                    "truncated": count < len(entries)}, session=self.session)

@@ -8,9 +8,11 @@ hole), and stops the command on timeout or cancellation.
 
 On Linux the command runs under :mod:`phi.tools._reaper`, a small child subreaper: processes the
 command detaches with ``setsid``, ``nohup ... &`` or ``start_new_session=True`` cannot leave its
-tree, and on timeout or cancellation all of them get SIGTERM, then after
-:data:`KILL_GRACE_SECONDS` SIGKILL. Elsewhere (macOS) the command's process group gets the same
-treatment, which misses processes that started a new session.
+tree, and on timeout or cancellation — and, unless ``keep_background`` is set, when the command
+returns — all of them get SIGTERM, then after :data:`KILL_GRACE_SECONDS` SIGKILL. Elsewhere (macOS)
+the command's process group gets the same treatment, which misses processes that started a new
+session. :func:`start_background` starts a command that is meant to outlive the call (a server, a
+watcher): same reaper, in its ``keep`` mode, output to a file.
 
 The wait never polls for cancellation: the token's callback writes to a self-pipe that is part of
 the ``select`` set, so the loop wakes at once. A cancelled call then returns in milliseconds with
@@ -204,8 +206,9 @@ class _Runner:
     """
 
     def __init__(self, proc: subprocess.Popen[bytes], capture_limit: int,
-                 on_output: Callable[[str, bytes], None] | None, reaper: bool):
+                 on_output: Callable[[str, bytes], None] | None, reaper: bool, end_group: bool = True):
         self.proc = proc
+        self.end_group = end_group  # end what the command left in its process group when it returns
         self.pgid = proc.pid  # start_new_session makes the child its own group leader
         self.reaper = reaper
         self.out = _Capture(capture_limit)
@@ -325,6 +328,8 @@ class _Runner:
                 self.terminate()
             if self.exited_at is None and self.proc.poll() is not None:
                 self.exited_at = now
+                if self.end_group and not self.reaper and _group_alive(self.pgid):
+                    self.terminate()  # the reaper does this itself; without it, the group is ended
             self._escalate(now)
             if self.exited_at is not None and (not self.open_streams or (
                     now - self.exited_at >= _DRAIN_AFTER_EXIT_SECONDS
@@ -411,6 +416,48 @@ def _stop_unwatched(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def reaper_command(argv: Sequence[str], env: Mapping[str, str] | None, mode: str) -> list[str]:
+    """``argv`` run under the subreaper in ``mode`` (``end``, ``leave`` or ``keep``, see
+    :mod:`phi.tools._reaper`)."""
+    lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
+    return [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, str(KILL_GRACE_SECONDS), mode,
+            "-" if lc_ctype is None else "=" + lc_ctype, *argv]
+
+
+def start_background(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None,
+                     output: int) -> subprocess.Popen[bytes]:
+    """Start ``argv`` to run on after the call (stdin ``/dev/null``, stdout and stderr to the file
+    descriptor ``output``) in its own session, under the subreaper in ``keep`` mode where available.
+    Stop it with :func:`stop_background`."""
+    command = reaper_command(argv, env, "keep") if reaper_available() else list(argv)
+    return subprocess.Popen(command, cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+                            stdout=output, stderr=output, start_new_session=True, close_fds=True)
+
+
+def stop_background(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    """End background commands and everything they started: SIGTERM (the reaper passes it to the
+    whole tree), up to :data:`KILL_GRACE_SECONDS` plus the reaper's margin, then SIGKILL to the
+    process group; each is reaped."""
+    for proc in procs:
+        if proc.poll() is None:
+            if reaper_available():
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            else:
+                _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE_SECONDS + _REAPER_MARGIN_SECONDS
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if _group_alive(proc.pid):  # without the reaper: what is left of the group
+            _signal_group(proc.pid, signal.SIGKILL)
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -421,22 +468,21 @@ def run_process(
     max_capture_bytes: int = 1 << 20,
     on_output: Callable[[str, bytes], None] | None = None,
     kill_descendants: bool = True,
+    keep_background: bool = False,
 ) -> ProcessOutcome:
     """Run ``argv`` and wait for it, its timeout, or cancellation. Never raises on a bad exit code.
 
     With ``kill_descendants`` (and on Linux) the command runs under the subreaper, so a timeout or
-    cancellation also ends the processes it detached. A cancelled run returns at once (see the
+    cancellation also ends the processes it detached, and so does its return unless
+    ``keep_background`` (then they keep running, as a shell would leave them). Without the reaper
+    the process group is ended on return in the same way. A cancelled run returns at once (see the
     module docstring); its ``exit_code`` is -1 unless the command had already exited. Raises
     ``OSError`` only when the process cannot be started (e.g. ``cwd`` does not exist).
     """
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms is not None and timeout_ms > 0 else None
     reaper = kill_descendants and reaper_available()
-    command = list(argv)
-    if reaper:
-        lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
-        command = [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, str(KILL_GRACE_SECONDS),
-                   "-" if lc_ctype is None else "=" + lc_ctype, *argv]
+    command = reaper_command(argv, env, "leave" if keep_background else "end") if reaper else list(argv)
     proc = subprocess.Popen(
         command,
         cwd=cwd,
@@ -448,7 +494,7 @@ def run_process(
         close_fds=True,
     )
     try:
-        runner = _Runner(proc, max_capture_bytes, on_output, reaper)
+        runner = _Runner(proc, max_capture_bytes, on_output, reaper, end_group=not keep_background)
     except BaseException:  # e.g. out of file descriptors: the command must not outlive the call
         _stop_unwatched(proc)
         raise

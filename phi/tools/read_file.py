@@ -1,7 +1,8 @@
 """File reading: the ``read_file`` tool in phi-core's wording (``path``) and in the coding layer's
 (``file_path``) (SPEC §9.3, §9.4).
 
-One implementation serves both; :class:`ReadFileWording` holds what differs (parameter name,
+Every successful read is noted in the tool session's record (:mod:`phi.tools.file_state`), which
+the writing tools consult. One implementation serves both; :class:`ReadFileWording` holds what differs (parameter name,
 descriptions, how the lines are presented). Shared behaviour: paths resolve against the
 environment's working directory (reads are never confined); only regular files are read (FIFOs,
 sockets and devices such as ``/dev/zero`` are refused before anything could block); images (png,
@@ -32,6 +33,7 @@ from ..loop.tool import ToolContext
 from ..types import ImageContent, TextContent, ToolResult
 from ._common import check_cancel, finish, get_env, number_lines, object_schema, os_error, resolve
 from .text_lines import scan_lines
+from .tool_session import ToolSession, tool_session
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -183,6 +185,7 @@ class ReadFileTool:
     max_image_bytes: int = MAX_IMAGE_BYTES
     max_chars: int | None = None
     default_limit: int | None = None
+    session: ToolSession | None = None
     wording: ReadFileWording = PHI_CORE_READ
     name: str = "read_file"
     label: str = "Read file"
@@ -197,15 +200,19 @@ class ReadFileTool:
         check_cancel(ctx)
         env = get_env(self.env)
         path = args[self.wording.path_key]
-        image = read_image(env, path, resolve(env, path)[1], ctx, self.max_image_bytes)
+        resolved, shown = resolve(env, path)
+        files = tool_session(self.session).files
+        image = read_image(env, path, shown, ctx, self.max_image_bytes)
         if image is not None:
+            files.remember(env, resolved)
             return image
         limit = args.get("limit")
         if not limit and self.default_limit is not None:
             limit = self.default_limit
         part = read_text_slice(env, path, args.get("offset"), limit, ctx, self.max_bytes)
+        files.remember(env, resolved)
         text, details = self.wording.present(part, self.max_bytes)
-        return finish(text, self.name, details, self.max_chars)
+        return finish(text, self.name, details, self.max_chars, session=self.session)
 
 
 @dataclass

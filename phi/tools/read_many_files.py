@@ -18,6 +18,7 @@ from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, display_path, finish, get_env, object_schema, resolve
 from .read_file import IMAGE_MIME_TYPES, read_text_slice
+from .tool_session import ToolSession, tool_session
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -58,6 +59,7 @@ class ReadManyFilesTool:
     max_files: int = 50
     max_bytes_per_file: int = 1024 * 1024
     max_total_bytes: int = 4 * 1024 * 1024
+    session: ToolSession | None = None
     name: str = "read_many_files"
     label: str = "Read files"
     description: str = (
@@ -93,6 +95,7 @@ class ReadManyFilesTool:
                     raise
                 skipped.append(f"{shown} ({exc})")
                 continue
+            tool_session(self.session).files.remember(env, path)
             parts.append(f"--- {shown} ---\n" + "\n".join(part.lines))
             budget -= sum(len(line) for line in part.lines) + len(part.lines)
             read.append(shown)
@@ -104,4 +107,4 @@ class ReadManyFilesTool:
             text += "\n\n[Skipped: " + "; ".join(skipped) + "]"
         if len(paths) >= self.max_files:
             text += f"\n[Stopped at {self.max_files} files; use narrower patterns to see others]"
-        return finish(text, self.name, {"files": read, "skipped": skipped})
+        return finish(text, self.name, {"files": read, "skipped": skipped}, session=self.session)

@@ -7,7 +7,9 @@ call. Both call the environment's ``grep`` (ripgrep when installed, else ``grep 
 one) and return ``path:line:text`` lines, paths relative to the searched directory. Cancellation is
 checked before the search and interrupts it (the search process group is killed). An invalid
 regular expression, a missing path or a FIFO/device is a ToolError; no match is a normal, non-error
-result. Result lines are always whole ``path:line:text`` lines, however many matches there are.
+result. Result lines are always whole ``path:line:text`` lines, however many matches there are; a
+path with a newline, another control character, a backslash or a double quote is shown quoted
+(:func:`phi.tools.listing.quote_path`), so one result is always one line.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import check_cancel, finish, get_env, object_schema, os_error, resolve
 from .search_backend import OUTPUT_MODES, GrepOptions, SearchError
+from .tool_session import ToolSession
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -45,14 +48,16 @@ def run_grep(env: ExecutionEnvironment, pattern: str, path: str, options: GrepOp
 
 
 def matches_result(tool_name: str, lines: list[str], truncated: bool, limit: int, *, no_match: str,
-                   more: str, details: dict[str, object] | None = None) -> ToolResult:
+                   more: str, details: dict[str, object] | None = None,
+                   session: ToolSession | None = None) -> ToolResult:
     """The result of a search: ``no_match`` when nothing matched, else the lines, with the ``more``
-    note when ``limit`` cut them; the line limit lets every result line and the note through."""
+    note when ``limit`` cut them; the line limit lets every result line and the note through. When
+    the lines exceed the tool's character limit, the first ones are kept (SPEC §9.2)."""
     if not lines:
-        return finish(no_match, tool_name, {"matches": 0, "truncated": False})
+        return finish(no_match, tool_name, {"matches": 0, "truncated": False}, session=session)
     text = "\n".join(lines) + (f"\n{more}" if truncated else "")
     return finish(text, tool_name, {"matches": len(lines), "truncated": truncated, **(details or {})},
-                  max_lines=limit + 1)
+                  max_lines=limit + 1, session=session)
 
 
 @dataclass
@@ -63,6 +68,7 @@ class SearchTool:
     max_results: int = 200
     backend: str = "auto"
     timeout_ms: int = 30_000
+    session: ToolSession | None = None
     name: str = "search"
     label: str = "Search"
     description: str = (
@@ -86,7 +92,8 @@ class SearchTool:
         return matches_result(
             self.name, lines, truncated, self.max_results,
             no_match=f"No matches found for {args['pattern']!r} in {path}",
-            more=f"... (results truncated at {self.max_results} matches; narrow the pattern or path)")
+            more=f"... (results truncated at {self.max_results} matches; narrow the pattern or path)",
+            session=self.session)
 
 
 @dataclass
@@ -97,6 +104,7 @@ class GrepTool:
     default_max_results: int = 100
     backend: str = "auto"
     timeout_ms: int = 30_000
+    session: ToolSession | None = None
     name: str = "grep"
     label: str = "Grep"
     description: str = "Search file contents using regex patterns."
@@ -122,7 +130,7 @@ class GrepTool:
         shown = resolve(env, path)[1]
         return matches_result(self.name, lines, truncated, limit, no_match=f"No matches found in {shown}",
                               more=f"[results limited to {limit}; raise max_results or narrow the search]",
-                              details={"path": shown})
+                              details={"path": shown}, session=self.session)
 
 
 __all__ = ["SearchTool", "GrepTool", "run_grep", "matches_result"]

@@ -4,7 +4,7 @@ One pass applies both the character limit and the line limit and leaves exactly 
 removed region that says how many lines and bytes it stands for, so nothing is removed silently and
 no marker is cut away by a later step. ``head_tail`` keeps the first and the last part of the output
 (half of each limit each; the end is where build summaries and test totals are), ``tail`` keeps only
-the end. Cuts fall on line boundaries, unless that would waste more than half of the character
+the end, ``head`` only the beginning (listings and search results). Cuts fall on line boundaries, unless that would waste more than half of the character
 budget (very long lines are cut in the middle instead).
 
 Text can arrive with holes already in it: :class:`Omitted` stands for bytes a producer dropped
@@ -20,8 +20,13 @@ from typing import Mapping, Sequence, Union
 
 HEAD_TAIL = "head_tail"
 TAIL = "tail"
+HEAD = "head"
+MODES = (HEAD_TAIL, TAIL, HEAD)
 
-#: Default character limit and mode per tool name (seed 004 §5.2).
+#: Default character limit and mode per tool name (seed 004 §5.2). Listings and search results keep
+#: their head, unlike the seed's ``tail``: they are ordered (newest first, by path), their tools
+#: already stop at a result limit and say so at the end, and a tail would drop exactly the entries
+#: the order put first (SPEC §9.2).
 DEFAULT_TOOL_LIMITS: dict[str, int] = {
     "read_file": 50_000, "read_many_files": 50_000, "shell": 30_000, "bash": 30_000,
     "grep": 20_000, "search": 20_000, "glob": 20_000, "list_dir": 20_000, "list_files": 20_000,
@@ -29,7 +34,7 @@ DEFAULT_TOOL_LIMITS: dict[str, int] = {
 }
 DEFAULT_TRUNCATION_MODES: dict[str, str] = {
     "read_file": HEAD_TAIL, "read_many_files": HEAD_TAIL, "shell": HEAD_TAIL, "bash": HEAD_TAIL,
-    "grep": TAIL, "search": TAIL, "glob": TAIL, "list_dir": TAIL, "list_files": TAIL,
+    "grep": HEAD, "search": HEAD, "glob": HEAD, "list_dir": HEAD, "list_files": HEAD,
     "edit_file": TAIL, "apply_patch": TAIL, "write_file": TAIL, "spawn_agent": HEAD_TAIL,
 }
 #: Default line limit per tool name (seed 004 §5.3); tools not listed have none.
@@ -52,17 +57,28 @@ class Omitted:
 Part = Union[str, Omitted]
 
 
-def marker(hole: Omitted, at_start: bool) -> str:
+def _where(saved_to: str | None) -> str:
+    if saved_to is None:
+        return "The full output is available in the event stream."
+    return f"The full output was saved to {saved_to}; read or search that file for the parts you need."
+
+
+def marker(hole: Omitted, at_start: bool, at_end: bool = False, saved_to: str | None = None) -> str:
+    """The line standing for ``hole``: at the start, at the end or in the middle of the text."""
     if at_start:
         return (f"[WARNING: Tool output was truncated. The first {hole.lines} lines ({hole.bytes} bytes) were "
-                "removed. The full output is available in the event stream.]")
+                f"removed. {_where(saved_to)}]")
+    if at_end:
+        return (f"[WARNING: Tool output was truncated. The last {hole.lines} lines ({hole.bytes} bytes) were "
+                f"removed. {_where(saved_to)}]")
     return (f"[WARNING: Tool output was truncated. {hole.lines} lines ({hole.bytes} bytes) were removed "
-            "from the middle. The full output is available in the event stream. "
+            f"from the middle. {_where(saved_to)} "
             "If you need to see specific parts, re-run the tool with more targeted parameters.]")
 
 
-def render(parts: Sequence[Part]) -> str:
-    """The text of ``parts`` with a marker line for every hole."""
+def render(parts: Sequence[Part], saved_to: str | None = None) -> str:
+    """The text of ``parts`` with a marker line for every hole (naming ``saved_to``, the file with the
+    full output, when there is one)."""
     out: list[str] = []
     for i, part in enumerate(parts):
         if isinstance(part, str):
@@ -71,7 +87,7 @@ def render(parts: Sequence[Part]) -> str:
         at_start = not any(out)
         if out and not out[-1].endswith("\n") and not at_start:
             out.append("\n")
-        out.append(marker(part, at_start))
+        out.append(marker(part, at_start, i == len(parts) - 1 and not at_start, saved_to))
         if i + 1 < len(parts):
             out.append("\n")
     return "".join(out)
@@ -138,8 +154,8 @@ def _size(parts: Sequence[Part]) -> tuple[int, int]:
 
 def clip(parts: Sequence[Part], max_chars: int | None, max_lines: int | None, mode: str = HEAD_TAIL) -> list[Part]:
     """``parts`` cut to ``max_chars`` characters and ``max_lines`` lines; removed regions become holes."""
-    if mode not in (HEAD_TAIL, TAIL):
-        raise ValueError(f"unknown truncation mode {mode!r}; use {HEAD_TAIL!r} or {TAIL!r}")
+    if mode not in MODES:
+        raise ValueError(f"unknown truncation mode {mode!r}; use one of {', '.join(MODES)}")
     if max_chars is not None and max_chars < 0:
         raise ValueError("max_chars must be >= 0")
     if max_lines is not None and max_lines < 1:
@@ -152,6 +168,9 @@ def clip(parts: Sequence[Part], max_chars: int | None, max_lines: int | None, mo
     if mode == HEAD_TAIL:
         head_end = _walk(parts, c_budget // 2, l_budget // 2, from_end=False)
         tail_start = _walk(parts, c_budget - c_budget // 2, l_budget - l_budget // 2, from_end=True)
+    elif mode == HEAD:
+        head_end = _walk(parts, c_budget, l_budget, from_end=False)
+        tail_start = (len(parts), 0)
     else:
         head_end = (0, 0)
         tail_start = _walk(parts, c_budget, l_budget, from_end=True)
@@ -176,6 +195,9 @@ def _assemble(parts: Sequence[Part], head_end: tuple[int, int], tail_start: tupl
             removed.append(part)
     size = sum(len(p.encode("utf-8", "replace")) if isinstance(p, str) else p.bytes for p in removed)
     newlines = sum(p.count("\n") if isinstance(p, str) else p.lines for p in removed)
+    last = next((p for p in reversed(removed) if p != ""), "")
+    if ti >= len(parts) and isinstance(last, str) and not last.endswith("\n"):
+        newlines += 1  # the removed end holds a last line without a newline: it is a line too
     kept.append(Omitted(size, newlines))
     if ti < len(parts):
         first = parts[ti]

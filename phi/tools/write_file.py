@@ -8,6 +8,12 @@ checked first for a clear message, then enforced by the environment while it wri
 swapped in meanwhile cannot redirect the write — checks cancellation right before writing and reports
 the number of bytes written. The file is replaced atomically (new file renamed over the old one): a
 hard link to the old file is not written through, and FIFOs, devices and directories are refused.
+
+Read before write (SPEC §9.1): with a :class:`~phi.tools.tool_session.ToolSession` whose
+``require_read_before_write`` is on (the default of :func:`phi.tools.default_tools`,
+:func:`phi.tools.coding_tools` and coding sessions), an existing file is only replaced when the model
+has read it in this session and it has not changed since (:mod:`phi.tools.file_state`); a new file
+may always be created.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from ._common import (
     os_error,
     write_roots,
 )
+from .tool_session import ToolSession, tool_session
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -41,17 +48,22 @@ class WriteDetails(TypedDict):
 
 
 def write_text(env: ExecutionEnvironment, path: str, content: str, allowed_roots: Sequence[str] | None,
-               ctx: ToolContext) -> WriteDetails:
-    """Write ``content`` to ``path``; returns the details (path, bytes, created)."""
+               ctx: ToolContext, session: ToolSession | None = None) -> WriteDetails:
+    """Write ``content`` to ``path``; returns the details (path, bytes, created). An existing file
+    the session's record says the model has not seen as it is now is refused (ToolError)."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
     shown = display_path(env, resolved)
+    files = tool_session(session).files
     try:
         created = not env.file_exists(path)
+        if not created:
+            files.check(env, resolved, shown)
         check_cancel(ctx)
         env.write_file(path, content, roots=write_roots(env, allowed_roots))
     except OSError as exc:
         raise os_error(exc, shown) from None
+    files.remember(env, resolved)
     return {"path": shown, "bytes": len(content.encode("utf-8")), "created": created}
 
 
@@ -92,6 +104,7 @@ class WriteFileTool:
 
     env: ExecutionEnvironment | None = None
     allowed_roots: Sequence[str] | None = None
+    session: ToolSession | None = None
     wording: WriteFileWording = PHI_CORE_WRITE
     name: str = "write_file"
     label: str = "Write file"
@@ -104,10 +117,11 @@ class WriteFileTool:
 
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         env = get_env(self.env)
-        details = write_text(env, args[self.wording.path_key], args["content"], self.allowed_roots, ctx)
+        details = write_text(env, args[self.wording.path_key], args["content"], self.allowed_roots, ctx,
+                             self.session)
         verb = "Created" if details["created"] else "Wrote"
         text = self.wording.done.format(verb=verb, path=details["path"], bytes=details["bytes"])
-        return finish(text, self.name, details)
+        return finish(text, self.name, details, session=self.session)
 
 
 @dataclass

@@ -253,7 +253,8 @@ def test_status_line_counts_cache_hits_and_the_gauge_turns_yellow_then_red(launc
 
 
 def test_gemini_profile_edit_and_new_file_show_their_diffs(model, project):
-    model.script("Edit and add", Turn("", [Call("edit_file", {"file_path": "notes.txt", "old_string": "gamma",
+    model.script("Edit and add", Turn("", [Call("read_file", {"file_path": "notes.txt"})]),  # read before write
+                 Turn("", [Call("edit_file", {"file_path": "notes.txt", "old_string": "gamma",
                                                               "new_string": "GAMMA", "expected_replacements": 1}),
                                            Call("write_file", {"file_path": "sub/added.txt", "content": "one\ntwo\n"})]),
                  Turn("Both done."))

@@ -44,8 +44,9 @@ def test_default_output_limits_are_the_seeds_table():
     from phi.coding.pipeline import SESSION_TOOL_LIMITS, SESSION_TOOL_MODES
     from phi.tools.truncation import DEFAULT_LINE_LIMITS, DEFAULT_TOOL_LIMITS, DEFAULT_TRUNCATION_MODES
 
-    seed = {"read_file": (50_000, "head_tail"), "shell": (30_000, "head_tail"), "grep": (20_000, "tail"),
-            "glob": (20_000, "tail"), "edit_file": (10_000, "tail"), "apply_patch": (10_000, "tail"),
+    # listings and search results keep their head (SPEC §9.2; issue 25 item 11), not the seed's tail
+    seed = {"read_file": (50_000, "head_tail"), "shell": (30_000, "head_tail"), "grep": (20_000, "head"),
+            "glob": (20_000, "head"), "edit_file": (10_000, "tail"), "apply_patch": (10_000, "tail"),
             "write_file": (1_000, "tail"), "spawn_agent": (20_000, "head_tail")}
     limits, modes = {**DEFAULT_TOOL_LIMITS, **SESSION_TOOL_LIMITS}, {**DEFAULT_TRUNCATION_MODES, **SESSION_TOOL_MODES}
     assert {name: (limits[name], modes[name]) for name in seed} == seed

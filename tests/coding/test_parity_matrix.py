@@ -20,6 +20,9 @@ from .helpers import check_event_order, collect, of_kind, tool_names
 from .wire import server  # noqa: F401 (the fixture)
 from .wire import Call, Turn, protocol_from_body, tool_outputs, user_texts
 
+# These scripts edit files they never read; read-before-write (SPEC §9.1) is tested in tests/tools
+BLIND_EDITS = SessionConfig(require_read_before_write=False)
+
 
 def ends(events):
     return of_kind(events, EventKind.TOOL_CALL_END)
@@ -72,7 +75,7 @@ def test_multi_file_edit_in_one_session(profile, server, tmp_path):
                                         d.edit("b.py", "NAME = 'b.py'", "NAME = 'B'")]),
                   Turn("a and b renamed."),
                   Turn(calls=[d.edit("c.py", "NAME = 'c.py'", "NAME = 'C'")]), Turn("c renamed."))
-    session = session_for(profile, server, str(tmp_path))
+    session = session_for(profile, server, str(tmp_path), BLIND_EDITS)
     first = session.submit("Rename the NAME constants in a.py and b.py")
     events, second = collect(session, "Now c.py too")
     assert [(tmp_path / n).read_text() for n in ("a.py", "b.py", "c.py")] == ["NAME = 'A'\n", "NAME = 'B'\n",
@@ -308,7 +311,7 @@ def test_provider_specific_editing_format(profile, server, tmp_path):
                  Call("edit_file", {"file_path": "settings.py", "old_string": "debug", "new_string": "verbose",
                                     "expected_replacements": 2})]
     server.script("Update", *[Turn(calls=[c]) for c in calls], Turn("Updated."))
-    session = session_for(profile, server, str(tmp_path))
+    session = session_for(profile, server, str(tmp_path), BLIND_EDITS)
     events, _ = collect(session, "Update the settings")
     assert not any(e.data["is_error"] for e in ends(events))
     expected = source.replace("30", "60")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from phi.coding import EventKind, Session, create_profile
+from phi.coding import EventKind, Session, SessionConfig, create_profile
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
 
@@ -18,7 +18,9 @@ from phi.tools import LocalExecutionEnvironment
 def run_tool(profile_id: str, root, name: str, **args):
     """The TOOL_CALL_END data of one ``name(**args)`` call made by a model of ``profile_id``."""
     provider = ScriptedProvider([ScriptedResponse.tool_call(name, args), "done"])
-    session = Session(create_profile(profile_id, provider=provider), LocalExecutionEnvironment(str(root)))
+    # one call per session: a file is edited unread (read-before-write is tested in tests/tools)
+    session = Session(create_profile(profile_id, provider=provider), LocalExecutionEnvironment(str(root)),
+                      SessionConfig(require_read_before_write=False))
     ends = []
     session.subscribe(lambda e: ends.append(e.data) if e.kind == EventKind.TOOL_CALL_END else None)
     session.submit(f"call {name}")

@@ -45,18 +45,19 @@ def test_each_profile_offers_its_reference_agents_tools():
     assert gemini.tool_registry.names() == ["read_file", "read_many_files", "write_file", "edit_file", "shell", "grep",
                                             "glob", "list_dir", *SUBAGENT_TOOLS]
     # codex: argv shell with workdir/timeout_ms, apply_patch {input}, grep_files' parameters
-    assert params(openai, "shell") == {"command", "workdir", "timeout_ms"}
+    # every shell also takes run_in_background (issue 25 item 14: commands otherwise end with what they started)
+    assert params(openai, "shell") == {"command", "workdir", "timeout_ms", "run_in_background"}
     assert params(openai, "apply_patch") == {"input"}
     assert params(openai, "grep") == {"pattern", "include", "path", "limit"}
     # Claude Code: Bash {command, timeout, description}, Edit, Grep with output modes
-    assert params(anthropic, "shell") == {"command", "timeout", "description"}
+    assert params(anthropic, "shell") == {"command", "timeout", "description", "run_in_background"}
     assert params(anthropic, "edit_file") == {"file_path", "old_string", "new_string", "replace_all"}
     assert params(anthropic, "grep") == {"pattern", "path", "glob", "output_mode", "-i", "head_limit"}
     assert anthropic.tool_registry.get("grep").definition.parameters["properties"]["output_mode"]["enum"] == [
         "content", "files_with_matches", "count"]
     # gemini-cli: replace's expected_replacements, run_shell_command's dir_path, list_directory, read_many_files
     assert params(gemini, "edit_file") == {"file_path", "old_string", "new_string", "expected_replacements"}
-    assert params(gemini, "shell") == {"command", "description", "dir_path", "timeout_ms"}
+    assert params(gemini, "shell") == {"command", "description", "dir_path", "timeout_ms", "run_in_background"}
     assert params(gemini, "read_many_files") == {"include"}
     assert params(gemini, "list_dir") == {"dir_path", "depth"}
     for profile in (openai, anthropic, gemini):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tracemalloc
 from pathlib import Path
@@ -57,16 +58,25 @@ def test_regex_match_equals_the_reference_tolerant_match(source, needle):
     assert ours == [(m.start, m.end) for m in fuzzy_find(source, needle)]
 
 
-def test_full_output_is_bounded(env, ctx, workdir):
+def test_full_output_over_the_limit_is_saved_whole(env, ctx, workdir):
+    """Issue 25 item 16: past FULL_OUTPUT_MAX_CHARS the full output is a file, not a cut string."""
     for i in range(5):
         (workdir / f"f{i}.txt").write_text(f"{i}" * 900_000 + "\n")
     result = ReadManyFilesTool(env=env).execute({"paths": ["f*.txt"]}, ctx)
-    assert result.details["truncated_output"] is True
-    full = result.details["full_output"]
-    assert FULL_OUTPUT_MAX_CHARS <= len(full) < FULL_OUTPUT_MAX_CHARS + 1000
-    assert full.startswith("--- f0.txt ---\n0000") and full.endswith("4444")
-    # 4,500,083 characters in, 1,000,000 kept (head and tail cut inside the long lines)
-    assert tuple(map(int, MARKER.search(full).groups())) == (12, 3_500_083)
+    assert result.details["truncated_output"] is True and "full_output" not in result.details
+    path = result.details["full_output_path"]
+    full = open(path, encoding="utf-8").read()
+    assert len(full) == 4_500_083 > FULL_OUTPUT_MAX_CHARS and result.details["full_output_bytes"] == 4_500_083
+    assert full.startswith("--- f0.txt ---\n0000") and full.endswith("4444") and "WARNING" not in full
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    # the model's marker counts exactly what it does not show, and names the file
+    shown = result.text
+    found = MARKER.search(shown)
+    # the cuts fall inside lines, so render added one "\n" before the marker
+    head, tail = shown[:found.start() - 1], shown[shown.index("]\n", found.start()) + 2:]
+    assert int(found.group(2)) == 4_500_083 - len(head.encode()) - len(tail.encode())
+    assert int(found.group(1)) == full.count("\n") - head.count("\n") - tail.count("\n")
+    assert path in shown
 
 
 def _numbers(text: str) -> list[int]:
@@ -112,7 +122,7 @@ def test_search_with_many_matches_returns_whole_lines(env, ctx, many_matches, ou
 def test_search_cuts_an_enormous_matching_line(env, ctx, workdir):
     (workdir / "min.js").write_text("var a=1;" * 100_000 + "\n")
     out = GrepTool(env=env, backend="grep").execute({"pattern": "var"}, ctx).content[0].text
-    assert out.startswith("min.js:1:var a=1;") and "[... line cut: 798009 more bytes]" in out and len(out) < 3000
+    assert out.startswith("min.js:1:var a=1;") and "[... line cut: 798002 more bytes]" in out and len(out) < 3000
 
 
 @pytest.fixture

@@ -108,7 +108,7 @@ def test_list_files(env, ctx, tree):
     (tree / "target/out.o").write_text("")
     result = ListFilesTool(env=env).execute({}, ctx)
     assert text(result).split("\n") == ["README.md", "src/main.py", "src/util.py"]
-    assert result.details == {"total": 3, "truncated": False}
+    assert result.details == {"total": 3, "shown": 3, "truncated": False}
     assert text(ListFilesTool(env=env).execute({"pattern": "*.md"}, ctx)) == "README.md"
     assert text(ListFilesTool(env=env).execute({"max_depth": 1}, ctx)) == "README.md"
     assert text(ListFilesTool(env=env).execute({"path": "src"}, ctx)) == "main.py\nutil.py"
@@ -119,7 +119,8 @@ def test_list_files_truncation_and_errors(env, ctx, cancelled_ctx, workdir):
         (workdir / f"f{i:02}.txt").write_text("")
     result = ListFilesTool(env=env, max_results=5).execute({}, ctx)
     assert text(result).endswith("... (7 more files not shown; narrow the path or pattern)")
-    assert result.details == {"total": 12, "truncated": True}
+    assert {k: result.details[k] for k in ("total", "shown", "truncated")} == {"total": 12, "shown": 5, "truncated": True}
+    assert result.details["full_output"].split("\n") == [f"f{i:02}.txt" for i in range(12)]
     with pytest.raises(ToolError, match="Directory not found"):
         ListFilesTool(env=env).execute({"path": "nope"}, ctx)
     with pytest.raises(ToolError, match="Not a directory"):
@@ -148,7 +149,7 @@ def test_glob_newest_first(env, ctx, tree):
     os.utime(tree / "src/util.py", (2000, 2000))
     result = GlobTool(env=env).execute({"pattern": "**/*.py"}, ctx)
     assert text(result).split("\n") == ["src/util.py", "src/main.py"]  # node_modules and .git skipped
-    assert result.details == {"total": 2, "truncated": False}
+    assert result.details == {"total": 2, "shown": 2, "truncated": False}
     assert text(GlobTool(env=env).execute({"pattern": "*.py", "path": "src"}, ctx)).split("\n") == ["src/util.py", "src/main.py"]
     assert text(GlobTool(env=env).execute({"pattern": "*.rs"}, ctx)).startswith("No files matching")
     with pytest.raises(ToolError, match="Directory not found"):

@@ -11,7 +11,7 @@ from phi.tools.truncation import (
     truncate_tool_output,
 )
 
-MARKER = re.compile(r"\[WARNING: Tool output was truncated\. (?:The first )?(\d+) lines \((\d+) bytes\) were removed")
+MARKER = re.compile(r"\[WARNING: Tool output was truncated\. (?:The (?:first|last) )?(\d+) lines \((\d+) bytes\) were removed")
 
 
 def removed(text: str) -> tuple[int, int]:
@@ -100,5 +100,6 @@ def test_defaults_and_overrides():
     assert truncate_tool_output(text, "write_file", limits={"write_file": 5000}) == text
     lines = "\n".join("z" for _ in range(300))
     assert truncate_tool_output(lines, "grep", line_limits={"grep": None}) == lines
-    assert removed(truncate_tool_output(lines, "grep"))[0] == 100
+    assert removed(truncate_tool_output(lines, "grep"))[0] == 100  # search results keep their head
+    assert truncate_tool_output(lines, "grep").startswith("z\nz\n")
     assert truncate_tool_output("q" * 40_000, "unknown_tool").startswith("q" * 15_000)
