@@ -6,7 +6,7 @@
   old turns summarised, the middle dropped), and after a context-overflow error it compacts to a
   tighter budget and retries once.
 * **When that retry failed too** (the server's window is smaller than phi was told), the CLI
-  compacts the conversation to a quarter of its size, remembers the smaller window for the rest of
+  compacts the conversation to a quarter of its size, halves the window it assumes for the rest of
   the process, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
   dead end.
 * **On request**, ``/compact [FOCUS]`` (:func:`compact_now`) asks the model for a summary of the
@@ -77,20 +77,22 @@ def recover_from_overflow(repl: Repl, text: str) -> bool:
     quarter, lower the window for this process, carry on in a new session. False when there is
     nothing left to compact."""
     from ..context import ContextConfig, compact_messages
-    from ..types import UserMessage
+    from ..types import AssistantMessage, StopReason, UserMessage
 
     old = repl.session
     messages = list(old.agent.messages)
+    while messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason == StopReason.ERROR:
+        messages.pop()  # the failed reply
     if messages and isinstance(messages[-1], UserMessage) and messages[-1].text == text:
         messages.pop()  # the input that overflowed is sent again
-    before = _estimate(messages)
-    if before < 100:
+    if not messages:
         return False
+    before = _estimate(messages)
     budget = max(50, before // 4)
     compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
     after = _estimate(compacted)
     old.agent.messages = compacted
-    repl.window_cap = max(MIN_WINDOW, min(repl.profile.context_window_size, before))
+    repl.window_cap = max(MIN_WINDOW * 4, repl.context_window() // 2)  # the server's window is smaller than said
     repl.replace_session(carry=True)
     repl.renderer.total.context_tokens = after
     repl.renderer.line(repl.style("yellow", f"! the conversation did not fit the model's context: compacted it "

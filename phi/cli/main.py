@@ -145,7 +145,7 @@ def _interactive(options: CliOptions) -> int:
     from .repl import Repl
 
     describe_choice(options)  # no model, no key: exit 2 now, not at the first input
-    load_specs(options)  # a malformed MCP config: the same
+    servers = load_specs(options)  # a malformed MCP config: the same
     resume = _which_session(options) if options.continue_session or options.resume == PICK else options.resume
     if options.resume == PICK and resume is None:
         sys.stdout.write("cancelled\n")
@@ -156,7 +156,7 @@ def _interactive(options: CliOptions) -> int:
 
         return CliSessions(sessions_dir(options))
 
-    repl = Repl(options, lambda: make_profile(options), make_sessions)
+    repl = Repl(options, lambda: make_profile(options), make_sessions, background=not servers)
     if resume:
         try:
             count = repl.resume(resume)

@@ -68,11 +68,12 @@ class ScreenLog(logging.Handler):
 
 class Repl:
     """One interactive ``phi`` process (see the module docstring). ``profile`` and ``sessions`` may
-    be given as functions making them: they are then called on the start-up thread."""
+    be given as functions making them: they are then called on the start-up thread (unless not
+    ``background``: with MCP servers to start, whose messages must come before the prompt)."""
 
     def __init__(self, options: CliOptions, profile: Later,
                  sessions: CliSessions | Callable[[], CliSessions], *,
-                 stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+                 stdin: TextIO | None = None, out: TextIO | None = None, background: bool = True) -> None:
         self.options = options
         self.out = out or sys.stdout
         self.term = Terminal(stdin or sys.stdin, self.out, os.path.join(home_dir(), "history"))
@@ -99,7 +100,7 @@ class Repl:
 
         self.term.completer = lambda text: complete(Path(options.cwd), text)
         self.loader = Loader(self, profile, sessions)
-        self.loader.start()
+        self.loader.start(background)
 
     # ------------------------------------------------------------------ what start-up loads
 

@@ -45,8 +45,9 @@ class Loader:
         self._error: BaseException | None = None
         self.state: Loaded  # set by _load before _done is set; read only after
 
-    def start(self) -> None:
-        if callable(self._profile) or callable(self._sessions):
+    def start(self, background: bool = True) -> None:
+        """Load on a thread (when anything is to be made and ``background``), else now."""
+        if background and (callable(self._profile) or callable(self._sessions)):
             threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
         else:
             self._load()

@@ -189,6 +189,7 @@ class Terminal:
 
         def insert() -> None:
             readline.insert_text(prefill)
+            readline.redisplay()
             readline.set_pre_input_hook(None)
 
         readline.set_pre_input_hook(insert)
