@@ -140,12 +140,17 @@ def with_piped_input(task: str, stdin: TextIO | None = None) -> str:
 
 def _interactive(options: CliOptions) -> int:
     """The prompt comes up before the coding layer is loaded (CLI-12)."""
-    from .mcp_servers import load_specs
+    import os
+
     from .options import PICK, describe_choice, make_profile, sessions_dir
     from .repl import Repl
 
     describe_choice(options)  # no model, no key: exit 2 now, not at the first input
-    servers = load_specs(options)  # a malformed MCP config: the same
+    servers = []
+    if options.mcp or os.path.isfile(os.path.join(options.cwd, ".mcp.json")):
+        from .mcp_servers import load_specs
+
+        servers = load_specs(options)  # a malformed MCP config: the same
     resume = _which_session(options) if options.continue_session or options.resume == PICK else options.resume
     if options.resume == PICK and resume is None:
         sys.stdout.write("cancelled\n")

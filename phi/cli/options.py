@@ -20,12 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..coding import ProviderProfile
 
 #: profile id -> the environment variables holding its API key (first found wins).
@@ -188,6 +189,8 @@ def home_dir(env: Mapping[str, str] | None = None) -> str:
 
 def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> Path:
     """``--sessions-dir`` if given, else :func:`phi.session.default_sessions_dir`."""
+    from pathlib import Path
+
     if options.sessions_dir:
         return Path(options.sessions_dir).expanduser()
     from ..session.store import default_sessions_dir

@@ -12,7 +12,6 @@ input, the status line (:func:`status_line`). ANSI colours only when :class:`Sty
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shutil
@@ -93,6 +92,8 @@ def colour_diff(lines: list[str], style: Style) -> list[str]:
 
 def file_diff(path: str, before: str | None, after: str | None) -> list[str]:
     """A unified diff of one file (a new file is all additions, a deleted one all deletions)."""
+    import difflib
+
     a = [] if before is None else before.splitlines(keepends=True)
     b = [] if after is None else after.splitlines(keepends=True)
     old = "/dev/null" if before is None else f"a/{path}"

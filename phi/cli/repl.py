@@ -96,11 +96,14 @@ class Repl:
         self.window_cap: int | None = None  # a smaller window than the profile's, learnt from an overflow
         self.mcp: McpServers | None = None
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
-        from .extras import complete
-
-        self.term.completer = lambda text: complete(Path(options.cwd), text)
+        self.term.completer = self._complete
         self.loader = Loader(self, profile, sessions)
         self.loader.start(background)
+
+    def _complete(self, text: str) -> list[str]:
+        from .extras import complete
+
+        return complete(Path(self.options.cwd), text)
 
     # ------------------------------------------------------------------ what start-up loads
 

@@ -43,15 +43,22 @@ class Loader:
         self._sessions = sessions
         self._done = threading.Event()
         self._error: BaseException | None = None
+        self._started = False
         self.state: Loaded  # set by _load before _done is set; read only after
 
     def start(self, background: bool = True) -> None:
-        """Load on a thread (when anything is to be made and ``background``), else now."""
+        """Load on a thread (when anything is to be made and ``background``) once the first prompt is
+        on the screen — so that the thread does not compete with drawing it — else now."""
         if background and (callable(self._profile) or callable(self._sessions)):
-            threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
+            self.repl.term.on_prompt_shown = self._start_thread
         else:
             self._load()
             self.wait()
+
+    def _start_thread(self) -> None:
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
 
     def _load(self) -> None:
         try:
@@ -68,6 +75,7 @@ class Loader:
             self._done.set()
 
     def wait(self) -> Loaded:
+        self._start_thread_if_pending()
         self._done.wait()
         if self._error is not None:
             error = self._error
@@ -75,6 +83,12 @@ class Loader:
                 raise StartupFailed(str(error)) from error
             raise StartupFailed(f"phi could not start: {type(error).__name__}: {error}") from error
         return self.state
+
+    def _start_thread_if_pending(self) -> None:
+        """Something needs the session before any prompt was shown (``--resume``, a test)."""
+        if not self._done.is_set() and self.repl.term.on_prompt_shown == self._start_thread:
+            self.repl.term.on_prompt_shown = None
+            self._start_thread()
 
     def ready(self) -> bool:
         return self._done.is_set() and self._error is None

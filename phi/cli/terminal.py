@@ -116,7 +116,8 @@ class Terminal:
         self.tty = self.fd is not None and os.isatty(self.fd)
         self._typed = LineAssembler()
         self.history = history if self.tty else None  # readline's history file, kept between runs
-        self.completer: Callable[[str], list[str]] | None = None  # Tab at the prompt (phi.cli.mentions)
+        self.completer: Callable[[str], list[str]] | None = None  # Tab at the prompt (phi.cli.extras)
+        self.on_prompt_shown: Callable[[], None] | None = None  # called once the prompt is on the screen
         if self.history is not None:
             self._setup_readline()
 
@@ -170,29 +171,40 @@ class Terminal:
         if self.stdin is sys.stdin:
             if self.tty:  # readline must not count escape sequences as printed characters
                 text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-                self._put_back_typing()
+                self._before_input()
+            else:
+                self._prompt_shown()
             return input(text)
         self.out.write(text)
         self.out.flush()
+        self._prompt_shown()
         line = self.stdin.readline()
         if not line:
             raise EOFError
         return line.rstrip("\n")
 
-    def _put_back_typing(self) -> None:
-        """What was typed during the run and not sent yet is the start of this prompt's input."""
+    def _prompt_shown(self) -> None:
+        hook, self.on_prompt_shown = self.on_prompt_shown, None
+        if hook is not None:
+            hook()
+
+    def _before_input(self) -> None:
+        """Once readline shows the prompt: put back what was typed during the run and not sent
+        (the start of this input), and tell :attr:`on_prompt_shown`."""
         prefill = self._typed.line
         self._typed.line = ""
-        if not prefill:
+        if not prefill and self.on_prompt_shown is None:
             return
         import readline
 
-        def insert() -> None:
-            readline.insert_text(prefill)
-            readline.redisplay()
+        def shown() -> None:
             readline.set_pre_input_hook(None)
+            if prefill:
+                readline.insert_text(prefill)
+                readline.redisplay()
+            self._prompt_shown()
 
-        readline.set_pre_input_hook(insert)
+        readline.set_pre_input_hook(shown)
 
     @contextmanager
     def running(self) -> Iterator[None]:

@@ -376,3 +376,34 @@ def test_export_says_it_once(launch, model, project):
     phi.exchange("/export out.html", "exported to out.html")
     assert phi.text.count("exported") == 1
     assert (project / "out.html").exists()
+
+
+# ----------------------------------------------------------------------------- 8. start-up
+
+BLOCKER = '''
+import importlib.abc, os, sys, time
+class _Wait(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "phi.coding":
+            while not os.path.exists(os.environ["PHI_TEST_RELEASE"]):
+                time.sleep(0.02)
+        return None
+sys.meta_path.insert(0, _Wait())
+'''
+
+
+def test_the_prompt_does_not_wait_for_the_coding_layer(project, phi_home, tmp_path):
+    """The first prompt comes up while the coding layer cannot even be imported yet (CLI-12)."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(BLOCKER)
+    release = tmp_path / "release"
+    phi = PtyPhi(["--offline"], project, {"PHI_HOME": str(phi_home), "PHI_TEST_RELEASE": str(release),
+                                          "PYTHONPATH": f"{hooks}{os.pathsep}{REPO}"})
+    try:
+        phi.prompt()  # the banner and the prompt, with phi.coding still blocked
+        assert "offline-scripted (offline)" in phi.text
+        release.write_text("go")
+        phi.exchange("what is here?", r"I found: notes\.txt")
+    finally:
+        phi.close()
