@@ -1,4 +1,4 @@
-"""What a write tool call would change, shown before the person approves it (SPEC §15 CLI-5).
+"""What a write tool call would change, shown before the person approves it (SPEC §15 CLI-9).
 
 :func:`preview_diff` computes, without touching the disk, the unified diff of every file a call of
 a write tool would change: ``write_file`` (the new content against the file's), ``edit_file`` and
