@@ -62,7 +62,8 @@ def _attachment(root: Path, name: str) -> tuple[str | None, str]:
         return None, f"no file {name}: @{name} is sent as typed"
     size = path.stat().st_size
     if size > MAX_ATTACHED_BYTES:
-        return None, f"@{name} is {size:,} bytes (more than {MAX_ATTACHED_BYTES:,}): not attached; ask the model to read it"
+        return None, (f"@{name} is {size:,} bytes (more than {MAX_ATTACHED_BYTES:,}): not attached; ask the model "
+                      "to read it")
     data = path.read_bytes()
     if b"\0" in data[:8192]:
         return None, f"@{name} is a binary file: not attached"

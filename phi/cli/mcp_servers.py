@@ -24,12 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError
+from ..log import get_logger
 
 if TYPE_CHECKING:
     from ..coding.registry import ToolRegistry
     from ..mcp import McpToolset
     from .options import CliOptions
     from .repl import Repl
+
+log = get_logger(__name__)
 
 PROJECT_FILE = ".mcp.json"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -162,7 +165,7 @@ class McpServers:
                 try:
                     server.toolset.close()
                 except Exception:  # closing one server must not keep the others running
-                    pass
+                    log.debug("closing MCP server %s failed", server.spec.name, exc_info=True)
 
 
 def _connect(spec: ServerSpec) -> McpToolset:

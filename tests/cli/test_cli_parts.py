@@ -346,7 +346,8 @@ def test_a_model_whose_key_is_missing_is_refused_up_front():
     with pytest.raises(NoModel, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
         make_profile(CliOptions(provider="gemini"), env={})
     assert make_profile(CliOptions(model="gpt-5"), env={"OPENAI_API_KEY": "k"}).id == "openai"
-    assert make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={"OPENAI_API_KEY": "k"}).id == "openai"
+    proxy = CliOptions(model="gpt-5", base_url="http://127.0.0.1:1")
+    assert make_profile(proxy, env={"OPENAI_API_KEY": "k"}).id == "openai"
     with pytest.raises(NoModel, match="sends OPENAI_API_KEY, which is not set.*--provider llamacpp"):
         make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={})  # would fail at the first call
 
@@ -415,3 +416,39 @@ def test_clear_and_resume_start_the_session_totals_afresh(repl):
     repl.run_input("another conversation")
     dispatch(repl, f"/resume {first}")
     assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0
+
+
+def test_default_models_match_the_coding_profiles():
+    from phi.cli.options import DEFAULT_MODELS
+    from phi.coding import create_profile
+
+    for profile_id, model in DEFAULT_MODELS.items():
+        assert create_profile(profile_id).model == model
+
+
+def test_local_servers_need_no_key_and_get_none():
+    from phi.cli.options import describe_choice, local_target
+
+    profile = make_profile(CliOptions(provider="ollama", model="qwen3"), env={"ANTHROPIC_API_KEY": "k"})
+    mc = profile.model_config
+    assert (mc.api, mc.provider, mc.base_url, mc.api_key) == ("openai_completions", "ollama",
+                                                               "http://localhost:11434/v1", None)
+    assert mc.options["api_key_required"] is False and profile.context_window_size == 32_768
+    assert local_target(CliOptions(), {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}) == (
+        "openai_compatible", "http://127.0.0.1:8080/v1")
+    assert local_target(CliOptions(), {"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}) is None
+    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    assert make_profile(CliOptions(), env=env).model_config.base_url == "http://127.0.0.1:9"
+    assert describe_choice(CliOptions(base_url="http://127.0.0.1:1/v1"), env={}) == ("openai_compatible",
+                                                                                  "local-model")
+
+
+def test_a_pasted_block_and_editing_keys_make_one_line():
+    from phi.cli.terminal import LineAssembler
+
+    typed = LineAssembler()
+    typed.feed(b"ab\x7fc\x1b[D")
+    typed.feed(b"\x1b[200~one\rtwo\r")
+    typed.feed(b"three\x1b[20")
+    typed.feed(b"1~\r")
+    assert typed.lines == ["ac" + "one\ntwo\nthree"]
