@@ -10,6 +10,7 @@ while ``input()`` waits for the person). Whatever needs them — the first input
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
     from .repl import Repl
     from .sessions import CliSessions
+
+
+#: how long the loading thread lets the main thread draw the prompt before it starts importing
+PROMPT_FIRST_S = 0.03
 
 
 class StartupFailed(PhiError):
@@ -47,8 +52,8 @@ class Loader:
         self.state: Loaded  # set by _load before _done is set; read only after
 
     def start(self, background: bool = True) -> None:
-        """Load on a thread (when anything is to be made and ``background``) once the first prompt is
-        on the screen — so that the thread does not compete with drawing it — else now."""
+        """Load on a thread (when anything is to be made and ``background``) started as the first
+        prompt is shown — so that it does not compete with the banner — else now."""
         if background and (callable(self._profile) or callable(self._sessions)):
             self.repl.term.on_prompt_shown = self._start_thread
         else:
@@ -61,6 +66,8 @@ class Loader:
             threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
 
     def _load(self) -> None:
+        if self.repl.term.tty:
+            time.sleep(PROMPT_FIRST_S)  # sleeping releases the GIL: the prompt is drawn first
         try:
             profile = self._profile() if callable(self._profile) else self._profile
             sessions = self._sessions() if callable(self._sessions) else self._sessions

@@ -117,7 +117,7 @@ class Terminal:
         self._typed = LineAssembler()
         self.history = history if self.tty else None  # readline's history file, kept between runs
         self.completer: Callable[[str], list[str]] | None = None  # Tab at the prompt (phi.cli.extras)
-        self.on_prompt_shown: Callable[[], None] | None = None  # called once the prompt is on the screen
+        self.on_prompt_shown: Callable[[], None] | None = None  # called as the prompt is shown
         if self.history is not None:
             self._setup_readline()
 
@@ -171,9 +171,9 @@ class Terminal:
         if self.stdin is sys.stdin:
             if self.tty:  # readline must not count escape sequences as printed characters
                 text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-                self._before_input()
-            else:
-                self._prompt_shown()
+                self._put_back_typing()
+            # not from a readline hook: readline drops exceptions raised there, a Ctrl+C among them
+            self._prompt_shown()
             return input(text)
         self.out.write(text)
         self.out.flush()
@@ -188,23 +188,20 @@ class Terminal:
         if hook is not None:
             hook()
 
-    def _before_input(self) -> None:
-        """Once readline shows the prompt: put back what was typed during the run and not sent
-        (the start of this input), and tell :attr:`on_prompt_shown`."""
+    def _put_back_typing(self) -> None:
+        """What was typed during the run and not sent yet is the start of this prompt's input."""
         prefill = self._typed.line
         self._typed.line = ""
-        if not prefill and self.on_prompt_shown is None:
+        if not prefill:
             return
         import readline
 
-        def shown() -> None:
+        def insert() -> None:
             readline.set_pre_input_hook(None)
-            if prefill:
-                readline.insert_text(prefill)
-                readline.redisplay()
-            self._prompt_shown()
+            readline.insert_text(prefill)
+            readline.redisplay()
 
-        readline.set_pre_input_hook(shown)
+        readline.set_pre_input_hook(insert)
 
     @contextmanager
     def running(self) -> Iterator[None]:
