@@ -14,8 +14,16 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..coding import ApprovalDecision, ApprovalRequest
+if TYPE_CHECKING:
+    from ..coding import ApprovalDecision, ApprovalRequest
+
+
+def _decision(allowed: bool, reason: str = "") -> ApprovalDecision:
+    from ..coding import ApprovalDecision
+
+    return ApprovalDecision(allowed, reason)
 
 
 @dataclass
@@ -24,7 +32,7 @@ class Question:
 
     request: ApprovalRequest
     done: threading.Event = field(default_factory=threading.Event)
-    decision: ApprovalDecision = field(default_factory=lambda: ApprovalDecision(False, "no answer"))
+    decision: ApprovalDecision = field(default_factory=lambda: _decision(False, "no answer"))
 
 
 class ApprovalGate:
@@ -43,9 +51,9 @@ class ApprovalGate:
 
     def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         if not self.needs_asking(request):
-            return ApprovalDecision(True)
+            return _decision(True)
         if not self.interactive:
-            return ApprovalDecision(False, f"approval mode {self.mode!r} and nobody to ask (non-interactive run); "
+            return _decision(False, f"approval mode {self.mode!r} and nobody to ask (non-interactive run); "
                                            "run with --approve off to allow it")
         question = Question(request)
         self._questions.put(question)
@@ -65,7 +73,7 @@ class ApprovalGate:
         if reply in ("a", "always"):
             self.trusted.add(question.request.tool_name)
         allowed = reply in ("y", "yes", "a", "always")
-        self._settle(question, ApprovalDecision(allowed, "" if allowed else "the user said no"))
+        self._settle(question, _decision(allowed, "" if allowed else "the user said no"))
         return question.decision
 
     def deny_all(self, reason: str) -> None:
@@ -74,7 +82,7 @@ class ApprovalGate:
             question = self.pending()
             if question is None:
                 break
-            self._settle(question, ApprovalDecision(False, reason))
+            self._settle(question, _decision(False, reason))
 
     def _settle(self, question: Question, decision: ApprovalDecision) -> None:
         question.decision = decision

@@ -140,7 +140,10 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     finally:
         session.close()
         try:
-            sessions.save()
+            if sessions.save():
+                from .recent import remember
+
+                remember(sessions, options.cwd, session.id)
         except Exception as error:
             err.write(f"phi: could not save the session: {error}\n")
     if lines.closed:

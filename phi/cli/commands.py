@@ -1,12 +1,19 @@
-"""The slash commands of the interactive ``phi`` (SPEC §15 CLI-1, CLI-4; seed 002 §16.8,
+"""The slash commands of the interactive ``phi`` (SPEC §15 CLI-1, CLI-4, CLI-9; seed 002 §16.8,
 §16.9, §16.11).
 
 Each command is a function ``(repl, argument) -> bool`` (False ends the program) listed in
 :data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names.
+
+While a run streams, :func:`dispatch_running` takes a line starting with ``/``: the commands of
+:data:`WHILE_RUNNING` act at once (``/quit`` and ``/abort`` stop the run, ``/model`` switches for
+the next input, ``/show``, ``/tools``, ``/help`` and ``/mcp`` only show); any other runs when the
+reply ends, and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shlex
 import subprocess
@@ -27,7 +34,9 @@ def _help(repl: Repl, arg: str) -> bool:
     width = max(len(name) + len(usage) for name, (_, usage, _) in COMMANDS.items()) + 2
     for name, (_, usage, text) in COMMANDS.items():
         repl.renderer.line(f"  {(name + ' ' + usage).ljust(width)} {text}")
-    repl.renderer.line("  A line ending in \\ continues the input. Text typed while phi works steers it. "
+    repl.renderer.line("  @PATH attaches a file (Tab completes). !COMMAND runs a shell command here. A line ending "
+                       "in \\ continues the input; a paste is one input.")
+    repl.renderer.line("  Text typed while phi works steers it; /quit, /abort, /model, /show act at once then. "
                        "Ctrl+C aborts a run; twice at the prompt exits.")
     return True
 
@@ -39,7 +48,9 @@ def _quit(repl: Repl, arg: str) -> bool:
 def _clear(repl: Repl, arg: str) -> bool:
     repl.replace_session(carry=False)
     repl.renderer.calls.clear()
-    repl.renderer.line(f"new conversation: session {repl.session.id}")
+    trusted = ", ".join(sorted(repl.gate.trusted))
+    kept = f" (still always allowed: {trusted}; /approve reset forgets)" if trusted else ""
+    repl.renderer.line(f"new conversation: session {repl.session.id}{kept}")
     return True
 
 
@@ -92,10 +103,12 @@ def _execute(repl: Repl, arg: str) -> bool:
 
 
 def _approve(repl: Repl, arg: str) -> bool:
-    if arg and arg not in APPROVAL_MODES:
-        repl.renderer.line(repl.style("red", f"/approve takes one of {', '.join(APPROVAL_MODES)}"))
+    if arg and arg not in (*APPROVAL_MODES, "reset"):
+        repl.renderer.line(repl.style("red", f"/approve takes one of {', '.join(APPROVAL_MODES)}, reset"))
         return True
-    if arg:
+    if arg == "reset":
+        repl.gate.trusted.clear()
+    elif arg:
         repl.gate.mode = arg
     trusted = ", ".join(sorted(repl.gate.trusted)) or "none"
     repl.renderer.line(f"approval: {repl.gate.mode} (always allowed: {trusted})")
@@ -132,10 +145,50 @@ def _editor(repl: Repl, arg: str) -> bool:
 
 def _tools(repl: Repl, arg: str) -> bool:
     offered = {t.name for t in repl.session.agent.tools}
+    if repl.plan_mode:
+        repl.renderer.line(repl.style("magenta", "plan mode offers only these (/execute offers every tool):"))
     for registered in repl.profile.tool_registry.tools():
-        mark = "" if registered.name in offered else repl.style("grey", " (not offered in plan mode)")
+        if registered.name not in offered:
+            continue
         first = registered.definition.description.split(". ")[0]
-        repl.renderer.line(f"  {registered.name:<16} {registered.kind:<8} {first[:70]}{mark}")
+        repl.renderer.line(f"  {registered.name:<16} {registered.kind:<8} {first[:70]}")
+    return True
+
+
+def _compact(repl: Repl, arg: str) -> bool:
+    from .compact import compact_now
+
+    if arg.startswith("auto"):
+        return _compact_auto(repl, arg[4:].strip())
+    compact_now(repl, arg)
+    return True
+
+
+def _compact_auto(repl: Repl, arg: str) -> bool:
+    from .compact import apply_auto_compaction
+
+    if arg:
+        try:
+            value = float(arg.rstrip("%"))
+        except ValueError:
+            value = -1
+        if not 0 <= value <= 100:
+            repl.renderer.line(repl.style("red", "/compact auto takes a percentage from 0 (never) to 100"))
+            return True
+        repl.compact_at = value / 100
+        apply_auto_compaction(repl.session, repl.compact_at, repl.context_window())
+    at = f"at {round(repl.compact_at * 100)}% of the context window" if repl.compact_at > 0 else "off"
+    repl.renderer.line(f"automatic compaction: {at}")
+    return True
+
+
+def _mcp(repl: Repl, arg: str) -> bool:
+    repl.session  # noqa: B018  (waits for start-up, which connects the servers)
+    if repl.mcp is None:
+        repl.renderer.line("no MCP servers (put them in ./.mcp.json or pass --mcp CONFIG)")
+        return True
+    for row in repl.mcp.lines():
+        repl.renderer.line(row)
     return True
 
 
@@ -177,8 +230,13 @@ def _export(repl: Repl, arg: str) -> bool:
 
     repl.save(quiet=True)
     path = arg or f"phi-session-{repl.session.id[:8]}.html"
-    status = export_main([repl.session.id, "--html", path, "--store", str(repl.sessions.directory)])
-    repl.renderer.line(f"exported to {path}" if status == 0 else repl.style("red", f"export failed ({status})"))
+    said = io.StringIO()  # the export command's own line would repeat ours
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        status = export_main([repl.session.id, "--html", path, "--store", str(repl.sessions.directory)])
+    if status == 0:
+        repl.renderer.line(f"exported to {path}")
+    else:
+        repl.renderer.line(repl.style("red", f"export failed: {said.getvalue().strip() or f'status {status}'}"))
     return True
 
 
@@ -193,21 +251,28 @@ def _show(repl: Repl, arg: str) -> bool:
 COMMANDS: dict[str, tuple[Command, str, str]] = {
     "/help": (_help, "", "this list"),
     "/quit": (_quit, "", "save and exit (also /exit, Ctrl+D)"),
-    "/clear": (_clear, "", "start a new conversation"),
+    "/clear": (_clear, "", "start a new conversation (always-allowed tools stay allowed)"),
+    "/compact": (_compact, "[FOCUS|auto PCT]", "summarise the conversation to free the context (FOCUS: what "
+                 "to keep); auto PCT: compact by itself at PCT% of the window"),
     "/model": (_model, "[NAME]", "show or switch the model, any service (SERVICE:NAME); the conversation goes on"),
     "/thinking": (_thinking, "[LEVEL|show|hide]", "reasoning effort (off..xhigh); show or hide thinking"),
     "/plan": (_plan, "[TASK]", "plan mode: only reading tools"),
     "/execute": (_execute, "[TASK]", "leave plan mode and carry the plan out"),
-    "/approve": (_approve, "[on|smart|off]", "ask before every call / writes and commands / never"),
+    "/approve": (_approve, "[on|smart|off|reset]", "ask before every call / writes and commands / never; reset "
+                 "forgets the always-allowed tools"),
     "/editor": (_editor, "", "write the input in $VISUAL / $EDITOR (an empty file cancels)"),
-    "/tools": (_tools, "", "the tools the model is offered"),
+    "/tools": (_tools, "", "the tools the model is offered (in plan mode, only those)"),
+    "/mcp": (_mcp, "", "the MCP servers and their tools"),
     "/show": (_show, "N", "the whole output of tool call N"),
     "/save": (_save, "", "save the session now"),
     "/sessions": (_sessions, "", "saved sessions"),
     "/resume": (_resume, "ID", "continue a saved session"),
     "/export": (_export, "[FILE]", "this session as one HTML file"),
+    "/abort": (lambda repl, arg: True, "", "while phi works: stop the run (like Ctrl+C)"),
 }
 ALIASES = {"/exit": "/quit", "/q": "/quit", "/?": "/help"}
+#: commands that act while a run streams (the others wait for the reply to end)
+WHILE_RUNNING = ("/quit", "/abort", "/model", "/show", "/tools", "/help", "/mcp")
 
 
 def dispatch(repl: Repl, line: str) -> bool:
@@ -221,4 +286,39 @@ def dispatch(repl: Repl, line: str) -> bool:
     return entry[0](repl, arg.strip())
 
 
-__all__ = ["COMMANDS", "dispatch", "editor_command"]
+def dispatch_running(repl: Repl, line: str) -> str:
+    """A command typed while a run streams (see the module docstring): ``"stop"`` when the run is to
+    be stopped (``/abort``, ``/quit``), else ``""``."""
+    name, _, arg = line.partition(" ")
+    name, arg = ALIASES.get(name, name), arg.strip()
+    if name not in COMMANDS:
+        repl.renderer.line(repl.style("red", f"unknown command {name}; /help lists them"))
+        return ""
+    if name in ("/quit", "/abort"):
+        repl.quit_requested = name == "/quit"
+        return "stop"
+    if name == "/model" and arg:
+        return _model_next(repl, arg)
+    if name in WHILE_RUNNING:
+        COMMANDS[name][0](repl, arg)
+        return ""
+    repl.after_reply.append(line)
+    repl.renderer.line(repl.style("grey", f"{name}: after this reply"))
+    return ""
+
+
+def _model_next(repl: Repl, arg: str) -> str:
+    from .options import make_profile
+
+    try:
+        repl.next_profile = make_profile(repl.options, model=arg)
+    except Exception as error:
+        repl.renderer.line(repl.style("red", str(error)))
+        return ""
+    profile = repl.next_profile
+    repl.renderer.line(f"model: {profile.model} ({profile.id}) from the next input; this reply finishes on "
+                       f"{repl.profile.model}")
+    return ""
+
+
+__all__ = ["COMMANDS", "WHILE_RUNNING", "dispatch", "dispatch_running", "editor_command"]

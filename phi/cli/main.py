@@ -11,7 +11,11 @@ Options and the choice of model: :mod:`phi.cli.options`.
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, TextIO
+
+if TYPE_CHECKING:
+    from .options import CliOptions
+    from .sessions import CliSessions
 
 
 def _demo(args: list[str]) -> int:
@@ -72,33 +76,14 @@ def main(argv: list[str] | None = None) -> int:
 def run_assistant(args: list[str]) -> int:
     """``phi [options]``: interactive, or ``-p`` (see the module docstring)."""
     from ..errors import PhiError
-    from .options import make_profile, parse, sessions_dir
-    from .sessions import CliSessions
+    from .options import parse
 
     options = parse(args)
     sessions: CliSessions | None = None
     try:
-        profile = make_profile(options)
-        if options.otel:
-            from .tracing import TracedSessions
-
-            sessions = TracedSessions(sessions_dir(options))
-        else:
-            sessions = CliSessions(sessions_dir(options))
-        if options.prompt is not None:
-            from .batch import run_print
-
-            return run_print(options, profile, sessions)
-        if options.json:
-            from .json_mode import run_json_session
-
-            return run_json_session(options, profile, sessions)
-        from .repl import Repl
-
-        repl = Repl(options, profile, sessions)
-        if options.resume:
-            repl.renderer.line(f"resumed session {options.resume}: {repl.resume(options.resume)} messages")
-        return repl.run()
+        if options.prompt is not None or options.json:
+            return _unattended(options)
+        return _interactive(options)
     except PhiError as error:
         sys.stderr.write(f"phi: {error}\n")
         return 2
@@ -113,3 +98,101 @@ def run_assistant(args: list[str]) -> int:
         if finish is not None:
             finish()
 
+
+def _unattended(options: CliOptions) -> int:
+    """``-p`` and ``--json``: everything loaded at once."""
+    from ..errors import ConfigError
+    from .options import PICK, make_profile
+
+    profile = make_profile(options)
+    sessions = _sessions(options)
+    if options.resume == PICK:
+        raise ConfigError("--resume needs a session id with -p or --json (phi --resume ID; -c: this directory's "
+                          "latest)")
+    if options.continue_session:
+        from .recent import latest_here
+
+        options.resume = latest_here(sessions, options.cwd)
+    if options.prompt is not None:
+        from .batch import run_print
+
+        options.prompt = with_piped_input(options.prompt)
+        return run_print(options, profile, sessions)
+    from .json_mode import run_json_session
+
+    return run_json_session(options, profile, sessions)
+
+
+def with_piped_input(task: str, stdin: TextIO | None = None) -> str:
+    """``cat log | phi -p "explain"``: what was piped in goes with the task (CLI-10). Only a pipe or a
+    file is read (not a terminal, not /dev/null); ``-p -`` has read stdin already."""
+    import os
+    import stat
+
+    stdin = stdin or sys.stdin
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return task
+    if stdin.isatty() or not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return task
+    piped = stdin.read()
+    if not piped.strip():
+        return task
+    return f"{task}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"
+
+
+def _interactive(options: CliOptions) -> int:
+    """The prompt comes up before the coding layer is loaded (CLI-12)."""
+    import os
+
+    from .options import PICK, describe_choice, make_profile, sessions_dir
+    from .repl import Repl
+
+    describe_choice(options)  # no model, no key: exit 2 now, not at the first input
+    servers = []
+    if options.mcp or os.path.isfile(os.path.join(options.cwd, ".mcp.json")):
+        from .mcp_servers import load_specs
+
+        servers = load_specs(options)  # a malformed MCP config: the same
+    resume = _which_session(options) if options.continue_session or options.resume == PICK else options.resume
+    if options.resume == PICK and resume is None:
+        sys.stdout.write("cancelled\n")
+        return 0
+
+    def make_sessions() -> CliSessions:
+        return _sessions(options)
+
+    repl = Repl(options, lambda: make_profile(options), make_sessions, background=not servers)
+    if resume:
+        try:
+            count = repl.resume(resume)
+        except BaseException:
+            repl.close()
+            raise
+        repl.renderer.line(f"resumed session {resume}: {count} messages")
+    return repl.run()
+
+
+def _which_session(options: CliOptions) -> str | None:
+    from .options import sessions_dir
+    from .recent import latest_here, pick
+    from .sessions import CliSessions
+
+    sessions = CliSessions(sessions_dir(options))
+    if options.continue_session:
+        return latest_here(sessions, options.cwd)
+    return pick(sessions, options.cwd, sys.stdout, sys.stdin)
+
+
+def _sessions(options: CliOptions) -> CliSessions:
+    """Where the runs are recorded; with ``--otel`` also traced (SPEC §17)."""
+    from .options import sessions_dir
+
+    if options.otel:
+        from .tracing import TracedSessions
+
+        return TracedSessions(sessions_dir(options))
+    from .sessions import CliSessions
+
+    return CliSessions(sessions_dir(options))

@@ -12,7 +12,6 @@ input, the status line (:func:`status_line`). ANSI colours only when :class:`Sty
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shutil
@@ -22,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO, Union
 
-from ..coding import EventKind, SessionEvent
-from ..providers.pricing import Cost, cost_of, format_cost
-from ..types import AgentMessage, Usage
-
 if TYPE_CHECKING:
+    from ..coding import SessionEvent
     from ..events import AgentEvent
     from ..providers.model_config import ModelConfig
+    from ..providers.pricing import Cost
+    from ..types import AgentMessage, Usage
 
 # What the status line names the model by: its config (priced by its id), or just a name.
 Model = Union["ModelConfig", str]
@@ -94,6 +92,8 @@ def colour_diff(lines: list[str], style: Style) -> list[str]:
 
 def file_diff(path: str, before: str | None, after: str | None) -> list[str]:
     """A unified diff of one file (a new file is all additions, a deleted one all deletions)."""
+    import difflib
+
     a = [] if before is None else before.splitlines(keepends=True)
     b = [] if after is None else after.splitlines(keepends=True)
     old = "/dev/null" if before is None else f"a/{path}"
@@ -130,15 +130,29 @@ def gauge(ratio: float, style: Style) -> str:
 class TurnStats:
     """Usage and cost of the model calls of one input (and, summed, of the session)."""
 
-    usage: Usage = field(default_factory=Usage)
-    cost: Cost | None = field(default_factory=Cost)
+    usage: Usage = field(default_factory=lambda: _usage_type()())
+    cost: Cost | None = field(default_factory=lambda: _cost_type()())
     context_tokens: int = 0  # the last call's prompt and reply: what the next call starts from
 
     def add(self, usage: Usage, model: Model) -> None:
+        from ..providers.pricing import cost_of
+
         self.usage = self.usage + usage
         call_cost = cost_of(usage, model)
         self.cost = None if call_cost is None or self.cost is None else self.cost + call_cost
         self.context_tokens = usage.input + usage.cache_read + usage.cache_write + usage.output
+
+
+def _usage_type() -> type[Usage]:
+    from ..types import Usage
+
+    return Usage
+
+
+def _cost_type() -> type[Cost]:
+    from ..providers.pricing import Cost
+
+    return Cost
 
 
 def context_estimate(messages: Sequence[AgentMessage], system_prompt: str) -> int:
@@ -149,13 +163,18 @@ def context_estimate(messages: Sequence[AgentMessage], system_prompt: str) -> in
 
 
 def status_line(model: str, turn: TurnStats, total: TurnStats, context_window: int, style: Style,
-                mode: str = "") -> str:
-    """``model · in N out N · cache N read (P%) · $cost (session $cost) · context [gauge]``."""
+                mode: str = "", compact_at: float = 0.0) -> str:
+    """``model · in N out N · cache N read (P%) · $cost (session $cost) · context [gauge]`` and, with
+    automatic compaction, `` · compacts at P%``."""
+    from ..providers.pricing import format_cost
+
     u = turn.usage
     cache = f"cache {u.cache_read:,} read ({round(u.cache_hit_rate() * 100)}%)"
     cost = f"{format_cost(turn.cost)} (session {format_cost(total.cost)})"
     ratio = total.context_tokens / context_window if context_window else 0.0
     parts = [style("bold", model), f"in {u.input:,} out {u.output:,}", cache, cost, f"context {gauge(ratio, style)}"]
+    if compact_at > 0:
+        parts.append(style("grey", f"compacts at {round(compact_at * 100)}%"))
     if mode:
         parts.insert(1, style("magenta", mode))
     return style("grey", " · ").join(parts)
@@ -172,6 +191,8 @@ class ToolCall:
     is_error: bool = False
     diff: list[str] = field(default_factory=list)
     shown_at: float = 0.0  # when its running line was last rewritten
+    asked_at: float | None = None  # an approval question about it is waiting for the person
+    waited: float = 0.0  # seconds spent waiting for approval: not the tool's own time
 
 
 class Renderer:
@@ -197,6 +218,8 @@ class Renderer:
         self.model: Model = ""
         self.auth_hint = ""  # appended to an authentication error: which variable holds the key
         self.error_shown = False  # an error of the current input was written
+        self.error_kind = ""  # the kind of that error (``context_overflow``, ``auth``, ...)
+        self._asked: ToolCall | None = None  # the call an approval question is about
 
     # ------------------------------------------------------------------ output primitives
 
@@ -224,6 +247,8 @@ class Renderer:
             call = self._by_id.get(call_id)
             if call is not None:
                 self._erase_running(call.number)
+                call.asked_at = time.monotonic()
+                self._asked = call
 
     def _erase_running(self, number: int) -> None:
         if self._open_call == number:  # nothing was written since the call's running line
@@ -236,6 +261,10 @@ class Renderer:
             self._asking = False
             self._column = 0
             self._open_call = None
+            call, self._asked = self._asked, None
+            if call is not None and call.asked_at is not None:
+                call.waited += time.monotonic() - call.asked_at
+                call.asked_at = None
 
     def line(self, text: str = "") -> None:
         """``text`` on a line of its own."""
@@ -259,7 +288,7 @@ class Renderer:
                 self.write(self.style("dim", event.delta.delta))
 
     def on_event(self, event: SessionEvent) -> None:
-        handler = _HANDLERS.get(event.kind)
+        handler = _HANDLERS.get(getattr(event.kind, "value", event.kind))
         if handler is not None:
             handler(self, event.data)
 
@@ -271,13 +300,18 @@ class Renderer:
             self.write(data["delta"])
 
     def _text_end(self, data: dict[str, Any]) -> None:
-        usage = Usage.from_json(data.get("usage") or {}, "usage")
-        self.turn.add(usage, self.model)
-        self.total.add(usage, self.model)
+        from ..types import Usage
+
+        self.add_usage(Usage.from_json(data.get("usage") or {}, "usage"))
         with self._lock:
             if self._column:
                 self.write("\n")
             self._mode = ""
+
+    def add_usage(self, usage: Usage) -> None:
+        """A model call's usage, for this input's and the session's figures."""
+        self.turn.add(usage, self.model)
+        self.total.add(usage, self.model)
 
     def _tool_start(self, data: dict[str, Any]) -> None:
         arguments = data.get("arguments") or {}
@@ -326,7 +360,7 @@ class Renderer:
         call.output, call.is_error = data.get("output", ""), bool(data.get("is_error"))
         for path, before in call.before.items():
             call.diff += file_diff(path, before, _read(self.cwd / path))
-        seconds = time.monotonic() - call.started
+        seconds = max(0.0, time.monotonic() - call.started - call.waited)
         mark = self.style("red", "✗") if call.is_error else self.style("green", "✓")
         text = data.get("error") if call.is_error else call.output
         head = (f"{self.style('grey', f'[{call.number}]')} {mark} {self.style('bold', call.name)}"
@@ -351,6 +385,7 @@ class Renderer:
     def _error(self, data: dict[str, Any]) -> None:
         hint = f" ({self.auth_hint})" if data.get("kind") == "auth" and self.auth_hint else ""
         self.error_shown = True
+        self.error_kind = str(data.get("kind") or "")
         self.line(self.style("red", f"error: {data.get('message', '')}{hint}"))
 
     def _limit(self, data: dict[str, Any]) -> None:
@@ -371,26 +406,30 @@ class Renderer:
     def start_turn(self) -> None:
         self.turn = TurnStats(context_tokens=self.total.context_tokens)
         self.error_shown = False
+        self.error_kind = ""
 
-    def status(self, context_window: int, mode: str = "", estimate: Callable[[], int] | None = None) -> str:
+    def status(self, context_window: int, mode: str = "", estimate: Callable[[], int] | None = None,
+               compact_at: float = 0.0) -> str:
         """The status line; ``estimate`` gives the context size when no model call reported usage."""
         if not self.total.context_tokens and estimate is not None:
             self.total.context_tokens = estimate()
         model = self.model if isinstance(self.model, str) else self.model.id
-        return status_line(model, self.turn, self.total, context_window, self.style, mode)
+        return status_line(model, self.turn, self.total, context_window, self.style, mode, compact_at)
 
 
-_HANDLERS: dict[EventKind, Callable[[Renderer, dict[str, Any]], None]] = {
-    EventKind.ASSISTANT_TEXT_DELTA: Renderer._text_delta,
-    EventKind.ASSISTANT_TEXT_END: Renderer._text_end,
-    EventKind.TOOL_CALL_START: Renderer._tool_start,
-    EventKind.TOOL_CALL_OUTPUT_DELTA: Renderer._tool_output,
-    EventKind.TOOL_CALL_END: Renderer._tool_end,
-    EventKind.STEERING_INJECTED: Renderer._steering,
-    EventKind.LOOP_DETECTION: Renderer._notice,
-    EventKind.WARNING: Renderer._notice,
-    EventKind.ERROR: Renderer._error,
-    EventKind.TURN_LIMIT: Renderer._limit,
+# Keyed by the EventKind values (a str enum hashes as its value), so that the first screen need
+# not import the coding layer.
+_HANDLERS: dict[str, Callable[[Renderer, dict[str, Any]], None]] = {
+    "assistant_text_delta": Renderer._text_delta,
+    "assistant_text_end": Renderer._text_end,
+    "tool_call_start": Renderer._tool_start,
+    "tool_call_output_delta": Renderer._tool_output,
+    "tool_call_end": Renderer._tool_end,
+    "steering_injected": Renderer._steering,
+    "loop_detection": Renderer._notice,
+    "warning": Renderer._notice,
+    "error": Renderer._error,
+    "turn_limit": Renderer._limit,
 }
 
 __all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",

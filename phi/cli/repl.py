@@ -1,36 +1,44 @@
-"""The interactive ``phi`` (SPEC §15 CLI-2, CLI-3; seed 002 §16.4, §16.8–16.11): a coding session in a terminal.
+"""The interactive ``phi`` (SPEC §15 CLI-2, CLI-3, CLI-9..CLI-12; seed 002 §16.4, §16.8–16.11): a
+coding session in a terminal.
 
-The main thread owns the terminal. At the prompt it reads an input (:mod:`phi.cli.terminal`; a line
-ending in ``\\`` continues on the next; ``/editor`` for long texts). While the session works, the
-reply is written by the :class:`~phi.cli.render.Renderer` from the session's threads and the main
-thread keeps reading stdin: a line typed meanwhile is sent as steering (``Session.steer``), and an
-approval question from a tool's thread is asked and answered here. Ctrl+C during a run aborts that
-run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in a row (or
-Ctrl+D, or ``/quit``) exits.
+The main thread owns the terminal. At the prompt it reads an input (:mod:`phi.cli.terminal`; Enter
+sends, a pasted block is one input, a line ending in ``\\`` continues on the next; ``/editor`` for
+long texts). While the session works, the reply is written by the
+:class:`~phi.cli.render.Renderer` from the session's threads and the main thread keeps reading the
+terminal: a line typed meanwhile is sent as steering (``Session.steer``), a line starting with ``/``
+is a command (:func:`phi.cli.commands.dispatch_running`), and an approval question from a tool's
+thread is asked here — the change it would make first, then one key answers. Ctrl+C during a run
+aborts that run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in
+a row (or Ctrl+D, or ``/quit``) exits.
+
+Start-up (CLI-12): the first screen needs neither the providers nor the coding layer nor the session
+store, so they are loaded on a thread (:class:`~phi.cli.startup.Loader`) while the prompt waits for
+the first input; :attr:`Repl.session` waits for them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
-from typing import TYPE_CHECKING, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, TextIO, Union
 
-from ..coding import Session, SessionConfig, SessionState
 from ..errors import PhiError
 from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
-from ..session.store import default_sessions_dir
 from .approval import ApprovalGate, describe
-from .batch import interrupt_turn
-from .options import CliOptions, key_hint
-from .render import Renderer, Style, TurnStats, context_estimate
-from .sessions import CliSessions
+from .options import CliOptions, home_dir, key_hint
+from .render import Renderer, Style, TurnStats, colour_diff
+from .startup import Loader
 from .terminal import Terminal
 
 if TYPE_CHECKING:
-    from ..coding import ProviderProfile, SessionStream, SubmitResult
+    from ..coding import ProviderProfile, Session, SessionStream, SubmitResult
     from .approval import Question
+    from .mcp_servers import McpServers
+    from .sessions import CliSessions
 
 log = get_logger(__name__)
 
@@ -39,6 +47,7 @@ POLL_S = 0.05
 ABORT_WAIT_S = 10.0
 PLAN_INSTRUCTIONS = ("You are in plan mode: you can only read. Study the request and the code, then answer "
                      "with a numbered plan of the changes you would make. Do not try to change anything yet.")
+Later = Union["ProviderProfile", Callable[[], "ProviderProfile"]]
 
 
 class ScreenLog(logging.Handler):
@@ -58,15 +67,16 @@ class ScreenLog(logging.Handler):
 
 
 class Repl:
-    """One interactive ``phi`` process (see the module docstring)."""
+    """One interactive ``phi`` process (see the module docstring). ``profile`` and ``sessions`` may
+    be given as functions making them: they are then called on the start-up thread (unless not
+    ``background``: with MCP servers to start, whose messages must come before the prompt)."""
 
-    def __init__(self, options: CliOptions, profile: ProviderProfile, sessions: CliSessions, *,
-                 stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+    def __init__(self, options: CliOptions, profile: Later,
+                 sessions: CliSessions | Callable[[], CliSessions], *,
+                 stdin: TextIO | None = None, out: TextIO | None = None, background: bool = True) -> None:
         self.options = options
-        self.profile = profile
-        self.sessions = sessions
         self.out = out or sys.stdout
-        self.term = Terminal(stdin or sys.stdin, self.out, str(default_sessions_dir().parent / "history"))
+        self.term = Terminal(stdin or sys.stdin, self.out, os.path.join(home_dir(), "history"))
         terminal = self.out.isatty() and os.environ.get("TERM") != "dumb"
         enabled = options.color == "always" or (options.color == "auto" and terminal
                                                   and os.environ.get("NO_COLOR") is None)
@@ -79,7 +89,43 @@ class Repl:
         self.screen_log = ScreenLog(self.renderer)
         logging.getLogger(LOG_ROOT).addHandler(self.screen_log)
         self.plan_mode = False
-        self.session: Session = self._new_session()
+        self.quit_requested = False  # /quit typed while a run streamed
+        self.after_reply: list[str] = []  # commands typed while a run streamed, run when it ends
+        self.next_profile: ProviderProfile | None = None  # /model typed while a run streamed
+        self.compact_at = options.compact_at  # auto-compaction threshold, a fraction of the window
+        self.window_cap: int | None = None  # a smaller window than the profile's, learnt from an overflow
+        self.mcp: McpServers | None = None
+        self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
+        self.term.completer = self._complete
+        self.loader = Loader(self, profile, sessions)
+        self.loader.start(background)
+
+    def _complete(self, text: str) -> list[str]:
+        from .extras import complete
+
+        return complete(Path(self.options.cwd), text)
+
+    # ------------------------------------------------------------------ what start-up loads
+
+    @property
+    def profile(self) -> ProviderProfile:
+        return self.loader.wait().profile
+
+    @profile.setter
+    def profile(self, profile: ProviderProfile) -> None:
+        self.loader.wait().profile = profile
+
+    @property
+    def sessions(self) -> CliSessions:
+        return self.loader.wait().sessions
+
+    @property
+    def session(self) -> Session:
+        return self.loader.wait().session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self.loader.wait().session = session
 
     # ------------------------------------------------------------------ sessions
 
@@ -87,29 +133,44 @@ class Repl:
         registered = self.profile.tool_registry.get(name)
         return registered.kind if registered is not None else "execute"
 
-    def _new_session(self, carry: Session | None = None) -> Session:
+    def new_session(self, carry: Session | None = None, session_id: str | None = None) -> Session:
         """A coding session for the current profile; ``carry``: continue that one's conversation."""
+        from ..coding import Session, SessionConfig
         from ..tools.environment import LocalExecutionEnvironment
+        from .compact import apply_auto_compaction
 
+        profile = self.loader.state.profile
+        if self.options.system_prompt:
+            profile.base_instructions = self.options.system_prompt
+        if self.mcp is not None:
+            self.mcp.register(profile.tool_registry)
         config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False)
-        session = Session(self.profile, LocalExecutionEnvironment(self.options.cwd), config)
+        session = Session(profile, LocalExecutionEnvironment(self.options.cwd), config)
         if carry is not None:
             session.agent.restore(carry.agent.checkpoint())
             session.id = carry.id
-        self._attach(session)
-        self._apply_mode(session)
-        self.renderer.model = self.profile.model_config
-        self.renderer.auth_hint = key_hint(self.options, self.profile.id)
-        return session
-
-    def _attach(self, session: Session) -> None:
+        elif session_id is not None:
+            session.id = session.agent.session_id = session_id
         session.subscribe(self.renderer.on_event)
         session.agent.subscribe(self.renderer.on_core_event)
-        self.sessions.attach(session.agent)
+        self.loader.state.sessions.attach(session.agent)
+        self._apply_mode(session)
+        apply_auto_compaction(session, self.compact_at, self.context_window(profile))
+        self.renderer.model = profile.model_config
+        self.renderer.auth_hint = key_hint(self.options, profile.id)
+        return session
+
+    def context_window(self, profile: ProviderProfile | None = None) -> int:
+        """The model's window, or the smaller one an overflow showed."""
+        window = (profile or self.profile).context_window_size
+        return min(window, self.window_cap) if self.window_cap else window
 
     def _apply_mode(self, session: Session) -> None:
+        from .extras import system_instructions
+
         session.config.plan_mode = self.plan_mode
-        session.config.user_instructions = PLAN_INSTRUCTIONS if self.plan_mode else None
+        session.config.user_instructions = system_instructions(self.options, PLAN_INSTRUCTIONS if self.plan_mode
+                                                               else None)
 
     def replace_session(self, carry: bool, profile: ProviderProfile | None = None) -> None:
         """Close the current session and start another (same conversation when ``carry``)."""
@@ -117,20 +178,19 @@ class Repl:
         if profile is not None:
             self.profile = profile
         if not carry:
-            self.gate.trusted.clear()  # "always allow" holds for one conversation
-            self.renderer.total = TurnStats()  # and so do the session's cost and context
-        self.session = self._new_session(old if carry else None)
+            self.renderer.total = TurnStats()  # the session's cost and context start again
+        self.session = self.new_session(old if carry else None)
         old.close()
 
     def resume(self, session_id: str) -> int:
         """Continue a stored session (its id, agent id and conversation); the number of messages."""
-        new = self._new_session()
+        self.loader.wait()
+        new = self.new_session()
         try:
             count = self.sessions.restore(session_id, new.agent)
         except BaseException:
             new.close()
             raise
-        self.gate.trusted.clear()
         self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
         new.id = new.agent.session_id
         old, self.session = self.session, new
@@ -140,15 +200,17 @@ class Repl:
     def set_plan_mode(self, on: bool) -> None:
         self.plan_mode = on
         self._apply_mode(self.session)
+        self.session._prepare_tools()  # /tools lists what the next input offers
 
     # ------------------------------------------------------------------ the loop
 
     def banner(self) -> None:
         s = self.style
         where = os.path.abspath(self.options.cwd)
-        self.renderer.line(f"{s('bold', 'phi')} · {self.profile.model} ({self.profile.id}) · {where}")
-        self.renderer.line(s("grey", f"session {self.session.id} · /help for commands · Ctrl+C aborts a run, "
-                                     "twice at the prompt exits"))
+        profile_id, model = self.loader.names()
+        self.renderer.line(f"{s('bold', 'phi')} · {model} ({profile_id}) · {where}")
+        self.renderer.line(s("grey", f"session {self.loader.session_id} · /help for commands · Ctrl+C aborts a "
+                                     "run, twice at the prompt exits"))
 
     def run(self) -> int:
         self.banner()
@@ -176,15 +238,26 @@ class Repl:
         return 0
 
     def handle(self, text: str) -> bool:
-        """One input: a slash command or a message for the model. False ends the program."""
+        """One input: a slash command, a ``!`` shell command or a message for the model. False ends
+        the program."""
         from .commands import dispatch
 
-        if not text.strip():
+        stripped = text.strip()
+        if not stripped:
             return True
-        if text.lstrip().startswith("/"):
-            return dispatch(self, text.strip())
-        self.run_input(text)
-        return True
+        if stripped.startswith("/"):
+            return dispatch(self, stripped)
+        if stripped.startswith("!"):
+            from .extras import run_shell
+
+            run_shell(self, stripped[1:].strip())
+            return True
+        from .extras import expand_mentions
+
+        message = expand_mentions(self, text)
+        if message is not None:
+            self.run_input(message)
+        return not self.quit_requested
 
     def read_input(self) -> str:
         """One input: lines ending in a backslash continue on the next line."""
@@ -195,8 +268,15 @@ class Repl:
             lines.append(self.term.prompt(self.style("grey", "… ")))
         return "\n".join(lines)
 
-    def run_input(self, text: str) -> SubmitResult | None:
-        """Process one input until it is done (or Ctrl+C); then the status line. Returns the result."""
+    def run_input(self, text: str, retried: bool = False) -> SubmitResult | None:
+        """Process one input until it is done (or Ctrl+C); then the status line. Returns the result.
+        A context overflow is answered by compacting the conversation and trying once more."""
+        from ..coding import SessionState
+        from .compact import recover_from_overflow
+
+        if self.next_profile is not None:
+            profile, self.next_profile = self.next_profile, None
+            self.replace_session(carry=True, profile=profile)
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
         self.renderer.start_turn()
@@ -213,41 +293,83 @@ class Repl:
             log.debug("the run raised", exc_info=True)  # the line below says it; the trace for debugging
             self.renderer.line(self.style("red", f"the run raised {type(error).__name__}: {error}"))
             return None
+        if self.renderer.error_kind == "context_overflow" and not retried and not self.quit_requested:
+            if recover_from_overflow(self, text):
+                return self.run_input(text, retried=True)
         self._after(result)
+        self._run_queued_commands()
         return result
 
     def _watch(self, stream: SessionStream) -> SubmitResult:
-        while not stream.done:
-            question = self.gate.pending()
-            if question is not None:
-                self._ask(question)
-                continue
-            line = self.term.poll_line(POLL_S)
-            if line is None or not line.strip():
-                continue
-            if stream.done:  # typed as the run ended: it is the next input
-                self.term.unread(line)
-            else:
-                self.session.steer(line.strip())
+        with self.term.running():
+            while not stream.done:
+                question = self.gate.pending()
+                if question is not None:
+                    self._ask(question)
+                    continue
+                line = self.term.poll_line(POLL_S)
+                if line is None or not line.strip():
+                    continue
+                if stream.done:  # typed as the run ended: it is the next input
+                    self.term.unread(line)
+                elif line.lstrip().startswith("/"):
+                    from .commands import dispatch_running
+
+                    if dispatch_running(self, line.strip()) == "stop":
+                        return self._interrupt(stream)
+                else:
+                    self.session.steer(line.strip())
         return stream.result()
 
     def _ask(self, question: Question) -> None:
+        """Show what the call would change (paged when long), then ask; one key answers."""
         self.renderer.begin_question(question.request.call_id)
         self.renderer.fresh_line()
-        self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
-                                                 "[y]es, [n]o, [a]lways for this session: "))
         try:
-            reply = self.term.read_answer("")
+            self._show_preview(question)
+            self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
+                                                     "[y]es, [n]o, [a]lways for this session: "))
+            reply = self.term.read_key("yna")
         except KeyboardInterrupt:
             self.gate.answer(question, "n")
             raise
+        except EOFError:
+            reply = "n"
         finally:
             self.renderer.after_typing()
         decision = self.gate.answer(question, reply)
+        if self.term.tty:  # the key was not echoed
+            self.renderer.write(f"{reply}\n")
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
 
+    def _show_preview(self, question: Question) -> None:
+        """The diff a write call would make, a page at a time ([space] next page, [q] to the question)."""
+        request = question.request
+        if request.kind != "write":
+            return
+        from .preview import preview_diff
+
+        lines, reason = preview_diff(request.tool_name, request.arguments, self.options.cwd)
+        if reason:
+            self.renderer.line(self.style("grey", reason))
+        shown = colour_diff(lines, self.style)
+        page = max(5, shutil.get_terminal_size((100, 24)).lines - 4)
+        while shown:
+            self.renderer.write("\n".join(shown[:page]) + "\n")
+            shown = shown[page:]
+            if not shown:
+                break
+            self.renderer.write(self.style("grey", f"… {len(shown)} more lines: [space] next page, [q] skip to "
+                                                   "the question "))
+            key = self.term.read_key(" q")
+            self.renderer.write("\r\x1b[2K" if self.renderer.live else "\n")
+            if key == "q":
+                break
+
     def _interrupt(self, stream: SessionStream) -> SubmitResult:
-        """Ctrl+C during a run: stop the run, keep the session."""
+        """Ctrl+C (or /abort, /quit) during a run: stop the run, keep the session."""
+        from .batch import interrupt_turn
+
         self.gate.deny_all("the run was aborted")
         interrupt_turn(self.session)
         while True:
@@ -265,13 +387,24 @@ class Repl:
         return result
 
     def _after(self, result: SubmitResult) -> None:
+        from .render import context_estimate
+
         if result.outcome == "error" and result.error and not self.renderer.error_shown:
             self.renderer.line(self.style("red", f"the run failed: {result.error}"))
         mode = "PLAN" if self.plan_mode else ""
         agent = self.session.agent
         estimate = lambda: context_estimate(agent.messages, agent.system_prompt)  # noqa: E731
-        self.renderer.line(self.renderer.status(self.profile.context_window_size, mode, estimate))
+        self.renderer.line(self.renderer.status(self.context_window(), mode, estimate, self.compact_at))
         self.save(quiet=True)
+
+    def _run_queued_commands(self) -> None:
+        from .commands import dispatch
+
+        while self.after_reply and not self.quit_requested:
+            line = self.after_reply.pop(0)
+            self.renderer.line(self.style("grey", f"› {line}"))
+            if not dispatch(self, line):
+                self.quit_requested = True
 
     def save(self, quiet: bool = False) -> list[str]:
         try:
@@ -279,15 +412,24 @@ class Repl:
         except Exception as error:  # a full disk must not end the conversation
             self.renderer.line(self.style("red", f"could not save the session: {error}"))
             return []
+        if saved:
+            from .recent import remember
+
+            remember(self.sessions, self.options.cwd, self.session.id)
         if not quiet:
             self.renderer.line(f"saved session {self.session.id} to {self.sessions.path_of(self.session.id)}")
         return saved
 
     def close(self) -> None:
-        self.session.close()
-        self.save(quiet=True)
-        self.term.save_history()
-        logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
+        try:
+            if self.loader.ready():
+                self.session.close()
+                self.save(quiet=True)
+                if self.mcp is not None:
+                    self.mcp.close()
+        finally:
+            self.term.save_history()
+            logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
 
 
 __all__ = ["Repl", "Terminal", "PLAN_INSTRUCTIONS"]

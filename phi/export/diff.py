@@ -6,8 +6,10 @@ and the coding layer's names differ, applications register their own):
 * ``path``/``file_path`` with ``old_text``/``old_string`` and ``new_text``/``new_string`` — an
   edit: the replaced text against its replacement, numbered from the ``first_line`` the tool reported
   in its result details when it did;
-* ``path``/``file_path`` with ``content`` — a write: every line added (``/dev/null`` as the old side
-  when the result says the file was created);
+* ``path``/``file_path`` with ``content`` — a write: against the file's earlier content when the
+  session shows it (an earlier write or edit of the same path, :class:`FileHistory`), else every
+  line added — ``/dev/null`` as the old side when the result says the file was created, and the kind
+  ``overwrite`` (earlier content not recorded) when it says the file existed;
 * ``patch`` holding an apply_patch ("v4a") text — one diff per file operation, parsed with
   :func:`phi.tools.patch_parser.parse_patch` (a patch that does not parse is shown as it is).
 
@@ -63,6 +65,11 @@ def _range(first: int, count: int) -> str:
     return str(first) if count == 1 else f"{first},{count}"
 
 
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def _all_added(content: str, old_name: str, path: str) -> str:
     """A diff adding every line of ``content`` (the previous content is not known)."""
     lines = content.split("\n")
@@ -72,8 +79,39 @@ def _all_added(content: str, old_name: str, path: str) -> str:
     return "\n".join(body + ["+" + line for line in lines])
 
 
-def edit_diffs(arguments: Mapping[str, object], details: object = None) -> list[FileDiff]:
-    """The diffs a tool call with these arguments made (``details``: its result's details)."""
+class FileHistory:
+    """What the session so far says each file contains: the content of its last write, with later
+    edits applied. Fed in the order the calls ran (:meth:`after`)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def before(self, arguments: Mapping[str, object]) -> str | None:
+        path = _first_str(arguments, "path", "file_path") if isinstance(arguments, Mapping) else None
+        return None if path is None else self.files.get(path)
+
+    def after(self, arguments: Mapping[str, object], failed: bool) -> None:
+        """Note what a call left in the file it named (a failed call changed nothing)."""
+        if failed or not isinstance(arguments, Mapping):
+            return
+        path = _first_str(arguments, "path", "file_path")
+        if path is None:
+            return
+        content = _first_str(arguments, "content")
+        old = _first_str(arguments, "old_text", "old_string")
+        new = _first_str(arguments, "new_text", "new_string")
+        if content is not None:
+            self.files[path] = content
+        elif old is not None and new is not None and path in self.files:
+            every = arguments.get("replace_all") is True
+            text = self.files[path]
+            self.files[path] = text.replace(old, new) if every else text.replace(old, new, 1)
+
+
+def edit_diffs(arguments: Mapping[str, object], details: object = None,
+               before: str | None = None) -> list[FileDiff]:
+    """The diffs a tool call with these arguments made (``details``: its result's details;
+    ``before``: the file's content before the call, when the session shows it)."""
     if not isinstance(arguments, Mapping):
         return []
     info = details if isinstance(details, Mapping) else {}
@@ -87,8 +125,12 @@ def edit_diffs(arguments: Mapping[str, object], details: object = None) -> list[
         return [FileDiff(path, "edit", text)]
     content = _first_str(arguments, "content")
     if path is not None and content is not None:
-        old_name = "/dev/null" if info.get("created") is True else f"a/{path}"
-        return [FileDiff(path, "write", _all_added(content, old_name, path))]
+        created = info.get("created") is True
+        if before is not None and not created:
+            return [FileDiff(path, "write", unified(_lines(before), _lines(content), f"a/{path}", f"b/{path}"))]
+        if created or info.get("created") is not False:
+            return [FileDiff(path, "write", _all_added(content, "/dev/null" if created else f"a/{path}", path))]
+        return [FileDiff(path, "overwrite", _all_added(content, f"a/{path} (earlier content not recorded)", path))]
     patch = _first_str(arguments, "patch", "input")
     if patch is not None and "*** Begin Patch" in patch:
         return patch_diffs(patch)

@@ -44,7 +44,7 @@ from ..types import (
     UserMessage,
 )
 from .assets import CONTENT_SECURITY_POLICY, CSS, JS
-from .diff import edit_diffs
+from .diff import FileHistory, edit_diffs
 from .redact import Redactor
 from .tree import ExportTree, load_tree
 
@@ -73,8 +73,13 @@ def usage_text(usage: Usage) -> str:
                          ("cache write", usage.cache_write)):
         if value:
             parts.append(f"{label} {value}")
-    parts.append(f"total {usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write}")
+    parts.append(f"total {_tokens(usage)}")
     return " · ".join(parts)
+
+
+def _tokens(usage: Usage) -> int:
+    """All tokens of a usage: its total, or the sum of its parts when the provider gave no total."""
+    return usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class _Page:
 
     def __init__(self, tree: ExportTree, redactor: Redactor) -> None:
         self.tree, self.r = tree, redactor
+        self.history = FileHistory()  # what each file held, for diffs of overwritten files
         self.anchors = {record.loop_id: f"loop-{n}" for n, record in enumerate(tree.all_loops(), 1)}
         self.shown: set[str] = set()  # loops whose section is written
 
@@ -162,7 +168,7 @@ class _Page:
         if record.parallel_group is not None and record.parallel_group.is_selected:
             label += ' <span class="selected">selected</span>'
         head = (f'<a href="#{self.anchors[record.loop_id]}" data-loop-id="{self.t(record.loop_id)}">{label}</a> '
-                f'{self.status(record)} <span class="meta">{record.usage.total_tokens} tok</span>')
+                f'{self.status(record)} <span class="meta">{_tokens(record.usage)} tok</span>')
         children = session.children_of(record.loop_id)
         if depth < _MAX_NEST:
             inner = self.tree_items(session, children, seen, depth + 1)
@@ -274,7 +280,9 @@ class _Page:
         state = "no result" if result is None else ("error" if result.is_error else "ok")
         details = None if result is None else result.details
         body = ['<h4>input</h4>', self.json_block(call.arguments)]
-        for diff in edit_diffs(call.arguments, details):
+        diffs = edit_diffs(call.arguments, details, self.history.before(call.arguments))
+        self.history.after(call.arguments, result is None or result.is_error)
+        for diff in diffs:
             body.append(f"<h4>diff {self.t(diff.path)} ({esc(diff.kind)})</h4>{self.diff_block(diff.text)}")
         if result is not None:
             body.append(f'<h4>output</h4><pre class="output">{self.t(_plain(result.content))}</pre>')

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The ``phi`` command as a person feels it (issue 15): in a pseudo-terminal, with the offline model,
-how long from starting the process to the first prompt, from Enter to the first streamed character,
-and from Ctrl+C during a streaming reply to the prompt being back.
+"""The ``phi`` command as a person feels it (issues 15, 26): ``phi --help`` and, in a pseudo-terminal
+with the offline model, how long from starting the process to the first prompt, from Enter to the
+first streamed character, and from Ctrl+C during a streaming reply to the prompt being back. The
+same machine's bare Python is measured in the same run (``python -c pass``; a pty prompt from
+``input()`` with readline), so that the figures over bare Python mean something on a busy machine.
 
 Prints one line per figure (median and worst of N rounds); the last line is one JSON object with all
 figures. Benchmarks report, they never judge.
@@ -56,6 +58,37 @@ def one_round(workdir: Path) -> dict[str, float]:
         phi.close()
 
 
+def bare_prompt_ms(workdir: Path) -> float:
+    """Bare Python to a readline prompt in a pty: the floor under start_to_prompt."""
+    import os
+    import pty
+    import subprocess
+
+    master, slave = pty.openpty()
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", "import readline; input('› ')"], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=workdir, close_fds=True)
+    os.close(slave)
+    seen = b""
+    try:
+        while "› ".encode() not in seen:
+            seen += os.read(master, 1024)
+        return (time.monotonic() - started) * 1000
+    finally:
+        os.write(master, b"\r")
+        proc.wait(10)
+        os.close(master)
+
+
+def command_ms(argv: list[str]) -> float:
+    import subprocess
+
+    started = time.monotonic()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    return (time.monotonic() - started) * 1000
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -63,7 +96,14 @@ def main() -> int:
     rounds = []
     with tempfile.TemporaryDirectory() as scratch:
         for _ in range(args.rounds):
-            rounds.append(one_round(Path(scratch)))
+            figures_of_round = one_round(Path(scratch))
+            figures_of_round["bare_python_prompt_ms"] = bare_prompt_ms(Path(scratch))
+            figures_of_round["help_ms"] = command_ms([sys.executable, "-m", "phi.cli", "--help"])
+            figures_of_round["bare_python_ms"] = command_ms([sys.executable, "-c", "pass"])
+            figures_of_round["prompt_over_bare_ms"] = (figures_of_round["start_to_prompt_ms"]
+                                                       - figures_of_round["bare_python_prompt_ms"])
+            figures_of_round["help_over_bare_ms"] = figures_of_round["help_ms"] - figures_of_round["bare_python_ms"]
+            rounds.append(figures_of_round)
     figures: dict[str, float] = {"rounds": args.rounds}
     for name in rounds[0]:
         values = [r[name] for r in rounds]

@@ -43,7 +43,8 @@ def test_no_key_names_every_variable_and_the_offline_way():
 
 
 def test_base_url_and_model_reach_the_profile():
-    profile = make_profile(CliOptions(provider="openai", model="gpt-5-mini", base_url="http://127.0.0.1:9"))
+    profile = make_profile(CliOptions(provider="openai", model="gpt-5-mini", base_url="http://127.0.0.1:9"),
+                           env={"OPENAI_API_KEY": "k"})
     assert (profile.id, profile.model, profile.model_config.base_url) == ("openai", "gpt-5-mini", "http://127.0.0.1:9")
 
 
@@ -69,7 +70,7 @@ def test_bad_arguments_exit_2(args):
 
 def test_timeout_reaches_the_model_config():
     options = parse(["--timeout", "2.5", "--provider", "openai", "--base-url", "http://127.0.0.1:9"])
-    assert make_profile(options, env={}).model_config.options["read_timeout"] == 2.5
+    assert make_profile(options, env={"OPENAI_API_KEY": "k"}).model_config.options["read_timeout"] == 2.5
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -254,13 +255,16 @@ def test_export_writes_the_page_of_this_session_from_the_repls_own_store(repl, m
     assert page.startswith("<!DOCTYPE html>") and "hello there" in page and repl.session.id in page
 
 
-def test_always_allow_lasts_for_one_conversation(repl):
+def test_always_allow_lasts_for_the_process_and_clear_says_so(repl):
     from phi.cli.commands import dispatch
 
     repl.gate.trusted.add("shell")
     dispatch(repl, "/model offline-2")  # the same conversation goes on
     assert repl.gate.trusted == {"shell"}
     dispatch(repl, "/clear")
+    assert repl.gate.trusted == {"shell"}
+    assert "still always allowed: shell; /approve reset forgets" in repl.out.getvalue()
+    dispatch(repl, "/approve reset")
     assert repl.gate.trusted == set()
 
 
@@ -342,7 +346,10 @@ def test_a_model_whose_key_is_missing_is_refused_up_front():
     with pytest.raises(NoModel, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
         make_profile(CliOptions(provider="gemini"), env={})
     assert make_profile(CliOptions(model="gpt-5"), env={"OPENAI_API_KEY": "k"}).id == "openai"
-    assert make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={}).id == "openai"  # a proxy
+    proxy = CliOptions(model="gpt-5", base_url="http://127.0.0.1:1")
+    assert make_profile(proxy, env={"OPENAI_API_KEY": "k"}).id == "openai"
+    with pytest.raises(NoModel, match="sends OPENAI_API_KEY, which is not set.*--provider llamacpp"):
+        make_profile(CliOptions(model="gpt-5", base_url="http://127.0.0.1:1"), env={})  # would fail at the first call
 
 
 def test_phi_export_is_dispatched_to_the_export_command(monkeypatch, capsys):
@@ -409,3 +416,39 @@ def test_clear_and_resume_start_the_session_totals_afresh(repl):
     repl.run_input("another conversation")
     dispatch(repl, f"/resume {first}")
     assert repl.renderer.total.usage.input == 0 and repl.renderer.total.context_tokens == 0
+
+
+def test_default_models_match_the_coding_profiles():
+    from phi.cli.options import DEFAULT_MODELS
+    from phi.coding import create_profile
+
+    for profile_id, model in DEFAULT_MODELS.items():
+        assert create_profile(profile_id).model == model
+
+
+def test_local_servers_need_no_key_and_get_none():
+    from phi.cli.options import describe_choice, local_target
+
+    profile = make_profile(CliOptions(provider="ollama", model="qwen3"), env={"ANTHROPIC_API_KEY": "k"})
+    mc = profile.model_config
+    assert (mc.api, mc.provider, mc.base_url, mc.api_key) == ("openai_completions", "ollama",
+                                                               "http://localhost:11434/v1", None)
+    assert mc.options["api_key_required"] is False and profile.context_window_size == 32_768
+    assert local_target(CliOptions(), {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}) == (
+        "openai_compatible", "http://127.0.0.1:8080/v1")
+    assert local_target(CliOptions(), {"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}) is None
+    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    assert make_profile(CliOptions(), env=env).model_config.base_url == "http://127.0.0.1:9"
+    assert describe_choice(CliOptions(base_url="http://127.0.0.1:1/v1"), env={}) == ("openai_compatible",
+                                                                                  "local-model")
+
+
+def test_a_pasted_block_and_editing_keys_make_one_line():
+    from phi.cli.terminal import LineAssembler
+
+    typed = LineAssembler()
+    typed.feed(b"ab\x7fc\x1b[D")
+    typed.feed(b"\x1b[200~one\rtwo\r")
+    typed.feed(b"three\x1b[20")
+    typed.feed(b"1~\r")
+    assert typed.lines == ["ac" + "one\ntwo\nthree"]

@@ -122,5 +122,5 @@ def test_sigterm_stops_the_run_lets_its_end_out_and_saves_the_session(model, pro
     time.sleep(0.1)  # the reader thread takes the last lines
     (end,) = ends(phi.lines)
     assert end["outcome"] == "aborted"
-    (saved,) = (phi_home / "sessions").iterdir()
+    (saved,) = (phi_home / "sessions").glob("[!.]*.json")
     assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"

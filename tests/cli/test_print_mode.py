@@ -51,7 +51,7 @@ def test_print_mode_prints_the_final_answer_and_exits_0(model, project, phi_home
     done = run_phi(["-p", "Count the notes", *wire(model)], project, phi_home, ANTHROPIC_API_KEY="sk-test")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "There are 3 lines.\n"
-    (saved,) = (phi_home / "sessions").iterdir()  # recorded like an interactive run
+    (saved,) = (phi_home / "sessions").glob("[!.]*.json")  # recorded like an interactive run
     assert json.loads(saved.read_text())["loops"][0]["status"] == "Completed"
 
 
@@ -131,7 +131,7 @@ def test_the_schema_accepts_every_event_of_every_conformance_fixture():
     from phi.conformance.driver import run_fixture
 
     seen: set[str] = set()
-    for path in sorted(default_fixtures_dir().glob("*.json")):
+    for path in sorted(default_fixtures_dir().glob("[!.]*.json")):
         out = io.StringIO()
         run_fixture(json.loads(path.read_text()), out)
         for line in out.getvalue().splitlines():
@@ -177,7 +177,7 @@ def test_a_signal_ends_a_print_run_the_json_stream_with_the_abort_and_saves(mode
     assert f"phi: {said}" in err
     events = events_of(stdout.read_text())
     assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
-    (saved,) = (phi_home / "sessions").iterdir()  # saved on the way out
+    (saved,) = (phi_home / "sessions").glob("[!.]*.json")  # saved on the way out
     assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
 
 

@@ -5,6 +5,7 @@ place into one finished line, the diff, the status line; Ctrl+C twice at the pro
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,10 +19,10 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 class Tmux:
-    def __init__(self, cwd, env: dict[str, str]) -> None:
+    def __init__(self, cwd, env: dict[str, str], args: str = "--offline") -> None:
         self.socket = f"phi-test-{os.getpid()}-{time.monotonic_ns()}"
-        exports = " ".join(f"{k}={v}" for k, v in env.items())
-        command = f"env {exports} PYTHONPATH={REPO} {sys.executable} -m phi.cli --offline; echo EXITED $?; sleep 30"
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        command = f"env {exports} PYTHONPATH={REPO} {sys.executable} -m phi.cli {args}; echo EXITED $?; sleep 30"
         self.tmux("new-session", "-d", "-x", "120", "-y", "45", "-c", str(cwd), command)
 
     def tmux(self, *args: str) -> str:
@@ -62,7 +63,7 @@ def test_the_screen_after_an_approved_write_and_ctrl_c_twice(project, phi_home):
         term.wait_for_prompt()
         term.keys("write hello.txt: hi there", "Enter")
         term.wait_for("[a]lways for this session:")
-        term.keys("y", "Enter")
+        term.keys("y")  # one key answers
         screen = term.wait_for("context [")
         rows = screen.splitlines()
         call_rows = [row for row in rows if row.startswith("[1]")]

@@ -38,7 +38,11 @@ def test_unified_matches_difflib_for_whole_files():
 
 def test_write_patch_and_non_edits():
     (write,) = edit_diffs({"path": "n.txt", "content": "one\ntwo\n"}, {"created": False})
-    assert write.text.split("\n") == ["--- a/n.txt", "+++ b/n.txt", "@@ -0,0 +1,2 @@", "+one", "+two"]
+    assert write.kind == "overwrite"  # the file existed, its earlier content is not in the session
+    assert write.text.split("\n") == ["--- a/n.txt (earlier content not recorded)", "+++ b/n.txt", "@@ -0,0 +1,2 @@",
+                                      "+one", "+two"]
+    (known,) = edit_diffs({"path": "n.txt", "content": "one\n2\n"}, {"created": False}, before="one\ntwo\n")
+    assert (known.kind, known.text.split("\n")[2:]) == ("write", ["@@ -1,2 +1,2 @@", " one", "-two", "+2"])
     (bad,) = edit_diffs({"patch": "*** Begin Patch\n*** Frobnicate: x\n*** End Patch"})
     assert bad.kind == "patch" and "Frobnicate" in bad.text
     (delete, move) = edit_diffs({"patch": "*** Begin Patch\n*** Delete File: old.txt\n*** Update File: a.txt\n"

@@ -1,0 +1,200 @@
+"""MCP servers for the interactive ``phi`` (SPEC §15 CLI-10; SPEC §12.1).
+
+Servers come from ``.mcp.json`` in the working directory and from each ``--mcp CONFIG`` (a file, or
+the JSON text itself), all in the shape other coding tools read::
+
+    {"mcpServers": {"NAME": {"command": "...", "args": [...], "env": {...}},
+                    "OTHER": {"url": "https://...", "headers": {...}}}}
+
+``${VAR}`` and ``${VAR:-default}`` in strings are taken from the environment. A file that is not
+in that shape stops ``phi`` at start (exit 2, naming the file and the entry); a server that does not
+start is reported on screen and the others are used. A stdio server gets this process's
+environment without credential-like variables, plus its entry's ``env``. Each server's tools are offered as
+``NAME__TOOL`` and registered in the profile's tool registry with the kind ``execute``, so they go
+through the approval gate like the built-in commands; ``/mcp`` lists the servers and their tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..errors import ConfigError
+from ..log import get_logger
+
+if TYPE_CHECKING:
+    from ..coding.registry import ToolRegistry
+    from ..mcp import McpToolset
+    from .options import CliOptions
+    from .repl import Repl
+
+log = get_logger(__name__)
+
+PROJECT_FILE = ".mcp.json"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass
+class ServerSpec:
+    name: str
+    source: str  # the file (or "--mcp") it came from
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return self.url or " ".join([self.command or "", *self.args]).strip()
+
+
+def _expand(value: str, env: Mapping[str, str]) -> str:
+    return _VARIABLE.sub(lambda m: env.get(m.group(1), m.group(2) or ""), value)
+
+
+def _strings(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError(f"{what} must be an object of strings")
+    return dict(value)
+
+
+def _spec(name: str, entry: Any, source: str, env: Mapping[str, str]) -> ServerSpec:
+    where = f"{source}: mcpServers.{name}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object with command (and args, env) or url (and headers)")
+    command, url = entry.get("command"), entry.get("url")
+    if (command is None) == (url is None) or not isinstance(command or url, str):
+        raise ConfigError(f"{where} needs either a command or a url (a string)")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{where}.args must be a list of strings")
+    spec = ServerSpec(name, source, command=command, args=list(args), url=url,
+                      env=_strings(entry.get("env"), f"{where}.env"),
+                      headers=_strings(entry.get("headers"), f"{where}.headers"))
+    spec.command = _expand(spec.command, env) if spec.command else None
+    spec.url = _expand(spec.url, env) if spec.url else None
+    spec.args = [_expand(a, env) for a in spec.args]
+    spec.env = {k: _expand(v, env) for k, v in spec.env.items()}
+    spec.headers = {k: _expand(v, env) for k, v in spec.headers.items()}
+    return spec
+
+
+def parse_config(text: str, source: str, env: Mapping[str, str] | None = None) -> list[ServerSpec]:
+    """The servers of one config text; :class:`ConfigError` naming ``source`` when it is malformed."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{source} is not JSON: {error}") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f'{source} must be an object with "mcpServers": {{NAME: {{...}}}}')
+    for name in servers:
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ConfigError(f"{source}: server name {name!r} may only have letters, digits, _ and -")
+    return [_spec(name, entry, source, os.environ if env is None else env) for name, entry in servers.items()]
+
+
+def load_specs(options: CliOptions) -> list[ServerSpec]:
+    """``./.mcp.json`` then every ``--mcp``; a later server of the same name replaces an earlier one."""
+    found: dict[str, ServerSpec] = {}
+    project = Path(options.cwd) / PROJECT_FILE
+    configs: list[tuple[str, str]] = []
+    if project.is_file():
+        configs.append((project.read_text(encoding="utf-8", errors="replace"), str(project)))
+    for given in options.mcp or []:
+        if given.lstrip().startswith("{"):
+            configs.append((given, "--mcp"))
+            continue
+        try:
+            configs.append((Path(given).expanduser().read_text(encoding="utf-8", errors="replace"), given))
+        except OSError as error:
+            raise ConfigError(f"--mcp {given}: {error.strerror or error}") from None
+    for text, source in configs:
+        for spec in parse_config(text, source):
+            found[spec.name] = spec
+    return list(found.values())
+
+
+@dataclass
+class Server:
+    spec: ServerSpec
+    toolset: McpToolset | None = None
+    error: str = ""
+
+
+class McpServers:
+    """The connected servers of one ``phi`` process."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.servers = servers
+
+    def register(self, registry: ToolRegistry) -> None:
+        """Offer every connected server's tools through ``registry`` (kind ``execute``)."""
+        for server in self.servers:
+            if server.toolset is None:
+                continue
+            try:
+                for tool in server.toolset.tools():
+                    registry.register(tool, kind="execute")
+            except Exception as error:  # a server that died: its tools are gone, the others stay
+                server.error = f"could not list its tools: {error}"
+
+    def lines(self) -> list[str]:
+        """``/mcp``: one line per server, then its tools."""
+        rows = []
+        for server in self.servers:
+            spec = server.spec
+            if server.toolset is None:
+                rows.append(f"  {spec.name}  ✗ {server.error}  ({spec.where}; from {spec.source})")
+                continue
+            names = [t.name for t in server.toolset.tools()] if not server.error else []
+            rows.append(f"  {spec.name}  ✓ {len(names)} tools  ({spec.where}; from {spec.source})")
+            rows += [f"      {name}" for name in names]
+        return rows
+
+    def close(self) -> None:
+        for server in self.servers:
+            if server.toolset is not None:
+                try:
+                    server.toolset.close()
+                except Exception:  # closing one server must not keep the others running
+                    log.debug("closing MCP server %s failed", server.spec.name, exc_info=True)
+
+
+def _connect(spec: ServerSpec) -> McpToolset:
+    from ..mcp import McpToolset
+
+    if spec.url:
+        return McpToolset.http(spec.url, spec.headers, prefix=spec.name)
+    assert spec.command is not None
+    from .extras import command_environment
+
+    # the user's environment without credential-like variables, plus what the entry names
+    return McpToolset.stdio(spec.command, spec.args, {**command_environment(), **spec.env}, prefix=spec.name)
+
+
+def connect_mcp(repl: Repl) -> McpServers | None:
+    """Start (or connect to) the configured servers; None when there are none."""
+    specs = load_specs(repl.options)
+    if not specs:
+        return None
+    servers = []
+    for spec in specs:
+        try:
+            toolset = _connect(spec)
+            toolset.tools()
+            servers.append(Server(spec, toolset))
+        except Exception as error:  # reported, and phi goes on without it
+            servers.append(Server(spec, None, f"{type(error).__name__}: {error}"))
+            repl.renderer.line(repl.style("red", f"! MCP server {spec.name} did not start: {error}"))
+    return McpServers(servers)
+
+
+__all__ = ["McpServers", "ServerSpec", "parse_config", "load_specs", "connect_mcp", "PROJECT_FILE"]
