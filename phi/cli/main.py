@@ -146,7 +146,7 @@ def _interactive(options: CliOptions) -> int:
     """The prompt comes up before the coding layer is loaded (CLI-12)."""
     import os
 
-    from .options import PICK, describe_choice, make_profile, sessions_dir
+    from .options import PICK, describe_choice, make_profile
     from .repl import Repl
 
     describe_choice(options)  # no model, no key: exit 2 now, not at the first input

@@ -168,8 +168,9 @@ def test_typed_ahead_text_is_not_echoed_into_the_reply_and_waits_at_the_prompt(l
 
 def test_the_diff_is_shown_before_the_question_and_one_key_answers(launch, model, project):
     long = "".join(f"row {i}\n" for i in range(120))
-    model.script("Change notes", Turn("", [Call("write_file", {"file_path": "notes.txt", "content": "alpha\nBETA\n"
-                                                                                                      "gamma\n"})]),
+    model.script("Change notes", Turn("", [Call("read_file", {"file_path": "notes.txt"})]),  # read before writing
+                 Turn("", [Call("write_file", {"file_path": "notes.txt", "content": "alpha\nBETA\n"
+                                                                                    "gamma\n"})]),
                  Turn("", [Call("write_file", {"file_path": "long.txt", "content": long})]), Turn("Both written."))
     phi = launch("--color", "always")
     phi.prompt()
@@ -182,7 +183,7 @@ def test_the_diff_is_shown_before_the_question_and_one_key_answers(launch, model
     phi.mark()
     phi.send("y")  # one key, no Enter
     phi.expect(r"allowed")
-    line = phi.expect(r"\[1\] ✓ write_file\(file_path=notes\.txt.*?\) (\d+\.\d)s")
+    line = phi.expect(r"\[2\] ✓ write_file\(file_path=notes\.txt.*?\) (\d+\.\d)s")
     assert float(line.group(1)) < 1.0  # the time spent reading the question is not the tool's
     phi.expect(r"more lines: \[space\] next page, \[q\] skip to the question")
     phi.send(" ")
