@@ -104,7 +104,7 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {"model": mc.id, "max_tokens": max_tokens, "stream": True}
     cache = _cache_flags(config)
     system: list[dict[str, Any]] = [{"type": "text", "text": OAUTH_IDENTITY}] if oauth else []
-    if config.system_prompt:
+    if convert.has_text(config.system_prompt):
         system.append({"type": "text", "text": config.system_prompt})
     if system:
         if cache[0]:
@@ -148,10 +148,15 @@ def _mark_cache(message: dict[str, Any]) -> None:
 
 
 def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Messages API turns. Text blocks of nothing but whitespace are left out (the API refuses
+    them, see :func:`convert.has_text`), and a message left empty is skipped."""
     out: list[dict[str, Any]] = []
+    sent = False
     for message in messages:
+        sent = True
         if isinstance(message, UserMessage):
             content = [b for b in (_user_block(c) for c in message.content) if b is not None]
+            sent = bool(content)
             if content:
                 out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
@@ -171,12 +176,13 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
                 last["content"].append(block)  # all results of one turn go in one user message
             else:
                 out.append({"role": "user", "content": [block]})
+    convert.check_last_message_sent(messages, sent, "Anthropic")
     return out
 
 
 def _user_block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
-        return {"type": "text", "text": block.text} if block.text else None
+        return {"type": "text", "text": block.text} if convert.has_text(block.text) else None
     if isinstance(block, ImageContent):
         return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
     return None
@@ -187,7 +193,7 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if convert.has_text(block.text):
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):

@@ -80,8 +80,8 @@ class StreamConfig:
         """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of
         surrounding whitespace; a key with a control character inside is an ``auth`` error."""
         try:
-            return (check_secret(self.api_key, "the API key returned by get_api_key")
-                    or check_secret(self.model_config.api_key, "ModelConfig.api_key"))
+            return (check_secret(self.api_key, "the API key returned by get_api_key", ascii_only=True)
+                    or check_secret(self.model_config.api_key, "ModelConfig.api_key", ascii_only=True))
         except ConfigError as exc:
             raise ProviderError(ErrorKind.AUTH, str(exc)) from None
 

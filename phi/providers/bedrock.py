@@ -118,7 +118,7 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     body: dict[str, Any] = {"messages": convert_messages(config.messages, mc)}
     if caching[2] and len(body["messages"]) >= 2:
         body["messages"][-2]["content"].append({"cachePoint": {"type": "default"}})
-    if config.system_prompt:
+    if convert.has_text(config.system_prompt):
         body["system"] = [{"text": config.system_prompt}]
         if caching[0]:
             body["system"].append({"cachePoint": {"type": "default"}})
@@ -158,11 +158,16 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
     """Converse messages. Converse rejects two consecutive messages of the same role, which phi's
     history can hold (a failed reply dropped by ``convert_to_llm``, steering after tool results,
     follow-ups, compaction summaries), so consecutive same-role messages are merged into one —
-    which also puts all tool results of a turn in one user message."""
+    which also puts all tool results of a turn in one user message. Text blocks of nothing but
+    whitespace are left out (Converse refuses them, see :func:`convert.has_text`)."""
     out: list[dict[str, Any]] = []
+    sent = False
     for message in messages:
+        sent = True
         if isinstance(message, UserMessage):
-            convert.append_turn(out, "user", [b for b in (_block(c) for c in message.content) if b is not None])
+            blocks = [b for b in (_block(c) for c in message.content) if b is not None]
+            sent = bool(blocks)
+            convert.append_turn(out, "user", blocks)
         elif isinstance(message, AssistantMessage):
             convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
         elif isinstance(message, ToolResultMessage):
@@ -170,12 +175,13 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}
             convert.append_turn(out, "user", [block])
+    convert.check_last_message_sent(messages, sent, "Bedrock")
     return out
 
 
 def _block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
-        return {"text": block.text} if block.text else None
+        return {"text": block.text} if convert.has_text(block.text) else None
     if isinstance(block, ImageContent):
         fmt = IMAGE_FORMATS.get(block.mime_type.lower(), block.mime_type.split("/")[-1])
         return {"image": {"format": fmt, "source": {"bytes": block.data}}}
@@ -187,7 +193,7 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if convert.has_text(block.text):
                 blocks.append({"text": block.text})
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):

@@ -6,19 +6,22 @@ thinking budgets per level, tool-call id sanitising, and error payloads found in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
     Content,
     ImageContent,
+    Message,
     TextContent,
     ThinkingContent,
     ThinkingLevel,
     ToolResultMessage,
+    UserMessage,
 )
 from .base import ErrorKind, ProviderError, StreamConfig, is_context_overflow
 from .model_config import ModelConfig
@@ -97,12 +100,39 @@ def data_url(image: ImageContent) -> str:
 
 
 _ID_RE = re.compile(r"[^A-Za-z0-9_-]")
+CHAT_TOOL_ID_LIMIT = 40  # Chat Completions: tool_calls[].id and tool_call_id
+RESPONSES_TOOL_ID_LIMIT = 64  # Responses: function_call.call_id and function_call_output.call_id
+ANTHROPIC_TOOL_ID_LIMIT = 64  # Anthropic tool_use.id and Bedrock toolUseId, also [A-Za-z0-9_-] only
+
+
+def tool_id_for(call_id: str, limit: int, disallowed: re.Pattern[str] | None = None) -> str:
+    """``call_id`` as a service whose ids are at most ``limit`` characters (none matching
+    ``disallowed``) accepts it. An id that already fits is sent unchanged; any other is mapped
+    deterministically, the same way for the call and for the result that answers it: disallowed
+    characters become ``_``, and the id is cut to leave room for ``_`` and 12 hex digits of its
+    SHA-256, so two different ids never map to the same one (a conversation moved between services
+    carries ids of any length, such as 117 characters into Chat Completions' 40)."""
+    cleaned = disallowed.sub("_", call_id) if disallowed is not None else call_id
+    if cleaned == call_id and 0 < len(call_id) <= limit:
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    head = cleaned[: max(0, limit - len(digest) - 1)] or "call"
+    return f"{head}_{digest}"
 
 
 def safe_tool_id(call_id: str) -> str:
     """Anthropic/Bedrock accept ``[A-Za-z0-9_-]{1,64}``; ids from other services are mapped."""
-    cleaned = _ID_RE.sub("_", call_id)[:64]
-    return cleaned or "call"
+    return tool_id_for(call_id, ANTHROPIC_TOOL_ID_LIMIT, _ID_RE)
+
+
+def chat_tool_id(call_id: str) -> str:
+    """A tool-call id for Chat Completions (at most 40 characters)."""
+    return tool_id_for(call_id, CHAT_TOOL_ID_LIMIT)
+
+
+def responses_tool_id(call_id: str) -> str:
+    """A ``call_id`` for the Responses API (at most 64 characters)."""
+    return tool_id_for(call_id, RESPONSES_TOOL_ID_LIMIT)
 
 
 def append_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]], key: str = "content") -> None:
@@ -118,6 +148,22 @@ def append_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, A
 
 def non_empty_text(content: list[Content]) -> bool:
     return any(isinstance(b, TextContent) and b.text for b in content)
+
+
+def has_text(text: str) -> bool:
+    """Whether ``text`` has a character other than whitespace. Anthropic and Bedrock answer 400 to a
+    text block without one (on every later call, since the history keeps it), so their request
+    builders leave such blocks out; the history itself is not changed."""
+    return bool(text) and not text.isspace()
+
+
+def check_last_message_sent(messages: Sequence[Message], sent_last: bool, service: str) -> None:
+    """Raise a clear ``api`` error when the conversation ends with a user message that had nothing
+    but whitespace (so nothing of it could be sent): the call would otherwise go out ending with
+    the previous assistant turn, which the service reads as a reply to continue."""
+    if messages and isinstance(messages[-1], UserMessage) and not sent_last:
+        raise ProviderError(ErrorKind.API, f"the last user message has no text other than whitespace, which "
+                                           f"{service} refuses; send a message with some text")
 
 
 def error_from_payload(error: object, default_kind: ErrorKind = ErrorKind.API) -> ProviderError:

@@ -138,11 +138,11 @@ def api_key(explicit: str | None, *env_names: str, required: bool = True, what: 
     Keys are stripped of surrounding whitespace; one with a control character inside is an AUTH
     error that says where, never what (see :mod:`phi.providers.secrets`)."""
     try:
-        key = check_secret(explicit, what)
+        key = check_secret(explicit, what, ascii_only=True)
         if key:
             return key
         for name in env_names:
-            value = check_secret(os.environ.get(name), f"{what} in ${name}")
+            value = check_secret(os.environ.get(name), f"{what} in ${name}", ascii_only=True)
             if value:
                 return value
     except ConfigError as exc:

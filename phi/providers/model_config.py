@@ -51,6 +51,9 @@ DEFAULT_CAPABILITIES: dict[str, bool] = {
     "temperature": True,  # a non-default sampling temperature (reasoning models refuse it with a 400)
     "bedrock_prompt_cache": False,  # Bedrock cachePoint blocks in system and messages (Claude, Nova)
     "bedrock_tool_cache": False,  # a Bedrock cachePoint inside toolConfig.tools (Claude only; Nova refuses)
+    # OpenAI Responses: the model reasons even unasked, so ``include: ["reasoning.encrypted_content"]``
+    # is sent with every request (models that do not reason refuse it); with thinking on it always is
+    "encrypted_reasoning": False,
 }
 
 
@@ -66,7 +69,7 @@ def _claude_opus_at_least_4_7(model: str) -> bool:
 
 
 CAPABILITY_RULES: tuple[tuple[Callable[[str], bool], dict[str, bool]], ...] = (
-    (_openai_reasoning, {"temperature": False}),
+    (_openai_reasoning, {"temperature": False, "encrypted_reasoning": True}),
     (_claude_opus_at_least_4_7, {"temperature": False}),
     (lambda m: "anthropic" in m or "claude" in m, {"bedrock_prompt_cache": True, "bedrock_tool_cache": True}),
     (lambda m: "nova" in m, {"bedrock_prompt_cache": True}),
@@ -154,7 +157,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.
-        self.api_key = check_secret(self.api_key, "ModelConfig.api_key")
+        self.api_key = check_secret(self.api_key, "ModelConfig.api_key", ascii_only=True)
         self.headers = check_headers(self.headers, "ModelConfig.headers")
         unknown = set(self.capabilities) - set(DEFAULT_CAPABILITIES)
         if unknown:

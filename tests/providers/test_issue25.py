@@ -1,0 +1,421 @@
+"""Issue 25, items 1-8 (providers), each over real HTTP on 127.0.0.1 against a local server that
+answers the way the real service does (the rule it enforces is named in each test)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from phi.agent import Agent
+from phi.concurrency.cancel import CancellationToken
+from phi.errors import ConfigError
+from phi.providers.base import ErrorKind, ProviderError, StreamConfig
+from phi.providers.model_config import ModelConfig
+from phi.providers.registry import get_provider
+from phi.providers.retry import RetryConfig
+from phi.types import StopReason, UserMessage
+
+from .conftest import Collector, Reply
+from .test_faults import PROVIDERS, _with_key, sample_reply
+
+# --------------------------------------------------------------------------- item 4: keys HTTP cannot carry
+
+SMART_KEY = "sk-\u201cabc-0123456789\u201d"  # a key pasted with typographic quotes
+NBSP_KEY = "sk-abc\u00a0def-0123456789"  # ... or with a non-breaking space (Latin-1, still not a key)
+
+
+@pytest.mark.parametrize("key", [SMART_KEY, NBSP_KEY])
+@pytest.mark.parametrize("where", ["model", "get_api_key"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_key_with_a_non_ascii_character_is_a_typed_auth_error(server, provider, where, key, caplog) -> None:
+    """Item 4: refused before anything is sent, as ``auth`` (not ``other``), naming where the key
+    came from and never showing it; no ERROR record (no traceback) in the log."""
+    if where == "model":
+        with pytest.raises(ConfigError) as config_error:
+            ModelConfig.anthropic("claude", api_key=key)
+        assert "ModelConfig.api_key" in str(config_error.value) and "abc" not in str(config_error.value)
+        where = "get_api_key"  # the same key reaching a call through the loop's get_api_key
+    prov, config, sink, cancel = _with_key(server, provider, sample_reply(provider), key, where)
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(ProviderError) as info:
+            prov.stream(config, sink, cancel)
+    error = info.value
+    assert error.kind == ErrorKind.AUTH and "get_api_key" in str(error) and "non-ASCII" in str(error)
+    for text in (str(error), repr(error), error.args, caplog.text):
+        assert "abc" not in str(text)
+    assert not server.requests and not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("variable,mc", [
+    ("OPENAI_API_KEY", lambda url: ModelConfig.openai("gpt-4.1", base_url=url)),
+    ("ANTHROPIC_API_KEY", lambda url: ModelConfig.anthropic("claude-x", base_url=url)),
+    ("GEMINI_API_KEY", lambda url: ModelConfig.google("gemini-x", base_url=url)),
+    ("AWS_BEARER_TOKEN_BEDROCK", lambda url: ModelConfig.bedrock("amazon.nova-micro-v1:0", base_url=url)),
+    ("AWS_SECRET_ACCESS_KEY", lambda url: ModelConfig.bedrock("amazon.nova-micro-v1:0", base_url=url)),
+])
+def test_key_from_the_environment_names_the_variable(server, monkeypatch, caplog, variable, mc) -> None:
+    """Item 4, through an Agent: the run ends with an ``auth`` error naming the variable; the key
+    is in no event, message, error or log line, and nothing reached the server."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "AWS_BEARER_TOKEN_BEDROCK"):
+        monkeypatch.delenv(name, raising=False)
+    if variable == "AWS_SECRET_ACCESS_KEY":
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv(variable, SMART_KEY)
+    agent = Agent(model_config=mc(server.url), retry_config=RetryConfig.none())
+    with caplog.at_level(logging.DEBUG):
+        stream = agent.prompt("hi")
+        events = [repr(e) for e in stream]
+        messages = stream.result(10).messages
+    reply = messages[-1]
+    assert reply.stop_reason == StopReason.ERROR and variable in reply.error_message
+    assert "non-ASCII" in reply.error_message
+    for text in (events, agent.save_messages(), repr(messages), caplog.text):
+        assert "abc" not in str(text)
+    assert not server.requests and not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# --------------------------------------------------------------------------- stream builders (recorded shapes)
+
+
+def sse(events: list[dict], named: bool = True) -> bytes:
+    """SSE bytes for payloads; ``named`` adds the ``event: <type>`` line (Anthropic, Responses)."""
+    out = []
+    for event in events:
+        head = f"event: {event['type']}\n" if named and "type" in event else ""
+        out.append(f"{head}data: {json.dumps(event)}\n\n")
+    return "".join(out).encode()
+
+
+def anthropic_text(text: str, extra_blocks: list[dict] | None = None) -> bytes:
+    """A Messages API stream of one text block (shape of anthropic__thinking_signature_then_text.txt),
+    after ``extra_blocks`` sent whole in their content_block_start."""
+    events: list[dict] = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                                "content": [], "model": "claude-test",
+                                                                "usage": {"input_tokens": 5, "output_tokens": 1}}}]
+    blocks = list(extra_blocks or [])
+    for index, block in enumerate(blocks):
+        events += [{"type": "content_block_start", "index": index, "content_block": block},
+                   {"type": "content_block_stop", "index": index}]
+    index = len(blocks)
+    events += [{"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+               {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+               {"type": "content_block_stop", "index": index},
+               {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+               {"type": "message_stop"}]
+    return sse(events)
+
+
+def bedrock_text(text: str) -> bytes:
+    """A ConverseStream body of one text block (shape of bedrock__text_nova.bin)."""
+    from phi.providers.eventstream import encode_message
+
+    frames = [("messageStart", {"role": "assistant"}),
+              ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": text}}),
+              ("contentBlockStop", {"contentBlockIndex": 0}),
+              ("messageStop", {"stopReason": "end_turn"}),
+              ("metadata", {"usage": {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}, "metrics": {}})]
+    return b"".join(encode_message({":event-type": kind, ":content-type": "application/json",
+                                    ":message-type": "event"}, json.dumps(payload).encode())
+                    for kind, payload in frames)
+
+
+def chat_chunks(choices_per_chunk: list[list[dict]], usage: dict | None = None) -> bytes:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1754693439, "model": "gpt-test"}
+    chunks = [{**base, "choices": choices} for choices in choices_per_chunk]
+    if usage is not None:
+        chunks.append({**base, "choices": [], "usage": usage})
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
+# --------------------------------------------------------------------------- item 1: Responses reasoning replay
+
+
+def _responses_service(request) -> Reply:
+    """The Responses API's rule with ``store: false``: a reasoning item in the input can only be
+    resolved from its ``encrypted_content``; reasoning items carry that content only when the
+    request asked for it with ``include``. (The reasoning model reasons whatever was asked.)"""
+    from .conftest import sse_from_jsonl
+
+    body = request.json()
+    assert body["store"] is False
+    for item in body["input"]:
+        if item.get("type") == "reasoning" and not item.get("encrypted_content"):
+            message = (f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
+                       "false. Try again with `store` set to true, or remove this item from your input.")
+            error = {"error": {"message": message, "type": "invalid_request_error", "param": "input", "code": None}}
+            return Reply(json.dumps(error).encode(), status=404, content_type="application/json")
+    if any(item.get("type") == "function_call_output" for item in body["input"]):
+        from .conftest import fixture_bytes
+
+        return Reply(fixture_bytes("openai_responses__text.txt"))
+    stream = sse_from_jsonl("openai_responses__reasoning_summary_then_function_call.jsonl", "named")
+    if "reasoning.encrypted_content" not in body.get("include", []):
+        lines = []
+        for line in stream.decode().split("\n"):
+            if line.startswith("data: ") and '"reasoning"' in line:
+                event = json.loads(line[6:])
+                for item in [event.get("item")] + list((event.get("response") or {}).get("output") or []):
+                    if isinstance(item, dict) and item.get("type") == "reasoning":
+                        item.pop("encrypted_content", None)
+                line = "data: " + json.dumps(event)
+            lines.append(line)
+        stream = "\n".join(lines).encode()
+    return Reply(stream)
+
+
+def _calculator():
+    from phi.tools.function_tool import tool
+
+    @tool
+    def calculator(a: float, b: float, op: str) -> str:
+        """Compute a op b.
+
+        Args:
+            a: First operand.
+            b: Second operand.
+            op: add, sub, mul or div.
+        """
+        return str({"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else float("nan")}[op])
+
+    return calculator
+
+
+@pytest.mark.parametrize("thinking", ["off", "medium"])
+@pytest.mark.parametrize("api", ["openai_responses", "azure_openai"])
+def test_responses_second_call_of_a_reasoning_model_is_accepted(server, thinking, api) -> None:
+    """Item 1: a reasoning model (gpt-5) calls a tool, phi answers; the second call must not
+    replay the reasoning item by id alone (404 with ``store: false``). With thinking off the model
+    still reasons: phi asks for the encrypted content anyway and replays it."""
+    server.responder = _responses_service
+    mc = (ModelConfig.openai_responses("gpt-5", api_key="sk-test", base_url=server.url) if api == "openai_responses"
+          else ModelConfig.azure_openai("gpt-5", api_key="az-test", base_url=server.url + "/openai/v1",
+                                        capabilities={"encrypted_reasoning": True}))
+    agent = Agent(model_config=mc, tools=[_calculator()], thinking_level=thinking, retry_config=RetryConfig.none())
+    messages = agent.prompt("12 + 7?").result(20).messages
+    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert messages[-1].stop_reason == StopReason.STOP, messages[-1].error_message
+    assert messages[2].text == "19.0" and len(server.requests) == 2
+    second = server.requests[1].json()
+    assert second["include"] == ["reasoning.encrypted_content"]
+    (reasoning,) = [item for item in second["input"] if item.get("type") == "reasoning"]
+    assert reasoning["encrypted_content"].startswith("gAAAAA") and reasoning["id"].startswith("rs_")
+
+
+def test_responses_reasoning_item_without_encrypted_content_is_never_replayed(server) -> None:
+    """Item 1: a history holding a reasoning item saved without its encrypted content (a model the
+    capability table does not know, thinking off) still works: the bare item is left out."""
+    server.responder = _responses_service
+    mc = ModelConfig.openai_responses("my-reasoner", api_key="sk-test", base_url=server.url)
+    agent = Agent(model_config=mc, tools=[_calculator()], retry_config=RetryConfig.none())
+    messages = agent.prompt("12 + 7?").result(20).messages
+    assert messages[-1].stop_reason == StopReason.STOP, messages[-1].error_message
+    assert "include" not in server.requests[0].json()
+    assert not [item for item in server.requests[1].json()["input"] if item.get("type") == "reasoning"]
+    thinking = messages[1].content[0]
+    assert thinking.thinking.startswith("**Calculating") and "encrypted_content" not in (thinking.signature or "")
+
+
+# --------------------------------------------------------------------------- item 2: whitespace-only text
+
+
+def _no_whitespace_text(service: str):
+    """Anthropic and Bedrock answer 400 to a text block with nothing but whitespace, wherever it
+    is (system, user, assistant, inside a tool result); otherwise they reply ``reply``."""
+    def blank_texts(value) -> list[str]:
+        found = []
+        if isinstance(value, dict):
+            text = value.get("text")
+            if isinstance(text, str) and not text.strip() and (service == "bedrock" or value.get("type") == "text"):
+                found.append(text)
+            for child in value.values():
+                found += blank_texts(child)
+        elif isinstance(value, list):
+            for child in value:
+                found += blank_texts(child)
+        return found
+
+    replies = []
+
+    def respond(request) -> Reply:
+        body = request.json()
+        if blank_texts({k: v for k, v in body.items() if k in ("system", "messages")}):
+            if service == "anthropic":
+                error = {"type": "error", "error": {"type": "invalid_request_error",
+                                                    "message": "messages: text content blocks must contain "
+                                                               "non-whitespace text"}}
+                return Reply(json.dumps(error).encode(), status=400, content_type="application/json")
+            error = {"message": "The text field in the ContentBlock object at messages.0.content.0 is blank. "
+                                "Add text to the text field, and try again."}
+            return Reply(json.dumps(error).encode(), status=400, content_type="application/json",
+                         headers={"x-amzn-ErrorType": "ValidationException:http://internal.amazon.com/"})
+        reply_text = "Sure." if replies else "\n\n"  # the first reply is blank
+        replies.append(reply_text)
+        if service == "anthropic":
+            return Reply(anthropic_text(reply_text))
+        return Reply(bedrock_text(reply_text), content_type="application/vnd.amazon.eventstream")
+
+    return respond
+
+
+def _service_model(service: str, url: str) -> ModelConfig:
+    if service == "anthropic":
+        return ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=url)
+    return ModelConfig.bedrock("us.anthropic.claude-test-v1:0", api_key="br-test", base_url=url)
+
+
+@pytest.mark.parametrize("service", ["anthropic", "bedrock"])
+def test_a_blank_reply_does_not_block_the_next_turn(server, service) -> None:
+    """Item 2: the model answered "\\n\\n"; the next turn replays that history and is accepted
+    (the blank block is left out of the request; the history keeps it)."""
+    server.responder = _no_whitespace_text(service)
+    agent = Agent(model_config=_service_model(service, server.url), system_prompt="  \n",
+                  retry_config=RetryConfig.none())
+    first = agent.prompt("hi").result(10).messages
+    assert first[-1].text == "\n\n" and first[-1].stop_reason == StopReason.STOP
+    second = agent.prompt("and now?").result(10).messages
+    assert second[-1].stop_reason == StopReason.STOP, second[-1].error_message
+    assert second[-1].text == "Sure."
+    assert [m.text for m in agent.messages if m.role == "assistant"] == ["\n\n", "Sure."]
+
+
+@pytest.mark.parametrize("service", ["anthropic", "bedrock"])
+def test_a_blank_prompt_is_a_clear_error_and_the_session_goes_on(server, service) -> None:
+    """Item 2: a prompt of "   \\n" is refused with a clear error before anything is sent (the
+    request would end on the model's own turn); the next prompt of the session is accepted."""
+    server.responder = _no_whitespace_text(service)
+    agent = Agent(model_config=_service_model(service, server.url), retry_config=RetryConfig.none())
+    blank = agent.prompt("   \n").result(10).messages
+    assert blank[-1].stop_reason == StopReason.ERROR and "whitespace" in blank[-1].error_message
+    assert not server.requests
+    after = agent.prompt("hello").result(10).messages
+    assert after[-1].stop_reason == StopReason.STOP, after[-1].error_message
+    sent = server.requests[-1].json()["messages"]
+    assert len(sent) == 1 and "hello" in json.dumps(sent)
+
+
+@pytest.mark.parametrize("service", ["anthropic", "bedrock"])
+def test_blank_text_beside_other_content_is_left_out(server, service) -> None:
+    """Item 2: a blank text block next to an image, or as a tool's whole output, is left out or
+    replaced by "(no output)"; the call is accepted."""
+    from phi.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
+
+    server.responder = _no_whitespace_text(service)
+    mc = _service_model(service, server.url)
+    history = [UserMessage([TextContent(" "), ImageContent("aGVsbG8=", "image/png")]),
+               AssistantMessage([TextContent("\n"), ToolCall("t1", "calculator", {"a": 1})], StopReason.TOOL_USE,
+                                mc.id, mc.provider),
+               ToolResultMessage("t1", "calculator", [TextContent("\t\n")]),
+               UserMessage.from_text("thanks")]
+    message = get_provider(mc).stream(StreamConfig(mc, messages=history), Collector(), CancellationToken())
+    assert message.stop_reason == StopReason.STOP, message.error_message
+    assert "(no output)" in json.dumps(server.requests[0].json())
+
+
+# --------------------------------------------------------------------------- item 3: n > 1 choices
+
+
+def test_several_choices_are_never_merged(server) -> None:
+    """Item 3: a Chat Completions stream with two interleaved choices (``n: 2``). The official SDK
+    accumulates them apart (['AB', 'XY']); phi keeps choice 0 only, tool calls included."""
+    call = {"index": 0, "id": "call_other", "type": "function", "function": {"name": "calculator",
+                                                                            "arguments": "{}"}}
+    body = chat_chunks([
+        [{"index": 0, "delta": {"role": "assistant", "content": "A"}, "finish_reason": None}],
+        [{"index": 1, "delta": {"role": "assistant", "content": "X"}, "finish_reason": None}],
+        [{"index": 0, "delta": {"content": "B"}, "finish_reason": None},
+         {"index": 1, "delta": {"content": "Y", "tool_calls": [call]}, "finish_reason": None}],
+        [{"index": 1, "delta": {}, "finish_reason": "tool_calls"}],
+        [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    ], usage={"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9})
+    server.queue(Reply(body))
+    mc = ModelConfig.openai("gpt-test", api_key="sk-test", base_url=server.url)
+    sink = Collector()
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), sink,
+                                      CancellationToken())
+    assert message.text == "AB" and sink.deltas("text_delta") == "AB"
+    assert not message.tool_calls and message.stop_reason == StopReason.STOP
+    assert message.usage.total_tokens == 9
+
+
+# --------------------------------------------------------------------------- item 7: tool ids across services
+
+LONG_ID = "toolu_" + "x" * 50 + ".|/" + "y" * 58  # 117 characters, with characters Anthropic refuses
+assert len(LONG_ID) == 117
+
+
+def _id_rules(limit: int, pattern: str | None = None):
+    """A service that refuses tool-call ids longer than ``limit`` (Chat Completions: 40, Responses:
+    64) or not matching ``pattern``, and results that answer no call of the conversation."""
+    import re
+
+    def respond(request) -> Reply:
+        body = request.json()
+        calls, answers = [], []
+        for item in body.get("messages") or body.get("input"):
+            for call in item.get("tool_calls") or []:
+                calls.append(call["id"])
+            if item.get("role") == "tool":
+                answers.append(item["tool_call_id"])
+            if item.get("type") == "function_call":
+                calls.append(item["call_id"])
+            if item.get("type") == "function_call_output":
+                answers.append(item["call_id"])
+            for block in item.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls.append(block["id"])
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    answers.append(block["tool_use_id"])
+        bad = [i for i in calls + answers if len(i) > limit or (pattern and not re.fullmatch(pattern, i))]
+        if bad or set(answers) - set(calls) or len(set(calls)) != len(calls):
+            error = {"error": {"message": f"Invalid 'tool_call_id': string too long. Expected a string with maximum "
+                                          f"length {limit}, but got a string with length {len(bad[0]) if bad else 0}",
+                               "type": "invalid_request_error"}}
+            return Reply(json.dumps(error).encode(), status=400, content_type="application/json")
+        from .conftest import fixture_bytes
+
+        if "messages" in body and "max_tokens" in body and "system" in body or "anthropic-version" in request.headers:
+            return Reply(anthropic_text("ok"))
+        name = "openai_responses__text.txt" if "input" in body else "openai_chat__tool_call_streamed_args.txt"
+        return Reply(fixture_bytes(name))
+
+    return respond
+
+
+@pytest.mark.parametrize("target", ["openai", "openai_responses", "anthropic"])
+def test_long_tool_ids_from_another_service_are_mapped(server, target) -> None:
+    """Item 7: a conversation from another service carries a 117-character id (and a second one
+    that shares its first 100 characters); each target gets ids within its rules, the same for a
+    call and for its result, and the two stay different."""
+    from phi.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+
+    other = LONG_ID[:100] + "z" * 17
+    history = [UserMessage.from_text("compute"),
+               AssistantMessage([ToolCall(LONG_ID, "calculator", {"a": 1}), ToolCall(other, "calculator", {"a": 2})],
+                                StopReason.TOOL_USE, "gemini-x", "google"),
+               ToolResultMessage(LONG_ID, "calculator", [TextContent("1")]),
+               ToolResultMessage(other, "calculator", [TextContent("2")]),
+               UserMessage.from_text("and?")]
+    limit, pattern = {"openai": (40, None), "openai_responses": (64, None),
+                      "anthropic": (64, "[A-Za-z0-9_-]+")}[target]
+    server.responder = _id_rules(limit, pattern)
+    mc = {"openai": ModelConfig.openai("gpt-4.1", api_key="sk-test", base_url=server.url),
+          "openai_responses": ModelConfig.openai_responses("gpt-5", api_key="sk-test", base_url=server.url),
+          "anthropic": ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url)}[target]
+    message = get_provider(mc).stream(StreamConfig(mc, messages=history), Collector(), CancellationToken())
+    assert message.stop_reason in (StopReason.STOP, StopReason.TOOL_USE), message.error_message
+    again = get_provider(mc).stream(StreamConfig(mc, messages=history), Collector(), CancellationToken())
+    assert again.stop_reason == message.stop_reason
+    assert server.requests[0].body == server.requests[1].body  # deterministic
+
+
+def test_tool_id_mapping_keeps_ids_that_fit() -> None:
+    from phi.providers import convert
+
+    assert convert.chat_tool_id("call_abc") == "call_abc"
+    assert convert.safe_tool_id("toolu_01") == "toolu_01"
+    mapped = convert.chat_tool_id(LONG_ID)
+    assert len(mapped) == 40 and mapped == convert.chat_tool_id(LONG_ID) and mapped.startswith("toolu_xxx")
+    assert convert.safe_tool_id("a.b") != convert.safe_tool_id("a_b")
+    assert convert.chat_tool_id("") and len(convert.responses_tool_id("é" * 80)) <= 64
