@@ -442,6 +442,8 @@ class _Run:
             config.temperature,
             config.cache_config,
             api_key,
+            config.tool_choice,
+            config.parallel_tool_calls,
         )
 
 

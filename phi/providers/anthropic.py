@@ -119,7 +119,12 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
         if cache[1]:
             tools[-1]["cache_control"] = EPHEMERAL
         body["tools"] = tools
+    choice = _tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice
     if config.thinking_level != ThinkingLevel.OFF and mc.reasoning:
+        if choice is not None and choice["type"] in ("any", "tool"):
+            raise ProviderError(ErrorKind.API, FORCED_TOOL_WITH_THINKING)
         budget = convert.thinking_budget(config.thinking_level, mc)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if max_tokens <= budget:  # the API requires max_tokens > budget_tokens
@@ -127,6 +132,28 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     elif (temperature := convert.temperature(config)) is not None:
         body["temperature"] = temperature
     return body
+
+
+FORCED_TOOL_WITH_THINKING = ("Anthropic refuses thinking together with a tool_choice that forces a tool call "
+                             "('required' or a tool name); use thinking_level 'off' for this run, or tool_choice "
+                             "'auto'")
+TOOL_CHOICE_TYPES = {"auto": "auto", "none": "none", "required": "any"}
+
+
+def _tool_choice(config: StreamConfig) -> dict[str, Any] | None:
+    """``tool_choice``: ``{"type": "auto" | "none" | "any"}`` or ``{"type": "tool", "name": ...}``;
+    ``parallel_tool_calls=False`` is ``disable_parallel_tool_use`` (not allowed with "none")."""
+    choice = convert.tool_choice(config)
+    parallel = convert.parallel_tool_calls(config)
+    if choice is None and parallel is not False:
+        return None
+    kind = TOOL_CHOICE_TYPES.get(choice or "auto", "tool")
+    out: dict[str, Any] = {"type": kind}
+    if kind == "tool":
+        out["name"] = choice
+    if parallel is False and kind != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
 
 
 def _cache_flags(config: StreamConfig) -> tuple[bool, bool, bool]:

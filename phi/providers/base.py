@@ -64,7 +64,8 @@ class CacheConfig:
 
 @dataclass(slots=True)
 class StreamConfig:
-    """Everything one model call needs. ``messages`` hold only LLM roles (no extension messages)."""
+    """Everything one model call needs (SPEC §4.1, §7). ``messages`` hold only LLM roles (no
+    extension messages)."""
 
     model_config: ModelConfig
     system_prompt: str = ""
@@ -75,6 +76,10 @@ class StreamConfig:
     temperature: float | None = None
     cache_config: CacheConfig = field(default_factory=CacheConfig)
     api_key: str | None = field(default=None, repr=False)  # resolved by the loop's get_api_key
+    # Which tool the model may or must call: "auto", "none", "required" or a tool's name; None
+    # leaves it to the service (auto). See convert.tool_choice for how each protocol says it.
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None  # False: at most one tool call per reply; None: the service's default
 
     def resolved_api_key(self) -> str | None:
         """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of

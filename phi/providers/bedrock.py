@@ -131,14 +131,44 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
                                                      "inputSchema": {"json": t.parameters}}} for t in config.tools]
         if caching[1]:  # Claude only: Nova refuses a cachePoint among the tools
             tools.append({"cachePoint": {"type": "default"}})
-        body["toolConfig"] = {"tools": tools}
+        _tool_config(body, config, tools)
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF and "anthropic" in mc.id:
+        if "toolChoice" in body.get("toolConfig", {}) and "auto" not in body["toolConfig"]["toolChoice"]:
+            from .anthropic import FORCED_TOOL_WITH_THINKING
+
+            raise ProviderError(ErrorKind.API, FORCED_TOOL_WITH_THINKING)
         budget = convert.thinking_budget(config.thinking_level, mc)
         body["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
         if inference["maxTokens"] <= budget:
             inference["maxTokens"] = budget + max(1024, inference["maxTokens"])
         inference.pop("temperature", None)
     return body
+
+
+def _tool_config(body: dict[str, Any], config: StreamConfig, tools: list[dict[str, Any]]) -> None:
+    """``toolConfig`` with ``toolChoice`` (``auto``, ``any`` for "required", ``tool`` for a name).
+    Converse has no "none": without tool blocks in the history the tools are simply not sent;
+    with them ``toolConfig`` is required, so the tools are sent without a choice. It has no switch
+    for parallel calls either: ``parallel_tool_calls`` is not sent."""
+    choice = convert.tool_choice(config)
+    if choice == "none":
+        if not _has_tool_blocks(body["messages"]):
+            return
+        choice = None
+        log.info("Bedrock Converse cannot forbid tool calls while the history has some; tool_choice 'none' "
+                 "is sent as no choice")
+    tool_config: dict[str, Any] = {"tools": tools}
+    if choice == "auto":
+        tool_config["toolChoice"] = {"auto": {}}
+    elif choice == "required":
+        tool_config["toolChoice"] = {"any": {}}
+    elif choice is not None:
+        tool_config["toolChoice"] = {"tool": {"name": choice}}
+    body["toolConfig"] = tool_config
+
+
+def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    return any("toolUse" in block or "toolResult" in block for message in messages for block in message["content"])
 
 
 def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:

@@ -150,6 +150,46 @@ def non_empty_text(content: list[Content]) -> bool:
     return any(isinstance(b, TextContent) and b.text for b in content)
 
 
+TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+def tool_choice(config: StreamConfig) -> str | None:
+    """The call's ``tool_choice``, checked (SPEC §7, PROV-3): ``None`` (send nothing: the service
+    decides, which is "auto"), ``"auto"``, ``"none"``, ``"required"`` or the name of one of the
+    call's tools. Without tools, "auto" and "none" mean nothing is sent; "required" or a name is
+    an ``api`` error, as is a name that is not among the tools — before anything is sent."""
+    choice = config.tool_choice
+    if choice is None:
+        return None
+    if not isinstance(choice, str) or not choice:
+        raise ProviderError(ErrorKind.API, f"tool_choice must be 'auto', 'none', 'required' or a tool name, "
+                                           f"not {choice!r}")
+    names = [tool.name for tool in config.tools]
+    if not names:
+        if choice in ("auto", "none"):
+            return None
+        raise ProviderError(ErrorKind.API, f"tool_choice {choice!r} needs tools, and this call has none")
+    if choice in TOOL_CHOICE_MODES or choice in names:
+        return choice
+    raise ProviderError(ErrorKind.API, f"tool_choice names a tool {choice!r} that is not among this call's tools "
+                                       f"({', '.join(names)}); use one of them or 'auto', 'none', 'required'")
+
+
+def parallel_tool_calls(config: StreamConfig) -> bool | None:
+    """The call's ``parallel_tool_calls``, or ``None`` when it is unset or there are no tools."""
+    value = config.parallel_tool_calls
+    if value is None or not config.tools:
+        return None
+    if not isinstance(value, bool):
+        raise ProviderError(ErrorKind.API, f"parallel_tool_calls must be True, False or None, not {value!r}")
+    return value
+
+
+def forces_tool(choice: str | None) -> bool:
+    """Whether ``choice`` makes the model call a tool ("required" or a name)."""
+    return choice is not None and choice not in ("auto", "none")
+
+
 def has_text(text: str) -> bool:
     """Whether ``text`` has a character other than whitespace. Anthropic and Bedrock answer 400 to a
     text block without one (on every later call, since the history keeps it), so their request

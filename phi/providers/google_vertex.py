@@ -36,7 +36,8 @@ def build_request(config: StreamConfig) -> HttpRequest:
     headers.update(mc.headers)
     body = build_body(config)
     if mc.options.get("stream_function_call_arguments") and config.tools:
-        body["toolConfig"] = {"functionCallingConfig": {"streamFunctionCallArguments": True}}
+        calling = body.setdefault("toolConfig", {}).setdefault("functionCallingConfig", {})
+        calling["streamFunctionCallArguments"] = True
     return HttpRequest(vertex_url(mc.id, mc.base_url, mc.options), headers, json_bytes(body), (str(token),))
 
 

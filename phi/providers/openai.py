@@ -99,6 +99,12 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in config.tools
         ]
+    choice = convert.tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice if choice in convert.TOOL_CHOICE_MODES else {
+            "type": "function", "function": {"name": choice}}
+    if (parallel := convert.parallel_tool_calls(config)) is not None:
+        body["parallel_tool_calls"] = parallel
     if config.thinking_level != ThinkingLevel.OFF and compat.supports_reasoning_effort and mc.reasoning:
         body["reasoning_effort"] = convert.effort(config.thinking_level)
     return body

@@ -70,6 +70,11 @@ def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]
     if config.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": t.parameters, "strict": False} for t in config.tools]
+    choice = convert.tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice if choice in convert.TOOL_CHOICE_MODES else {"type": "function", "name": choice}
+    if (parallel := convert.parallel_tool_calls(config)) is not None:
+        body["parallel_tool_calls"] = parallel
     thinking = mc.reasoning and config.thinking_level != ThinkingLevel.OFF
     if thinking:
         body["reasoning"] = {"effort": convert.effort(config.thinking_level), "summary": "auto"}

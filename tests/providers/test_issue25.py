@@ -419,3 +419,188 @@ def test_tool_id_mapping_keeps_ids_that_fit() -> None:
     assert len(mapped) == 40 and mapped == convert.chat_tool_id(LONG_ID) and mapped.startswith("toolu_xxx")
     assert convert.safe_tool_id("a.b") != convert.safe_tool_id("a_b")
     assert convert.chat_tool_id("") and len(convert.responses_tool_id("é" * 80)) <= 64
+
+
+# --------------------------------------------------------------------------- item 8: tool_choice, parallel_tool_calls
+
+CHOICES = ["auto", "none", "required", "calculator"]
+PARALLEL = [None, False, True]
+SCHEMAS = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _weather_tools():
+    from phi.types import ToolDefinition
+
+    params = {"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]}
+    return [ToolDefinition("calculator", "Compute.", params), ToolDefinition("get_weather", "Weather.", params)]
+
+
+def _validator(kind: str):
+    import jsonschema
+
+    if kind in ("CreateResponse", "CreateChatCompletionRequest"):
+        schema = json.loads((SCHEMAS / "openapi" / "openai-requests.schema.json").read_text(encoding="utf-8"))
+        return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{kind}"})
+    name = {"anthropic": "anthropic-messages.schema.json", "gemini": "gemini-request.schema.json"}[kind]
+    return jsonschema.Draft202012Validator(json.loads((SCHEMAS / "sdk-schemas" / name).read_text(encoding="utf-8")))
+
+
+def _bedrock_errors(body: dict, model_id: str) -> list[str]:
+    """botocore's own validation of ConverseStream parameters (the AWS service model)."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    shape = botocore.session.get_session().get_service_model("bedrock-runtime").operation_model(
+        "ConverseStream").input_shape
+    report = ParamValidator().validate({"modelId": model_id, **body}, shape)
+    return [report.generate_report()] if report.has_errors() else []
+
+
+def _schema_errors(api: str, body: dict, mc: ModelConfig) -> list[str]:
+    if api == "bedrock":
+        return _bedrock_errors(body, mc.id)
+    kind = {"openai": "CreateChatCompletionRequest", "openai_responses": "CreateResponse",
+            "azure_openai": "CreateResponse", "anthropic": "anthropic", "google": "gemini",
+            "google_vertex": "gemini"}[api]
+    return [f"{list(e.absolute_path)}: {e.message[:160]}" for e in _validator(kind).iter_errors(body)]
+
+
+def _model(api: str, url: str) -> ModelConfig:
+    return {
+        "anthropic": lambda: ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=url),
+        "openai": lambda: ModelConfig.openai("gpt-4.1", api_key="sk-test", base_url=url),
+        "openai_responses": lambda: ModelConfig.openai_responses("gpt-5", api_key="sk-test", base_url=url),
+        "azure_openai": lambda: ModelConfig.azure_openai("deploy", api_key="az-test", base_url=url + "/openai/v1"),
+        "google": lambda: ModelConfig.google("gemini-test", api_key="g-test", base_url=url),
+        "google_vertex": lambda: ModelConfig.vertex("gemini-test", project="p", access_token="ya29.t", base_url=url,
+                                                    options={"stream_function_call_arguments": True}),
+        "bedrock": lambda: ModelConfig.bedrock("us.anthropic.claude-test-v1:0", api_key="br-test", base_url=url),
+        "proxy": lambda: ModelConfig.proxy(url + "/stream", "m", token="proxy-token"),
+    }[api]()
+
+
+EXPECTED_CHOICE = {  # what each protocol sends for (tool_choice, parallel_tool_calls=False)
+    "anthropic": {"auto": {"type": "auto", "disable_parallel_tool_use": True}, "none": {"type": "none"},
+                  "required": {"type": "any", "disable_parallel_tool_use": True},
+                  "calculator": {"type": "tool", "name": "calculator", "disable_parallel_tool_use": True}},
+    "openai": {"auto": "auto", "none": "none", "required": "required",
+               "calculator": {"type": "function", "function": {"name": "calculator"}}},
+    "openai_responses": {"auto": "auto", "none": "none", "required": "required",
+                         "calculator": {"type": "function", "name": "calculator"}},
+    "google": {"auto": {"mode": "AUTO"}, "none": {"mode": "NONE"}, "required": {"mode": "ANY"},
+               "calculator": {"mode": "ANY", "allowedFunctionNames": ["calculator"]}},
+    "bedrock": {"auto": {"auto": {}}, "none": None, "required": {"any": {}}, "calculator": {"tool": {"name": "calculator"}}},
+}
+
+
+def _sent_choice(api: str, body: dict):
+    if api == "anthropic":
+        return body.get("tool_choice")
+    if api in ("openai", "openai_responses", "azure_openai"):
+        return body.get("tool_choice")
+    if api in ("google", "google_vertex"):
+        config = dict(body.get("toolConfig", {}).get("functionCallingConfig", {}))
+        config.pop("streamFunctionCallArguments", None)
+        return config or None
+    if api == "bedrock":
+        return body.get("toolConfig", {}).get("toolChoice")
+    return body["options"].get("toolChoice")
+
+
+@pytest.mark.parametrize("parallel", PARALLEL)
+@pytest.mark.parametrize("choice", CHOICES)
+@pytest.mark.parametrize("api", ["anthropic", "openai", "openai_responses", "azure_openai", "google", "google_vertex",
+                                 "bedrock", "proxy"])
+def test_tool_choice_reaches_each_service_in_its_own_schema(server, api, choice, parallel) -> None:
+    """Item 8: every protocol sends ``tool_choice``/``parallel_tool_calls`` in its own form, and the
+    received body validates against the service's published types (OpenAI's OpenAPI document, the
+    Anthropic and Google Gen AI SDK types, botocore's service model)."""
+    from .test_faults import proxy_body
+    from .test_recordings import reply_for
+
+    mc = _model(api, server.url)
+    samples = {"anthropic": "anthropic__text_then_tool_use_streamed_args.txt",
+               "openai": "openai_chat__tool_call_streamed_args.txt", "openai_responses": "openai_responses__text.txt",
+               "azure_openai": "azure_responses__text.jsonl", "google": "gemini__function_call_single_chunk.txt",
+               "google_vertex": "vertex__thought_summaries_then_text.txt", "bedrock": "bedrock__text_nova.bin"}
+    server.queue(Reply(proxy_body()) if api == "proxy" else reply_for(samples[api], 4096))
+    config = StreamConfig(mc, system_prompt="Be brief.", messages=[UserMessage.from_text("12+7?")],
+                          tools=_weather_tools(), tool_choice=choice, parallel_tool_calls=parallel, max_tokens=100)
+    message = get_provider(mc).stream(config, Collector(), CancellationToken())
+    assert message.stop_reason != StopReason.ERROR, message.error_message
+    body = server.requests[0].json()
+    sent = _sent_choice(api, body)
+    family = {"azure_openai": "openai_responses", "google_vertex": "google"}.get(api, api)
+    if api == "proxy":
+        assert sent == choice and body["options"].get("parallelToolCalls") == parallel
+        return
+    want = EXPECTED_CHOICE[family][choice]
+    if family == "anthropic" and parallel is not False and isinstance(want, dict):
+        want = {k: v for k, v in want.items() if k != "disable_parallel_tool_use"}
+    assert sent == want, (api, choice, parallel, sent)
+    if family in ("openai", "openai_responses"):
+        assert body.get("parallel_tool_calls") == parallel
+    if family == "bedrock" and choice == "none":
+        assert "toolConfig" not in body  # no tool blocks in this history: the tools are not offered
+    assert not _schema_errors(api, body, mc), _schema_errors(api, body, mc)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "bedrock"])
+def test_forcing_a_tool_with_thinking_is_refused_clearly(server, api) -> None:
+    """Item 8: Anthropic refuses thinking with a forced tool; phi says so before sending."""
+    mc = _model(api, server.url)
+    config = StreamConfig(mc, messages=[UserMessage.from_text("hi")], tools=_weather_tools(), tool_choice="required",
+                          thinking_level="high")
+    with pytest.raises(ProviderError) as info:
+        get_provider(mc).stream(config, Collector(), CancellationToken())
+    assert info.value.kind == ErrorKind.API and "thinking" in str(info.value) and not server.requests
+
+
+def test_bedrock_none_with_tool_history_keeps_the_tools(server) -> None:
+    """Item 8: Converse needs toolConfig once the history has tool blocks, and has no "none"."""
+    from phi.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from .test_recordings import reply_for
+
+    mc = _model("bedrock", server.url)
+    history = [UserMessage.from_text("12+7?"),
+               AssistantMessage([ToolCall("t1", "calculator", {"a": 1})], StopReason.TOOL_USE, mc.id, "bedrock"),
+               ToolResultMessage("t1", "calculator", [TextContent("19")])]
+    server.queue(reply_for("bedrock__text_nova.bin", 4096))
+    config = StreamConfig(mc, messages=history, tools=_weather_tools(), tool_choice="none")
+    get_provider(mc).stream(config, Collector(), CancellationToken())
+    body = server.requests[0].json()
+    assert "toolChoice" not in body["toolConfig"] and body["toolConfig"]["tools"]
+    assert not _bedrock_errors(body, mc.id)
+
+
+@pytest.mark.parametrize("choice,problem", [("weather", "not among this call's tools"), ("required", None)])
+def test_tool_choice_naming_no_tool_is_an_error_before_sending(server, choice, problem) -> None:
+    """Item 8: a name that is no tool of the call, or "required" without tools, is an ``api`` error."""
+    mc = _model("openai", server.url)
+    tools = _weather_tools() if problem else []
+    config = StreamConfig(mc, messages=[UserMessage.from_text("hi")], tools=tools, tool_choice=choice)
+    with pytest.raises(ProviderError) as info:
+        get_provider(mc).stream(config, Collector(), CancellationToken())
+    assert info.value.kind == ErrorKind.API and (problem or "needs tools") in str(info.value) and not server.requests
+
+
+def test_tool_choice_is_a_run_setting(server) -> None:
+    """Item 8: ``tool_choice`` and ``parallel_tool_calls`` are AgentLoopConfig settings (Agent
+    keywords) that reach the request; a bad value is a ConfigError at configuration time."""
+    from phi.loop.config import AgentLoopConfig
+    from .conftest import fixture_bytes
+
+    server.queue(Reply(fixture_bytes("openai_chat__tool_call_streamed_args.txt")),
+                 Reply(fixture_bytes("openai_chat__text_usage_chunk_then_moderation_chunk.txt")))
+    mc = ModelConfig.openai("gpt-4.1", api_key="sk-test", base_url=server.url)
+    agent = Agent(model_config=mc, tools=[_calculator()], tool_choice="calculator", parallel_tool_calls=False,
+                  retry_config=RetryConfig.none())
+    agent.prompt("12+7?").result(20)
+    assert len(server.requests) == 2
+    body = server.requests[0].json()
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "calculator"}}
+    assert body["parallel_tool_calls"] is False
+    with pytest.raises(ConfigError):
+        AgentLoopConfig(tool_choice="")
+    with pytest.raises(ConfigError):
+        AgentLoopConfig(parallel_tool_calls="no")  # type: ignore[arg-type]
