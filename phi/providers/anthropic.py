@@ -7,10 +7,14 @@ Claude Code header set. The SSE stream is ``message_start`` → per block ``cont
 ``content_block_delta``* / ``content_block_stop`` → ``message_delta`` → ``message_stop``, with
 ``ping`` anywhere and ``error`` possible mid-stream. Tool input arrives as ``input_json_delta``
 fragments and is parsed at ``content_block_stop`` (or at the end, if the block never closes).
+A block of a type phi does not model (``compaction``, ``server_tool_use``, ``web_search_tool_result``
+...) is kept whole as an *opaque block* (see :func:`convert.opaque_signature`) and sent back as it
+came, to Anthropic only.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from ..log import get_logger
@@ -28,7 +32,15 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
+from .base import (
+    AssistantBuilder,
+    CacheStrategy,
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    is_context_overflow,
+    parse_arguments,
+)
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
 from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
@@ -43,6 +55,8 @@ OAUTH_USER_AGENT = "claude-cli/2.1.2"
 # Requests made with a Claude Code OAuth token must open the system prompt with this identity line.
 OAUTH_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 EPHEMERAL = {"type": "ephemeral"}
+OPAQUE = "anthropic"  # the protocol named in the signature of opaque blocks (convert.opaque_signature)
+KNOWN_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use")
 
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": StopReason.STOP,
@@ -169,7 +183,7 @@ def _cache_flags(config: StreamConfig) -> tuple[bool, bool, bool]:
 def _mark_cache(message: dict[str, Any]) -> None:
     """Put a breakpoint on the last cacheable block of a message."""
     for block in reversed(message["content"]):
-        if block.get("type") not in ("thinking", "redacted_thinking"):
+        if block.get("type") in ("text", "image", "tool_use", "tool_result"):
             block["cache_control"] = EPHEMERAL
             return
 
@@ -222,6 +236,10 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
         if isinstance(block, TextContent):
             if convert.has_text(block.text):
                 blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent) and convert.is_opaque(block):
+            opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
+            if opaque is not None:
+                blocks.append(opaque)
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):
                 if block.redacted:
@@ -250,6 +268,8 @@ class AnthropicParser(SSEParser):
         self._fresh: set[int] = set()  # text/thinking blocks that have not had a delta yet
         self._usage: dict[str, Any] = {}
         self._start_input: dict[int, dict[str, Any]] = {}  # input sent whole in content_block_start
+        self._opaque: dict[int, dict[str, Any]] = {}  # blocks of types phi does not model, as they build up
+        self._opaque_json: dict[int, list[str]] = {}  # their streamed input_json_delta fragments
         self._handlers = {
             "content_block_delta": self._on_delta,
             "content_block_start": self._on_block_start,
@@ -302,13 +322,17 @@ class AnthropicParser(SSEParser):
                 builder.text(text, new_block=True)
         elif kind == "thinking":
             self._fresh.add(index)
+        elif kind not in KNOWN_BLOCKS:
+            self._opaque[index] = dict(block)
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data["index"]
         delta = fields.obj(data["delta"], "delta")
         kind = delta.get("type")
         builder = self.builder
-        if kind == "text_delta":
+        if index in self._opaque:
+            self._opaque_delta(index, delta)
+        elif kind == "text_delta":
             fresh = index in self._fresh
             if fresh:
                 self._fresh.discard(index)
@@ -331,8 +355,34 @@ class AnthropicParser(SSEParser):
                 builder.thinking_signature(signature, append=True)
         # citations_delta and unknown delta types carry nothing we keep
 
+    def _opaque_delta(self, index: int, delta: dict[str, Any]) -> None:
+        """A delta of an opaque block: ``input_json_delta`` fragments build its ``input``; the
+        string fields of any other delta type extend the block's fields of the same name (as a
+        ``compaction_delta``'s ``content`` extends the block's ``content``)."""
+        if delta.get("type") == "input_json_delta":
+            piece = fields.text(delta.get("partial_json"), "delta.partial_json")
+            self._opaque_json.setdefault(index, []).append(piece)
+            return
+        block = self._opaque[index]
+        for key, value in delta.items():
+            if key == "type":
+                continue
+            current = block.get(key)
+            block[key] = current + value if isinstance(current, str) and isinstance(value, str) else value
+
+    def _close_opaque(self, index: int) -> None:
+        block = self._opaque.pop(index)
+        pieces = self._opaque_json.pop(index, None)
+        if pieces is not None:
+            block["input"] = parse_arguments("".join(pieces))
+        self.builder.redacted_thinking(json.dumps(block, separators=(",", ":"), ensure_ascii=False),
+                                       convert.opaque_signature(OPAQUE))
+
     def _on_block_stop(self, data: dict[str, Any]) -> None:
         index = data["index"]
+        if index in self._opaque:
+            self._close_opaque(index)
+            return
         tool = self._tool.pop(index, None)
         if tool is None:
             return
@@ -354,6 +404,8 @@ class AnthropicParser(SSEParser):
         self._set_usage(fields.obj(data.get("usage"), "usage"))
 
     def _on_message_stop(self, data: dict[str, Any]) -> None:
+        for index in sorted(self._opaque):  # a block left open still goes into the reply
+            self._close_opaque(index)
         if self.stop_reason is None:
             self.stop_reason = StopReason.STOP
         self.done = True
@@ -384,4 +436,6 @@ class AnthropicParser(SSEParser):
 class AnthropicProvider(HttpStreamProvider):
     """Streams Claude models over the Messages API."""
 
-    protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder))
+    # The Messages API sends ``ping`` events while the model works, so a minute without any is a stall.
+    protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder),
+                            idle_timeout=60.0)

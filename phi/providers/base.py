@@ -436,12 +436,14 @@ class AssistantBuilder:
         content.append(ThinkingContent("", signature))
         self._open_kind, self._chunks, self._signature = ThinkingContent, [], signature
 
-    def redacted_thinking(self, data: str) -> None:
-        """An opaque reasoning block that must be replayed verbatim (no delta event)."""
+    def redacted_thinking(self, data: str, signature: str | None = None) -> None:
+        """An opaque reasoning block that must be replayed verbatim (no delta event). With a
+        ``signature`` from :func:`~phi.providers.convert.opaque_signature` it holds a whole block of
+        a type phi does not model (SPEC DATA-1), as JSON, for the service that sent it."""
         if not self._started:
             self.start()
         self._close_open()
-        self._content.append(ThinkingContent(data, None, redacted=True))
+        self._content.append(ThinkingContent(data, signature, redacted=True))
 
     # ----------------------------------------------------------------- tool calls
 

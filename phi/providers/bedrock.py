@@ -268,6 +268,7 @@ class ConverseStreamParser(StreamParser):
             if cancelled() or self.done:
                 return
             self.frames += 1
+            self.events += 1
             kind = message.headers.get(":message-type", "event")
             if kind == "event":
                 handler = self._handlers.get(message.headers.get(":event-type", ""))
@@ -366,4 +367,5 @@ class ConverseStreamParser(StreamParser):
 class BedrockProvider(HttpStreamProvider):
     """Streams Bedrock models over ConverseStream."""
 
-    protocol = WireProtocol("bedrock", build_request, lambda builder, mc: ConverseStreamParser(builder))
+    protocol = WireProtocol("bedrock", build_request, lambda builder, mc: ConverseStreamParser(builder),
+                            idle_timeout=90.0)

@@ -68,6 +68,38 @@ def effort(level: ThinkingLevel) -> str:
     return EFFORTS[level]
 
 
+OPAQUE_PREFIX = "phi-opaque:"
+
+
+def opaque_signature(protocol: str) -> str:
+    """The signature that marks a redacted thinking block as an *opaque block* (SPEC DATA-1): a
+    content block of a type phi does not model (Anthropic ``compaction``, ``server_tool_use``,
+    ``web_search_tool_result``...; Responses output items), kept whole as JSON in ``thinking`` so
+    that it survives a save and load (DATA-6) and goes back, verbatim, to the service that sent it
+    — only to that one: every other request builder leaves redacted thinking out."""
+    return OPAQUE_PREFIX + protocol
+
+
+def opaque_block(block: ThinkingContent, protocol: str) -> dict[str, Any] | None:
+    """The original JSON object of an opaque block of ``protocol`` (None for any other block)."""
+    if not (block.redacted and block.signature == OPAQUE_PREFIX + protocol):
+        return None
+    try:
+        value = json.loads(block.thinking)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("type"), str) else None
+
+
+def is_opaque(block: ThinkingContent) -> bool:
+    return block.redacted and (block.signature or "").startswith(OPAQUE_PREFIX)
+
+
+def same_service(message: AssistantMessage, model_config: ModelConfig) -> bool:
+    """Opaque blocks go back to the service that sent them (any of its models)."""
+    return message.provider == model_config.provider
+
+
 def same_origin(message: AssistantMessage, model_config: ModelConfig) -> bool:
     """Thinking signatures are only valid for the provider and model that produced them."""
     return message.provider == model_config.provider and message.model == model_config.id
@@ -75,7 +107,7 @@ def same_origin(message: AssistantMessage, model_config: ModelConfig) -> bool:
 
 def replayable_thinking(block: ThinkingContent, origin_ok: bool) -> bool:
     """Whether a thinking block goes back as thinking (else it is sent as text, or dropped)."""
-    return origin_ok and (block.signature is not None or block.redacted)
+    return origin_ok and (block.signature is not None or block.redacted) and not is_opaque(block)
 
 
 def thinking_as_text(block: ThinkingContent) -> str | None:

@@ -385,4 +385,5 @@ def _make_slot(node: Any, key: str | int) -> None:
 class GoogleProvider(HttpStreamProvider):
     """Streams Gemini models over the Gemini API."""
 
-    protocol = WireProtocol("google", build_request, lambda builder, mc: GeminiParser(builder, "google-fc"))
+    protocol = WireProtocol("google", build_request, lambda builder, mc: GeminiParser(builder, "google-fc"),
+                            idle_timeout=90.0)

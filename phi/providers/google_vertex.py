@@ -61,4 +61,5 @@ class GoogleVertexProvider(HttpStreamProvider):
     """Streams Gemini models hosted on Vertex AI: the Gemini protocol with Vertex's endpoint and
     OAuth auth, and ``vertex-fc-{i}`` ids for function calls that come without one."""
 
-    protocol = WireProtocol("google_vertex", build_request, lambda builder, mc: GeminiParser(builder, "vertex-fc"))
+    protocol = WireProtocol("google_vertex", build_request, lambda builder, mc: GeminiParser(builder, "vertex-fc"),
+                            idle_timeout=90.0)

@@ -280,12 +280,15 @@ class ModelConfig:
             compat = compat or preset.compat()
             if preset.key_env:
                 options.setdefault("api_key_env", preset.key_env)
-            else:
+            else:  # a local server: no key, and a CPU may take minutes before its first token
                 options.setdefault("api_key_required", False)
+                options.setdefault("idle_timeout", LOCAL_IDLE_TIMEOUT)
         else:
             url = base_url
             provider = provider or "openai_compatible"
             compat = compat or OpenAICompat()
+            if _is_loopback(url):
+                options.setdefault("idle_timeout", LOCAL_IDLE_TIMEOUT)
         return cls(id=model, api=API_OPENAI, provider=provider, base_url=url, api_key=api_key, compat=compat,
                    reasoning=reasoning, **kwargs)
 
@@ -298,6 +301,9 @@ class ModelConfig:
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}")
         return cls.openai_compatible(name, model, provider=provider, api_key=api_key, compat=compat,
                                      reasoning=reasoning, **kwargs)
+
+
+LOCAL_IDLE_TIMEOUT = 600.0  # options["idle_timeout"] of the local-server presets (ollama, vllm, llamacpp...)
 
 
 @dataclass(frozen=True)
@@ -342,6 +348,11 @@ PRESETS: dict[str, CompatPreset] = {p.name: p for p in (
     CompatPreset("lmstudio", "http://localhost:1234/v1", None),
     CompatPreset("llamacpp", "http://localhost:8080/v1", None, reasoning_field="reasoning_content"),
 )}
+
+
+def _is_loopback(url: str) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
+    return host.startswith(("localhost", "127.", "[::1]"))
 
 
 def _preset_for_url(url: str) -> CompatPreset | None:

@@ -8,7 +8,9 @@
 ``response.completed`` / ``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
 a standalone ``error`` event may precede it. Function-call deltas reference the item id
 (``fc_…``); tool results go back with the ``call_id``, which is what :class:`ToolCall.id` holds.
-A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON.
+A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON; an output
+item of a type phi does not model is kept whole as an opaque block (:func:`convert.opaque_signature`)
+and replayed as an input item to the same service only.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from .sse import SSEEvent
 log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPAQUE = "openai_responses"  # the protocol named in the signature of opaque items (convert.opaque_signature)
 
 
 # --------------------------------------------------------------------------- request
@@ -141,6 +144,10 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
         if isinstance(block, TextContent):
             if block.text:
                 items.append(_assistant_text(block.text))
+        elif isinstance(block, ThinkingContent) and convert.is_opaque(block):
+            opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
+            if opaque is not None:
+                items.append(opaque)
         elif isinstance(block, ThinkingContent):
             item = _reasoning_item(block) if origin_ok else None
             if item is not None:
@@ -263,6 +270,9 @@ class ResponsesParser(SSEParser):
             else:  # no summary was streamed: keep the item so it can be replayed
                 self._fresh.discard(item_id)
                 self.builder.thinking("", signature, True)
+        elif kind != "message" and isinstance(kind, str):  # an item phi does not model: kept whole
+            self.builder.redacted_thinking(json.dumps(item, separators=(",", ":"), ensure_ascii=False),
+                                           convert.opaque_signature(OPAQUE))
 
     def _on_terminal(self, data: dict[str, Any]) -> None:
         response = fields.obj(data.get("response"), "response")

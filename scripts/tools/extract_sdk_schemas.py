@@ -13,7 +13,8 @@ Run it with a Python that has the SDKs (never phi dependencies), e.g.::
   ``POST /v1/messages`` with ``stream: true``), by pydantic's ``TypeAdapter(...).json_schema()``.
   One change: every object gets ``additionalProperties: false``, because the SDK's ``TypedDict``s
   are closed (a type checker refuses an unknown key; the API answers 400 "Extra inputs are not
-  permitted").
+  permitted"). Added under ``$defs``: ``BetaCompactionBlockParam`` (``anthropic.types.beta``), the
+  compaction block a reply may carry and the next request must send back.
 * ``gemini-request.schema.json``: the REST field names (camelCase, ``by_alias``) of
   ``google.genai.types`` ``Content``, ``Tool``, ``ToolConfig`` and ``GenerationConfig`` (the parts
   of ``GenerateContentRequest``: ``contents``, ``tools``, ``toolConfig``, ``generationConfig``) and
@@ -60,6 +61,13 @@ def anthropic_schema() -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     schema = TypeAdapter(message_create_params.MessageCreateParamsStreaming).json_schema()
+    # The beta compaction block (context management) that replies may carry and requests must
+    # send back verbatim: its type, under $defs, for the opaque-block tests.
+    from anthropic.types.beta import BetaCompactionBlockParam
+
+    beta = TypeAdapter(BetaCompactionBlockParam).json_schema(ref_template="#/$defs/{model}")
+    schema["$defs"].update(beta.pop("$defs", {}))
+    schema["$defs"]["BetaCompactionBlockParam"] = beta
     schema = closed(constraints_only(schema))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$comment": f"anthropic {anthropic.__version__}: MessageCreateParamsStreaming (scripts/tools/"

@@ -604,3 +604,222 @@ def test_tool_choice_is_a_run_setting(server) -> None:
         AgentLoopConfig(tool_choice="")
     with pytest.raises(ConfigError):
         AgentLoopConfig(parallel_tool_calls="no")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- item 5: a stalled stream gives up
+
+
+def _stall_body(provider: str) -> tuple[bytes, int]:
+    """A body that never completes an event, and the size of each piece it is sent in: keep-alive
+    comments for the SSE protocols, the first bytes of an event-stream frame for Bedrock."""
+    if provider == "bedrock":
+        frame = bedrock_text("x" * 2000)
+        return frame[:1500], 1
+    return b": keep-alive\n\n" * 400, len(b": keep-alive\n\n")
+
+
+@pytest.mark.parametrize("kind", ["comments", "drip"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stalled_stream_stops_at_the_idle_timeout(server, provider, kind) -> None:
+    """Item 5: a server sending only keep-alive comments, or dripping one byte at a time, makes no
+    event; the read timeout never fires, and the call stops at ``idle_timeout`` (here 1 s) with a
+    retryable ``network`` error, not at the total bound (here 30 s)."""
+    import time
+
+    from .test_faults import start
+
+    body, piece = _stall_body(provider)
+    if kind == "drip":
+        piece = 1
+    reply = Reply(body, chunk_size=piece, delay=0.05)
+    prov, config, sink, cancel = start(server, provider, reply, read_timeout=10.0)
+    config.model_config.options.update(idle_timeout=1.0, total_timeout=30.0)
+    began = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        prov.stream(config, sink, cancel)
+    elapsed = time.monotonic() - began
+    assert info.value.kind == ErrorKind.NETWORK and "idle_timeout" in str(info.value), str(info.value)
+    assert 0.9 <= elapsed < 4, elapsed
+
+
+def test_a_stall_after_output_keeps_the_partial_reply(server) -> None:
+    """Item 5: text arrived, then only pings: the reply ends with stopReason ``error`` and the text."""
+    import time
+
+    events = anthropic_text("Hello there").split(b"event: content_block_stop")[0]
+    body = events + b": keep-alive\n\n" * 200
+    server.queue(Reply(body, chunk_size=len(b": keep-alive\n\n"), delay=0.05))
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url,
+                               options={"idle_timeout": 1.0, "read_timeout": 10.0})
+    began = time.monotonic()
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(),
+                                      CancellationToken())
+    assert time.monotonic() - began < 4
+    assert message.stop_reason == StopReason.ERROR and message.text == "Hello there"
+    assert "stalled" in message.error_message
+
+
+def test_a_slow_but_steady_stream_is_not_cut(server) -> None:
+    """Item 5: events 0.3 s apart with an idle bound of 1 s: every gap is under it, the whole
+    stream (about 3 s) over it; the call completes."""
+    texts = anthropic_text("x").split(b"\n\n")
+    server.queue(Reply(b"\n\n".join(texts), chunk_size=1, delay=0.0))
+    pieces = [chunk + b"\n\n" for chunk in texts if chunk]
+    server.replies[-1].body = b"".join(pieces)
+    server.replies[-1].chunk_size = max(len(p) for p in pieces)
+    server.replies[-1].delay = 0.3
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url,
+                               options={"idle_timeout": 1.0})
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(),
+                                      CancellationToken())
+    assert message.stop_reason == StopReason.STOP, message.error_message
+
+
+def test_idle_defaults_are_per_protocol_and_documented() -> None:
+    """Item 5: each protocol has a default in the tens of seconds (local servers: longer), shown
+    in docs/providers.md next to the other time bounds."""
+    from pathlib import Path
+
+    from phi.providers.registry import ProviderRegistry
+
+    registry = ProviderRegistry.default()
+    defaults = {api: registry.get(api).protocol.idle_timeout for api in registry.apis() if api != "mock"}
+    assert all(10 <= value <= 120 for value in defaults.values()), defaults
+    assert ModelConfig.preset("llamacpp", "m").options["idle_timeout"] >= 300
+    assert ModelConfig.openai_compatible("http://127.0.0.1:8080/v1", "m").options["idle_timeout"] >= 300
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text(encoding="utf-8")
+    assert "idle_timeout" in docs and "total_timeout" in docs
+
+
+# --------------------------------------------------------------------------- item 6: blocks phi does not model
+
+COMPACTION_SUMMARY = "The user asked for 12+7; the calculator said 19."
+
+
+def _anthropic_with_unknown_blocks() -> bytes:
+    """A reply with a compaction block (streamed as ``compaction_delta``s, the shape of the SDK's
+    BetaCompactionBlock and BetaCompactionContentBlockDelta), a server tool call with streamed
+    input, its result sent whole, then text."""
+    events: list[dict] = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                                "content": [], "model": "claude-test",
+                                                                "usage": {"input_tokens": 5, "output_tokens": 1}}},
+                          {"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "compaction", "content": None}}]
+    for piece in (COMPACTION_SUMMARY[:20], COMPACTION_SUMMARY[20:]):
+        events.append({"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta",
+                                                                            "content": piece}})
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta",
+                                                                     "encrypted_content": "Ek0KAgvEnc=="}},
+               {"type": "content_block_stop", "index": 0},
+               {"type": "content_block_start", "index": 1, "content_block": {"type": "server_tool_use",
+                                                                            "id": "srvtoolu_1", "name": "web_search",
+                                                                            "input": {}}},
+               {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                     "partial_json": '{"query": "phi'}},
+               {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
+                                                                     "partial_json": ' agent"}'}},
+               {"type": "content_block_stop", "index": 1},
+               {"type": "content_block_start", "index": 2, "content_block": {
+                   "type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                   "content": [{"type": "web_search_result", "url": "https://example.com/phi", "title": "phi",
+                                "encrypted_content": "EqgfCio=", "page_age": None}]}},
+               {"type": "content_block_stop", "index": 2}]
+    text = anthropic_text("Done.").split(b"\n\n")
+    tail = b"\n\n".join(chunk for chunk in text if b"content_block" in chunk or b"message_delta" in chunk
+                        or b"message_stop" in chunk).replace(b'"index": 0', b'"index": 3')
+    return sse(events) + tail + b"\n\n"
+
+
+def _anthropic_replay_checker(received: list):
+    """An Anthropic server that answers the first call with the unknown blocks and checks that the
+    next call sends them back verbatim, valid against the SDK's block types."""
+    defs = {"$defs": _validator("anthropic").schema["$defs"]}
+
+    def respond(request) -> Reply:
+        body = request.json()
+        received.append(body)
+        if len(received) == 1:
+            return Reply(_anthropic_with_unknown_blocks())
+        import jsonschema
+
+        assistant = [m for m in body["messages"] if m["role"] == "assistant"][0]["content"]
+        compaction = assistant[0]
+        assert compaction == {"type": "compaction", "content": COMPACTION_SUMMARY, "encrypted_content": "Ek0KAgvEnc=="}
+        jsonschema.Draft202012Validator({**defs, "$ref": "#/$defs/BetaCompactionBlockParam"}).validate(compaction)
+        jsonschema.Draft202012Validator({**defs, "$ref": "#/$defs/ServerToolUseBlockParam"}).validate(assistant[1])
+        jsonschema.Draft202012Validator({**defs, "$ref": "#/$defs/WebSearchToolResultBlockParam"}).validate(
+            assistant[2])
+        assert assistant[1]["input"] == {"query": "phi agent"} and assistant[3]["text"] == "Done."
+        return Reply(anthropic_text("Sure."))
+
+    return respond
+
+
+def test_unknown_anthropic_blocks_survive_save_load_and_go_back(server) -> None:
+    """Item 6: compaction and server-tool blocks are kept (as opaque blocks), survive a JSON
+    save/load of the history (DATA-6), and are sent back verbatim to Anthropic on the next turn."""
+    received: list = []
+    server.responder = _anthropic_replay_checker(received)
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url)
+    agent = Agent(model_config=mc, retry_config=RetryConfig.none())
+    reply = agent.prompt("search").result(10).messages[-1]
+    assert reply.text == "Done." and len(reply.content) == 4
+    saved = agent.save_messages()
+    restored = Agent(model_config=mc.with_(id="claude-other"), retry_config=RetryConfig.none())
+    restored.restore_messages(saved)
+    again = restored.prompt("and?").result(10).messages[-1]
+    assert again.stop_reason == StopReason.STOP, again.error_message
+    assert len(received) == 2 and again.text == "Sure."
+
+
+@pytest.mark.parametrize("api", ["openai", "openai_responses", "google", "bedrock", "anthropic-elsewhere"])
+def test_opaque_blocks_never_reach_another_service(server, api) -> None:
+    """Item 6: the same history sent to any other service (or to another Anthropic-protocol
+    service) carries none of the opaque blocks' content."""
+    from phi.providers.anthropic import AnthropicParser
+    from phi.providers.base import AssistantBuilder
+    from phi.providers.http import parse_body
+    from phi.types import AssistantMessage
+
+    builder = AssistantBuilder(lambda event: None, "claude-test", "anthropic")
+    reply = parse_body(AnthropicParser(builder), [_anthropic_with_unknown_blocks()])
+    history = [UserMessage.from_text("search"), reply, UserMessage.from_text("and?")]
+    assert isinstance(reply, AssistantMessage) and reply.stop_reason == StopReason.STOP
+    if api == "anthropic-elsewhere":
+        mc = ModelConfig.anthropic("claude-test", api_key="k", base_url=server.url).with_(provider="my-gateway")
+        from phi.providers import anthropic as module
+    else:
+        mc = _model(api, server.url)
+        module = __import__(f"phi.providers.{api}", fromlist=["build_body"])
+    body = json.dumps(module.build_body(StreamConfig(mc, messages=history)))
+    for secret in ("compaction", "Ek0KAgvEnc", "srvtoolu_1", "EqgfCio", "phi agent", "opaque"):
+        assert secret not in body, (api, secret)
+    assert "Done." in body
+
+
+def test_unknown_responses_items_round_trip_to_the_same_service_only() -> None:
+    """Item 6: a Responses output item of a type phi does not model is replayed as an input item to
+    the same service, and to no other."""
+    from phi.providers import openai_responses
+    from phi.providers.base import AssistantBuilder
+    from phi.providers.http import parse_body
+
+    item = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search",
+                                                                                        "query": "phi"}}
+    events = [{"type": "response.created", "response": {"id": "resp_1"}},
+              {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
+              {"type": "response.output_item.done", "output_index": 0, "item": item},
+              {"type": "response.output_item.added", "output_index": 1, "item": {"type": "message", "id": "msg_1"}},
+              {"type": "response.output_text.delta", "item_id": "msg_1", "delta": "Found it."},
+              {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}]
+    builder = AssistantBuilder(lambda event: None, "gpt-5", "openai")
+    reply = parse_body(openai_responses.ResponsesParser(builder), [sse(events)])
+    history = [UserMessage.from_text("search"), reply, UserMessage.from_text("and?")]
+    mc = ModelConfig.openai_responses("gpt-5", api_key="k")
+    items = openai_responses.build_body(StreamConfig(mc, messages=history))["input"]
+    assert item in items
+    errors = [e.message for e in _validator("CreateResponse").iter_errors(
+        openai_responses.build_body(StreamConfig(mc, messages=history)))]
+    assert not errors, errors
+    azure = ModelConfig.azure_openai("gpt-5", resource="r", api_key="k")
+    assert "ws_1" not in json.dumps(openai_responses.build_body(StreamConfig(azure, messages=history)))
