@@ -167,7 +167,9 @@ def _assistant(message: AssistantMessage, mc: ModelConfig) -> dict[str, Any] | N
                           "function": {"name": block.name, "arguments": json.dumps(block.arguments)}})
     if not texts and not calls:
         return None
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    # Without text the content is "" rather than null (the spec allows both): servers built on
+    # typed dicts refuse null and their chat templates read the field (llama-cpp-python).
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
     if calls:
         out["tool_calls"] = calls
     return out
