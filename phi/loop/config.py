@@ -114,7 +114,8 @@ class AgentLoopConfig:
         self.tool_execution = ToolExecution(self.tool_execution)
         self.first_turn_trigger = TurnTrigger(self.first_turn_trigger)
         if self.tool_choice is not None and (not isinstance(self.tool_choice, str) or not self.tool_choice):
-            raise ConfigError(f"tool_choice must be 'auto', 'none', 'required' or a tool name, not {self.tool_choice!r}")
+            raise ConfigError(f"tool_choice must be 'auto', 'none', 'required' or a tool name, "
+                              f"not {self.tool_choice!r}")
         if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
             raise ConfigError(f"parallel_tool_calls must be True, False or None, not {self.parallel_tool_calls!r}")
 

@@ -4,8 +4,9 @@
 ``instructions``; history is a list of input items (messages, ``function_call``,
 ``function_call_output``, and ``reasoning`` items replayed verbatim with their
 ``encrypted_content``, which is therefore always requested from a reasoning model — with
-``store: false`` an item without it cannot be replayed and is left out). The SSE stream has ``event: <type>`` lines and ends with exactly one of
-``response.completed`` / ``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
+``store: false`` an item without it cannot be replayed and is left out). The SSE stream has
+``event: <type>`` lines and ends with exactly one of ``response.completed`` /
+``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
 a standalone ``error`` event may precede it. Function-call deltas reference the item id
 (``fc_…``); tool results go back with the ``call_id``, which is what :class:`ToolCall.id` holds.
 A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON; an output

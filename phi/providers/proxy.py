@@ -4,8 +4,8 @@ seed 002 §7.4 "Proxy StreamFn").
 For environments without direct provider access. ``POST {base_url}`` with
 ``Authorization: Bearer {token}`` (``api_key`` or ``PHI_PROXY_TOKEN``) and the JSON body
 ``{"model": {id, api, provider}, "context": {systemPrompt, messages, tools}, "options":
-{thinkingLevel, maxTokens, temperature, toolChoice?, parallelToolCalls?}}`` (messages in the SPEC DATA-6 JSON shapes). The proxy answers
-with ``data: {json}`` events that carry *deltas only* (no partial message, to save bandwidth); the
+{thinkingLevel, maxTokens, temperature, toolChoice?, parallelToolCalls?}}`` (messages in the SPEC
+DATA-6 JSON shapes). The proxy answers with ``data: {json}`` events that carry *deltas only* (no partial message, to save bandwidth); the
 full message is rebuilt here:
 
 ``start`` · ``text_start`` / ``text_delta {contentIndex, delta}`` / ``text_end`` ·

@@ -489,7 +489,8 @@ EXPECTED_CHOICE = {  # what each protocol sends for (tool_choice, parallel_tool_
                          "calculator": {"type": "function", "name": "calculator"}},
     "google": {"auto": {"mode": "AUTO"}, "none": {"mode": "NONE"}, "required": {"mode": "ANY"},
                "calculator": {"mode": "ANY", "allowedFunctionNames": ["calculator"]}},
-    "bedrock": {"auto": {"auto": {}}, "none": None, "required": {"any": {}}, "calculator": {"tool": {"name": "calculator"}}},
+    "bedrock": {"auto": {"auto": {}}, "none": None, "required": {"any": {}},
+                "calculator": {"tool": {"name": "calculator"}}},
 }
 
 
@@ -586,7 +587,9 @@ def test_tool_choice_naming_no_tool_is_an_error_before_sending(server, choice, p
 
 def test_tool_choice_is_a_run_setting(server) -> None:
     """Item 8: ``tool_choice`` and ``parallel_tool_calls`` are AgentLoopConfig settings (Agent
-    keywords) that reach the request; a bad value is a ConfigError at configuration time."""
+    keywords) that reach the request; a choice that forces a tool applies to the call answering
+    the user, not to the one after the tool results (else the run would loop); a bad value is a
+    ConfigError at configuration time."""
     from phi.loop.config import AgentLoopConfig
     from .conftest import fixture_bytes
 
@@ -600,6 +603,8 @@ def test_tool_choice_is_a_run_setting(server) -> None:
     body = server.requests[0].json()
     assert body["tool_choice"] == {"type": "function", "function": {"name": "calculator"}}
     assert body["parallel_tool_calls"] is False
+    after_results = server.requests[1].json()  # a forced choice does not outlive the tool results
+    assert "tool_choice" not in after_results and after_results["parallel_tool_calls"] is False
     with pytest.raises(ConfigError):
         AgentLoopConfig(tool_choice="")
     with pytest.raises(ConfigError):
