@@ -68,4 +68,4 @@ class HttpStreamProvider:
         mc = config.model_config
         builder = make_builder(on_event, mc.id, mc.provider or self.protocol.service or self.protocol.provider_id)
         return run_stream(request, mc, cancel, self.protocol.make_parser(builder, mc), self.http,
-                          default_idle=self.protocol.idle_timeout)
+                          self.protocol.idle_timeout)
