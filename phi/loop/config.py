@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 
 from ..errors import ConfigError, DecodeError
 
+from ..errors import ConfigError
 from ..providers.base import CacheConfig, StreamProvider
 from ..providers.model_config import ModelConfig
 from ..providers.retry import RetryConfig
@@ -74,6 +75,8 @@ class AgentLoopConfig:
     thinking_level: ThinkingLevel = ThinkingLevel.OFF
     max_tokens: int | None = None
     temperature: float | None = None
+    tool_choice: str | None = None  # "auto", "none", "required" or a tool name; None: the service decides
+    parallel_tool_calls: bool | None = None  # False: at most one tool call per reply; None: the service decides
     cache_config: CacheConfig = field(default_factory=CacheConfig)
     config_id: str | None = None
     first_turn_trigger: TurnTrigger = TurnTrigger.USER
@@ -117,6 +120,11 @@ class AgentLoopConfig:
         self.thinking_level = ThinkingLevel(self.thinking_level)
         self.tool_execution = ToolExecution(self.tool_execution)
         self.first_turn_trigger = TurnTrigger(self.first_turn_trigger)
+        if self.tool_choice is not None and (not isinstance(self.tool_choice, str) or not self.tool_choice):
+            raise ConfigError(f"tool_choice must be 'auto', 'none', 'required' or a tool name, "
+                              f"not {self.tool_choice!r}")
+        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
+            raise ConfigError(f"parallel_tool_calls must be True, False or None, not {self.parallel_tool_calls!r}")
 
     def code_settings(self) -> list[str]:
         """The settings that hold code and are set (not None, empty or their default): they have no
@@ -280,6 +288,8 @@ class LoopSettings(TypedDict, total=False):
     thinking_level: ThinkingLevel
     max_tokens: int | None
     temperature: float | None
+    tool_choice: str | None
+    parallel_tool_calls: bool | None
     cache_config: CacheConfig
     config_id: str | None
     first_turn_trigger: TurnTrigger

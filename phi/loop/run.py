@@ -40,6 +40,7 @@ from ..types import (
     AssistantMessage,
     ContinuationKind,
     ExtensionMessage,
+    Message,
     RunOutcome,
     StopReason,
     TextContent,
@@ -442,7 +443,19 @@ class _Run:
             config.temperature,
             config.cache_config,
             api_key,
+            call_tool_choice(config.tool_choice, llm_messages),
+            config.parallel_tool_calls,
         )
+
+
+def call_tool_choice(choice: str | None, messages: list[Message]) -> str | None:
+    """SPEC §4.1: a ``tool_choice`` that forces a tool call ("required" or a tool's name) applies to
+    a call that answers the user; a call that follows tool results leaves the choice to the
+    service, or every reply would call a tool again and the run would never end."""
+    forcing = choice is not None and choice not in ("auto", "none")
+    if forcing and messages and isinstance(messages[-1], ToolResultMessage):
+        return None
+    return choice
 
 
 def announce(emit: Sink, loop_id: str, message: AgentMessage) -> None:

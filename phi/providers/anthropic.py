@@ -7,10 +7,14 @@ Claude Code header set. The SSE stream is ``message_start`` → per block ``cont
 ``content_block_delta``* / ``content_block_stop`` → ``message_delta`` → ``message_stop``, with
 ``ping`` anywhere and ``error`` possible mid-stream. Tool input arrives as ``input_json_delta``
 fragments and is parsed at ``content_block_stop`` (or at the end, if the block never closes).
+A block of a type phi does not model (``compaction``, ``server_tool_use``, ``web_search_tool_result``
+...) is kept whole as an *opaque block* (see :func:`convert.opaque_signature`) and sent back as it
+came, to Anthropic only.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from ..log import get_logger
@@ -28,7 +32,15 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import AssistantBuilder, CacheStrategy, ErrorKind, ProviderError, StreamConfig, is_context_overflow
+from .base import (
+    AssistantBuilder,
+    CacheStrategy,
+    ErrorKind,
+    ProviderError,
+    StreamConfig,
+    is_context_overflow,
+    parse_arguments,
+)
 from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
 from .http_provider import HttpStreamProvider, WireProtocol
 from .model_config import ModelConfig
@@ -43,6 +55,8 @@ OAUTH_USER_AGENT = "claude-cli/2.1.2"
 # Requests made with a Claude Code OAuth token must open the system prompt with this identity line.
 OAUTH_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 EPHEMERAL = {"type": "ephemeral"}
+OPAQUE = "anthropic"  # the protocol named in the signature of opaque blocks (convert.opaque_signature)
+KNOWN_BLOCKS = ("text", "thinking", "redacted_thinking", "tool_use")
 
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": StopReason.STOP,
@@ -104,7 +118,7 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {"model": mc.id, "max_tokens": max_tokens, "stream": True}
     cache = _cache_flags(config)
     system: list[dict[str, Any]] = [{"type": "text", "text": OAUTH_IDENTITY}] if oauth else []
-    if config.system_prompt:
+    if convert.has_text(config.system_prompt):
         system.append({"type": "text", "text": config.system_prompt})
     if system:
         if cache[0]:
@@ -119,7 +133,12 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
         if cache[1]:
             tools[-1]["cache_control"] = EPHEMERAL
         body["tools"] = tools
+    choice = _tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice
     if config.thinking_level != ThinkingLevel.OFF and mc.reasoning:
+        if choice is not None and choice["type"] in ("any", "tool"):
+            raise ProviderError(ErrorKind.API, FORCED_TOOL_WITH_THINKING)
         budget = convert.thinking_budget(config.thinking_level, mc)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if max_tokens <= budget:  # the API requires max_tokens > budget_tokens
@@ -127,6 +146,28 @@ def build_body(config: StreamConfig, oauth: bool = False) -> dict[str, Any]:
     elif (temperature := convert.temperature(config)) is not None:
         body["temperature"] = temperature
     return body
+
+
+FORCED_TOOL_WITH_THINKING = ("Anthropic refuses thinking together with a tool_choice that forces a tool call "
+                             "('required' or a tool name); use thinking_level 'off' for this run, or tool_choice "
+                             "'auto'")
+TOOL_CHOICE_TYPES = {"auto": "auto", "none": "none", "required": "any"}
+
+
+def _tool_choice(config: StreamConfig) -> dict[str, Any] | None:
+    """``tool_choice``: ``{"type": "auto" | "none" | "any"}`` or ``{"type": "tool", "name": ...}``;
+    ``parallel_tool_calls=False`` is ``disable_parallel_tool_use`` (not allowed with "none")."""
+    choice = convert.tool_choice(config)
+    parallel = convert.parallel_tool_calls(config)
+    if choice is None and parallel is not False:
+        return None
+    kind = TOOL_CHOICE_TYPES.get(choice or "auto", "tool")
+    out: dict[str, Any] = {"type": kind}
+    if kind == "tool":
+        out["name"] = choice
+    if parallel is False and kind != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
 
 
 def _cache_flags(config: StreamConfig) -> tuple[bool, bool, bool]:
@@ -142,16 +183,21 @@ def _cache_flags(config: StreamConfig) -> tuple[bool, bool, bool]:
 def _mark_cache(message: dict[str, Any]) -> None:
     """Put a breakpoint on the last cacheable block of a message."""
     for block in reversed(message["content"]):
-        if block.get("type") not in ("thinking", "redacted_thinking"):
+        if block.get("type") in ("text", "image", "tool_use", "tool_result"):
             block["cache_control"] = EPHEMERAL
             return
 
 
 def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
+    """Messages API turns. Text blocks of nothing but whitespace are left out (the API refuses
+    them, see :func:`convert.has_text`), and a message left empty is skipped."""
     out: list[dict[str, Any]] = []
+    sent = False
     for message in messages:
+        sent = True
         if isinstance(message, UserMessage):
             content = [b for b in (_user_block(c) for c in message.content) if b is not None]
+            sent = bool(content)
             if content:
                 out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
@@ -171,12 +217,13 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
                 last["content"].append(block)  # all results of one turn go in one user message
             else:
                 out.append({"role": "user", "content": [block]})
+    convert.check_last_message_sent(messages, sent, "Anthropic")
     return out
 
 
 def _user_block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
-        return {"type": "text", "text": block.text} if block.text else None
+        return {"type": "text", "text": block.text} if convert.has_text(block.text) else None
     if isinstance(block, ImageContent):
         return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
     return None
@@ -187,8 +234,12 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if convert.has_text(block.text):
                 blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent) and convert.is_opaque(block):
+            opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
+            if opaque is not None:
+                blocks.append(opaque)
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):
                 if block.redacted:
@@ -217,6 +268,8 @@ class AnthropicParser(SSEParser):
         self._fresh: set[int] = set()  # text/thinking blocks that have not had a delta yet
         self._usage: dict[str, Any] = {}
         self._start_input: dict[int, dict[str, Any]] = {}  # input sent whole in content_block_start
+        self._opaque: dict[int, dict[str, Any]] = {}  # blocks of types phi does not model, as they build up
+        self._opaque_json: dict[int, list[str]] = {}  # their streamed input_json_delta fragments
         self._handlers = {
             "content_block_delta": self._on_delta,
             "content_block_start": self._on_block_start,
@@ -269,13 +322,17 @@ class AnthropicParser(SSEParser):
                 builder.text(text, new_block=True)
         elif kind == "thinking":
             self._fresh.add(index)
+        elif kind not in KNOWN_BLOCKS:
+            self._opaque[index] = dict(block)
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         index = data["index"]
         delta = fields.obj(data["delta"], "delta")
         kind = delta.get("type")
         builder = self.builder
-        if kind == "text_delta":
+        if index in self._opaque:
+            self._opaque_delta(index, delta)
+        elif kind == "text_delta":
             fresh = index in self._fresh
             if fresh:
                 self._fresh.discard(index)
@@ -298,8 +355,34 @@ class AnthropicParser(SSEParser):
                 builder.thinking_signature(signature, append=True)
         # citations_delta and unknown delta types carry nothing we keep
 
+    def _opaque_delta(self, index: int, delta: dict[str, Any]) -> None:
+        """A delta of an opaque block: ``input_json_delta`` fragments build its ``input``; the
+        string fields of any other delta type extend the block's fields of the same name (as a
+        ``compaction_delta``'s ``content`` extends the block's ``content``)."""
+        if delta.get("type") == "input_json_delta":
+            piece = fields.text(delta.get("partial_json"), "delta.partial_json")
+            self._opaque_json.setdefault(index, []).append(piece)
+            return
+        block = self._opaque[index]
+        for key, value in delta.items():
+            if key == "type":
+                continue
+            current = block.get(key)
+            block[key] = current + value if isinstance(current, str) and isinstance(value, str) else value
+
+    def _close_opaque(self, index: int) -> None:
+        block = self._opaque.pop(index)
+        pieces = self._opaque_json.pop(index, None)
+        if pieces is not None:
+            block["input"] = parse_arguments("".join(pieces))
+        self.builder.redacted_thinking(json.dumps(block, separators=(",", ":"), ensure_ascii=False),
+                                       convert.opaque_signature(OPAQUE))
+
     def _on_block_stop(self, data: dict[str, Any]) -> None:
         index = data["index"]
+        if index in self._opaque:
+            self._close_opaque(index)
+            return
         tool = self._tool.pop(index, None)
         if tool is None:
             return
@@ -321,6 +404,8 @@ class AnthropicParser(SSEParser):
         self._set_usage(fields.obj(data.get("usage"), "usage"))
 
     def _on_message_stop(self, data: dict[str, Any]) -> None:
+        for index in sorted(self._opaque):  # a block left open still goes into the reply
+            self._close_opaque(index)
         if self.stop_reason is None:
             self.stop_reason = StopReason.STOP
         self.done = True
@@ -351,4 +436,6 @@ class AnthropicParser(SSEParser):
 class AnthropicProvider(HttpStreamProvider):
     """Streams Claude models over the Messages API."""
 
-    protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder))
+    # The Messages API sends ``ping`` events while the model works, so a minute without any is a stall.
+    protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder),
+                            idle_timeout=60.0)

@@ -64,7 +64,8 @@ class CacheConfig:
 
 @dataclass(slots=True)
 class StreamConfig:
-    """Everything one model call needs. ``messages`` hold only LLM roles (no extension messages)."""
+    """Everything one model call needs (SPEC §4.1, §7). ``messages`` hold only LLM roles (no
+    extension messages)."""
 
     model_config: ModelConfig
     system_prompt: str = ""
@@ -75,13 +76,17 @@ class StreamConfig:
     temperature: float | None = None
     cache_config: CacheConfig = field(default_factory=CacheConfig)
     api_key: str | None = field(default=None, repr=False)  # resolved by the loop's get_api_key
+    # Which tool the model may or must call: "auto", "none", "required" or a tool's name; None
+    # leaves it to the service (auto). See convert.tool_choice for how each protocol says it.
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None  # False: at most one tool call per reply; None: the service's default
 
     def resolved_api_key(self) -> str | None:
         """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of
         surrounding whitespace; a key with a control character inside is an ``auth`` error."""
         try:
-            return (check_secret(self.api_key, "the API key returned by get_api_key")
-                    or check_secret(self.model_config.api_key, "ModelConfig.api_key"))
+            return (check_secret(self.api_key, "the API key returned by get_api_key", ascii_only=True)
+                    or check_secret(self.model_config.api_key, "ModelConfig.api_key", ascii_only=True))
         except ConfigError as exc:
             raise ProviderError(ErrorKind.AUTH, str(exc)) from None
 
@@ -431,12 +436,14 @@ class AssistantBuilder:
         content.append(ThinkingContent("", signature))
         self._open_kind, self._chunks, self._signature = ThinkingContent, [], signature
 
-    def redacted_thinking(self, data: str) -> None:
-        """An opaque reasoning block that must be replayed verbatim (no delta event)."""
+    def redacted_thinking(self, data: str, signature: str | None = None) -> None:
+        """An opaque reasoning block that must be replayed verbatim (no delta event). With a
+        ``signature`` from :func:`~phi.providers.convert.opaque_signature` it holds a whole block of
+        a type phi does not model (SPEC DATA-1), as JSON, for the service that sent it."""
         if not self._started:
             self.start()
         self._close_open()
-        self._content.append(ThinkingContent(data, None, redacted=True))
+        self._content.append(ThinkingContent(data, signature, redacted=True))
 
     # ----------------------------------------------------------------- tool calls
 

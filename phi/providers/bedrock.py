@@ -118,7 +118,7 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     body: dict[str, Any] = {"messages": convert_messages(config.messages, mc)}
     if caching[2] and len(body["messages"]) >= 2:
         body["messages"][-2]["content"].append({"cachePoint": {"type": "default"}})
-    if config.system_prompt:
+    if convert.has_text(config.system_prompt):
         body["system"] = [{"text": config.system_prompt}]
         if caching[0]:
             body["system"].append({"cachePoint": {"type": "default"}})
@@ -131,14 +131,44 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
                                                      "inputSchema": {"json": t.parameters}}} for t in config.tools]
         if caching[1]:  # Claude only: Nova refuses a cachePoint among the tools
             tools.append({"cachePoint": {"type": "default"}})
-        body["toolConfig"] = {"tools": tools}
+        _tool_config(body, config, tools)
     if mc.reasoning and config.thinking_level != ThinkingLevel.OFF and "anthropic" in mc.id:
+        if "toolChoice" in body.get("toolConfig", {}) and "auto" not in body["toolConfig"]["toolChoice"]:
+            from .anthropic import FORCED_TOOL_WITH_THINKING
+
+            raise ProviderError(ErrorKind.API, FORCED_TOOL_WITH_THINKING)
         budget = convert.thinking_budget(config.thinking_level, mc)
         body["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
         if inference["maxTokens"] <= budget:
             inference["maxTokens"] = budget + max(1024, inference["maxTokens"])
         inference.pop("temperature", None)
     return body
+
+
+def _tool_config(body: dict[str, Any], config: StreamConfig, tools: list[dict[str, Any]]) -> None:
+    """``toolConfig`` with ``toolChoice`` (``auto``, ``any`` for "required", ``tool`` for a name).
+    Converse has no "none": without tool blocks in the history the tools are simply not sent;
+    with them ``toolConfig`` is required, so the tools are sent without a choice. It has no switch
+    for parallel calls either: ``parallel_tool_calls`` is not sent."""
+    choice = convert.tool_choice(config)
+    if choice == "none":
+        if not _has_tool_blocks(body["messages"]):
+            return
+        choice = None
+        log.info("Bedrock Converse cannot forbid tool calls while the history has some; tool_choice 'none' "
+                 "is sent as no choice")
+    tool_config: dict[str, Any] = {"tools": tools}
+    if choice == "auto":
+        tool_config["toolChoice"] = {"auto": {}}
+    elif choice == "required":
+        tool_config["toolChoice"] = {"any": {}}
+    elif choice is not None:
+        tool_config["toolChoice"] = {"tool": {"name": choice}}
+    body["toolConfig"] = tool_config
+
+
+def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    return any("toolUse" in block or "toolResult" in block for message in messages for block in message["content"])
 
 
 def _caching(config: StreamConfig) -> tuple[bool, bool, bool]:
@@ -158,11 +188,16 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
     """Converse messages. Converse rejects two consecutive messages of the same role, which phi's
     history can hold (a failed reply dropped by ``convert_to_llm``, steering after tool results,
     follow-ups, compaction summaries), so consecutive same-role messages are merged into one —
-    which also puts all tool results of a turn in one user message."""
+    which also puts all tool results of a turn in one user message. Text blocks of nothing but
+    whitespace are left out (Converse refuses them, see :func:`convert.has_text`)."""
     out: list[dict[str, Any]] = []
+    sent = False
     for message in messages:
+        sent = True
         if isinstance(message, UserMessage):
-            convert.append_turn(out, "user", [b for b in (_block(c) for c in message.content) if b is not None])
+            blocks = [b for b in (_block(c) for c in message.content) if b is not None]
+            sent = bool(blocks)
+            convert.append_turn(out, "user", blocks)
         elif isinstance(message, AssistantMessage):
             convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
         elif isinstance(message, ToolResultMessage):
@@ -170,12 +205,13 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}
             convert.append_turn(out, "user", [block])
+    convert.check_last_message_sent(messages, sent, "Bedrock")
     return out
 
 
 def _block(block: Content) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
-        return {"text": block.text} if block.text else None
+        return {"text": block.text} if convert.has_text(block.text) else None
     if isinstance(block, ImageContent):
         fmt = IMAGE_FORMATS.get(block.mime_type.lower(), block.mime_type.split("/")[-1])
         return {"image": {"format": fmt, "source": {"bytes": block.data}}}
@@ -187,7 +223,7 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if convert.has_text(block.text):
                 blocks.append({"text": block.text})
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):
@@ -232,6 +268,7 @@ class ConverseStreamParser(StreamParser):
             if cancelled() or self.done:
                 return
             self.frames += 1
+            self.events += 1
             kind = message.headers.get(":message-type", "event")
             if kind == "event":
                 handler = self._handlers.get(message.headers.get(":event-type", ""))
@@ -330,4 +367,5 @@ class ConverseStreamParser(StreamParser):
 class BedrockProvider(HttpStreamProvider):
     """Streams Bedrock models over ConverseStream."""
 
-    protocol = WireProtocol("bedrock", build_request, lambda builder, mc: ConverseStreamParser(builder))
+    protocol = WireProtocol("bedrock", build_request, lambda builder, mc: ConverseStreamParser(builder),
+                            idle_timeout=90.0)

@@ -66,6 +66,9 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
         body["tools"] = [{"functionDeclarations": [
             {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters} for t in config.tools
         ]}]
+    choice = convert.tool_choice(config)
+    if choice is not None:
+        body["toolConfig"] = {"functionCallingConfig": function_calling_config(choice)}
     generation: dict[str, Any] = {}
     max_tokens = config.max_tokens or mc.max_tokens
     if max_tokens:
@@ -80,6 +83,19 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     if generation:
         body["generationConfig"] = generation
     return body
+
+
+FUNCTION_CALLING_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+
+
+def function_calling_config(choice: str) -> dict[str, Any]:
+    """``toolConfig.functionCallingConfig`` for a checked ``tool_choice``: mode ``AUTO``, ``NONE``
+    or ``ANY``; a tool name is ``ANY`` limited to that function (``allowedFunctionNames``).
+    Gemini has no switch for parallel calls: ``parallel_tool_calls`` is not sent."""
+    mode = FUNCTION_CALLING_MODES.get(choice)
+    if mode is not None:
+        return {"mode": mode}
+    return {"mode": "ANY", "allowedFunctionNames": [choice]}
 
 
 def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[str, Any]]:
@@ -369,4 +385,5 @@ def _make_slot(node: Any, key: str | int) -> None:
 class GoogleProvider(HttpStreamProvider):
     """Streams Gemini models over the Gemini API."""
 
-    protocol = WireProtocol("google", build_request, lambda builder, mc: GeminiParser(builder, "google-fc"))
+    protocol = WireProtocol("google", build_request, lambda builder, mc: GeminiParser(builder, "google-fc"),
+                            idle_timeout=90.0)

@@ -36,7 +36,8 @@ def build_request(config: StreamConfig) -> HttpRequest:
     headers.update(mc.headers)
     body = build_body(config)
     if mc.options.get("stream_function_call_arguments") and config.tools:
-        body["toolConfig"] = {"functionCallingConfig": {"streamFunctionCallArguments": True}}
+        calling = body.setdefault("toolConfig", {}).setdefault("functionCallingConfig", {})
+        calling["streamFunctionCallArguments"] = True
     return HttpRequest(vertex_url(mc.id, mc.base_url, mc.options), headers, json_bytes(body), (str(token),))
 
 
@@ -60,4 +61,5 @@ class GoogleVertexProvider(HttpStreamProvider):
     """Streams Gemini models hosted on Vertex AI: the Gemini protocol with Vertex's endpoint and
     OAuth auth, and ``vertex-fc-{i}`` ids for function calls that come without one."""
 
-    protocol = WireProtocol("google_vertex", build_request, lambda builder, mc: GeminiParser(builder, "vertex-fc"))
+    protocol = WireProtocol("google_vertex", build_request, lambda builder, mc: GeminiParser(builder, "vertex-fc"),
+                            idle_timeout=90.0)

@@ -5,8 +5,10 @@ Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`
 everything they have in common:
 
 * sending the POST with separate connect/read timeouts (``ModelConfig.options["connect_timeout"]``
-  and ``["read_timeout"]``, seconds; defaults 10 and 120) and a bound on the whole call
-  (``["total_timeout"]``, default 1800; keep-alive comments cannot stretch a call past it) — the
+  and ``["read_timeout"]``, seconds; defaults 10 and 120), a bound on the gap between two
+  complete events once the response began (``["idle_timeout"]``, default per protocol, 60 to 120:
+  a server dripping bytes or sending only keep-alive comments stalls no longer than that) and a
+  bound on the whole call (``["total_timeout"]``, default 1800) — the
   send runs on a helper thread so a cancellation returns at once even before the server answered;
 * refusing what is not the expected stream: HTTP errors (status, body, ``Retry-After``, classified
   by :meth:`ProviderError.classify`), redirects, JSON error payloads and HTML pages sent with 200;
@@ -70,6 +72,7 @@ log = get_logger(__name__)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
 DEFAULT_TOTAL_TIMEOUT = 1800.0  # a bound on the whole call, however the server keeps it alive
+DEFAULT_IDLE_TIMEOUT = 120.0  # no complete event for this long: the stream stalled (WireProtocol sets its own)
 ABORTED_MESSAGE = "aborted"
 MAX_ERROR_BODY = 1 << 20
 USER_AGENT = "phi-agent/0.1 (python-requests)"
@@ -122,6 +125,13 @@ def json_bytes(body: object) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def idle_timeout(model_config: ModelConfig, default: float = DEFAULT_IDLE_TIMEOUT) -> float | None:
+    """``ModelConfig.options["idle_timeout"]`` (seconds without a complete event once the response
+    began), else the protocol's ``default``; ``None`` or 0 means no idle bound."""
+    value = model_config.options.get("idle_timeout", default)
+    return float(value) if value else None
+
+
 def timeouts(model_config: ModelConfig) -> tuple[float, float, float | None]:
     """``(connect, read, total)`` in seconds from ``ModelConfig.options`` (``connect_timeout``,
     ``read_timeout``, ``total_timeout``; a total of ``None`` or 0 means no bound)."""
@@ -138,11 +148,11 @@ def api_key(explicit: str | None, *env_names: str, required: bool = True, what: 
     Keys are stripped of surrounding whitespace; one with a control character inside is an AUTH
     error that says where, never what (see :mod:`phi.providers.secrets`)."""
     try:
-        key = check_secret(explicit, what)
+        key = check_secret(explicit, what, ascii_only=True)
         if key:
             return key
         for name in env_names:
-            value = check_secret(os.environ.get(name), f"{what} in ${name}")
+            value = check_secret(os.environ.get(name), f"{what} in ${name}", ascii_only=True)
             if value:
                 return value
     except ConfigError as exc:
@@ -178,6 +188,7 @@ class StreamParser(abc.ABC):
         self.stop_reason: StopReason | None = None
         self.error_message: str | None = None
         self.done = False
+        self.events = 0  # complete events (SSE events, event-stream frames) read so far: the idle bound's clock
         self.cancel: CancellationToken = CancellationToken()  # set by run_stream
         self.secrets: tuple[str, ...] = ()  # set by run_stream; scrubbed from error_message
 
@@ -246,7 +257,9 @@ class SSEParser(StreamParser):
     def feed(self, chunk: bytes) -> None:
         handle = self.handle
         cancelled = self.cancel.is_cancelled  # a consumer may cancel from inside on_event
-        for event in self.decoder.feed(chunk):
+        events = self.decoder.feed(chunk)
+        self.events += len(events)
+        for event in events:
             handle(event)
             if self.done or cancelled():
                 return
@@ -309,10 +322,11 @@ def fail(builder: AssistantBuilder, error: ProviderError) -> AssistantMessage:
 
 
 def run_stream(request: HttpRequest, model_config: ModelConfig, cancel: CancellationToken,
-               parser: StreamParser, client: HttpClient) -> AssistantMessage:
+               parser: StreamParser, client: HttpClient,
+               default_idle: float = DEFAULT_IDLE_TIMEOUT) -> AssistantMessage:
     """Send ``request`` with ``client`` and drive ``parser`` over the live body (module docstring)."""
     connect, read, total = timeouts(model_config)
-    stop = CallStop(cancel, total)
+    stop = CallStop(cancel, total, idle_timeout(model_config, default_idle))
     try:
         return _guarded(parser, request.secrets, cancel,
                         lambda: _run(request, (connect, read), stop, parser, client))
@@ -361,8 +375,9 @@ def _run(request: HttpRequest, timeout: tuple[float, float], stop: CallStop, par
     unregister = stop.token.on_cancel(lambda: abort_response(response))
     try:
         check_response(response, request, parser)
+        stop.start_idle()
         body = _body(response, timeout[1])
-        message = _consume(parser, body, stop.token, lambda: _stopped(stop))
+        message = _consume(parser, body, stop.token, lambda: _stopped(stop), stop.touch)
         if parser.done and message.stop_reason is not StopReason.ABORTED:
             drain(body, response)  # read to the end so the connection goes back to the pool
         return message
@@ -374,14 +389,20 @@ def _run(request: HttpRequest, timeout: tuple[float, float], stop: CallStop, par
 
 
 def _consume(parser: StreamParser, body: Iterator[bytes], cancel: CancellationToken,
-             stopped: Callable[[], ProviderError | None] = lambda: None) -> AssistantMessage:
+             stopped: Callable[[], ProviderError | None] = lambda: None,
+             progress: Callable[[], None] = lambda: None) -> AssistantMessage:
     """Feed body chunks to ``parser`` until its terminal event, the end, or cancellation; a
     malformed event (a parser tripping on an unexpected shape) becomes an ``api`` error.
-    ``stopped`` tells a cancellation that is really a failure (the total time bound) apart."""
+    ``stopped`` tells a cancellation that is really a failure (a time bound) apart; ``progress``
+    is called after a chunk that completed at least one event (it feeds the idle bound)."""
     builder = parser.builder
+    seen = 0
     try:
         for chunk in body:
             parser.feed(chunk)
+            if parser.events != seen:
+                seen = parser.events
+                progress()
             if parser.done or cancel.is_cancelled():
                 break
         if cancel.is_cancelled():
@@ -410,7 +431,10 @@ def _body(response: requests.Response, read_timeout: float) -> Iterator[bytes]:
 
 
 def _stopped(stop: CallStop) -> ProviderError | None:
-    """The error for a call stopped by its total time bound (None if that is not what happened)."""
+    """The error for a call stopped by a time bound (None if that is not what happened)."""
+    if stop.idle_expired:
+        return ProviderError(ErrorKind.NETWORK, f"the stream stalled: no complete event for {stop.idle:g}s "
+                                                "(idle timeout, ModelConfig.options['idle_timeout'])")
     return _over_time(stop) if stop.expired else None
 
 

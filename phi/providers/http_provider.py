@@ -19,7 +19,7 @@ from typing import Callable
 from ..concurrency.cancel import CancellationToken
 from ..types import AssistantMessage
 from .base import AssistantBuilder, StreamConfig, StreamEventSink
-from .http import HttpRequest, StreamParser, make_builder, run_stream
+from .http import DEFAULT_IDLE_TIMEOUT, HttpRequest, StreamParser, make_builder, run_stream
 from .model_config import ModelConfig
 from .transport import HttpClient
 
@@ -31,12 +31,15 @@ ParserFactory = Callable[[AssistantBuilder, ModelConfig], StreamParser]
 class WireProtocol:
     """What sets one HTTP wire protocol apart: the ``provider_id`` of its providers, how a call's
     request is built, and the parser that reads the reply into a builder. ``service`` is the
-    provider name replies carry when ``ModelConfig.provider`` is empty (default: ``provider_id``)."""
+    provider name replies carry when ``ModelConfig.provider`` is empty (default: ``provider_id``);
+    ``idle_timeout`` the longest gap between two complete events it tolerates by default (a
+    service that sends keep-alive events can afford a shorter one)."""
 
     provider_id: str
     build_request: RequestBuilder
     make_parser: ParserFactory
     service: str = ""
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # default of ModelConfig.options["idle_timeout"] (SPEC PROV-4)
 
 
 class HttpStreamProvider:
@@ -64,4 +67,5 @@ class HttpStreamProvider:
         request = self.build_request(config)
         mc = config.model_config
         builder = make_builder(on_event, mc.id, mc.provider or self.protocol.service or self.protocol.provider_id)
-        return run_stream(request, mc, cancel, self.protocol.make_parser(builder, mc), self.http)
+        return run_stream(request, mc, cancel, self.protocol.make_parser(builder, mc), self.http,
+                          self.protocol.idle_timeout)

@@ -51,6 +51,9 @@ DEFAULT_CAPABILITIES: dict[str, bool] = {
     "temperature": True,  # a non-default sampling temperature (reasoning models refuse it with a 400)
     "bedrock_prompt_cache": False,  # Bedrock cachePoint blocks in system and messages (Claude, Nova)
     "bedrock_tool_cache": False,  # a Bedrock cachePoint inside toolConfig.tools (Claude only; Nova refuses)
+    # OpenAI Responses: the model reasons even unasked, so ``include: ["reasoning.encrypted_content"]``
+    # is sent with every request (models that do not reason refuse it); with thinking on it always is
+    "encrypted_reasoning": False,
 }
 
 
@@ -66,7 +69,7 @@ def _claude_opus_at_least_4_7(model: str) -> bool:
 
 
 CAPABILITY_RULES: tuple[tuple[Callable[[str], bool], dict[str, bool]], ...] = (
-    (_openai_reasoning, {"temperature": False}),
+    (_openai_reasoning, {"temperature": False, "encrypted_reasoning": True}),
     (_claude_opus_at_least_4_7, {"temperature": False}),
     (lambda m: "anthropic" in m or "claude" in m, {"bedrock_prompt_cache": True, "bedrock_tool_cache": True}),
     (lambda m: "nova" in m, {"bedrock_prompt_cache": True}),
@@ -154,7 +157,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.
-        self.api_key = check_secret(self.api_key, "ModelConfig.api_key")
+        self.api_key = check_secret(self.api_key, "ModelConfig.api_key", ascii_only=True)
         self.headers = check_headers(self.headers, "ModelConfig.headers")
         unknown = set(self.capabilities) - set(DEFAULT_CAPABILITIES)
         if unknown:
@@ -277,12 +280,15 @@ class ModelConfig:
             compat = compat or preset.compat()
             if preset.key_env:
                 options.setdefault("api_key_env", preset.key_env)
-            else:
+            else:  # a local server: no key, and a CPU may take minutes before its first token
                 options.setdefault("api_key_required", False)
+                options.setdefault("idle_timeout", LOCAL_IDLE_TIMEOUT)
         else:
             url = base_url
             provider = provider or "openai_compatible"
             compat = compat or OpenAICompat()
+            if _is_loopback(url):
+                options.setdefault("idle_timeout", LOCAL_IDLE_TIMEOUT)
         return cls(id=model, api=API_OPENAI, provider=provider, base_url=url, api_key=api_key, compat=compat,
                    reasoning=reasoning, **kwargs)
 
@@ -295,6 +301,9 @@ class ModelConfig:
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}")
         return cls.openai_compatible(name, model, provider=provider, api_key=api_key, compat=compat,
                                      reasoning=reasoning, **kwargs)
+
+
+LOCAL_IDLE_TIMEOUT = 600.0  # options["idle_timeout"] of the local-server presets (ollama, vllm, llamacpp...)
 
 
 @dataclass(frozen=True)
@@ -339,6 +348,11 @@ PRESETS: dict[str, CompatPreset] = {p.name: p for p in (
     CompatPreset("lmstudio", "http://localhost:1234/v1", None),
     CompatPreset("llamacpp", "http://localhost:8080/v1", None, reasoning_field="reasoning_content"),
 )}
+
+
+def _is_loopback(url: str) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
+    return host.startswith(("localhost", "127.", "[::1]"))
 
 
 def _preset_for_url(url: str) -> CompatPreset | None:

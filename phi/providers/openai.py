@@ -6,6 +6,8 @@
 ``max_tokens`` vs ``max_completion_tokens``, ``developer`` vs ``system`` role, ``reasoning_effort``,
 and where reasoning text arrives (``reasoning_content`` or ``reasoning``). The stream is
 ``data: <chunk>`` lines ending in ``data: [DONE]``; tool-call fragments are keyed by ``index``;
+a reply has one choice: a server asked for several (``n > 1``) interleaves them in the stream, and
+only choice ``0`` is read (the others are skipped, never merged into it);
 usage comes in a trailing chunk with empty ``choices``; any payload with an ``error`` key is an
 error (it may arrive after a ``finish_reason``, in which case the stop reason is kept).
 """
@@ -97,6 +99,12 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in config.tools
         ]
+    choice = convert.tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice if choice in convert.TOOL_CHOICE_MODES else {
+            "type": "function", "function": {"name": choice}}
+    if (parallel := convert.parallel_tool_calls(config)) is not None:
+        body["parallel_tool_calls"] = parallel
     if config.thinking_level != ThinkingLevel.OFF and compat.supports_reasoning_effort and mc.reasoning:
         body["reasoning_effort"] = convert.effort(config.thinking_level)
     return body
@@ -118,7 +126,8 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             if converted is not None:
                 out.append(converted)
         elif isinstance(message, ToolResultMessage):
-            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": convert.result_text(message)})
+            out.append({"role": "tool", "tool_call_id": convert.chat_tool_id(message.tool_call_id),
+                        "content": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))
     if pending_images:
         out.append(_image_followup(pending_images))
@@ -154,11 +163,13 @@ def _assistant(message: AssistantMessage, mc: ModelConfig) -> dict[str, Any] | N
             # Chat Completions has no field for replaying reasoning; foreign reasoning is dropped.
             continue
         elif isinstance(block, ToolCall):
-            calls.append({"id": block.id, "type": "function",
+            calls.append({"id": convert.chat_tool_id(block.id), "type": "function",
                           "function": {"name": block.name, "arguments": json.dumps(block.arguments)}})
     if not texts and not calls:
         return None
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    # Without text the content is "" rather than null (the spec allows both): servers built on
+    # typed dicts refuse null and their chat templates read the field (llama-cpp-python).
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
     if calls:
         out["tool_calls"] = calls
     return out
@@ -188,9 +199,10 @@ class ChatCompletionsParser(SSEParser):
         chunk = self.loads_object(data)
         if event.event == "error" or "error" in chunk:
             self._on_error(chunk.get("error", chunk))
-        choices = fields.array(chunk.get("choices"), "choices")
-        if choices:
-            self._on_choice(fields.obj(choices[0], "choices[0]"))
+        for choice in fields.array(chunk.get("choices"), "choices"):
+            choice = fields.obj(choice, "choices[]")
+            if choice.get("index", 0) == 0:  # only the first choice; several (n > 1) are never merged
+                self._on_choice(choice)
         usage = chunk.get("usage")
         if usage:
             self._on_usage(fields.obj(usage, "usage"))

@@ -3,11 +3,15 @@
 ``POST {base_url}/responses`` with ``stream: true`` and ``store: false``. The system prompt goes in
 ``instructions``; history is a list of input items (messages, ``function_call``,
 ``function_call_output``, and ``reasoning`` items replayed verbatim with their
-``encrypted_content``). The SSE stream has ``event: <type>`` lines and ends with exactly one of
-``response.completed`` / ``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
+``encrypted_content``, which is therefore always requested from a reasoning model — with
+``store: false`` an item without it cannot be replayed and is left out). The SSE stream has
+``event: <type>`` lines and ends with exactly one of ``response.completed`` /
+``response.incomplete`` / ``response.failed`` (there is no ``[DONE]``);
 a standalone ``error`` event may precede it. Function-call deltas reference the item id
 (``fc_…``); tool results go back with the ``call_id``, which is what :class:`ToolCall.id` holds.
-A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON.
+A reasoning item is kept as a thinking block whose ``signature`` is the item's JSON; an output
+item of a type phi does not model is kept whole as an opaque block (:func:`convert.opaque_signature`)
+and replayed as an input item to the same service only.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .sse import SSEEvent
 log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPAQUE = "openai_responses"  # the protocol named in the signature of opaque items (convert.opaque_signature)
 
 
 # --------------------------------------------------------------------------- request
@@ -69,8 +74,17 @@ def build_body(config: StreamConfig, model: str | None = None) -> dict[str, Any]
     if config.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": t.parameters, "strict": False} for t in config.tools]
-    if mc.reasoning and config.thinking_level != ThinkingLevel.OFF:
+    choice = convert.tool_choice(config)
+    if choice is not None:
+        body["tool_choice"] = choice if choice in convert.TOOL_CHOICE_MODES else {"type": "function", "name": choice}
+    if (parallel := convert.parallel_tool_calls(config)) is not None:
+        body["parallel_tool_calls"] = parallel
+    thinking = mc.reasoning and config.thinking_level != ThinkingLevel.OFF
+    if thinking:
         body["reasoning"] = {"effort": convert.effort(config.thinking_level), "summary": "auto"}
+    # A reasoning model reasons at its default effort even when no thinking is asked for; with
+    # ``store: false`` its reasoning items can only be replayed with their encrypted content.
+    if thinking or (mc.reasoning and mc.supports("encrypted_reasoning")):
         body["include"] = ["reasoning.encrypted_content"]
     return body
 
@@ -89,7 +103,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
         elif isinstance(message, AssistantMessage):
             items.extend(_assistant_items(message, mc))
         elif isinstance(message, ToolResultMessage):
-            items.append({"type": "function_call_output", "call_id": message.tool_call_id,
+            items.append({"type": "function_call_output", "call_id": convert.responses_tool_id(message.tool_call_id),
                           "output": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))
     if pending_images:
@@ -131,6 +145,10 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
         if isinstance(block, TextContent):
             if block.text:
                 items.append(_assistant_text(block.text))
+        elif isinstance(block, ThinkingContent) and convert.is_opaque(block):
+            opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
+            if opaque is not None:
+                items.append(opaque)
         elif isinstance(block, ThinkingContent):
             item = _reasoning_item(block) if origin_ok else None
             if item is not None:
@@ -138,13 +156,16 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
             elif not origin_ok and (text := convert.thinking_as_text(block)) is not None:
                 items.append(_assistant_text(text))
         elif isinstance(block, ToolCall):
-            items.append({"type": "function_call", "call_id": block.id, "name": block.name,
+            items.append({"type": "function_call", "call_id": convert.responses_tool_id(block.id), "name": block.name,
                           "arguments": json.dumps(block.arguments)})
     return items
 
 
 def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
-    """The original reasoning item, stored as JSON in the signature, replayed verbatim."""
+    """The original reasoning item, stored as JSON in the signature, replayed verbatim — only
+    with its ``encrypted_content``. phi sends ``store: false``, so the service keeps no item: one
+    replayed by id alone is answered with 404 "Item with id 'rs_…' not found" (and every later
+    call of the conversation would fail the same way), so an item without it is left out."""
     if not block.signature:
         return None
     try:
@@ -152,6 +173,9 @@ def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
     except ValueError:
         return None
     if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return None
+    encrypted = item.get("encrypted_content")
+    if not isinstance(encrypted, str) or not encrypted:
         return None
     item.pop("status", None)
     return item
@@ -247,6 +271,9 @@ class ResponsesParser(SSEParser):
             else:  # no summary was streamed: keep the item so it can be replayed
                 self._fresh.discard(item_id)
                 self.builder.thinking("", signature, True)
+        elif kind != "message" and isinstance(kind, str):  # an item phi does not model: kept whole
+            self.builder.redacted_thinking(json.dumps(item, separators=(",", ":"), ensure_ascii=False),
+                                           convert.opaque_signature(OPAQUE))
 
     def _on_terminal(self, data: dict[str, Any]) -> None:
         response = fields.obj(data.get("response"), "response")

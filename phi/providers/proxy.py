@@ -4,8 +4,8 @@ seed 002 §7.4 "Proxy StreamFn").
 For environments without direct provider access. ``POST {base_url}`` with
 ``Authorization: Bearer {token}`` (``api_key`` or ``PHI_PROXY_TOKEN``) and the JSON body
 ``{"model": {id, api, provider}, "context": {systemPrompt, messages, tools}, "options":
-{thinkingLevel, maxTokens, temperature}}`` (messages in the SPEC DATA-6 JSON shapes). The proxy answers
-with ``data: {json}`` events that carry *deltas only* (no partial message, to save bandwidth); the
+{thinkingLevel, maxTokens, temperature, toolChoice?, parallelToolCalls?}}`` (messages in the SPEC
+DATA-6 JSON shapes). The proxy answers with ``data: {json}`` events that carry *deltas only* (no partial message, to save bandwidth); the
 full message is rebuilt here:
 
 ``start`` · ``text_start`` / ``text_delta {contentIndex, delta}`` / ``text_end`` ·
@@ -46,6 +46,10 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
                                "maxTokens": config.max_tokens or mc.max_tokens}
     if (temperature := convert.temperature(config)) is not None:
         options["temperature"] = temperature
+    if (choice := convert.tool_choice(config)) is not None:
+        options["toolChoice"] = choice
+    if (parallel := convert.parallel_tool_calls(config)) is not None:
+        options["parallelToolCalls"] = parallel
     return {
         "model": {"id": mc.id, "api": mc.options.get("upstream_api", ""), "provider": mc.provider},
         "context": {"systemPrompt": config.system_prompt,

@@ -5,7 +5,10 @@ Two rules, applied wherever a secret enters or an error text leaves the provider
 * **Clean on the way in.** A key is stripped of surrounding whitespace when configured
   (``ModelConfig``) and again when resolved for a call (explicit key, ``get_api_key`` result or
   environment variable), so the ``"sk-...\\n"`` of a key file or a CRLF ``.env`` works. A key with
-  a control character *inside* is refused with an error that names its position, never its value.
+  a control character *inside* is refused with an error that names its position, never its value;
+  so is a key with a character that is not ASCII (a smart quote or a non-breaking space pasted
+  from a web page: HTTP cannot carry it, and no service issues such keys), and a header value
+  with a character HTTP cannot carry at all (beyond Latin-1).
 * **Scrub every representation on the way out.** Error texts are cleaned of each secret as it may
   appear there: raw, JSON-escaped, ``repr``-escaped and percent-encoded (``quote`` and
   ``quote_plus``), since a server or a library may echo any of them.
@@ -29,11 +32,12 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|signature|cookie|session|password", re.IGNORECASE)
 
 
-def check_secret(value: str | None, what: str) -> str | None:
+def check_secret(value: str | None, what: str, *, ascii_only: bool = False) -> str | None:
     """``value`` without surrounding whitespace (``None`` if nothing is left).
 
-    Raises :class:`ConfigError` when a control character remains inside; the message says where,
-    not what the value is.
+    Raises :class:`ConfigError` when a control character remains inside, or a character an HTTP
+    header cannot carry (beyond Latin-1; with ``ascii_only``, as for API keys, anything not
+    ASCII). The message names ``what`` and says where, never what the value is.
     """
     if value is None:
         return None
@@ -45,6 +49,15 @@ def check_secret(value: str | None, what: str) -> str | None:
         raise ConfigError(f"{what} contains a control character (U+{ord(found.group()):04X} at position "
                           f"{found.start() + 1} of {len(value)}); a key read from a file or a .env line must "
                           f"be a single line")
+    if value.isascii():
+        return value or None
+    limit = 0x7F if ascii_only else 0xFF
+    for position, char in enumerate(value):
+        if ord(char) > limit:
+            kind = "a non-ASCII character" if ascii_only else "a character HTTP headers cannot carry"
+            raise ConfigError(f"{what} contains {kind} (U+{ord(char):04X} at position {position + 1} of "
+                              f"{len(value)}), often a quote or space pasted from a web page or a word "
+                              f"processor; copy the value again as plain text")
     return value or None
 
 

@@ -39,11 +39,12 @@ class AwsCredentials:
     @classmethod
     def from_environment(cls) -> AwsCredentials | None:
         """Credentials from ``AWS_*`` variables, stripped (ConfigError for a control character inside)."""
-        access = check_secret(os.environ.get("AWS_ACCESS_KEY_ID"), "$AWS_ACCESS_KEY_ID")
-        secret = check_secret(os.environ.get("AWS_SECRET_ACCESS_KEY"), "$AWS_SECRET_ACCESS_KEY")
+        access = check_secret(os.environ.get("AWS_ACCESS_KEY_ID"), "$AWS_ACCESS_KEY_ID", ascii_only=True)
+        secret = check_secret(os.environ.get("AWS_SECRET_ACCESS_KEY"), "$AWS_SECRET_ACCESS_KEY", ascii_only=True)
         if not access or not secret:
             return None
-        return cls(access, secret, check_secret(os.environ.get("AWS_SESSION_TOKEN"), "$AWS_SESSION_TOKEN"))
+        token = check_secret(os.environ.get("AWS_SESSION_TOKEN"), "$AWS_SESSION_TOKEN", ascii_only=True)
+        return cls(access, secret, token)
 
     def __repr__(self) -> str:
         return f"AwsCredentials(access_key={self.access_key[:4]}…, secret_key=<hidden>)"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import http.cookiejar
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -46,32 +47,68 @@ DRAIN_SECONDS = 0.5  # ... and wait at most this long for it (servers end the bo
 
 
 class CallStop:
-    """Stops one model call: when the run is cancelled, or when its total time bound passes.
+    """Stops one model call (SPEC PROV-4): when the run is cancelled, when its total time bound
+    passes, or when the stream stalls — no complete event for ``idle`` seconds once the response
+    began (:meth:`start_idle`; each complete event calls :meth:`touch`). A server dripping a byte
+    at a time, or sending only keep-alive comments, keeps the socket's read timeout from firing
+    but not this one.
 
-    ``token`` is what the transport watches; ``expired`` tells the two causes apart.
+    ``token`` is what the transport watches; ``expired`` and ``idle_expired`` tell the causes
+    apart. One watchdog thread per call serves both bounds; :meth:`touch` only stores a time.
     """
 
-    __slots__ = ("token", "expired", "total", "_unregister", "_timer")
+    __slots__ = ("token", "expired", "idle_expired", "total", "idle", "_unregister", "_deadline", "_last", "_done")
 
-    def __init__(self, cancel: CancellationToken, total_timeout: float | None) -> None:
+    def __init__(self, cancel: CancellationToken, total_timeout: float | None,
+                 idle_timeout: float | None = None) -> None:
         self.token = CancellationToken()
         self.expired = False
+        self.idle_expired = False
         self.total = total_timeout
+        self.idle = idle_timeout if idle_timeout is not None and idle_timeout > 0 else None
         self._unregister = cancel.on_cancel(self.token.cancel)
-        self._timer: threading.Timer | None = None
-        if total_timeout is not None and total_timeout > 0:
-            self._timer = threading.Timer(total_timeout, self._expire)
-            self._timer.daemon = True
-            self._timer.start()
+        now = time.monotonic()
+        self._deadline = now + total_timeout if total_timeout is not None and total_timeout > 0 else None
+        self._last: float | None = None  # when the last complete event arrived (None: not watching yet)
+        self._done = threading.Event()
+        if self._deadline is not None or self.idle is not None:
+            threading.Thread(target=self._watch, name="phi-call-watchdog", daemon=True).start()
 
-    def _expire(self) -> None:
-        self.expired = True
-        self.token.cancel()
+    def start_idle(self) -> None:
+        """The response began: from now on, a gap of ``idle`` seconds between events stops the call."""
+        self._last = time.monotonic()
+
+    touch = start_idle  # a complete event arrived
+
+    def _watch(self) -> None:
+        while True:
+            wait = self._next_check()
+            if wait is None or self._done.wait(wait):
+                return
+
+    def _next_check(self) -> float | None:
+        """Seconds until the next bound to check, or None after stopping the call."""
+        now = time.monotonic()
+        waits: list[float] = []
+        if self._deadline is not None:
+            if now >= self._deadline:
+                self.expired = True
+                self.token.cancel()
+                return None
+            waits.append(self._deadline - now)
+        if self.idle is not None:
+            last = self._last
+            left = self.idle if last is None else last + self.idle - now
+            if last is not None and left <= 0:
+                self.idle_expired = True
+                self.token.cancel()
+                return None
+            waits.append(left)
+        return min(waits)
 
     def close(self) -> None:
         self._unregister()
-        if self._timer is not None:
-            self._timer.cancel()
+        self._done.set()
 
 
 # --------------------------------------------------------------------------- in-flight connections

@@ -58,7 +58,7 @@ def test_replies_name_the_service_when_the_model_config_names_none(api: str, mon
     """The builder's provider name: ``ModelConfig.provider``, else the protocol's service."""
     seen: list[str] = []
     monkeypatch.setattr(http_provider, "run_stream",
-                        lambda request, mc, cancel, parser, client: seen.append(parser.builder.provider))
+                        lambda request, mc, cancel, parser, client, *_: seen.append(parser.builder.provider))
     provider = ProviderRegistry.default().get(api)
     for mc in (MODELS[api], MODELS[api].with_(provider="")):
         provider.stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(), CancellationToken())
