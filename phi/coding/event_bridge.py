@@ -184,8 +184,9 @@ class EventBridge:
         if fatal:
             self.session._fatal_error = text
         if kind == ErrorKind.CONTEXT_OVERFLOW:  # seed 004 Appendix B: a warning, no automatic compaction
-            self.emit(EventKind.WARNING, message="The conversation no longer fits the model's context window; "
-                                                 "the session ends (phi does not compact it).",
+            self.emit(EventKind.WARNING, message="The conversation no longer fits the model's context window; this "
+                                                 "session ends. Compact the conversation and continue it in a new "
+                                                 "session (the phi command does this itself).",
                       context_window=self.session.profile.context_window_size)
         self.emit(EventKind.ERROR, message=text, kind=kind.value if kind is not None else "api", fatal=fatal)
 

@@ -36,10 +36,14 @@ def child_processes() -> list[int]:
 @pytest.fixture
 def nothing_left_behind():
     """After the test: no session thread still running, no child process still alive (SPEC CODE-10)."""
-    before = session_threads()
+    before, older = session_threads(), set(child_processes())  # e.g. a session-wide local model server
+
+    def left() -> list[int]:
+        return [pid for pid in child_processes() if pid not in older]
+
     yield
     deadline = time.monotonic() + 10
-    while (session_threads() - before or child_processes()) and time.monotonic() < deadline:
+    while (session_threads() - before or left()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not session_threads() - before, f"threads left: {session_threads() - before}"
-    assert not child_processes(), f"processes left: {child_processes()}"
+    assert not left(), f"processes left: {left()}"
