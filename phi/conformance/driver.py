@@ -234,6 +234,7 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
     try:
         config = build_config(fixture, recorder, steering, follow_up, clock)
         context = build_context(fixture, recorder)
+        history = context.messages  # the list the caller passed: compaction rewrites it in place (CTX-3)
         actions = Actions(fixture.get("actions", []), steering, follow_up, cancel, clock, configured_hooks(fixture))
         recorder.on_moment = actions.on_moment  # hook and tool calls fire the actions bound to them
         parallel = build_parallel(fixture, recorder, steering, follow_up, clock) \
@@ -267,7 +268,7 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
             final["selected_config_index"] = outcome.selected_config_index
     recorder.write({"kind": "queues", "steering": [message_to_json(m) for m in steering.snapshot()],
                     "follow_up": [message_to_json(m) for m in follow_up.snapshot()]})
-    recorder.write({"kind": "context", "messages": [message_to_json(m) for m in context.messages]})
+    recorder.write({"kind": "context", "messages": [message_to_json(m) for m in history]})
     recorder.write(final)
 
 
