@@ -34,10 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -158,7 +159,7 @@ def judge_by_session_tests(tmp: str) -> list[str]:
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",
                str(ROOT / "tests" / "session")]
     env = dict(os.environ, PYTHONPATH=tmp)
-    proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=900, check=False)
     if proc.returncode == 0:
         return []
     failing = [line.split(" ")[1] for line in proc.stdout.splitlines() if line.startswith("FAILED ")]
@@ -229,7 +230,7 @@ def undefined_names(path: Path) -> str:
     if not Path(ruff).exists():
         return ""
     proc = subprocess.run([ruff, "check", "--select", "F821", "--no-cache", "--output-format", "concise", str(path)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     return "" if proc.returncode == 0 else proc.stdout.strip()
 
 
