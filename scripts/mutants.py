@@ -114,19 +114,22 @@ def failed(outcome: Outcome) -> bool:
     return outcome.status in ("fail", "timeout")
 
 
-def first_failures(fixtures: list[dict[str, Any]], jobs: int, stop_early: bool) -> list[str]:
-    """Run ``fixtures`` in order, ``jobs`` at a time; the ids of those that fail. With
-    ``stop_early``, no new fixture starts once one has failed."""
+def first_failures(fixtures: list[dict[str, Any]], jobs: int, stop_early: bool) -> tuple[list[str], int]:
+    """Run ``fixtures`` in order, ``jobs`` at a time: the ids of those that fail, and how many ran.
+    With ``stop_early``, no new fixture starts once one has failed."""
     found: list[str] = []
     queue = iter(fixtures)
+    started = 0
     running: dict[Future[Outcome], str] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         def refill() -> None:
+            nonlocal started
             while len(running) < jobs and not (stop_early and found):
                 fixture = next(queue, None)
                 if fixture is None:
                     return
                 running[pool.submit(run_one, REFERENCE_DRIVER, fixture, FIXTURE_TIMEOUT_MS)] = fixture["id"]
+                started += 1
 
         refill()
         while running:
@@ -136,7 +139,7 @@ def first_failures(fixtures: list[dict[str, Any]], jobs: int, stop_early: bool) 
                 if failed(future.result()):
                     found.append(fixture_id)
             refill()
-    return found
+    return found, started
 
 
 def ordered_for(mutant: Mutant, fixtures: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -147,17 +150,26 @@ def ordered_for(mutant: Mutant, fixtures: list[dict[str, Any]]) -> list[dict[str
 
 def judge_by_suite(mutant: Mutant, tmp: str, fixtures: list[dict[str, Any]], jobs: int,
                    full: bool) -> list[str]:
+    """The fixtures that kill the mutant. A fixture counts only if it fails again when run alone (a
+    slow machine cannot kill a mutant); when none of the first failures is confirmed, the fixtures
+    not run yet are tried too."""
+    remaining = ordered_for(mutant, fixtures)
+    by_id = {f["id"]: f for f in fixtures}
     with InDirectory(tmp):
-        suspects = first_failures(ordered_for(mutant, fixtures), jobs, stop_early=not full)
-        # a fixture counts only if it fails again when run alone: a slow machine cannot kill a mutant
-        by_id = {f["id"]: f for f in fixtures}
-        return [fid for fid in suspects[:8] if failed(run_one(REFERENCE_DRIVER, by_id[fid], FIXTURE_TIMEOUT_MS))]
+        while remaining:
+            suspects, ran = first_failures(remaining, jobs, stop_early=not full)
+            confirmed = [fid for fid in suspects[:8]
+                         if failed(run_one(REFERENCE_DRIVER, by_id[fid], FIXTURE_TIMEOUT_MS))]
+            if confirmed:
+                return confirmed
+            remaining = remaining[ran:]
+    return []
 
 
 def judge_by_session_tests(tmp: str) -> list[str]:
     """SESS rules are unit-tested (SPEC §13.2): the mutant is killed when ``tests/session`` fails."""
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",
-               str(ROOT / "tests" / "session")]
+               "--timeout", "60", str(ROOT / "tests" / "session")]
     env = dict(os.environ, PYTHONPATH=tmp)
     proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=900, check=False)
     if proc.returncode == 0:
@@ -274,7 +286,7 @@ def main() -> int:
         raise SystemExit(f"no mutant matches {args.only!r}")
     if not args.no_baseline:
         with InDirectory(None):
-            baseline = first_failures(fixtures, args.jobs, stop_early=False)
+            baseline, _ = first_failures(fixtures, args.jobs, stop_early=False)
         if baseline:
             raise SystemExit(f"the unmutated suite fails ({', '.join(baseline)}): fix that first")
     verdicts = []
