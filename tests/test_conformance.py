@@ -43,8 +43,10 @@ def test_every_tested_requirement_has_a_fixture_and_coverage_is_current() -> Non
     text = SPEC.read_text(encoding="utf-8")
     assert coverage.missing(text, FIXTURES) == []
     assert coverage.unknown(text, FIXTURES) == []
+    mutants = coverage.load_mutants(CONFORMANCE)
+    assert coverage.stale_mutant_killers(mutants, FIXTURES) == [], "rerun scripts/mutants.py"
     committed = (CONFORMANCE / "COVERAGE.md").read_text(encoding="utf-8")
-    assert committed == coverage.render(text, FIXTURES), "run: python -m phi.conformance coverage --write"
+    assert committed == coverage.render(text, FIXTURES, mutants), "run: python -m phi.conformance coverage --write"
 
 
 def test_matching_rules() -> None:
@@ -119,3 +121,45 @@ def test_parallel_invariants_catch_misordered_runs() -> None:
     assert invariants.check_parallel([start, *a, *b], None)  # no ParallelLoopEnd
     assert invariants.check_parallel([a[0], start, a[1], *b, end], None)  # Start not first
     assert invariants.check_parallel([start, a[0], *b, end], None)  # branch a never ended
+
+
+def test_the_mutant_sweep_kills_enough_and_explains_every_survivor() -> None:
+    """suite/mutants.json (scripts/mutants.py): at least 95 % of the planted violations of SPEC are
+    caught, and every survivor says why the protocol cannot observe it."""
+    mutants = coverage.load_mutants(CONFORMANCE)
+    if mutants is None:
+        pytest.skip("no suite/mutants.json")
+    entries = mutants["mutants"]
+    killed = [e for e in entries if e["killed"]]
+    assert len(entries) >= 80
+    assert len(killed) >= 0.95 * len(entries), f"{len(killed)} of {len(entries)} killed"
+    assert [e["id"] for e in entries if not e["killed"] and not e.get("survives_because")] == []
+
+
+def test_an_action_bound_to_a_hook_the_fixture_does_not_configure_is_a_fixture_error() -> None:
+    import io
+
+    from phi.conformance.driver import run_fixture
+
+    fixture = json.loads((CONFORMANCE / "fixtures" / "basic-text-reply.json").read_text(encoding="utf-8"))
+    fixture["actions"] = [{"when": {"hook": "before_turn"}, "do": "abort"}]
+    out = io.StringIO()
+    run_fixture(fixture, out)
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert last["error"] == "FixtureError" and "before_turn" in last["message"]
+
+
+def test_hook_and_tool_moments_fire_their_actions_where_they_happen() -> None:
+    """An abort while before_tool_execution runs, and a steer while a tool executes (README §1.5)."""
+    import io
+
+    from phi.conformance.driver import run_fixture
+
+    fixture = json.loads((CONFORMANCE / "fixtures" / "steer-read-once-per-tool-turn.json").read_text(encoding="utf-8"))
+    fixture["config"] = {"hooks": {"before_tool_execution": {}}}
+    fixture["actions"] = [{"when": {"hook": "before_tool_execution", "where": {"tool_call_id": "t1"}}, "do": "abort"}]
+    out = io.StringIO()
+    run_fixture(fixture, out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert not [line for line in lines if line["kind"] == "tool_executed"]
+    assert lines[-1]["kind"] == "result" and lines[-1]["messages"][-1]["content"][0]["text"] == "Tool execution aborted."

@@ -171,16 +171,23 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         return 1
     text = spec.read_text(encoding="utf-8")
     fixtures = load_fixtures(directory)
-    table = coverage.render(text, fixtures)
+    mutants = coverage.load_mutants(directory.parent)
+    table = coverage.render(text, fixtures, mutants)
     if args.write:
         (directory.parent / "COVERAGE.md").write_text(table, encoding="utf-8")
     else:
         print(table, end="")
+    status = 0
     gaps = coverage.missing(text, fixtures)
     if gaps:
         print(f"missing fixtures for: {', '.join(gaps)}", file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    stale = coverage.stale_mutant_killers(mutants, fixtures)
+    if stale:
+        print(f"mutants.json names fixtures that no longer exist ({', '.join(stale)}): run scripts/mutants.py",
+              file=sys.stderr)
+        status = 1
+    return status
 
 
 def cmd_requirements(args: argparse.Namespace) -> int:

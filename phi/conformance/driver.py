@@ -32,7 +32,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, cast
+from typing import IO, TYPE_CHECKING, Any, Callable, Collection, cast
 
 from ..concurrency.cancel import CancellationToken
 from ..concurrency.queues import MessageQueue
@@ -68,34 +68,61 @@ if TYPE_CHECKING:
 
 @dataclass
 class _Trigger:
-    """An action waiting for the ``remaining``-th event that matches ``pattern``."""
+    """An action waiting for the ``remaining``-th moment of ``kind`` that matches ``pattern``."""
 
+    kind: str  # "event", "hook" or "tool" (see Recorder.moment)
     pattern: dict[str, Any]
     remaining: int
     do: object
 
 
+def _trigger(when: dict[str, Any], do: object) -> _Trigger:
+    """The trigger of a ``when`` object (suite/README.md §1.5): an event, a hook call or a tool call."""
+    nth = int(when.get("nth", 1))
+    where = when.get("where", {})
+    if "event" in when:
+        return _Trigger("event", {"type": when["event"], **where}, nth, do)
+    if "hook" in when:
+        return _Trigger("hook", {"hook": when["hook"], **where}, nth, do)
+    if "tool" in when:
+        return _Trigger("tool", {"tool": when["tool"]}, nth, do)
+    raise ConfigError(f"unknown action trigger {when!r}")
+
+
 class Actions:
-    """Event-bound actions: each fires once, on the thread that emitted its triggering event."""
+    """The fixture's actions. Each fires once, synchronously, on the thread where its moment happens:
+    inside the event sink for an event, inside the hook before it returns for a hook call, inside
+    the tool's ``execute`` before its steps for a tool call."""
 
     def __init__(self, specs: list[dict[str, Any]], steering: MessageQueue, follow_up: MessageQueue,
-                 cancel: CancellationToken, clock: VirtualClock) -> None:
+                 cancel: CancellationToken, clock: VirtualClock, hooks: Collection[str] = ()) -> None:
         self.pending: list[_Trigger] = []
+        self.lock = threading.Lock()  # tools fire from worker threads
         self.steering, self.follow_up, self.cancel, self.clock = steering, follow_up, cancel, clock
         for spec in specs:
             when = spec.get("when", "before_start")
             if when == "before_start":
                 self.apply(spec["do"])
-            else:
-                pattern = {"type": when["event"], **when.get("where", {})}
-                self.pending.append(_Trigger(pattern, int(when.get("nth", 1)), spec["do"]))
+                continue
+            trigger = _trigger(when, spec["do"])
+            if trigger.kind == "hook" and trigger.pattern["hook"] not in hooks:
+                raise ConfigError(f"an action is bound to {trigger.pattern['hook']!r}, which the fixture does not "
+                                  "configure (config.hooks, or config.input_filters for input_filter)")
+            self.pending.append(trigger)
 
     def on_event(self, event: dict[str, Any]) -> None:
-        for trigger in self.pending:
-            if trigger.remaining > 0 and matches(trigger.pattern, event):
-                trigger.remaining -= 1
-                if trigger.remaining == 0:
-                    self.apply(trigger.do)
+        self.on_moment("event", event)
+
+    def on_moment(self, kind: str, moment: dict[str, Any]) -> None:
+        due = []
+        with self.lock:
+            for trigger in self.pending:
+                if trigger.kind == kind and trigger.remaining > 0 and matches(trigger.pattern, moment):
+                    trigger.remaining -= 1
+                    if trigger.remaining == 0:
+                        due.append(trigger.do)
+        for do in due:
+            self.apply(do)
 
     def apply(self, do: object) -> None:
         if do == "abort" or (isinstance(do, dict) and do.get("abort")):
@@ -134,8 +161,9 @@ def build_config(fixture: dict[str, Any], recorder: Recorder, steering: MessageQ
                                  max_delay_ms=0, jitter=False),
         get_steering_messages=steering.drain,
         get_follow_up_messages=follow_up.drain,
-        put_back_steering_messages=steering.put_back,
-        put_back_follow_up_messages=follow_up.put_back,
+        # a source that cannot take messages back (LOOP-18) has no put-back function
+        put_back_steering_messages=steering.put_back if spec.get("steering_put_back", True) else None,
+        put_back_follow_up_messages=follow_up.put_back if spec.get("follow_up_put_back", True) else None,
         clock=clock.now,
     )
     if "context" in spec:
@@ -182,6 +210,15 @@ def build_parallel(fixture: dict[str, Any], recorder: Recorder, steering: Messag
     raise ConfigError(f"unknown strategy {name!r}")
 
 
+def configured_hooks(fixture: dict[str, Any]) -> set[str]:
+    """The hooks a fixture installs, anywhere (its config, its branches'), as action triggers name them."""
+    configs = [fixture.get("config", {})] + [b.get("config", {}) for b in fixture.get("branches", [])]
+    names = {name for config in configs for name in config.get("hooks", {})}
+    if any(config.get("input_filters") for config in configs):
+        names.add("input_filter")
+    return names
+
+
 def build_context(fixture: dict[str, Any], recorder: Recorder) -> AgentContext:
     spec = fixture.get("context", {})
     kind = spec.get("continuation_kind")
@@ -208,7 +245,9 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
     try:
         config = build_config(fixture, recorder, steering, follow_up, clock)
         context = build_context(fixture, recorder)
-        actions = Actions(fixture.get("actions", []), steering, follow_up, cancel, clock)
+        history = context.messages  # the list the caller passed: compaction rewrites it in place (CTX-3)
+        actions = Actions(fixture.get("actions", []), steering, follow_up, cancel, clock, configured_hooks(fixture))
+        recorder.on_moment = actions.on_moment  # hook and tool calls fire the actions bound to them
         parallel = build_parallel(fixture, recorder, steering, follow_up, clock) \
             if fixture.get("entry") == "agent_loop_parallel" else None
     except (PhiError, ValueError, KeyError, TypeError) as error:
@@ -240,7 +279,7 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
             final["selected_config_index"] = outcome.selected_config_index
     recorder.write({"kind": "queues", "steering": [message_to_json(m) for m in steering.snapshot()],
                     "follow_up": [message_to_json(m) for m in follow_up.snapshot()]})
-    recorder.write({"kind": "context", "messages": [message_to_json(m) for m in context.messages]})
+    recorder.write({"kind": "context", "messages": [message_to_json(m) for m in history]})
     recorder.write(final)
 
 

@@ -15,6 +15,8 @@ These are the loop contract's structural rules; a fixture can switch them off wi
 6. The context after the run (the driver's ``context`` line) is a valid conversation: every tool
    call of an assistant message that did not fail is answered by one toolResult, in call order,
    before anything else follows (SPEC LOOP-5, TOOL-5).
+7. Every timestamp in the events is well formed: RFC 3339 UTC for an event, unix milliseconds for a
+   message (SPEC EVT-1, DATA-2; :mod:`.normalize` marks the malformed ones).
 
 When the run ended by raising (an ``error`` line), the events simply stop (SPEC LOOP-5): rules 1-5
 then only forbid what is out of order, not what was left open.
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .normalize import MALFORMED_TIMESTAMP
+
 
 def check(events: list[dict[str, Any]], result: list[Any] | None, raised: bool = False,
           context: list[Any] | None = None) -> list[str]:
@@ -32,11 +36,29 @@ def check(events: list[dict[str, Any]], result: list[Any] | None, raised: bool =
         problems += _valid_conversation(context)
     if not events:
         return problems
+    problems += _timestamps(events)
     problems += _bracketing(events, raised)
     problems += [p for p in _turns(events) if not (raised and "has no" in p)]
     problems += [p for p in _messages(events, result) if not (raised and "has no" in p)]
     problems += [p for p in _tools(events) if not (raised and "never ended" in p)]
     return problems
+
+
+def _timestamps(events: list[dict[str, Any]]) -> list[str]:
+    """Rule 7: the first malformed timestamp, if any (normalisation marked it)."""
+    def malformed(value: Any) -> str | None:
+        if isinstance(value, dict):
+            return next((found for item in value.values() if (found := malformed(item)) is not None), None)
+        if isinstance(value, list):
+            return next((found for item in value if (found := malformed(item)) is not None), None)
+        return value if isinstance(value, str) and value.startswith(MALFORMED_TIMESTAMP) else None
+
+    for i, event in enumerate(events):
+        found = malformed(event)
+        if found is not None:
+            return [f"invariant: events[{i}] ({event.get('type')}) has a {found[1:-1]} "
+                    "(events: RFC 3339 UTC; messages: unix milliseconds)"]
+    return []
 
 
 def _valid_conversation(messages: list[Any]) -> list[str]:
@@ -146,6 +168,8 @@ def _tools(events: list[dict[str, Any]]) -> list[str]:
             if call_id in state:
                 return [f"invariant: events[{i}] second ToolExecutionStart for {call_id}"]
             state[call_id] = "running"
+        elif kind == "ProgressMessage" and call_id == "":
+            continue  # progress of no tool call: an LLM judge's (SPEC EVAL-6)
         elif kind in ("ToolExecutionUpdate", "ProgressMessage"):
             if state.get(call_id) != "running":
                 return [f"invariant: events[{i}] {kind} for {call_id} outside its Start/End"]
@@ -170,6 +194,8 @@ def check_parallel(everything: list[dict[str, Any]], result: list[Any] | None, r
         problems.append("invariant: the judge's run starts before every branch has ended")
     if context is not None:
         problems += _valid_conversation(context)
+    if not everything and raised:
+        return problems  # refused before anything was emitted (SPEC EVAL-3, EVAL-5)
     if not everything or everything[0].get("type") != "ParallelLoopStart":
         problems.append("invariant: a parallel run starts with ParallelLoopStart")
     if not raised and (not everything or everything[-1].get("type") != "ParallelLoopEnd"):

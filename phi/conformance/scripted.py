@@ -64,14 +64,26 @@ class VirtualClock:
             self._now += seconds
 
 
+# Where a fixture action can fire (phi/conformance/suite/README.md §1.5): ``kind`` is "event", "hook" or
+# "tool"; ``moment`` is the event's JSON, the hook call's named arguments or ``{"tool": call_id}``.
+MomentListener = Callable[[str, dict[str, Any]], None]
+
+
 class Recorder:
-    """Writes protocol lines (thread-safe) and remembers every event for waits and actions."""
+    """Writes protocol lines (thread-safe), remembers every event for waits and actions, and tells
+    ``on_moment`` (the fixture's actions) when a scripted hook or tool is called."""
 
     def __init__(self, out: IO[str] | None = None) -> None:
         self.out = out or sys.stdout
         self.lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
         self.changed = threading.Condition()
+        self.on_moment: MomentListener | None = None
+
+    def moment(self, kind: str, moment: dict[str, Any]) -> None:
+        """A hook or tool call is under way: fire the actions bound to it, there and then."""
+        if self.on_moment is not None:
+            self.on_moment(kind, moment)
 
     def write(self, line: dict[str, Any]) -> None:
         text = json.dumps(line, ensure_ascii=False, default=str)
@@ -126,6 +138,7 @@ class ScriptedTool:
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         self.recorder.write({"kind": "tool_executed", "name": self.name, "tool_call_id": ctx.tool_call_id,
                              "args": args})
+        self.recorder.moment("tool", {"tool": ctx.tool_call_id})
         steps = self.calls.get(ctx.tool_call_id, self.default)
         for step in steps:
             outcome = self.play(step, ctx)
@@ -204,25 +217,53 @@ HOOK_ARGS: dict[str, Callable[..., list[Any]]] = {
     "after_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
     "get_api_key": lambda provider: [provider],
     "transform_context": lambda messages: [len(messages)],
+    "input_filter": lambda index, text: [index, text],
+}
+# hook name -> its arguments by name: what an action's ``{"hook": name, "where": {...}}`` matches
+HOOK_FIELDS: dict[str, Callable[..., dict[str, Any]]] = {
+    "before_loop": lambda messages, index: {"message_count": len(messages), "loop_index": index},
+    "after_loop": lambda messages, usage: {"message_count": len(messages), "usage": _usage(usage)},
+    "before_turn": lambda messages, index: {"message_count": len(messages), "turn_index": index},
+    "after_turn": lambda messages, usage: {"message_count": len(messages), "usage": _usage(usage)},
+    "on_error": lambda message: {"error_message": message},
+    "before_tool_execution": lambda name, call_id, args: {"tool_name": name, "tool_call_id": call_id, "args": args},
+    "after_tool_execution": lambda name, call_id, is_error: {"tool_name": name, "tool_call_id": call_id,
+                                                             "is_error": is_error},
+    "before_tool_execution_update": lambda name, call_id, text: {"tool_name": name, "tool_call_id": call_id,
+                                                                 "text": text},
+    "after_tool_execution_update": lambda name, call_id, text: {"tool_name": name, "tool_call_id": call_id,
+                                                                "text": text},
+    "get_api_key": lambda provider: {"provider": provider},
+    "transform_context": lambda messages: {"message_count": len(messages)},
+    "input_filter": lambda index, text: {"index": index, "text": text},
 }
 _DEFAULTS = {"get_api_key": None}
 
 
+def _called(recorder: Recorder, name: str, args: tuple[Any, ...]) -> None:
+    """Write the ``hook`` line of a call, then fire the actions bound to it (before it returns)."""
+    recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](*args)})
+    recorder.moment("hook", {"hook": name, **HOOK_FIELDS[name](*args)})
+
+
+HOOKS = tuple(name for name in HOOK_ARGS if name != "input_filter")  # what config.hooks may install
+
+
 def make_hook(name: str, spec: object, recorder: Recorder) -> Callable[..., object]:
-    if name not in HOOK_ARGS:
-        raise ConfigError(f"unknown hook {name!r}; known: {', '.join(HOOK_ARGS)}")
+    if name not in HOOKS:
+        raise ConfigError(f"unknown hook {name!r}; known: {', '.join(HOOKS)}")
     if name == "transform_context":
         keep_last = int(spec.get("keep_last", 0)) if isinstance(spec, dict) else 0
 
         def transform(messages: list[AgentMessage]) -> list[AgentMessage]:
-            recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](messages)})
+            _called(recorder, name, (messages,))
             return messages[-keep_last:] if keep_last else messages
 
         return transform
     returns = ScriptedReturns(spec if spec != {} else None, _DEFAULTS.get(name, True))
 
     def hook(*args: Any) -> object:
-        recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](*args)})
+        _called(recorder, name, args)
         return returns.next()
 
     return hook
@@ -234,7 +275,7 @@ def make_filter(index: int, spec: dict[str, Any], recorder: Recorder) -> Callabl
     needle = spec.get("if_contains")
 
     def flt(text: str) -> FilterResult:
-        recorder.write({"kind": "hook", "name": "input_filter", "args": [index, text]})
+        _called(recorder, "input_filter", (index, text))
         if needle is not None and needle not in text:
             return FilterResult.passed()
         return result
