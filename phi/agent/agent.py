@@ -21,11 +21,15 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from ..concurrency.cancel import CancellationToken
+from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError
+from ..events import AgentEnd, ParallelLoopEnd
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSettings
+from ..loop.identity import config_segment
+from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..types import (
@@ -53,14 +57,14 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    from ..concurrency.channel import EventStream
     from ..evaluation.model import EvaluationStrategy, ParallelLoopResult
     from ..evaluation.remote import RemoteBranches
-    from ..events import AgentEnd, AgentEvent
+    from ..events import AgentEvent
     from ..session import SessionRecorder, SessionStore
 
-# The run machinery (phi.loop.run, phi.events, phi.concurrency.channel, ...) is imported by the
-# first run, not here, so that ``import phi; phi.Agent`` costs only what making an Agent needs.
+# The run machinery (phi.loop.run, phi.events, phi.concurrency.channel, the worker pool) is imported
+# with the Agent, not by its first run: a process's first run costs what every later run costs
+# (``import phi`` alone stays cheap: the Agent itself is loaded on first use).
 
 log = get_logger(__name__)
 
@@ -291,8 +295,6 @@ class Agent:
                sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Start a run with a new prompt; returns its live event stream at once. With ``sender``
         (an EventChannel or callable) the events go there instead of to the stream."""
-        from ..loop.run import agent_loop
-
         prompts = _as_prompts(text, images)
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
 
@@ -306,8 +308,6 @@ class Agent:
             kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
                     "branch": ContinuationKind.branch}[kind]()
         chosen = kind or ContinuationKind.default()
-        from ..loop.run import agent_loop_continue, check_can_continue
-
         check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender)
 
@@ -369,8 +369,6 @@ class Agent:
         prompts = [] if text is None else _as_prompts(text, images)
         branch_point = self.last_loop_id  # a continuation's branches descend from the last run
         if not prompts:
-            from ..loop.run import check_can_continue
-
             check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id,
                                             session_id=self.session_id))
 
@@ -460,8 +458,6 @@ class Agent:
 
     def next_loop_id(self, config: AgentLoopConfig | None = None) -> str:
         """Take the next loop id of this agent's session for ``config`` (default: the agent's own)."""
-        from ..loop.identity import config_segment
-
         segment = config_segment(config or self.config)
         key = f"{self.session_id}.{segment}"
         self._loop_counters[key] = self._loop_counters.get(key, 0) + 1
@@ -569,9 +565,6 @@ class Agent:
         steering, follow_up = self.steering_queue, self.follow_up_queue
         config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
                          get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
-        from ..concurrency.channel import EventChannel, EventStream
-        from ..events import AgentEnd, ParallelLoopEnd
-
         nested = getattr(_delivering, "agent", None) is self  # started by a subscriber of the previous run
 
         def refuse_deadlock() -> None:

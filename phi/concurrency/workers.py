@@ -21,8 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..errors import PhiError
 from ..log import get_logger
@@ -40,8 +39,7 @@ class PoolExhausted(PhiError):
     """Every thread the pool may hold is busy, most with calls abandoned by their runs."""
 
 
-@dataclass(frozen=True)
-class PoolStats:
+class PoolStats(NamedTuple):  # a NamedTuple, not a dataclass: this module loads with a process's first run
     """A snapshot of a :class:`WorkerPool`: ``threads`` alive = ``busy`` + ``abandoned`` + ``idle``."""
 
     threads: int

@@ -8,12 +8,10 @@ appended to the last user prompt as a ``[Warning: ...]`` line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
-@dataclass(frozen=True, slots=True)
-class FilterResult:
+class FilterResult(NamedTuple):  # a NamedTuple: cheap to define, and this module loads with the first run
     """An input filter's verdict (SPEC LOOP-2): ``action`` is ``"pass"``, ``"warn"`` (``text`` is added
     to the last prompt as a ``[Warning: text]`` line) or ``"reject"`` (``text`` is the reason; the
     run ends). Build one with ``passed()``, ``warn(text)`` or ``reject(reason)``."""

@@ -37,6 +37,10 @@ interface, so the figures are the frameworks' own overhead:
   streamed — not the workload as specified, printed so that the cost of smolagents' loop without
   its display can be read off.
 
+The first row, **N=20 fresh**, is the first run of a fresh process (each framework imported, nothing
+run yet; a new worker process per run, interleaved): what ``phi -p`` and most scripts pay, lazy imports
+and thread pools included. The other rows are warm: a long-lived worker that ran N=20 once before.
+
 Every run starts from a fresh agent and checks its outcome: the final answer is ``All done.`` and
 the tool saw exactly the arguments 0 … N-2 in order. Each framework runs in its own long-lived
 worker process (same interpreter, from a venv outside the package: ``.cache/peers-venv``, created
@@ -357,15 +361,17 @@ RUNNERS: dict[str, Callable[[], Run]] = {"phi": phi_runner, "openai-agents": ope
 # --------------------------------------------------------------------------- worker process
 
 
-def worker(name: str) -> None:
-    """Serve runs: read N per line on stdin, answer one JSON line on the original stdout."""
+def worker(name: str, warm: bool = True) -> None:
+    """Serve runs: read N per line on stdin, answer one JSON line on the original stdout. ``warm``: one
+    N=20 run first (imports, caches, worker threads); a cold worker's first run is a process's first."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # frameworks' console output (smolagents' live display) goes nowhere
     import gc
 
     run = RUNNERS[name]()
-    run(20)  # warm-up: imports, caches, worker threads
+    if warm:
+        run(20)  # warm-up: imports, caches, worker threads
     for line in sys.stdin:
         turns = int(line)
         gc.collect()
@@ -405,9 +411,10 @@ def versions(python: Path) -> dict[str, str]:
 
 
 class Worker:
-    def __init__(self, python: Path, name: str) -> None:
+    def __init__(self, python: Path, name: str, cold: bool = False) -> None:
         self.name = name
-        self.proc = subprocess.Popen([str(python), str(Path(__file__).resolve()), "--worker", name],
+        self.proc = subprocess.Popen([str(python), str(Path(__file__).resolve()), "--worker", name,
+                                      *(["--cold"] if cold else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def run(self, turns: int) -> dict:
@@ -463,7 +470,48 @@ def measure_size(workers: dict[str, Worker], turns: int, repeat: int, budget: fl
     return figures
 
 
-def report(turns: int, figures: dict[str, Any], out: dict[str, Any]) -> None:
+def measure_fresh(python: Path, names: list[str], turns: int, repeat: int) -> dict[str, Any]:
+    """The first run of a fresh process (the framework imported, nothing run yet) — what ``phi -p`` and
+    most scripts pay: per round a new worker per framework, interleaved (peers' order rotating)."""
+    samples: dict[str, list[dict]] = {name: [] for name in names}
+    ratios: dict[str, list[float]] = {name: [] for name in names if name != "phi"}
+    errors: dict[str, str] = {}
+    peers = [name for name in names if name != "phi"]
+
+    def once(name: str) -> dict:
+        fresh = Worker(python, name, cold=True)
+        try:
+            return fresh.run(turns)
+        finally:
+            fresh.close()
+
+    for round_index in range(repeat):
+        phi = once("phi")
+        if "error" in phi:
+            raise SystemExit(f"phi failed: {phi['error']}")
+        samples["phi"].append(phi)
+        for name in peers[round_index % len(peers):] + peers[:round_index % len(peers)] if peers else []:
+            if name in errors:
+                continue
+            result = once(name)
+            if "error" in result:
+                errors[name] = result["error"]
+                continue
+            samples[name].append(result)
+            ratios[name].append(result["seconds"] / phi["seconds"])
+    figures: dict[str, Any] = {"errors": errors}
+    for name, runs in samples.items():
+        if runs:
+            figures[name] = {"ms_per_turn": statistics.median(r["seconds"] for r in runs) * 1000 / turns,
+                             "runs": len(runs), "events": runs[-1]["events"],
+                             "rss_delta_mb": statistics.median(r["rss_delta_mb"] for r in runs),
+                             "peak_rss_mb": max(r["peak_rss_mb"] for r in runs)}
+            if name != "phi":
+                figures[name]["paired_ratio"] = statistics.median(ratios[name])
+    return figures
+
+
+def report(turns: int | str, figures: dict[str, Any], out: dict[str, Any]) -> None:
     print(f"N={turns}")
     for name in ["phi", *PEERS]:
         if name not in figures:
@@ -493,10 +541,13 @@ def main() -> None:
                         help="seconds one peer may spend at one size before it skips the remaining rounds")
     parser.add_argument("--phi-root", default=str(ROOT),
                         help="directory phi is imported from (default: this checkout), e.g. an exported other revision")
+    parser.add_argument("--fresh", type=int, default=5,
+                        help="rounds of the fresh-process N=20 row (a new process per run; 0: skip it)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker)
+        worker(args.worker, warm=not args.cold)
         return
     sizes = [20, 100] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 3 if args.quick else args.repeat
@@ -513,6 +564,9 @@ def main() -> None:
     workers = {name: Worker(python, name) for name in ["phi", *peers]}
     out: dict[str, Any] = {"versions": found, "repeat": repeat, "phi_root": os.environ["PHI_BENCH_ROOT"]}
     try:
+        if args.fresh:
+            report("20_fresh", measure_fresh(python, ["phi", *peers], 20, args.fresh), out)
+            sys.stdout.flush()
         for turns in sizes:
             figures = measure_size(workers, turns, repeat, args.budget)
             report(turns, figures, out)
