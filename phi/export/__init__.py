@@ -2,7 +2,7 @@
 
 - :mod:`.html` — the page (EXPORT-1..3); :mod:`.assets` — its inline style and script.
 - :mod:`.tree` — the session and every sub-agent session it reaches; :mod:`.diff` — edits as diffs.
-- :mod:`.redact` — secrets replaced on the page (EXPORT-4).
+- secrets are replaced on the page by :mod:`phi.tools.redact` (EXPORT-4).
 - :mod:`.command` — ``phi export SESSION_ID --html FILE`` (EXPORT-5).
 
 A leaf: nothing else in phi imports it; a vendored copy may delete the folder.

@@ -9,7 +9,7 @@ the tool call that started them (:mod:`phi.export.tree`).
 
 Self-contained and safe to open: no external asset (images are ``data:`` URIs), the stylesheet and
 script inline (:mod:`phi.export.assets`), every recorded string HTML-escaped and cleaned of secrets
-(:mod:`phi.export.redact`), and a Content-Security-Policy that allows only the page's own style and
+(:mod:`phi.tools.redact`), and a Content-Security-Policy that allows only the page's own style and
 script, so a message holding ``</script><img onerror=...>`` is shown as text and nothing in it runs.
 
     from phi.export.html import export_session_html
@@ -45,7 +45,7 @@ from ..types import (
 )
 from .assets import CONTENT_SECURITY_POLICY, CSS, JS
 from .diff import FileHistory, edit_diffs
-from .redact import Redactor
+from ..tools.redact import Redactor
 from .tree import ExportTree, load_tree
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})

@@ -5,7 +5,7 @@
 
 - :mod:`.otel` — :class:`OtelTracer`, the event subscriber that writes the spans (OTEL-1, OTEL-4..7).
 - :mod:`.semconv` — the attribute names and the semantic-conventions version phi follows (OTEL-2).
-- :mod:`.redact`, :mod:`.content` — secrets kept out, content capture (off by default, OTEL-3).
+- :mod:`.content` — content capture (off by default, OTEL-3); secrets are kept out by :mod:`phi.tools.redact`.
 - :mod:`.export` — the OTLP exporter set up from ``OTEL_EXPORTER_OTLP_*`` (``phi --otel``).
 
 A leaf: ``opentelemetry-api`` is an optional extra (``pip install phi-agent[otel]``); nothing else in

@@ -5,7 +5,7 @@ The shapes are the conventions' input/output message schemas (``gen-ai-input-mes
 ``gen-ai-output-messages.json``): ``{"role", "parts": [...]}`` with ``text``, ``reasoning``,
 ``tool_call``, ``tool_call_response`` and ``blob`` parts (images keep their MIME type and size, not
 their bytes), serialized to a JSON string because span attributes are not structured yet. Every
-string is scrubbed (:class:`~phi.observability.redact.Scrubber`) and cut to ``limit`` characters.
+string is scrubbed (:class:`~phi.tools.redact.Redactor`) and cut to ``limit`` characters.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .redact import Scrubber
+from ..tools.redact import Redactor
 from .semconv import finish_reason
 
 
 class ContentWriter:
     """Turns phi's messages into the conventions' JSON, scrubbed and cut (see the module docstring)."""
 
-    def __init__(self, scrubber: Scrubber, limit: int) -> None:
+    def __init__(self, scrubber: Redactor, limit: int) -> None:
         self.scrubber, self.limit = scrubber, limit
 
     def text(self, value: str) -> str:

@@ -59,7 +59,7 @@ from ..providers.retry import RetryNotice, observe_retries
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
 from . import semconv as sc
 from .content import ContentWriter
-from .redact import Scrubber
+from ..tools.redact import Redactor
 
 log = get_logger(__name__)
 
@@ -135,7 +135,7 @@ class OtelTracer:
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks). ``agent_name``: ``gen_ai.agent.name``
     of the top-level runs (else ``AgentStart.metadata["agent_name"]`` when given; a sub-agent is named
     after its tool). ``secrets``: strings never to export, besides the credential-like environment
-    values and shapes :class:`~phi.observability.redact.Scrubber` knows. ``content_limit``: the
+    values and shapes :class:`~phi.tools.redact.Redactor` knows. ``content_limit``: the
     characters kept of each captured string.
     """
 
@@ -149,7 +149,7 @@ class OtelTracer:
         self.capture_content = sc.capture_from_environment(environ) if capture_content is None else capture_content
         self.latest_only = sc.latest_only(environ)
         self.agent_name, self.workflow_name = agent_name, workflow_name
-        self._scrubber = Scrubber(secrets, environ)
+        self._scrubber = Redactor(secrets, environ)
         self._content = ContentWriter(self._scrubber, content_limit)
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
@@ -569,7 +569,7 @@ def _first_reply(messages: Sequence[AgentMessage]) -> int:
     return next((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), len(messages))
 
 
-def _tool_facts(agent: _Subscribable, scrubber: Scrubber) -> dict[str, Attributes]:
+def _tool_facts(agent: _Subscribable, scrubber: Redactor) -> dict[str, Attributes]:
     """Tool name -> the attributes its spans get: the description, and for MCP tools the MCP ones."""
     tools = list(agent.tools)
     for source in agent.tool_sources:

@@ -1,4 +1,4 @@
-"""The pieces of phi export: edit diffs (phi/export/diff.py), redaction (phi/export/redact.py) and
+"""The pieces of phi export: edit diffs (phi/export/diff.py), redaction (phi/tools/redact.py) and
 rendering of hand-built sessions whose every field is hostile (phi/export/html.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from page_parser import parse_page
 
 from phi.export.diff import edit_diffs, unified
 from phi.export.html import render_html
-from phi.export.redact import Redactor
+from phi.tools.redact import Redactor
 from phi.export.tree import ExportTree
 from phi.session import ChildLoopRef, LoopRecord, LoopStatus, Session, SpawnRef
 from phi.types import (AssistantMessage, ContinuationKind, ExtensionMessage, ImageContent, TextContent,

@@ -1,7 +1,7 @@
-"""Keeping secrets out of an exported session (SPEC §16 EXPORT-4; DESIGN §8 "Secrets
-never appear").
+"""Keeping secrets out of text phi writes for people and other tools (DESIGN §8 "Secrets never appear";
+used by the session export, SPEC §16 EXPORT-4, and the trace exporter, SPEC §17).
 
-A :class:`Redactor` cleans every string the HTML export writes:
+A :class:`Redactor` cleans strings and JSON data:
 
 * the values of the exporting process's environment variables that look like credentials
   (:func:`phi.tools.env_filter.is_secret_variable`: ``OPENAI_API_KEY``, ``GH_TOKEN``, ...), plus any
@@ -21,13 +21,13 @@ import re
 from typing import Iterable, Mapping
 
 from ..providers.secrets import MIN_SECRET, REDACTED, secret_forms
-from ..tools.env_filter import is_secret_variable
+from .env_filter import is_secret_variable
 
 _MIN_ENV_SECRET = 8  # shorter variable values ("1", "true") would match everywhere
 
 _SHAPES = re.compile(
     r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"          # OpenAI / Anthropic style keys
-    r"|\bAKIA[0-9A-Z]{16}\b"                            # AWS access key ids
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"                   # AWS access key ids (long-term, temporary)
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"                    # GitHub tokens
     r"|\bgithub_pat_[A-Za-z0-9_]{30,}"
     r"|\bxox[abprs]-[A-Za-z0-9\-]{10,}"                 # Slack tokens
