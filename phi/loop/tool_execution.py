@@ -24,9 +24,7 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 from __future__ import annotations
 
 import queue
-import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 from ..concurrency.cancel import CancellationToken
@@ -41,6 +39,7 @@ from ..events import (
 from ..log import get_logger
 from ..types import AgentMessage, AssistantMessage, StopReason, TextContent, ToolCall, ToolResult, ToolResultMessage
 from .config import AgentLoopConfig, ToolExecution
+from .arguments import validate_arguments
 from .tool import AgentTool, ToolContext, to_tool_result
 
 log = get_logger(__name__)
@@ -348,53 +347,3 @@ def unanswered_call_results(messages: Sequence[AgentMessage],
         return [known.get(call.id) or _message_for(call, error_result(text), True)
                 for call in message.tool_calls if call.id not in answered]
     return []
-
-
-# --------------------------------------------------------------------------- argument validation
-
-_VALIDATORS_MAX = 512
-_validators: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(schema) -> (schema, validator), LRU
-_validators_lock = threading.Lock()
-
-
-def validate_arguments(tool: AgentTool, args: Any) -> str | None:
-    """Check ``args`` against the tool's JSON Schema; returns the reason they are invalid, or None."""
-    if isinstance(args, dict) and set(args) == {"__raw_arguments"}:
-        raw = str(args["__raw_arguments"])
-        return f"arguments are not valid JSON: {raw[:200]!r}"
-    schema = tool.parameters
-    validator = _cached_validator(schema)
-    if isinstance(validator, str):
-        return validator
-    if validator.is_valid(args):  # the common case, and the cheap question
-        return None
-    from jsonschema.exceptions import best_match
-
-    error = best_match(validator.iter_errors(args))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
-
-
-def _cached_validator(schema: Any) -> Any:
-    """A validator for ``schema`` (from a bounded cache), or the reason the schema is invalid."""
-    key = id(schema)
-    with _validators_lock:
-        cached = _validators.get(key)
-        if cached is not None and cached[0] is schema:
-            _validators.move_to_end(key)
-            return cached[1]
-    import jsonschema  # lazy: keeps `import phi` fast
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        return f"the tool's parameter schema is invalid ({error.message})"
-    validator = cls(schema)
-    with _validators_lock:
-        _validators[key] = (schema, validator)  # holding the schema keeps its id from being reused
-        if len(_validators) > _VALIDATORS_MAX:
-            _validators.popitem(last=False)
-    return validator

@@ -15,11 +15,11 @@ import time
 
 from loop_helpers import call, run, text_tool, tool_turn
 
-import phi.loop.tool_execution as tool_exec
+import phi.loop.arguments as arguments
 from phi.loop.tool import FunctionTool
 from phi.concurrency.cancel import CancellationToken
 from phi.loop.identity import _loop_counters, next_loop_number
-from phi.loop.tool_execution import _validators, validate_arguments
+from phi.loop.arguments import _validators, validate_arguments
 from phi.concurrency.workers import WorkerPool
 
 
@@ -89,11 +89,11 @@ def test_tool_tokens_are_released_after_each_call():
 
 def test_the_validator_cache_is_bounded():
     before = len(_validators)
-    for i in range(tool_exec._VALIDATORS_MAX + 200):
+    for i in range(arguments._VALIDATORS_MAX + 200):
         tool = FunctionTool(f"t{i}", "", {"type": "object", "properties": {f"p{i}": {"type": "integer"}}}, lambda a, c: "")
         assert validate_arguments(tool, {f"p{i}": 1}) is None
         assert validate_arguments(tool, {f"p{i}": "x"}) is not None
-    assert before <= len(_validators) <= tool_exec._VALIDATORS_MAX
+    assert before <= len(_validators) <= arguments._VALIDATORS_MAX
 
 
 def test_the_loop_counter_table_is_bounded():

@@ -15,7 +15,7 @@ from phi.loop.tool import ToolContext
 from phi.concurrency.cancel import CancellationToken
 from phi.errors import ToolCancelled, ToolError
 from phi.mcp import McpClient, McpConnectionClosed, McpToolAdapter, McpToolset
-from phi.loop.tool_execution import validate_arguments
+from phi.loop.arguments import validate_arguments
 from phi.types import ImageContent, TextContent
 
 from .conftest import find_everything, group_gone, mcp_threads, pid_gone, wait_until

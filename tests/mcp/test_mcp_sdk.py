@@ -17,7 +17,7 @@ from phi.loop.tool import ToolContext
 from phi.concurrency.cancel import CancellationToken
 from phi.errors import ToolCancelled, ToolError
 from phi.mcp import McpClient, McpConnectionClosed, McpConnectionError, McpToolAdapter, McpToolInfo, McpToolset
-from phi.loop.tool_execution import validate_arguments
+from phi.loop.arguments import validate_arguments
 from phi.types import ImageContent
 
 from .conftest import HttpServer, group_gone, mcp_threads, pid_gone, sdk_cmd, wait_until

@@ -14,7 +14,7 @@ from phi.concurrency.cancel import CancellationToken
 from phi.errors import ConfigError, ToolCancelled, ToolError
 from phi.mcp import McpClient, McpConnectionClosed, McpToolAdapter, McpToolCallResult, McpToolInfo, McpToolset
 from phi.mcp import tool_name, tool_parameters
-from phi.loop.tool_execution import validate_arguments
+from phi.loop.arguments import validate_arguments
 from phi.types import ImageContent, TextContent
 
 from .conftest import fake_cmd, wait_until

@@ -9,7 +9,7 @@ import pytest
 from openapi_helpers import FIXTURES, items_spec, spec_with, tool_named
 
 from phi.openapi import OpenApiConfig, OperationFilter, from_file, from_str
-from phi.loop.tool_execution import validate_arguments
+from phi.loop.arguments import validate_arguments
 
 LOCAL = OpenApiConfig(base_url="http://127.0.0.1:9")
 PETSTORE = FIXTURES / "swagger-petstore-3.0.yaml"

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from openapi_helpers import spec_with
 
 from phi.openapi import OpenApiConfig, OpenApiError, from_str
-from phi.loop.tool_execution import validate_arguments
+from phi.loop.arguments import validate_arguments
 
 LOCAL = OpenApiConfig(base_url="http://127.0.0.1:9")
 

@@ -72,7 +72,7 @@ def test_good_and_bad_arguments(name):
 
 
 def test_loop_validation_rejects_bad_arguments():
-    from phi.loop.tool_execution import validate_arguments
+    from phi.loop.arguments import validate_arguments
 
     for tool in ALL_TOOLS:
         for bad in BAD[tool.name]:
