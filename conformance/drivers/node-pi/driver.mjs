@@ -24,14 +24,16 @@ const pyJson = (v) => Array.isArray(v) ? `[${v.map(pyJson).join(", ")}]`
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // What a fixture's "raise" makes application code (a hook, the event consumer) throw.
 class ScriptedFailure extends Error {}
+// A fixture this driver cannot read (written as a FixtureError line).
+class FixtureError extends Error {}
 
 // ------------------------------------------------------------------ features pi does not have
-const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "transform_context", "get_api_key"]);
+const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "after_turn", "transform_context", "get_api_key"]);
 const ADAPTER_ONLY = new Set(["LOOP-13", "EVT-2", "EVT-5"]);
 
 function unsupported(f) {
   const c = f.config || {};
-  if ((f.spec || []).every((id) => ADAPTER_ONLY.has(id)))
+  if (f.spec?.length && f.spec.every((id) => ADAPTER_ONLY.has(id)))
     return "pi has no loop identity or turn triggers; this adapter synthesises them, so the fixture proves nothing";
   if ((f.tools || []).some((t) => t.sub_agent)) return "pi-agent-core has no sub-agent tool";
   if (f.entry === "agent_loop_parallel") return "pi-agent-core has no parallel evaluation";
@@ -47,7 +49,7 @@ function unsupported(f) {
   if (steps.some((s) => "progress" in s)) return "pi has no progress messages";
   const responses = (f.provider || {}).responses || [];
   if ((c.retry?.max_retries || 0) > 0 && responses.some((r) => r.error && ["rate_limited", "network"].includes(r.error.kind)))
-    return "pi-agent-core does not retry provider errors (retries live in pi's Agent/app layer)";
+    return "pi-agent-core's loop does not retry provider errors (pi leaves retries to pi-ai's provider clients and to applications)";
   return null;
 }
 
@@ -130,10 +132,23 @@ async function runFixture(fixture, out) {
   const waiters = [];
   let streamSeen = 0;
 
+  // Actions (suite README §1.5) fire once, at a moment of the run: an event (inside the event callback),
+  // a hook call (inside the pi callback, after its hook line, before it returns) or a tool call (inside
+  // execute, after its tool_executed line, before its first step).
   const actions = [];
   for (const a of fixture.actions || []) {
-    if (!a.when || a.when === "before_start") apply(a.do);
-    else actions.push({ pattern: { type: a.when.event, ...(a.when.where || {}) }, left: a.when.nth || 1, do: a.do });
+    const w = a.when;
+    if (!w || w === "before_start") { apply(a.do); continue; }
+    const where = w.where || {};
+    const [kind, pattern] = "event" in w ? ["event", { type: w.event, ...where }]
+      : "hook" in w ? ["hook", { hook: w.hook, ...where }]
+      : "tool" in w ? ["tool", { tool: w.tool }]
+      : [null, null];
+    if (!kind) throw new FixtureError(`unknown action trigger ${JSON.stringify(w)}`);
+    actions.push({ kind, pattern, left: w.nth || 1, do: a.do });
+  }
+  function fire(kind, moment) {
+    for (const a of actions) if (a.kind === kind && a.left > 0 && matches(a.pattern, moment) && --a.left === 0) apply(a.do);
   }
   function apply(action) {
     if (action === "abort" || action?.abort) controller.abort();
@@ -186,7 +201,7 @@ async function runFixture(fixture, out) {
     if (event) {
       out({ kind: "event", event });
       events.push(event);
-      for (const a of actions) if (a.left > 0 && matches(a.pattern, event) && --a.left === 0) apply(a.do);
+      fire("event", event);
     }
     for (const w of [...waiters]) w();
   }
@@ -203,8 +218,8 @@ async function runFixture(fixture, out) {
   function streamFn(m, context, options) {
     out({ kind: "provider_request", index: calls, request: { system_prompt: context.systemPrompt, messages: context.messages.map(phiMessage),
       tools: (context.tools || []).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-      model: m.id, provider: m.provider, thinking_level: cfg.thinking_level || "off", max_tokens: cfg.max_tokens ?? null,
-      temperature: cfg.temperature ?? null, api_key: options.apiKey ?? null } });
+      model: m.id, provider: m.provider, thinking_level: options.reasoning ?? "off", max_tokens: options.maxTokens ?? null,
+      temperature: options.temperature ?? null, api_key: options.apiKey ?? null } });
     const spec = calls < responses.length ? responses[calls] : fixture.provider?.default;
     calls++;
     const stream = createAssistantMessageEventStream();
@@ -291,6 +306,7 @@ async function runFixture(fixture, out) {
       name: t.name, label: t.name, description: t.description || "", parameters: t.parameters || { type: "object" },
       async execute(toolCallId, params, signal, onUpdate) {
         out({ kind: "tool_executed", name: t.name, tool_call_id: toolCallId, args: params });
+        fire("tool", { tool: toolCallId });
         for (const step of (t.calls || {})[toolCallId] || t.default || [{ result: "ok" }]) {
           if ("update" in step) onUpdate?.(toolResult(step.update));
           else if ("sleep_ms" in step) await sleep(step.sleep_ms);
@@ -317,32 +333,54 @@ async function runFixture(fixture, out) {
     };
   }
   const hooks = cfg.hooks || {};
-  const hook = (name, args) => out({ kind: "hook", name, args });
+  // A hook call: its hook line (arguments by position), then the actions bound to it (by name, README §1.5).
+  const called = (name, named) => { out({ kind: "hook", name, args: Object.values(named) }); fire("hook", { hook: name, ...named }); };
   const config = {
     model, apiKey: undefined,
+    // model settings: pi hands its config to the stream function as stream options
+    reasoning: cfg.thinking_level && cfg.thinking_level !== "off" ? cfg.thinking_level : undefined,
+    maxTokens: cfg.max_tokens ?? undefined, temperature: cfg.temperature ?? undefined,
     convertToLlm: (messages) => messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role)),
     toolExecution: cfg.tool_execution === "sequential" ? "sequential" : "parallel",
+    // pi pulls queued messages through these and never hands any back, whether or not the fixture's
+    // source could take them back (config.steering_put_back / follow_up_put_back)
     getSteeringMessages: async () => drain(queues.steer, cfg.steering_mode),
     getFollowUpMessages: async () => drain(queues.follow_up, cfg.follow_up_mode),
   };
   if ("transform_context" in hooks) {
     const keep = hooks.transform_context?.keep_last || 0;
-    config.transformContext = async (messages) => { hook("transform_context", [messages.length]); return keep ? messages.slice(-keep) : messages; };
+    config.transformContext = async (messages) => {
+      called("transform_context", { message_count: messages.length });
+      return keep ? messages.slice(-keep) : messages;
+    };
   }
   if ("get_api_key" in hooks) {
     const next = scripted(hooks.get_api_key, undefined);
-    config.getApiKey = (provider) => { hook("get_api_key", [provider]); return next() ?? undefined; };
+    config.getApiKey = (provider) => { called("get_api_key", { provider }); return next() ?? undefined; };
   }
   if ("before_tool_execution" in hooks) {
     const next = scripted(hooks.before_tool_execution, true);
     config.beforeToolCall = async ({ toolCall, args }) => {
-      hook("before_tool_execution", [toolCall.name, toolCall.id, args]);
+      called("before_tool_execution", { tool_name: toolCall.name, tool_call_id: toolCall.id, args });
       return next() === false ? { block: true, reason: "Tool execution skipped by before_tool_execution hook." } : undefined;
     };
   }
   if ("after_tool_execution" in hooks) {
     const next = scripted(hooks.after_tool_execution, true);
-    config.afterToolCall = async ({ toolCall, isError }) => { hook("after_tool_execution", [toolCall.name, toolCall.id, isError]); next(); return undefined; };
+    config.afterToolCall = async ({ toolCall, isError }) => {
+      called("after_tool_execution", { tool_name: toolCall.name, tool_call_id: toolCall.id, is_error: isError });
+      next();
+      return undefined;
+    };
+  }
+  if ("after_turn" in hooks) {
+    // pi's callback after turn_end; SPEC's after_turn cannot end the run, so pi is always told to go on
+    const next = scripted(hooks.after_turn, true);
+    config.shouldStopAfterTurn = ({ message, context: c }) => {
+      called("after_turn", { message_count: c.messages.length, usage: phiUsage(message.usage) });
+      next();
+      return false;
+    };
   }
 
   const context = { systemPrompt: ctxSpec.system_prompt || "", messages: (ctxSpec.messages || []).map(piMessage), tools: (fixture.tools || []).map(tool) };
@@ -372,13 +410,26 @@ function gate() {
   return { out: (line) => { if (open) write(line); }, shut: () => { open = false; } };
 }
 
+// One fixture's lines; a failure of the driver itself ends them with an error line.
+async function runOne(text, out) {
+  let fixture;
+  try { fixture = JSON.parse(text); } catch (err) { out({ kind: "error", error: "FixtureError", message: String(err.message) }); return null; }
+  try {
+    await runFixture(fixture, out);
+  } catch (err) {
+    if (!(err instanceof FixtureError)) console.error(err);
+    out({ kind: "error", error: err instanceof FixtureError ? "FixtureError" : "DriverError", message: String(err?.message ?? err) });
+  }
+  return fixture?.id ?? null;
+}
+
 async function once() {
   const data = await new Promise((resolve) => {
     let text = ""; process.stdin.setEncoding("utf8");
     process.stdin.on("data", (c) => (text += c)); process.stdin.on("end", () => resolve(text));
   });
   const { out, shut } = gate();
-  await runFixture(JSON.parse(data), out);
+  await runOne(data, out);
   shut();
 }
 
@@ -389,18 +440,10 @@ async function serve() {
   for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
     if (!line.trim()) continue;
     const { out, shut } = gate();
-    let id = null;
     // While a fixture runs, stdin does not keep the process alive: a run that can never settle (nothing
     // left to wait for) ends the process with status 13, as it does in protocol 1, instead of hanging.
     process.stdin.unref();
-    try {
-      const fixture = JSON.parse(line);
-      id = fixture.id ?? null;
-      await runFixture(fixture, out);
-    } catch (err) {
-      console.error(err);
-      out({ kind: "error", error: "DriverError", message: String(err?.message ?? err) });
-    }
+    const id = await runOne(line, out);
     process.stdin.ref();
     shut();
     write({ kind: "done", id });
