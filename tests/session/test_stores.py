@@ -140,14 +140,15 @@ def test_threads_share_one_store(store):
 # --------------------------------------------------------------------------- JsonDirStore
 
 
-def test_json_layout_is_one_pretty_private_file_per_session(tmp_path):
+def test_json_layout_is_one_private_append_only_file_per_session(tmp_path):
     store = JsonDirStore(tmp_path / "d")
-    store.save(session("abc-1.2"))
-    path = tmp_path / "d" / "abc-1.2.json"
-    text = path.read_text(encoding="utf-8")
-    assert text.startswith('{\n  "session_id": "abc-1.2"') and json.loads(text) == session("abc-1.2").to_json()
+    store.save(session("abc-1.2", loops=2))
+    path = tmp_path / "d" / "abc-1.2.jsonl"
+    (line,) = path.read_text(encoding="utf-8").splitlines()  # one save, one line: a session JSON object
+    assert Session.from_json(json.loads(line)) == session("abc-1.2", loops=2)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert os.listdir(tmp_path / "d") == ["abc-1.2.json"]  # no temp file left
+    assert os.listdir(tmp_path / "d") == ["abc-1.2.jsonl"]  # no temp file, no lock file
+    assert store.path_of("abc-1.2") == str(path)
 
 
 def test_json_corrupt_and_foreign_files_are_named(tmp_path):
