@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..concurrency.channel import EventStream
     from ..evaluation.model import EvaluationStrategy, ParallelLoopResult
     from ..events import AgentEnd, AgentEvent
-    from ..session import SessionRecorder, SessionStore
+    from ..session import BranchPoint, SessionRecorder, SessionStore
 
 # The run machinery (phi.loop.run, phi.events, phi.concurrency.channel, ...) is imported by the
 # first run, not here, so that ``import phi; phi.Agent`` costs only what making an Agent needs.
@@ -485,9 +485,10 @@ class Agent:
                              model={"id": model.id, "api": model.api, "provider": model.provider},
                              config_id=self.config.config_id)
 
-    def restore(self, snapshot: AgentSnapshot) -> None:
-        """Return to a snapshot: its messages, identity, loop counters and system prompt (refused while
-        a run is active). The model and its keys stay as this agent has them (SPEC AGENT-6)."""
+    def restore(self, snapshot: AgentSnapshot | BranchPoint) -> None:
+        """Return to a snapshot (or a session's ``recorder.branch_from(loop_id)``, SPEC SESS-8): its
+        messages, identity, loop counters and system prompt (refused while a run is active). The
+        model and its keys stay as this agent has them (SPEC AGENT-6)."""
         self._refuse_while_running("restore a checkpoint")
         self._messages = messages_from_json(snapshot.messages)
         self.agent_id, self.session_id = snapshot.agent_id, snapshot.session_id

@@ -81,7 +81,7 @@ class CliSessions:
         """Give ``agent`` the stored session's identity and the conversation through loop ``at``
         (default: its latest loop); returns the number of messages restored. Raises the store's
         NotFound / CorruptSession / InvalidSessionId, and KeyError for a loop the session lacks."""
-        from ..agent.snapshot import AgentSnapshot
+        from ..session import BranchPoint
 
         stored = self.store.load(session_id)
         self.recorder.continue_session(stored)
@@ -89,7 +89,7 @@ class CliSessions:
             latest = stored.latest_loop()
             at = latest.loop_id if latest is not None else None
         if at is None:
-            snapshot = AgentSnapshot([], stored.agent_id, stored.session_id, {}, None)
+            snapshot = BranchPoint([], stored.agent_id, stored.session_id, {}, None)
         elif stored.get_loop(at) is None:
             raise KeyError(f"session {session_id} has no loop {at!r}")
         else:

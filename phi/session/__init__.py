@@ -14,7 +14,7 @@ Data (``phi.session.model``; JSON in ``phi.session.codec``)
 Recording (``phi.session.recorder``)
     SessionRecorder(SessionRecorderConfig(formation_policy, keep_events, include_streaming_events))
       .on_event(event) .flush() .flush_changes() .drain() .finalize() .sessions() .get_session(id)
-      .get_loop(id) .continue_session(session) .branch_from(loop_id) .note_history(...)
+      .get_loop(id) .continue_session(session) .branch_from(loop_id) -> BranchPoint .note_history(...)
     PerSessionId(), InactivityTimeoutPolicy(threshold_secs)
 
 Storage (``phi.session.store``)
@@ -25,7 +25,14 @@ Storage (``phi.session.store``)
 
 from __future__ import annotations
 
-from .errors import CorruptSession, InvalidSessionId, NotFound, SessionConflict, SessionError
+from .errors import (
+    CorruptSession,
+    InvalidSessionId,
+    NotFound,
+    SessionConflict,
+    SessionError,
+)
+from .history import BranchPoint
 from .json_store import JsonDirStore
 from .model import (
     ChildLoopRef,
@@ -53,6 +60,7 @@ from .sqlite_store import SqliteStore
 from .store import SessionStore, default_sessions_dir
 
 __all__ = [
+    "BranchPoint",
     "ChildLoopRef",
     "CorruptSession",
     "Explicit",
@@ -77,7 +85,7 @@ __all__ = [
     "SessionRecorderConfig",
     "SessionStore",
     "SpawnRef",
-    "StartingHistory",
     "SqliteStore",
+    "StartingHistory",
     "default_sessions_dir",
 ]

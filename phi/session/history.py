@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
-from ..types import AgentMessage
+from ..types import AgentMessage, message_to_json
 from .errors import SessionError
 from .model import LoopRecord, Session
-
-if TYPE_CHECKING:
-    from ..agent.snapshot import AgentSnapshot
 
 _NUMBERED = re.compile(r"\A(.*)\.(\d+)\Z")
 
@@ -148,13 +146,31 @@ def loop_counters(session: Session) -> dict[str, int]:
     return counters
 
 
-def snapshot_at(session: Session, loop_id: str, messages: list[AgentMessage]) -> AgentSnapshot:
-    """An agent snapshot that continues ``session`` after loop ``loop_id`` whose conversation is
-    ``messages``: ``agent.restore(...)`` it, and the next run starts a branch there."""
-    from ..agent.snapshot import AgentSnapshot
-    from ..types import message_to_json
+@dataclass
+class BranchPoint:
+    """Where to continue a recorded session: the conversation through loop ``last_loop_id`` (SPEC
+    DATA-6 JSON, like ``AgentSnapshot.messages``), the session's agent and session ids, and loop
+    counters past every loop id of the session. ``agent.restore(point)`` takes it like a snapshot:
+    the agent's next run starts a new branch after that loop."""
 
+    messages: list[dict[str, Any]]
+    agent_id: str
+    session_id: str
+    loop_counters: dict[str, int]
+    last_loop_id: str | None
+    system_prompt: str = ""  # a session does not record it: the agent keeps its own
+    model: dict[str, str] = field(default_factory=dict)
+
+    def conversation(self) -> list[AgentMessage]:
+        """The messages as objects."""
+        from ..types import messages_from_json
+
+        return messages_from_json(self.messages)
+
+
+def branch_point(session: Session, loop_id: str, messages: list[AgentMessage]) -> BranchPoint:
+    """The branch point after loop ``loop_id`` of ``session``, whose conversation is ``messages``."""
     record = session.get_loop(loop_id)
     agent_id = session.agent_id or (record.agent_id if record is not None else "")
-    return AgentSnapshot([message_to_json(m) for m in messages], agent_id, session.session_id,
-                         loop_counters(session), loop_id)
+    return BranchPoint([message_to_json(m) for m in messages], agent_id, session.session_id, loop_counters(session),
+                       loop_id)

@@ -26,12 +26,12 @@ through any loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..events import EVENT_TYPES, AgentEnd, AgentEvent, MessageUpdate, event_to_json
 from ..log import get_logger
 from ..types import AgentMessage
-from .history import conversation, snapshot_at
+from .history import BranchPoint, branch_point, conversation
 from .model import LoopRecord, LoopStatus, Session, StartingHistory, replace_loops
 from .recorder_parts import (
     FormationPolicy,
@@ -42,9 +42,6 @@ from .recorder_parts import (
     session_of_loop_id,
 )
 from .recorder_state import CACHED_CONVERSATIONS, PENDING_HISTORIES, RecorderState
-
-if TYPE_CHECKING:
-    from ..agent.snapshot import AgentSnapshot
 
 log = get_logger(__name__)
 
@@ -148,19 +145,19 @@ class SessionRecorder(RecorderState):
                     self._conversations.popitem(last=False)
             return result
 
-    def branch_from(self, loop_id: str) -> AgentSnapshot:
-        """An agent snapshot that continues the conversation through ``loop_id`` (a loop the
-        recorder holds — :meth:`continue_session` a stored session first): its messages, the
-        session's agent and session ids, loop counters past every loop id of the session and
-        ``last_loop_id`` = ``loop_id``. ``agent.restore(...)`` it: the next run starts a new
-        branch there (its ``history`` records that). KeyError for a loop not held."""
+    def branch_from(self, loop_id: str) -> BranchPoint:
+        """Where to continue the conversation through ``loop_id`` (a loop the recorder holds —
+        :meth:`continue_session` a stored session first): its messages, the session's agent and
+        session ids, loop counters past every loop id of the session and ``last_loop_id`` =
+        ``loop_id``. ``agent.restore(...)`` it: the next run starts a new branch there (its
+        ``history`` records that). KeyError for a loop not held."""
         messages = self._conversation_through(loop_id)
         with self._lock:
             record = self._loops.get(loop_id)
             if messages is None or record is None:
                 raise KeyError(f"the recorder holds no loop {loop_id!r}")
             session = replace_loops(self._sessions[record.session_id], list(self._sessions[record.session_id].loops))
-        return snapshot_at(session, loop_id, list(messages))
+        return branch_point(session, loop_id, list(messages))
 
     # ------------------------------------------------------------------ output
 

@@ -9,7 +9,15 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from ..events import AgentEnd, AgentEvent, AgentStart, ParallelLoopEnd, ParallelLoopStart, ToolExecutionEnd, TurnEnd
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    ParallelLoopEnd,
+    ParallelLoopStart,
+    ToolExecutionEnd,
+    TurnEnd,
+)
 from ..log import get_logger
 from ..types import AgentMessage
 from .model import (

@@ -20,7 +20,6 @@ from phi.session import (
     LoopStatus,
     NotFound,
     Session,
-    SessionConflict,
     SessionStore,
     SpawnRef,
     SqliteStore,
@@ -246,6 +245,8 @@ def test_two_writers_of_different_loops_both_land(kind, tmp_path):
 
 
 def test_a_writer_that_did_not_see_another_writers_loop_gets_a_conflict_and_writes_nothing(kind, tmp_path):
+    from phi.session import SessionConflict
+
     one, two = open_store(kind, tmp_path), open_store(kind, tmp_path)
     one.save(session("S", 1))
     two.load("S")
@@ -262,6 +263,8 @@ def test_a_writer_that_did_not_see_another_writers_loop_gets_a_conflict_and_writ
 
 
 def test_a_writer_may_change_a_loop_it_has_seen(kind, tmp_path):
+    from phi.session import SessionConflict
+
     one, two = open_store(kind, tmp_path), open_store(kind, tmp_path)
     one.save(session("S", 1, 2))
     parent = two.load("S").loops[0]

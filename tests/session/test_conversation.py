@@ -21,7 +21,6 @@ from phi.session import (
     Session,
     SessionError,
     SessionRecorder,
-    StartingHistory,
 )
 from phi.types import AssistantMessage, ContinuationKind, TextContent, UserMessage
 
@@ -75,6 +74,8 @@ def test_branching_from_an_earlier_loop_follows_the_branch_and_its_parent_chain(
     assert texts(session.conversation(at=second)) == ["first", "one", "second", "two"]
     assert texts(session.conversation(at=branch)) == ["first", "one", "second, differently", "two again"]
     assert texts(session.conversation()) == ["first", "one", "second, differently", "two again", "and then", "three"]
+    from phi.session import StartingHistory
+
     assert session.get_loop(branch).history == StartingHistory(first, 2, ())
 
 
@@ -133,6 +134,8 @@ def test_the_conversation_through_the_last_run_is_always_the_agents_history(seed
 
 
 def test_long_chains_and_cycles():
+    from phi.session import StartingHistory
+
     loops = []
     for n in range(3000):
         history = StartingHistory(f"S.m.{n - 1}" if n else None, 2 * n, ())

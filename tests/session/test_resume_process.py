@@ -119,7 +119,7 @@ def test_two_processes_resuming_at_once_never_lose_a_save_silently(kind, tmp_pat
         assert waiting.stdout.readline().strip() == "asked"  # B took loop id .3 before A stored it
         run(LATER, kind, str(where), checkpoint, "from A", "-")
         go.touch()
-        out, err = waiting.communicate(timeout=120)
+        _, err = waiting.communicate(timeout=120)
     finally:
         waiting.kill()
         waiting.wait()

@@ -5,7 +5,6 @@ next save. Four processes saving into one SqliteStore — and into one shared se
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -17,7 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from phi.session import FirstLoop, JsonDirStore, LoopRecord, LoopStatus, NotFound, Session, SqliteStore
+from phi.session import (
+    FirstLoop,
+    JsonDirStore,
+    LoopRecord,
+    LoopStatus,
+    NotFound,
+    Session,
+    SqliteStore,
+)
 from phi.types import AssistantMessage, TextContent, UserMessage
 
 ROOT = Path(__file__).resolve().parents[2]
