@@ -98,12 +98,13 @@ class EncodedLoop:
 
 def encode_loops(session: Session) -> list[EncodedLoop]:
     """The session's loops as JSON text; :class:`SessionError` if some value (metadata, tool
-    details) is not JSON data or a loop id repeats."""
+    details) is not JSON data, a loop id repeats or a loop belongs to another session."""
     out, ids = [], set()
     for record in session.loops:
-        if record.loop_id in ids:
-            raise SessionError(f"session {session.session_id} holds loop {record.loop_id} twice",
-                               session_id=session.session_id)
+        if record.loop_id in ids or record.session_id != session.session_id:
+            problem = "twice" if record.loop_id in ids else f"of session {record.session_id!r}"
+            raise SessionError(f"session {session.session_id} cannot be saved: it holds loop {record.loop_id} "
+                               f"{problem}", session_id=session.session_id)
         ids.add(record.loop_id)
         text = _encode(loop_to_json, record, session.session_id)
         out.append(EncodedLoop(record.loop_id, text, digest(text)))

@@ -124,7 +124,7 @@ def stored_loops(kind: str, where: Path) -> int:
     return len(session.loops)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(max(300, TRIALS * 15))
 @pytest.mark.parametrize("kind", ["json", "sqlite"])
 def test_savers_killed_at_random_moments_leave_every_completed_save_whole(kind, tmp_path):
     where = tmp_path / ("sessions" if kind == "json" else "s.db")

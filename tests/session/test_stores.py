@@ -70,7 +70,7 @@ def test_round_trip_of_a_recorded_tree(store):
         assert child.parent_spawn_ref.tool_call_id == ref.tool_call_id
 
 
-def test_save_replaces_and_list_ids_is_newest_first(store):
+def test_save_updates_and_list_ids_is_newest_first(store):
     assert store.list_ids() == []
     for session_id in ("a", "b", "c"):
         store.save(session(session_id))
@@ -120,6 +120,13 @@ def test_unsaveable_content_is_an_error_and_the_previous_version_stays(store):
     bad.loops[0].metadata = {"handle": object()}
     with pytest.raises(SessionError, match="cannot be saved as JSON"):
         store.save(bad)
+    foreign = session("s", loops=2)
+    foreign.loops[1].session_id = "other"
+    twice = session("s", loops=2)
+    twice.loops[1].loop_id = twice.loops[0].loop_id
+    for broken, problem in ((foreign, "of session 'other'"), (twice, "twice")):
+        with pytest.raises(SessionError, match=problem):
+            store.save(broken)
     assert store.load("s") == session("s")
 
 
