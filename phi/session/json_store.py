@@ -130,7 +130,8 @@ class JsonDirStore:
         """Append what is new (holding the lock); True if the session was migrated."""
         state = self._sync(fd, path, session.session_id)
         prefix = self._migration(session.session_id, state) if state.header is None else ""
-        plan = plan_save(session, encoded, state.header, state.digests, self._ledger.seen(session.session_id), path)
+        seen = self._ledger.seen(session.session_id, (loop.loop_id for loop in encoded))
+        plan = plan_save(session, encoded, state.header, state.digests, seen, path)
         self._ledger.learn(session.session_id, plan.unchanged)
         if plan.empty and not prefix:
             return False

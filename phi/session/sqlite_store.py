@@ -130,7 +130,7 @@ class SqliteStore:
         check_session_id(session.session_id)
         self._refuse_if_read_only(f"save session {session.session_id}")
         encoded = encode_loops(session)
-        seen = self._ledger.seen(session.session_id)
+        seen = self._ledger.seen(session.session_id, (loop.loop_id for loop in encoded))
 
         def write(connection: Connection) -> dict[str, bytes]:
             return self._write(connection, session, encoded, seen)

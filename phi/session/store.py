@@ -29,7 +29,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import DecodeError
 from .codec import header_to_json, loop_to_json, session_from_json
@@ -236,20 +236,25 @@ def _some(names: Sequence[str], shown: int = 5) -> str:
 
 
 class Ledger:
-    """The digest of every loop one store object last read or wrote, per session (thread-safe)."""
+    """The digest of every loop one store object last read or wrote, per session (thread-safe).
+    Reads and updates cost what they touch, not the size of the session."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[str, dict[str, bytes]] = {}
 
-    def seen(self, session_id: str) -> dict[str, bytes]:
+    def seen(self, session_id: str, loop_ids: Iterable[str]) -> dict[str, bytes]:
+        """What was seen of these loops (those never seen are absent)."""
         with self._lock:
-            return dict(self._seen.get(session_id, {}))
+            known = self._seen.get(session_id, {})
+            return {loop_id: known[loop_id] for loop_id in loop_ids if loop_id in known}
 
     def learn(self, session_id: str, digests: Mapping[str, bytes], replace: bool = False) -> None:
         with self._lock:
-            known = {} if replace else self._seen.get(session_id, {})
-            self._seen[session_id] = {**known, **digests}
+            if replace or session_id not in self._seen:
+                self._seen[session_id] = dict(digests)
+            else:
+                self._seen[session_id].update(digests)
 
     def forget(self, session_id: str) -> None:
         with self._lock:
