@@ -47,7 +47,7 @@ from ..types import (
     message_to_json,
     messages_from_json,
 )
-from .recording import record_raised_run, recorded_tools, save_sessions
+from .recording import continue_stored_session, prepare_recording, record_raised_run, recorded_tools, save_sessions
 from .result import AgentResult
 from .snapshot import AgentSnapshot, resume_point
 from .sources import ToolSource, close_sources, system_prompt_for_run, tools_for_run
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ..evaluation.model import EvaluationStrategy, ParallelLoopResult
     from ..evaluation.remote import RemoteBranches
     from ..events import AgentEvent
-    from ..session import SessionRecorder, SessionStore
+    from ..session import BranchPoint, SessionRecorder, SessionStore
 
 # The run machinery (phi.loop.run, phi.events, phi.concurrency.channel, the worker pool) is imported
 # with the Agent, not by its first run: a process's first run costs what every later run costs
@@ -508,9 +508,10 @@ class Agent:
                              model={"id": model.id, "api": model.api, "provider": model.provider},
                              config_id=self.config.config_id)
 
-    def restore(self, snapshot: AgentSnapshot) -> None:
-        """Return to a snapshot: its messages, identity, loop counters and system prompt (refused while
-        a run is active). The model and its keys stay as this agent has them (SPEC AGENT-6)."""
+    def restore(self, snapshot: AgentSnapshot | BranchPoint) -> None:
+        """Return to a snapshot (or a session's ``recorder.branch_from(loop_id)``, SPEC SESS-8): its
+        messages, identity, loop counters and system prompt (refused while a run is active). The
+        model and its keys stay as this agent has them (SPEC AGENT-6)."""
         self._refuse_while_running("restore a checkpoint")
         self._messages = messages_from_json(snapshot.messages)
         self.agent_id, self.session_id = snapshot.agent_id, snapshot.session_id
@@ -547,10 +548,13 @@ class Agent:
         system_prompt = system_prompt_for_run(self.system_prompt, self.tool_sources)
         tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder,
                                self._subagent_subscribers)
+        stored_counters = continue_stored_session(self._recorder, self._store, self.session_id)
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
                                      "or abort() and wait_for_idle() first")
+            for key, count in stored_counters.items():  # never a loop id the stored session holds
+                self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
             self._idle.clear()
             self._cancel = cancel = CancellationToken()
             generation = self._generation
@@ -560,6 +564,7 @@ class Agent:
             loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
             previous, self._delivered = self._delivered, threading.Event()
             delivered = self._delivered
+            after_loop_id = self.last_loop_id  # the run whose conversation the history continues
         self.last_active_at = time.time()
         self.last_loop_id = context.loop_id
         steering, follow_up = self.steering_queue, self.follow_up_queue
@@ -615,6 +620,7 @@ class Agent:
 
         def work() -> None:
             result, error = None, None
+            prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
             try:
                 if parallel is None:
                     body(context, config, sink, cancel)

@@ -1,11 +1,19 @@
-"""Recording an Agent's runs into sessions, and saving them (SPEC §13.2, SESS-7; seed 000 REQ-214..217).
+"""Recording an Agent's runs into sessions, and saving them (SPEC §13.2, SESS-7, SESS-8; seed 000
+REQ-214..217).
 
 ``Agent(recorder=..., store=...)`` (or ``agent.record_sessions(...)``) subscribes
 ``recorder.on_event`` to the agent and hands it the events of every sub-agent the agent's runs start
 (a :class:`~phi.subagent.SubAgentTool` reports its child's events to its ``on_event``, chained here
-with the recorder's), so the recorded tree holds the children's sessions too. With a ``store``, the
-sessions a run settled are saved when the run ends; a store that fails is logged, never the end of
-the run.
+with the recorder's), so the recorded tree holds the children's sessions too.
+
+Before each run: if the store holds the agent's session and the recorder does not (a new process
+resuming it), the recorder continues the stored session and the agent's loop counters move past
+its loop ids (:func:`continue_stored_session`), and the recorder notes the history the run starts
+from (:func:`prepare_recording`). After each run (:func:`save_sessions`) the
+changes the run settled are saved — appended, at a cost that does not grow with the session. A
+store that fails is logged, never the end of the run; a failed save is retried after the next run,
+except a :class:`~phi.session.SessionConflict` (another process continued the same session from
+the same point), which is logged with the loops that were not stored.
 """
 
 from __future__ import annotations
@@ -53,15 +61,55 @@ def record_raised_run(recorder: SessionRecorder | None, loop_ids: Sequence[str],
             recorder.on_event(AgentEnd(loop_id, list(messages), usage, outcome=RunOutcome.ERROR))
 
 
+def continue_stored_session(recorder: SessionRecorder | None, store: SessionStore | None,
+                            session_id: str | None) -> dict[str, int]:
+    """Before a run takes its loop ids: if only the store holds the agent's session (a new process
+    resuming it), the recorder continues the stored session, and the loop counters to continue past
+    its loop ids are returned — so a run never takes a loop id another process already stored
+    (errors are logged: recording never stops a run)."""
+    if recorder is None or store is None or not session_id or recorder.holds(session_id):
+        return {}
+    from ..session import NotFound
+    from ..session.history import loop_counters
+
+    try:
+        stored = store.load(session_id)
+    except NotFound:
+        return {}  # a new session
+    except Exception:
+        log.error("could not load session %s to continue it; its new loops are still saved", session_id,
+                  exc_info=True)
+        return {}
+    recorder.continue_session(stored)
+    return loop_counters(stored)
+
+
+def prepare_recording(recorder: SessionRecorder | None, loop_ids: Sequence[str], history: Sequence[AgentMessage],
+                      after_loop_id: str | None) -> None:
+    """Before a run starts: note the history it starts from (errors are logged)."""
+    if recorder is None:
+        return
+    try:
+        recorder.note_history(loop_ids, history, after_loop_id)
+    except Exception:
+        log.error("could not note the history of run %s", ", ".join(loop_ids), exc_info=True)
+
+
 def save_sessions(recorder: SessionRecorder | None, store: SessionStore | None) -> None:
-    """After a run: save the sessions it settled (errors are logged: the run itself is over)."""
+    """After a run: save what it changed in the sessions it settled (errors are logged: the run
+    itself is over; a failed save is handed out again at the next one)."""
     if recorder is None or store is None:
         return
-    for session in recorder.flush():
+    from ..session import SessionConflict
+
+    for session in recorder.flush_changes():
         try:
             store.save(session)
+        except SessionConflict as conflict:
+            log.error("session %s not saved: %s", session.session_id, conflict)
         except Exception:
-            log.error("could not save session %s", session.session_id, exc_info=True)
+            log.error("could not save session %s (retried after the next run)", session.session_id, exc_info=True)
+            recorder.requeue(session)
 
 
 def _all(sinks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:

@@ -213,15 +213,17 @@ def _sessions(repl: Repl, arg: str) -> bool:
 
 
 def _resume(repl: Repl, arg: str) -> bool:
-    if not arg:
-        repl.renderer.line("usage: /resume ID (see /sessions)")
+    session_id, _, at = arg.partition(" ")
+    if not session_id:
+        repl.renderer.line("usage: /resume ID [LOOP_ID] (see /sessions; LOOP_ID: branch from that run)")
         return True
     try:
-        count = repl.resume(arg)
+        count = repl.resume(session_id, at.strip() or None)
     except Exception as error:
         repl.renderer.line(repl.style("red", f"cannot resume {arg}: {error}"))
         return True
-    repl.renderer.line(f"resumed session {arg}: {count} messages")
+    repl.renderer.line(f"resumed session {session_id}: {count} messages" + (f" (branching from {at.strip()})"
+                                                                               if at.strip() else ""))
     return True
 
 
@@ -266,7 +268,7 @@ COMMANDS: dict[str, tuple[Command, str, str]] = {
     "/show": (_show, "N", "the whole output of tool call N"),
     "/save": (_save, "", "save the session now"),
     "/sessions": (_sessions, "", "saved sessions"),
-    "/resume": (_resume, "ID", "continue a saved session"),
+    "/resume": (_resume, "ID [LOOP]", "continue a saved session (from one of its runs)"),
     "/export": (_export, "[FILE]", "this session as one HTML file"),
     "/abort": (lambda repl, arg: True, "", "while phi works: stop the run (like Ctrl+C)"),
 }

@@ -182,12 +182,13 @@ class Repl:
         self.session = self.new_session(old if carry else None)
         old.close()
 
-    def resume(self, session_id: str) -> int:
-        """Continue a stored session (its id, agent id and conversation); the number of messages."""
+    def resume(self, session_id: str, at: str | None = None) -> int:
+        """Continue a stored session (its id, agent id and conversation — through loop ``at``, or
+        its latest); the number of messages."""
         self.loader.wait()
         new = self.new_session()
         try:
-            count = self.sessions.restore(session_id, new.agent)
+            count = self.sessions.restore(session_id, new.agent, at)
         except BaseException:
             new.close()
             raise

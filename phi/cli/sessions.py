@@ -1,20 +1,20 @@
-"""Recording the ``phi`` command's conversations and resuming them after a restart (SPEC §15 CLI-4).
+"""Recording the ``phi`` command's conversations and resuming them after a restart (SPEC §15 CLI-4,
+§13.2 SESS-8).
 
 Every run of the coding session's agent is recorded by a :class:`~phi.session.SessionRecorder`
-(``Agent.record_sessions``) and, after each input, saved to a
+(``Agent.record_sessions``) and, after each input, what changed is appended to a
 :class:`~phi.session.JsonDirStore` (``$PHI_HOME/sessions`` by default; ``/save`` saves at once).
 
-Resuming (``/resume ID``, ``phi --resume ID``) loads the stored session and gives the new process's
-agent its identity and history: the session and agent ids, the messages of every loop in order, and
-loop counters that continue after the stored loop ids. The recorder of the new process only sees the
-new loops, so each save writes the stored loops followed by the new ones: nothing recorded before
-the restart is lost.
+Resuming (``/resume ID [LOOP]``, ``phi --resume ID``) loads the stored session, lets the recorder
+continue it (new loops are appended to it, links to its loops kept) and gives the new process's
+agent the conversation through the session's latest loop — or through ``LOOP``, branching there —
+as ``SessionRecorder.branch_from`` rebuilds it: a branch followed by its parent chain, only the
+selected branch of a parallel run, no judge's exchange.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,9 +22,6 @@ from ..types import UserMessage
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..session import Session
-
-_LOOP_ID = re.compile(r"\A(.*)\.(\d+)\Z")
 
 
 @dataclass
@@ -44,23 +41,25 @@ class CliSessions:
         self.directory = Path(directory)
         self.store = JsonDirStore(self.directory)
         self.recorder = SessionRecorder(SessionRecorderConfig(keep_events=True, include_streaming_events=False))
-        self._previous: dict[str, Session] = {}  # session id -> the stored session it continues
 
     def attach(self, agent: Agent) -> None:
         """Record ``agent``'s runs (call once per agent)."""
         agent.record_sessions(self.recorder)
 
     def save(self) -> list[str]:
-        """Save every session with new loops; returns their ids. Store errors propagate."""
+        """Append what changed in every settled session; returns their ids. Store errors propagate
+        (what was not saved is handed out again by the next save)."""
+        from ..session import SessionConflict
+
         saved = []
-        for session in self.recorder.flush():
-            previous = self._previous.get(session.session_id)
-            if previous is not None:
-                known = {loop.loop_id for loop in session.loops}
-                older = [loop for loop in previous.loops if loop.loop_id not in known]
-                session = replace(session, agent_id=previous.agent_id, created_at=previous.created_at,
-                                  formation=previous.formation, loops=[*older, *session.loops])
-            self.store.save(session)
+        for session in self.recorder.flush_changes():
+            try:
+                self.store.save(session)
+            except SessionConflict:
+                raise  # another process continued this session from the same point: retrying cannot help
+            except Exception:
+                self.recorder.requeue(session)
+                raise
             saved.append(session.session_id)
         return saved
 
@@ -78,24 +77,25 @@ class CliSessions:
                                       " ".join(first.split())[:60]))
         return rows
 
-    def restore(self, session_id: str, agent: Agent) -> int:
-        """Give ``agent`` the stored session's identity and conversation; returns the number of
-        messages restored. Raises the store's NotFound / CorruptSession / InvalidSessionId."""
-        stored = self.store.load(session_id)
-        loops = sorted(stored.loops, key=lambda loop: loop.started_at)
-        messages = [m for loop in loops for m in loop.messages]
-        counters: dict[str, int] = {}
-        for loop in loops:
-            match = _LOOP_ID.match(loop.loop_id)
-            if match:
-                counters[match.group(1)] = max(counters.get(match.group(1), 0), int(match.group(2)))
-        from ..agent.snapshot import AgentSnapshot
-        from ..types import message_to_json
+    def restore(self, session_id: str, agent: Agent, at: str | None = None) -> int:
+        """Give ``agent`` the stored session's identity and the conversation through loop ``at``
+        (default: its latest loop); returns the number of messages restored. Raises the store's
+        NotFound / CorruptSession / InvalidSessionId, and KeyError for a loop the session lacks."""
+        from ..session import BranchPoint
 
-        agent.restore(AgentSnapshot([message_to_json(m) for m in messages], stored.agent_id, stored.session_id,
-                                    counters, loops[-1].loop_id if loops else None))
-        self._previous[stored.session_id] = stored
-        return len(messages)
+        stored = self.store.load(session_id)
+        self.recorder.continue_session(stored)
+        if at is None:
+            latest = stored.latest_loop()
+            at = latest.loop_id if latest is not None else None
+        if at is None:
+            snapshot = BranchPoint([], stored.agent_id, stored.session_id, {}, None)
+        elif stored.get_loop(at) is None:
+            raise KeyError(f"session {session_id} has no loop {at!r}")
+        else:
+            snapshot = self.recorder.branch_from(at)
+        agent.restore(snapshot)
+        return len(snapshot.messages)
 
 
 __all__ = ["CliSessions", "StoredSummary"]

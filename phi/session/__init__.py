@@ -7,23 +7,32 @@ module only when a :class:`SqliteStore` is made). Guide: docs/sessions.md.
 Data (``phi.session.model``; JSON in ``phi.session.codec``)
     Session(session_id, agent_id, created_at, last_active_at, formation, parent_spawn_ref, loops)
       .root_loops() .children_of(id) .parallel_siblings(id) .get_loop(id) .total_usage()
+      .conversation(at=loop_id) .latest_loop()
     LoopRecord, LoopStatus, LoopConfigSnapshot, LoopEvent, ChildLoopRef, SpawnRef,
-    ParallelGroupRecord; formations Explicit, FirstLoop, InactivityTimeout
+    ParallelGroupRecord, StartingHistory; formations Explicit, FirstLoop, InactivityTimeout
 
 Recording (``phi.session.recorder``)
     SessionRecorder(SessionRecorderConfig(formation_policy, keep_events, include_streaming_events))
-      .on_event(event) .flush() .drain() .finalize() .sessions() .get_session(id) .get_loop(id)
+      .on_event(event) .flush() .flush_changes() .drain() .finalize() .sessions() .get_session(id)
+      .get_loop(id) .continue_session(session) .branch_from(loop_id) -> BranchPoint .note_history(...)
     PerSessionId(), InactivityTimeoutPolicy(threshold_secs)
 
 Storage (``phi.session.store``)
-    SessionStore protocol: save, load, list_ids, delete, load_for_agent
+    SessionStore protocol: save (appends), load, list_ids, delete, load_for_agent
     JsonDirStore(directory), SqliteStore(path); errors SessionError, NotFound, CorruptSession,
-    InvalidSessionId
+    InvalidSessionId, SessionConflict
 """
 
 from __future__ import annotations
 
-from .errors import CorruptSession, InvalidSessionId, NotFound, SessionError
+from .errors import (
+    CorruptSession,
+    InvalidSessionId,
+    NotFound,
+    SessionConflict,
+    SessionError,
+)
+from .history import BranchPoint
 from .json_store import JsonDirStore
 from .model import (
     ChildLoopRef,
@@ -38,6 +47,7 @@ from .model import (
     Session,
     SessionFormation,
     SpawnRef,
+    StartingHistory,
 )
 from .recorder import (
     FormationPolicy,
@@ -50,6 +60,7 @@ from .sqlite_store import SqliteStore
 from .store import SessionStore, default_sessions_dir
 
 __all__ = [
+    "BranchPoint",
     "ChildLoopRef",
     "CorruptSession",
     "Explicit",
@@ -67,6 +78,7 @@ __all__ = [
     "ParallelGroupRecord",
     "PerSessionId",
     "Session",
+    "SessionConflict",
     "SessionError",
     "SessionFormation",
     "SessionRecorder",
@@ -74,5 +86,6 @@ __all__ = [
     "SessionStore",
     "SpawnRef",
     "SqliteStore",
+    "StartingHistory",
     "default_sessions_dir",
 ]

@@ -14,9 +14,16 @@ Shapes (snake_case, like phi-core's serde output)::
 Timestamps are RFC 3339 UTC strings with microseconds (``2026-03-22T10:00:00.123456Z``); reading
 also accepts other offsets, up to nine decimals (phi-core writes nanoseconds) and plain unix
 seconds. Messages use SPEC DATA-6, usage DATA-5, ``continuation_kind`` the shape of
-``ContinuationKind.to_json``. Keys this module does not know are kept in ``extra`` and written back,
-so a file written by a newer phi or by phi-core loses nothing when phi re-saves it. Errors are
-:class:`~phi.errors.DecodeError` naming the offending field.
+``ContinuationKind.to_json``. phi adds two optional loop keys, written only when set:
+``"history": {"after_loop_id", "kept", "added": [messages]}`` and ``"evaluates": [loop ids]``.
+
+Decoding is strict (SPEC DATA-7, §13.2 SESS-5): every key listed above is required (``null`` where
+the model allows None) and a missing one is a :class:`~phi.errors.DecodeError` naming its path
+(``session.loops[3].messages[1].stopReason``); messages are read by
+:mod:`phi.session.message_codec`. Nothing is rewritten: keys this module does not know are kept
+(in ``extra``, or in the record's ``preserved`` parts for messages and usage) and written back, and
+so are timestamps phi would write differently, so a file written by phi-core or a newer phi loses
+nothing when phi saves it again.
 """
 
 from __future__ import annotations
@@ -26,14 +33,8 @@ import re
 from typing import Any, Callable, TypeVar
 
 from ..errors import DecodeError
-from ..types import (  # the DATA-6 field readers: same errors for the same mistakes
-    ContinuationKind,
-    Usage,
-    _opt_str,
-    _str,
-    message_to_json,
-    messages_from_json,
-)
+from ..types import ContinuationKind, Usage, message_to_json
+from .message_codec import messages_from_json, usage_from_json
 from .model import (
     ChildLoopRef,
     Explicit,
@@ -47,8 +48,10 @@ from .model import (
     Session,
     SessionFormation,
     SpawnRef,
+    StartingHistory,
     exact_time,
 )
+from .preserve import Preserved, apply_overlay, raw_time
 
 T = TypeVar("T")
 
@@ -101,39 +104,49 @@ def _object(data: object, path: str, what: str) -> dict[str, Any]:
     return data
 
 
-def _required(data: dict[str, Any], name: str, path: str) -> Any:
+def _required(data: dict[str, Any], name: str, path: str, what: str = "a value") -> Any:
     if name not in data:
-        raise DecodeError(f"{path}.{name}", None, "a value (field is missing)")
+        raise DecodeError(f"{path}.{name}", None, f"{what} (field is missing)")
     return data[name]
 
 
+def _str(data: dict[str, Any], name: str, path: str) -> str:
+    value = _required(data, name, path, "a string")
+    if not isinstance(value, str):
+        raise DecodeError(f"{path}.{name}", value, "a string")
+    return value
+
+
+def _nullable_str(data: dict[str, Any], name: str, path: str) -> str | None:
+    value = _required(data, name, path, "a string or null")
+    if value is not None and not isinstance(value, str):
+        raise DecodeError(f"{path}.{name}", value, "a string or null")
+    return value
+
+
 def _int(data: dict[str, Any], name: str, path: str) -> int:
-    value = _required(data, name, path)
+    value = _required(data, name, path, "a non-negative integer")
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise DecodeError(f"{path}.{name}", value, "a non-negative integer")
     return value
 
 
 def _str_list(data: dict[str, Any], name: str, path: str) -> list[str]:
-    value = data.get(name, [])
-    if value is None:
-        return []
+    value = _required(data, name, path, "a list of strings")
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise DecodeError(f"{path}.{name}", value, "a list of strings")
     return value
 
 
 def _list(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> list[T]:
-    value = data.get(name, [])
-    if value is None:
-        return []
+    value = _required(data, name, path, "a list")
     if not isinstance(value, list):
         raise DecodeError(f"{path}.{name}", value, "a list")
     return [decode(item, f"{path}.{name}[{i}]") for i, item in enumerate(value)]
 
 
-def _optional(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> T | None:
-    value = data.get(name)
+def _nullable(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> T | None:
+    value = _required(data, name, path, "a value or null")
     return None if value is None else decode(value, f"{path}.{name}")
 
 
@@ -141,74 +154,127 @@ def _extra(data: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in known}
 
 
+def _time(data: dict[str, Any], name: str, path: str, kept: Preserved, key: str | None = None) -> float:
+    """A required timestamp; its text is kept when phi would write it differently."""
+    raw = _required(data, name, path, "an RFC 3339 timestamp")
+    value = parse_time(raw, f"{path}.{name}")
+    if not isinstance(raw, str) or format_time(value) != raw:
+        kept.times[key or name] = (value, raw)
+    return value
+
+
+def _nullable_time(data: dict[str, Any], name: str, path: str, kept: Preserved) -> float | None:
+    if _required(data, name, path, "an RFC 3339 timestamp or null") is None:
+        return None
+    return _time(data, name, path, kept)
+
+
+def _write_time(kept: Preserved | None, name: str, value: float) -> Any:
+    raw = raw_time(kept, name, value)
+    return raw if raw is not None else format_time(value)
+
+
+def _usage(data: dict[str, Any], name: str, path: str, kept: Preserved) -> Usage:
+    usage, overlay = usage_from_json(_required(data, name, path, "a usage object"), f"{path}.{name}")
+    kept.keep(usage, overlay)
+    return usage
+
+
+def _usage_to_json(usage: Usage, kept: Preserved | None) -> dict[str, Any]:
+    return apply_overlay(kept, usage, usage.to_json())
+
+
 # --------------------------------------------------------------------------- parts
 
+_TIMESTAMP_ONLY = ("timestamp",)
+_INACTIVITY_KEYS = ("threshold_secs", "previous_session_id", "timestamp")
 
-def formation_to_json(formation: SessionFormation) -> dict[str, Any]:
+
+def formation_to_json(formation: SessionFormation, kept: Preserved | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
     if isinstance(formation, InactivityTimeout):
-        return {"InactivityTimeout": {"threshold_secs": formation.threshold_secs,
-                                      "previous_session_id": formation.previous_session_id,
-                                      "timestamp": format_time(formation.timestamp)}}
-    return {type(formation).__name__: {"timestamp": format_time(formation.timestamp)}}
+        body.update(threshold_secs=formation.threshold_secs, previous_session_id=formation.previous_session_id)
+    body["timestamp"] = _write_time(kept, "formation.timestamp", formation.timestamp)
+    body.update(formation.extra)
+    return {type(formation).__name__: body}
 
 
-def formation_from_json(data: object, path: str) -> SessionFormation:
+def formation_from_json(data: object, path: str, kept: Preserved | None = None) -> SessionFormation:
+    kept = kept if kept is not None else Preserved()
     if isinstance(data, dict) and len(data) == 1:
         ((name, body),) = data.items()
         inner = f"{path}.{name}"
         if name in ("FirstLoop", "Explicit") and isinstance(body, dict):
             kind = FirstLoop if name == "FirstLoop" else Explicit
-            return kind(parse_time(_required(body, "timestamp", inner), inner + ".timestamp"))
+            return kind(_time(body, "timestamp", inner, kept, "formation.timestamp"), _extra(body, _TIMESTAMP_ONLY))
         if name == "InactivityTimeout" and isinstance(body, dict):
-            return InactivityTimeout(_int(body, "threshold_secs", inner), _opt_str(body, "previous_session_id", inner),
-                                     parse_time(_required(body, "timestamp", inner), inner + ".timestamp"))
+            return InactivityTimeout(_int(body, "threshold_secs", inner), _nullable_str(body, "previous_session_id", inner),
+                                     _time(body, "timestamp", inner, kept, "formation.timestamp"),
+                                     _extra(body, _INACTIVITY_KEYS))
     raise DecodeError(path, data, '{"FirstLoop": {...}}, {"Explicit": {...}} or {"InactivityTimeout": {...}}')
+
+
+_SPAWN_KEYS = ("parent_session_id", "parent_loop_id", "tool_call_id", "tool_name")
+_CHILD_KEYS = ("tool_call_id", "tool_name", "child_loop_id", "child_session_id")
+_GROUP_KEYS = ("all_loop_ids", "selected_loop_id", "selected_config_index", "evaluation_usage", "is_selected")
+_CONFIG_KEYS = ("model", "provider", "config_id")
+_EVENT_KEYS = ("sequence", "event")
 
 
 def _spawn_from_json(data: object, path: str) -> SpawnRef:
     data = _object(data, path, "a spawn reference object")
-    return SpawnRef(_str(data, "parent_session_id", path), _str(data, "parent_loop_id", path),
-                    _str(data, "tool_call_id", path), _str(data, "tool_name", path))
+    parent_session, parent_loop, call, tool = (_str(data, key, path) for key in _SPAWN_KEYS)
+    return SpawnRef(parent_session, parent_loop, call, tool, _extra(data, _SPAWN_KEYS))
 
 
-def _spawn_to_json(ref: SpawnRef) -> dict[str, str]:
+def _spawn_to_json(ref: SpawnRef) -> dict[str, Any]:
     return {"parent_session_id": ref.parent_session_id, "parent_loop_id": ref.parent_loop_id,
-            "tool_call_id": ref.tool_call_id, "tool_name": ref.tool_name}
+            "tool_call_id": ref.tool_call_id, "tool_name": ref.tool_name, **ref.extra}
 
 
 def _child_from_json(data: object, path: str) -> ChildLoopRef:
     data = _object(data, path, "a child loop reference object")
-    return ChildLoopRef(_str(data, "tool_call_id", path), _str(data, "tool_name", path),
-                        _str(data, "child_loop_id", path), _str(data, "child_session_id", path))
+    call, tool, child_loop, child_session = (_str(data, key, path) for key in _CHILD_KEYS)
+    return ChildLoopRef(call, tool, child_loop, child_session, _extra(data, _CHILD_KEYS))
 
 
-def _group_from_json(data: object, path: str) -> ParallelGroupRecord:
+def _child_to_json(ref: ChildLoopRef) -> dict[str, Any]:
+    return {"tool_call_id": ref.tool_call_id, "tool_name": ref.tool_name, "child_loop_id": ref.child_loop_id,
+            "child_session_id": ref.child_session_id, **ref.extra}
+
+
+def _group_from_json(data: object, path: str, kept: Preserved) -> ParallelGroupRecord:
     data = _object(data, path, "a parallel group object")
-    selected = data.get("is_selected")
+    selected = _required(data, "is_selected", path, "a boolean")
     if not isinstance(selected, bool):
         raise DecodeError(path + ".is_selected", selected, "a boolean")
     return ParallelGroupRecord(tuple(_str_list(data, "all_loop_ids", path)), _str(data, "selected_loop_id", path),
                                _int(data, "selected_config_index", path),
-                               Usage.from_json(data.get("evaluation_usage", {}), path + ".evaluation_usage"),
-                               selected)
+                               _usage(data, "evaluation_usage", path, kept), selected, _extra(data, _GROUP_KEYS))
 
 
-def _group_to_json(group: ParallelGroupRecord) -> dict[str, Any]:
+def _group_to_json(group: ParallelGroupRecord, kept: Preserved | None) -> dict[str, Any]:
     return {"all_loop_ids": list(group.all_loop_ids), "selected_loop_id": group.selected_loop_id,
             "selected_config_index": group.selected_config_index,
-            "evaluation_usage": group.evaluation_usage.to_json(), "is_selected": group.is_selected}
+            "evaluation_usage": _usage_to_json(group.evaluation_usage, kept), "is_selected": group.is_selected,
+            **group.extra}
 
 
 def _config_from_json(data: object, path: str) -> LoopConfigSnapshot:
     data = _object(data, path, "a config snapshot object")
     return LoopConfigSnapshot(_str(data, "model", path), _str(data, "provider", path),
-                              _opt_str(data, "config_id", path))
+                              _nullable_str(data, "config_id", path), _extra(data, _CONFIG_KEYS))
+
+
+def _config_to_json(config: LoopConfigSnapshot) -> dict[str, Any]:
+    return {"model": config.model, "provider": config.provider, "config_id": config.config_id, **config.extra}
 
 
 def _event_from_json(data: object, path: str) -> LoopEvent:
     data = _object(data, path, "a loop event object")
-    return LoopEvent(_int(data, "sequence", path), _object(_required(data, "event", path), path + ".event",
-                                                           "an event object"))
+    return LoopEvent(_int(data, "sequence", path),
+                     _object(_required(data, "event", path), path + ".event", "an event object"),
+                     _extra(data, _EVENT_KEYS))
 
 
 def _status(value: object, path: str) -> LoopStatus:
@@ -218,87 +284,129 @@ def _status(value: object, path: str) -> LoopStatus:
         raise DecodeError(path, value, "one of " + ", ".join(s.value for s in LoopStatus)) from None
 
 
+def _history_from_json(data: object, path: str, kept: Preserved) -> StartingHistory:
+    data = _object(data, path, "a starting history object")
+    after = _nullable_str(data, "after_loop_id", path)
+    return StartingHistory(after, _int(data, "kept", path), tuple(messages_from_json(data, "added", path, kept)))
+
+
+def _messages_to_json(messages: Any, kept: Preserved | None) -> list[dict[str, Any]]:
+    return [apply_overlay(kept, m, message_to_json(m)) for m in messages]
+
+
+def _history_to_json(history: StartingHistory, kept: Preserved | None) -> dict[str, Any]:
+    return {"after_loop_id": history.after_loop_id, "kept": history.kept,
+            "added": _messages_to_json(history.added, kept)}
+
+
 # --------------------------------------------------------------------------- LoopRecord and Session
 
 _LOOP_KEYS = ("loop_id", "session_id", "agent_id", "parent_loop_id", "continuation_kind", "started_at", "ended_at",
               "status", "rejection", "config", "messages", "usage", "metadata", "events", "children_loop_ids",
               "child_loop_refs", "parallel_group")
+_PHI_LOOP_KEYS = ("history", "evaluates")  # phi's own, written only when set
 _SESSION_KEYS = ("session_id", "agent_id", "created_at", "last_active_at", "formation", "parent_spawn_ref", "loops")
 
 
 def loop_to_json(record: LoopRecord) -> dict[str, Any]:
+    kept = record.preserved
     out: dict[str, Any] = {
         "loop_id": record.loop_id,
         "session_id": record.session_id,
         "agent_id": record.agent_id,
         "parent_loop_id": record.parent_loop_id,
         "continuation_kind": None if record.continuation_kind is None else record.continuation_kind.to_json(),
-        "started_at": format_time(record.started_at),
-        "ended_at": None if record.ended_at is None else format_time(record.ended_at),
+        "started_at": _write_time(kept, "started_at", record.started_at),
+        "ended_at": None if record.ended_at is None else _write_time(kept, "ended_at", record.ended_at),
         "status": record.status.value,
         "rejection": record.rejection,
-        "config": None if record.config is None else {"model": record.config.model, "provider": record.config.provider,
-                                                      "config_id": record.config.config_id},
-        "messages": [message_to_json(m) for m in record.messages],
-        "usage": record.usage.to_json(),
+        "config": None if record.config is None else _config_to_json(record.config),
+        "messages": _messages_to_json(record.messages, kept),
+        "usage": _usage_to_json(record.usage, kept),
         "metadata": record.metadata,
-        "events": [{"sequence": e.sequence, "event": e.event} for e in record.events],
+        "events": [{"sequence": e.sequence, "event": e.event, **e.extra} for e in record.events],
         "children_loop_ids": list(record.children_loop_ids),
-        "child_loop_refs": [{"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "child_loop_id": c.child_loop_id,
-                             "child_session_id": c.child_session_id} for c in record.child_loop_refs],
-        "parallel_group": None if record.parallel_group is None else _group_to_json(record.parallel_group),
+        "child_loop_refs": [_child_to_json(c) for c in record.child_loop_refs],
+        "parallel_group": None if record.parallel_group is None else _group_to_json(record.parallel_group, kept),
     }
+    if record.history is not None:
+        out["history"] = _history_to_json(record.history, kept)
+    if record.evaluates:
+        out["evaluates"] = list(record.evaluates)
     out.update(record.extra)
     return out
 
 
 def loop_from_json(data: object, path: str = "loop") -> LoopRecord:
     data = _object(data, path, "a loop record object")
+    kept = Preserved()
+    continuation = _required(data, "continuation_kind", path, "a continuation kind or null")
+    metadata = _required(data, "metadata", path, "a JSON value or null")
+    history = data.get("history")
+    evaluates = _str_list(data, "evaluates", path) if "evaluates" in data else []
     return LoopRecord(
         loop_id=_str(data, "loop_id", path),
         session_id=_str(data, "session_id", path),
         agent_id=_str(data, "agent_id", path),
-        parent_loop_id=_opt_str(data, "parent_loop_id", path),
-        continuation_kind=_optional(data, "continuation_kind", path, ContinuationKind.from_json),
-        started_at=parse_time(_required(data, "started_at", path), path + ".started_at"),
-        ended_at=_optional(data, "ended_at", path, parse_time),
-        status=_status(_required(data, "status", path), path + ".status"),
-        rejection=_opt_str(data, "rejection", path),
-        config=_optional(data, "config", path, _config_from_json),
-        messages=messages_from_json(data.get("messages") or [], path + ".messages"),
-        usage=Usage.from_json(data.get("usage") or {}, path + ".usage"),
-        metadata=data.get("metadata"),
+        parent_loop_id=_nullable_str(data, "parent_loop_id", path),
+        continuation_kind=None if continuation is None else ContinuationKind.from_json(
+            continuation, path + ".continuation_kind"),
+        started_at=_time(data, "started_at", path, kept),
+        ended_at=_nullable_time(data, "ended_at", path, kept),
+        status=_status(_required(data, "status", path, "a loop status"), path + ".status"),
+        rejection=_nullable_str(data, "rejection", path),
+        config=_nullable(data, "config", path, _config_from_json),
+        messages=messages_from_json(data, "messages", path, kept),
+        usage=_usage(data, "usage", path, kept),
+        metadata=metadata,
         events=_list(data, "events", path, _event_from_json),
         children_loop_ids=_str_list(data, "children_loop_ids", path),
         child_loop_refs=_list(data, "child_loop_refs", path, _child_from_json),
-        parallel_group=_optional(data, "parallel_group", path, _group_from_json),
-        extra=_extra(data, _LOOP_KEYS),
+        parallel_group=_nullable(data, "parallel_group", path, lambda v, p: _group_from_json(v, p, kept)),
+        extra=_extra(data, _LOOP_KEYS + _PHI_LOOP_KEYS),
+        history=None if history is None else _history_from_json(history, path + ".history", kept),
+        evaluates=tuple(evaluates),
+        preserved=kept if kept else None,
     )
 
 
-def session_to_json(session: Session) -> dict[str, Any]:
+def header_to_json(session: Session) -> dict[str, Any]:
+    """Every key of the session's JSON form but ``loops`` (which goes last in the whole form)."""
+    kept = session.preserved
     out: dict[str, Any] = {
         "session_id": session.session_id,
         "agent_id": session.agent_id,
-        "created_at": format_time(session.created_at),
-        "last_active_at": format_time(session.last_active_at),
-        "formation": formation_to_json(session.formation),
+        "created_at": _write_time(kept, "created_at", session.created_at),
+        "last_active_at": _write_time(kept, "last_active_at", session.last_active_at),
+        "formation": formation_to_json(session.formation, kept),
         "parent_spawn_ref": None if session.parent_spawn_ref is None else _spawn_to_json(session.parent_spawn_ref),
-        "loops": [loop_to_json(record) for record in session.loops],
     }
     out.update(session.extra)
     return out
 
 
-def session_from_json(data: object, path: str = "session") -> Session:
+def session_to_json(session: Session) -> dict[str, Any]:
+    header = header_to_json(session)
+    out = {key: header.pop(key) for key in _SESSION_KEYS[:-1]}
+    out["loops"] = [loop_to_json(record) for record in session.loops]
+    out.update(header)  # the unknown keys, after the known ones as they were
+    return out
+
+
+def session_from_json(data: object, path: str = "session", loops_required: bool = True) -> Session:
+    """A session from its JSON form; ``loops_required=False`` reads a header alone (no ``loops``)."""
     data = _object(data, path, "a session object")
+    kept = Preserved()
+    loops = _list(data, "loops", path, loop_from_json) if loops_required or "loops" in data else []
     return Session(
         session_id=_str(data, "session_id", path),
         agent_id=_str(data, "agent_id", path),
-        created_at=parse_time(_required(data, "created_at", path), path + ".created_at"),
-        last_active_at=parse_time(_required(data, "last_active_at", path), path + ".last_active_at"),
-        formation=formation_from_json(_required(data, "formation", path), path + ".formation"),
-        parent_spawn_ref=_optional(data, "parent_spawn_ref", path, _spawn_from_json),
-        loops=_list(data, "loops", path, loop_from_json),
+        created_at=_time(data, "created_at", path, kept),
+        last_active_at=_time(data, "last_active_at", path, kept),
+        formation=formation_from_json(_required(data, "formation", path), path + ".formation", kept),
+        parent_spawn_ref=_nullable(data, "parent_spawn_ref", path, _spawn_from_json),
+        loops=loops,
         extra=_extra(data, _SESSION_KEYS),
+        preserved=kept if kept else None,
     )
+

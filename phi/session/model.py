@@ -1,11 +1,14 @@
-"""The session data model: Session, LoopRecord and the links between loops (seed 000 REQ-211..213, REQ-218).
+"""The session data model: Session, LoopRecord and the links between loops (SPEC §13.2; seed 000
+REQ-211..213, REQ-218).
 
 A :class:`Session` groups the loops (runs) of one ``session_id``; each :class:`LoopRecord` is one
 run as the events of SPEC §3 describe it: identity, timing, status, the messages ``AgentEnd``
 reported, usage, optionally the events themselves, and the tree links — same-session children
 (continuations) in ``children_loop_ids``, sub-agent spawns in ``child_loop_refs`` (pointing at
 another session, whose ``parent_spawn_ref`` points back), parallel evaluation in
-``parallel_group``.
+``parallel_group``. phi adds two optional links phi-core does not have: ``history`` (what a
+run's history was when it started, relative to the loop it followed) and ``evaluates`` (the judge's
+loop of a parallel evaluation), which :meth:`Session.conversation` uses to rebuild conversations.
 
 Times are unix seconds (floats, like the events' timestamps) held to whole microseconds, so the
 JSON form (RFC 3339 strings with six decimals, see :mod:`phi.session.codec`) round-trips exactly.
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from ..types import AgentMessage, ContinuationKind, RunOutcome, Usage
+from .preserve import Preserved
 
 if TYPE_CHECKING:
     from ..events import AgentEvent
@@ -47,6 +51,7 @@ class Explicit:
     """The session was created by the application (``Session.explicit`` or ``recorder.open_session``)."""
 
     timestamp: float
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)  # JSON keys phi does not know
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -57,6 +62,7 @@ class FirstLoop:
     """The session was created when its ``session_id`` first appeared in an event."""
 
     timestamp: float
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -70,6 +76,7 @@ class InactivityTimeout:
     threshold_secs: int
     previous_session_id: str | None
     timestamp: float
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -130,6 +137,7 @@ class ChildLoopRef:
     tool_name: str
     child_loop_id: str
     child_session_id: str
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +151,7 @@ class SpawnRef:
     parent_loop_id: str
     tool_call_id: str = ""
     tool_name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +164,7 @@ class ParallelGroupRecord:
     selected_config_index: int
     evaluation_usage: Usage
     is_selected: bool
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "all_loop_ids", tuple(self.all_loop_ids))
@@ -168,6 +178,7 @@ class LoopConfigSnapshot:
     model: str
     provider: str
     config_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)  # e.g. phi-core's api, base_url, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +188,28 @@ class LoopEvent:
 
     sequence: int
     event: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def decode(self) -> AgentEvent:
         """The event as an object (``phi.events``); its timestamp keeps milliseconds (EVT-1)."""
         from ..events import event_from_json
 
         return event_from_json(self.event)
+
+
+@dataclass(frozen=True, slots=True)
+class StartingHistory:
+    """The history a run started from (phi's; not in phi-core's files): the first ``kept``
+    messages of the conversation through loop ``after_loop_id`` of the same session (none when it
+    is None), followed by ``added`` — messages the application put there (an edited, restored or
+    compacted history). Recorded by an Agent for each of its runs; see ``Session.conversation``."""
+
+    after_loop_id: str | None
+    kept: int = 0
+    added: tuple[AgentMessage, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "added", tuple(self.added))
 
 
 # --------------------------------------------------------------------------- records
@@ -210,11 +237,15 @@ class LoopRecord:
     child_loop_refs: list[ChildLoopRef] = field(default_factory=list)
     parallel_group: ParallelGroupRecord | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # JSON keys phi does not know, kept as read
+    history: StartingHistory | None = None  # phi's: what the run started from (JSON key omitted when None)
+    evaluates: tuple[str, ...] = ()  # phi's: the judge's loop of the parallel group of these loops
+    preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
 
     def __post_init__(self) -> None:
         _set_time(self, "started_at")
         _set_time(self, "ended_at")
         self.status = LoopStatus(self.status)
+        self.evaluates = tuple(self.evaluates)
 
     @property
     def duration(self) -> float | None:
@@ -227,7 +258,8 @@ class LoopRecord:
             self.loop_id, self.session_id, self.agent_id, self.parent_loop_id, self.continuation_kind,
             self.started_at, self.ended_at, self.status, self.rejection, self.config, list(self.messages),
             self.usage, self.metadata, list(self.events), list(self.children_loop_ids),
-            list(self.child_loop_refs), self.parallel_group, dict(self.extra),
+            list(self.child_loop_refs), self.parallel_group, dict(self.extra), self.history, self.evaluates,
+            self.preserved,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -254,6 +286,7 @@ class Session:
     parent_spawn_ref: SpawnRef | None = None
     loops: list[LoopRecord] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # JSON keys phi does not know, kept as read
+    preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
 
     def __post_init__(self) -> None:
         _set_time(self, "created_at")
@@ -304,12 +337,29 @@ class Session:
             total = total + record.usage
         return total
 
+    # ------------------------------------------------------------- conversations (SPEC SESS-8)
+
+    def conversation(self, at: str | None = None) -> list[AgentMessage]:
+        """The conversation that led to loop ``at`` and through it (default: :meth:`latest_loop`):
+        the history the run started from, then its messages — following recorded histories and
+        continuations back, only the selected branch of a parallel evaluation, never the judge's
+        exchange. KeyError if ``at`` is not a loop of this session; [] for an empty session."""
+        from .history import conversation
+
+        return conversation(self, at)
+
+    def latest_loop(self) -> LoopRecord | None:
+        """The loop a conversation continues from: the last started loop that is neither a judge's
+        nor an unselected branch of a parallel evaluation; None if there is none."""
+        from .history import latest_loop
+
+        return latest_loop(self)
+
     # ------------------------------------------------------------- copies and JSON
 
     def copy(self) -> Session:
         """A copy that later recording does not change (loops copied, messages shared: immutable)."""
-        return Session(self.session_id, self.agent_id, self.created_at, self.last_active_at, self.formation,
-                       self.parent_spawn_ref, [r.copy() for r in self.loops], dict(self.extra))
+        return replace_loops(self, [r.copy() for r in self.loops])
 
     def to_json(self) -> dict[str, Any]:
         from .codec import session_to_json
@@ -321,3 +371,9 @@ class Session:
         from .codec import session_from_json
 
         return session_from_json(data, path)
+
+
+def replace_loops(session: Session, loops: list[LoopRecord]) -> Session:
+    """A new Session with ``session``'s header (copied) and ``loops``."""
+    return Session(session.session_id, session.agent_id, session.created_at, session.last_active_at,
+                   session.formation, session.parent_spawn_ref, loops, dict(session.extra), session.preserved)

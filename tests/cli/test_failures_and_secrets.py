@@ -37,7 +37,7 @@ def test_a_rejected_request_mid_session_says_why_and_the_prompt_returns(launch, 
     assert phi.close() == 0
     assert FAKE_KEY not in phi.raw.decode("utf-8", "replace")
     saved = files_under(phi_home, project)
-    assert any(p.suffix == ".json" for p in saved), saved.keys()
+    assert any(p.suffix == ".jsonl" for p in saved), saved.keys()  # the session was saved
     leaked = [str(p) for p, text in saved.items() if FAKE_KEY in text]
     assert not leaked, f"the API key is in {leaked}"
 

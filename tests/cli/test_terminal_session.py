@@ -12,6 +12,8 @@ from coding.wire import Call, Turn, user_texts
 
 from cli.terminal_helpers import PtyPhi
 
+from phi.session import JsonDirStore
+
 
 def test_streamed_answer_appears_before_the_reply_ends_then_the_status_line(launch, model):
     text = "FIRST-PART of the answer, " + "more words flowing slowly, " * 8 + "LAST-PART."
@@ -157,8 +159,8 @@ def test_resume_after_a_restart_restores_the_conversation(launch, model, phi_hom
     second.prompt()
     resumed = model.requests_of("Remember the number 42")[1]
     assert user_texts("anthropic", resumed) == ["Remember the number 42", "What was the number?"]
-    stored = json.loads((Path(phi_home) / "sessions" / f"{session_id}.json").read_text())
-    assert [loop["loop_id"].rsplit(".", 1)[-1] for loop in stored["loops"]] == ["1", "2"]
+    stored = JsonDirStore(Path(phi_home) / "sessions").load(session_id)  # both runs, in one session
+    assert [loop.loop_id.rsplit(".", 1)[-1] for loop in stored.loops] == ["1", "2"]
 
 
 def test_ctrl_c_twice_at_the_prompt_exits(launch):
@@ -223,7 +225,7 @@ def test_print_mode_on_a_terminal_names_the_session_to_resume(model, project, ph
     try:
         found = phi.expect(r"Quick answer\.\nphi: session ([0-9a-f-]{36}) \(phi --resume \1\)")
         assert phi.proc.wait(10) == 0
-        assert (phi_home / "sessions" / f"{found.group(1)}.json").exists()
+        assert JsonDirStore(phi_home / "sessions").list_ids() == [found.group(1)]
     finally:
         phi.close()
 

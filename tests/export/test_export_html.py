@@ -112,7 +112,7 @@ def test_hostile_text_cannot_inject_markup(recorded, tmp_path):
 
 def test_secrets_are_not_in_the_page(recorded, tmp_path, secret_env):
     text = export(recorded, tmp_path)
-    raw = (recorded.store.directory + "/" + recorded.session_id + ".json")
+    raw = recorded.store.path_of(recorded.session_id)
     assert SECRET in open(raw, encoding="utf-8").read()  # the run did print it
     assert SECRET not in text and "***" in text
     assert json.dumps(SECRET)[1:-1] not in text

@@ -70,7 +70,7 @@ def test_round_trip_of_a_recorded_tree(store):
         assert child.parent_spawn_ref.tool_call_id == ref.tool_call_id
 
 
-def test_save_replaces_and_list_ids_is_newest_first(store):
+def test_save_updates_and_list_ids_is_newest_first(store):
     assert store.list_ids() == []
     for session_id in ("a", "b", "c"):
         store.save(session(session_id))
@@ -120,6 +120,13 @@ def test_unsaveable_content_is_an_error_and_the_previous_version_stays(store):
     bad.loops[0].metadata = {"handle": object()}
     with pytest.raises(SessionError, match="cannot be saved as JSON"):
         store.save(bad)
+    foreign = session("s", loops=2)
+    foreign.loops[1].session_id = "other"
+    twice = session("s", loops=2)
+    twice.loops[1].loop_id = twice.loops[0].loop_id
+    for broken, problem in ((foreign, "of session 'other'"), (twice, "twice")):
+        with pytest.raises(SessionError, match=problem):
+            store.save(broken)
     assert store.load("s") == session("s")
 
 
@@ -140,14 +147,15 @@ def test_threads_share_one_store(store):
 # --------------------------------------------------------------------------- JsonDirStore
 
 
-def test_json_layout_is_one_pretty_private_file_per_session(tmp_path):
+def test_json_layout_is_one_private_append_only_file_per_session(tmp_path):
     store = JsonDirStore(tmp_path / "d")
-    store.save(session("abc-1.2"))
-    path = tmp_path / "d" / "abc-1.2.json"
-    text = path.read_text(encoding="utf-8")
-    assert text.startswith('{\n  "session_id": "abc-1.2"') and json.loads(text) == session("abc-1.2").to_json()
+    store.save(session("abc-1.2", loops=2))
+    path = tmp_path / "d" / "abc-1.2.jsonl"
+    (line,) = path.read_text(encoding="utf-8").splitlines()  # one save, one line: a session JSON object
+    assert Session.from_json(json.loads(line)) == session("abc-1.2", loops=2)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert os.listdir(tmp_path / "d") == ["abc-1.2.json"]  # no temp file left
+    assert os.listdir(tmp_path / "d") == ["abc-1.2.jsonl"]  # no temp file, no lock file
+    assert store.path_of("abc-1.2") == str(path)
 
 
 def test_json_corrupt_and_foreign_files_are_named(tmp_path):
