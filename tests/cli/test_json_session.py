@@ -15,6 +15,8 @@ from coding.wire import Call, Turn, user_texts
 from cli.terminal_helpers import REPO
 from cli.test_print_mode import NO_KEYS, VALIDATOR
 
+from phi.session import JsonDirStore
+
 
 class Driven:
     def __init__(self, args: list[str], cwd, home) -> None:
@@ -122,5 +124,5 @@ def test_sigterm_stops_the_run_lets_its_end_out_and_saves_the_session(model, pro
     time.sleep(0.1)  # the reader thread takes the last lines
     (end,) = ends(phi.lines)
     assert end["outcome"] == "aborted"
-    (saved,) = (phi_home / "sessions").glob("[!.]*.json")
-    assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
+    (saved,) = (phi_home / "sessions").glob("[!.]*.jsonl")
+    assert JsonDirStore(saved.parent).load(saved.stem).loops[0].status.value == "Aborted"

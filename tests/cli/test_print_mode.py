@@ -13,6 +13,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from phi.session import JsonDirStore
 from coding.wire import Call, Turn
 
 from cli.terminal_helpers import REPO
@@ -51,8 +53,8 @@ def test_print_mode_prints_the_final_answer_and_exits_0(model, project, phi_home
     done = run_phi(["-p", "Count the notes", *wire(model)], project, phi_home, ANTHROPIC_API_KEY="sk-test")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "There are 3 lines.\n"
-    (saved,) = (phi_home / "sessions").glob("[!.]*.json")  # recorded like an interactive run
-    assert json.loads(saved.read_text())["loops"][0]["status"] == "Completed"
+    (saved,) = (phi_home / "sessions").glob("[!.]*.jsonl")  # recorded like an interactive run
+    assert JsonDirStore(saved.parent).load(saved.stem).loops[0].status.value == "Completed"
 
 
 def test_print_mode_exits_1_when_the_run_fails(model, project, phi_home):
@@ -177,8 +179,8 @@ def test_a_signal_ends_a_print_run_the_json_stream_with_the_abort_and_saves(mode
     assert f"phi: {said}" in err
     events = events_of(stdout.read_text())
     assert events[-1]["type"] == "AgentEnd" and events[-1]["outcome"] == "aborted"
-    (saved,) = (phi_home / "sessions").glob("[!.]*.json")  # saved on the way out
-    assert json.loads(saved.read_text())["loops"][0]["status"] == "Aborted"
+    (saved,) = (phi_home / "sessions").glob("[!.]*.jsonl")  # saved on the way out
+    assert JsonDirStore(saved.parent).load(saved.stem).loops[0].status.value == "Aborted"
 
 
 def test_json_stdout_holds_only_json_when_something_goes_wrong_around_the_run(project, phi_home, tmp_path):

@@ -58,8 +58,9 @@ def test_a_200_line_paste_is_one_message(model, project, phi_home, tmp_path):
 
 
 class ForcingProxy:
-    """Forwards Chat Completions requests to the local server; the first one gets ``tool_choice``
-    naming a tool (a small model would not call one by itself), the later ones ``none``."""
+    """Forwards Chat Completions requests to the local server; until the conversation holds a tool
+    result, a request with tools gets ``tool_choice`` naming a tool (a small model would not call one by
+    itself), then ``none``."""
 
     def __init__(self, upstream: str, tool: str) -> None:
         self.upstream = upstream.rstrip("/")
@@ -71,7 +72,7 @@ class ForcingProxy:
 
     def forward(self, request: Recorded) -> Reply:
         body = request.json()
-        first = not self.bodies
+        first = not any(m.get("role") == "tool" for m in body.get("messages", []))
         self.bodies.append(body)
         if body.get("tools"):
             body["tool_choice"] = {"type": "function", "function": {"name": self.tool}} if first else "none"
