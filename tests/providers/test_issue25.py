@@ -22,8 +22,8 @@ from .test_faults import PROVIDERS, _with_key, sample_reply
 
 # --------------------------------------------------------------------------- item 4: keys HTTP cannot carry
 
-SMART_KEY = "sk-\u201cabc-0123456789\u201d"  # a key pasted with typographic quotes
-NBSP_KEY = "sk-abc\u00a0def-0123456789"  # ... or with a non-breaking space (Latin-1, still not a key)
+SMART_KEY = "sk-\u201cqzxw-0123456789\u201d"  # a key pasted with typographic quotes
+NBSP_KEY = "sk-qzxw\u00a0def-0123456789"  # ... or with a non-breaking space (Latin-1, still not a key)
 
 
 @pytest.mark.parametrize("key", [SMART_KEY, NBSP_KEY])
@@ -35,7 +35,7 @@ def test_key_with_a_non_ascii_character_is_a_typed_auth_error(server, provider, 
     if where == "model":
         with pytest.raises(ConfigError) as config_error:
             ModelConfig.anthropic("claude", api_key=key)
-        assert "ModelConfig.api_key" in str(config_error.value) and "abc" not in str(config_error.value)
+        assert "ModelConfig.api_key" in str(config_error.value) and "qzxw" not in str(config_error.value)
         where = "get_api_key"  # the same key reaching a call through the loop's get_api_key
     prov, config, sink, cancel = _with_key(server, provider, sample_reply(provider), key, where)
     with caplog.at_level(logging.DEBUG):
@@ -44,7 +44,7 @@ def test_key_with_a_non_ascii_character_is_a_typed_auth_error(server, provider, 
     error = info.value
     assert error.kind == ErrorKind.AUTH and "get_api_key" in str(error) and "non-ASCII" in str(error)
     for text in (str(error), repr(error), error.args, caplog.text):
-        assert "abc" not in str(text)
+        assert "qzxw" not in str(text)
     assert not server.requests and not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
@@ -72,7 +72,7 @@ def test_key_from_the_environment_names_the_variable(server, monkeypatch, caplog
     assert reply.stop_reason == StopReason.ERROR and variable in reply.error_message
     assert "non-ASCII" in reply.error_message
     for text in (events, agent.save_messages(), repr(messages), caplog.text):
-        assert "abc" not in str(text)
+        assert "qzxw" not in str(text)
     assert not server.requests and not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
