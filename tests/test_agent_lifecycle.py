@@ -212,6 +212,14 @@ def test_an_unknown_model_name_is_refused_with_what_to_pass():
         Agent(model="my-local-model")
 
 
+def test_any_model_name_goes_with_a_given_provider():
+    """``provider=`` serves the model, so its name need not be one phi can place (the error message
+    itself tells offline users to pass a ScriptedProvider)."""
+    agent = Agent(model="my-local-model", provider=ScriptedProvider(["hi"]))
+    assert agent.model_config.id == "my-local-model" and agent.run("go").text == "hi"
+    assert Agent(model="claude-sonnet-4-5", provider=ScriptedProvider([])).model_config.api == "anthropic_messages"
+
+
 def test_a_provider_lookup_failure_ends_the_run_with_agent_end():
     agent = Agent(model_config=ModelConfig(id="x", api="no-such-api"))
     with pytest.raises(ConfigError, match="no-such-api"):

@@ -139,7 +139,12 @@ class Agent:
             else:
                 from ..providers.model_names import model_config_for
 
-                model_config = model_config_for(model)
+                try:
+                    model_config = model_config_for(model)
+                except ConfigError:
+                    if settings.get("provider") is None:
+                        raise
+                    model_config = replace(ModelConfig.mock(), id=model)  # the given provider serves it
         elif model is not None:
             model_config = replace(model_config, id=model)
         if api_key is not None:

@@ -109,7 +109,7 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
     if options.resume:
         sessions.restore(options.resume, session.agent)
         session.id = session.agent.session_id
-    sessions.attach(session.agent)
+    sessions.attach_session(session)
     return session
 
 

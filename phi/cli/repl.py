@@ -153,7 +153,7 @@ class Repl:
             session.id = session.agent.session_id = session_id
         session.subscribe(self.renderer.on_event)
         session.agent.subscribe(self.renderer.on_core_event)
-        self.loader.state.sessions.attach(session.agent)
+        self.loader.state.sessions.attach_session(session)
         self._apply_mode(session)
         apply_auto_compaction(session, self.compact_at, self.context_window(profile))
         self.renderer.model = profile.model_config

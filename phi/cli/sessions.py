@@ -22,6 +22,7 @@ from ..types import UserMessage
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..coding.session import Session
 
 
 @dataclass
@@ -45,6 +46,11 @@ class CliSessions:
     def attach(self, agent: Agent) -> None:
         """Record ``agent``'s runs (call once per agent)."""
         agent.record_sessions(self.recorder)
+
+    def attach_session(self, session: Session) -> None:
+        """Record the runs of a coding session's agent (its ``spawn_agent`` children are not saved:
+        their work reaches the parent as the ``wait`` tool's result)."""
+        self.attach(session.agent)
 
     def save(self) -> list[str]:
         """Append what changed in every settled session; returns their ids. Store errors propagate

@@ -17,6 +17,7 @@ from .sessions import CliSessions
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..coding.session import Session
 
 
 class TracedSessions(CliSessions):
@@ -35,6 +36,14 @@ class TracedSessions(CliSessions):
     def attach(self, agent: Agent) -> None:
         super().attach(agent)
         self.tracer.attach(agent)
+
+    def attach_session(self, session: Session) -> None:
+        """Also trace the session's ``spawn_agent`` children (and theirs), under the run that spawned them."""
+        super().attach_session(session)
+        session.child_observers.append(lambda child: self._trace_child(child))
+
+    def _trace_child(self, child: Session) -> None:
+        self.tracer.attach(child.agent, parent_loop_id=child.spawned_from)
 
     def finish(self) -> None:
         """End what is still open and send every span still queued."""

@@ -106,6 +106,10 @@ class Session:
         self.config.check()
         self.depth = depth
         self.parent = parent
+        self.spawned_from: str | None = None  # the loop id of the spawn_agent call that started it
+        # called with each child session before it starts (e.g. ``phi --otel`` traces children);
+        # a child inherits them, so grandchildren are seen too
+        self.child_observers: list[Callable[[Session], None]] = list(parent.child_observers) if parent else []
         if env is None:
             env = LocalExecutionEnvironment()
         self._owns_env = parent is None

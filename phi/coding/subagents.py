@@ -162,7 +162,7 @@ class SubAgentManager:
         self._lock = threading.Lock()
 
     def spawn(self, task: str, working_dir: str | None = None, model: str | None = None,
-              max_turns: int | None = None) -> SubAgentHandle:
+              max_turns: int | None = None, parent_loop_id: str | None = None) -> SubAgentHandle:
         parent = self.session
         limit = parent.config.max_subagent_depth
         if parent.depth >= limit:
@@ -179,6 +179,12 @@ class SubAgentManager:
                          tool_output_limits=dict(parent.config.tool_output_limits),
                          tool_line_limits=dict(parent.config.tool_line_limits))
         child = Session(profile, env, config, depth=parent.depth + 1, parent=parent)
+        child.spawned_from = parent_loop_id
+        for observe in child.child_observers:
+            try:
+                observe(child)
+            except Exception:  # an observer's failure does not stop the child
+                log.exception("a child-session observer failed")
         handle = SubAgentHandle(random_uuid(), child)
         with self._lock:
             self._handles[handle.id] = handle
@@ -228,7 +234,8 @@ def _children(call: ToolCallContext) -> SubAgentManager:
 
 
 def _spawn(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
-    handle = _children(call).spawn(args["task"], args.get("working_dir"), args.get("model"), args.get("max_turns"))
+    handle = _children(call).spawn(args["task"], args.get("working_dir"), args.get("model"), args.get("max_turns"),
+                                   call.tool.loop_id)
     return json.dumps({"agent_id": handle.id, "status": handle.status,
                        "working_dir": handle.session.execution_env.working_directory()})
 

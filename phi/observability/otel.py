@@ -23,7 +23,12 @@ are kept back (its spans are made afterwards with the times they happened), so t
 of one sub-agent tool can never be confused. A run that starts without a parent is a root span in
 the delivering thread's current context, linked to the run it continues (``parent_loop_id``).
 
-The tracer never raises into the run: a failure inside it is logged and the event dropped.
+The tracer never raises into the run: a failure inside it is logged and the event dropped. Span
+processors and exporters are user code, so the tracer never calls them while holding a lock another
+thread could wait on: events go into one queue, and whichever thread finds no one draining it turns
+them into spans in order (:class:`_Serial`); the others return at once. The threads that end a run
+(``AgentEnd``, ``ParallelLoopEnd``) and :meth:`OtelTracer.close` wait, for a bounded time, until
+their own event has been handled, so a run's spans are finished when its ``run()`` returns.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import urlsplit
@@ -68,6 +73,54 @@ _IGNORED = frozenset({"MessageUpdate", "ToolExecutionUpdate", "ProgressMessage",
 _REMEMBERED_LOOPS = 4096  # ended runs whose span a continuation (or a late sub-agent) may still name
 _DESCRIPTION_LIMIT = 512
 _FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", RunOutcome.LIMIT: "limit"}
+_WAIT_FOR_SPANS = 5.0  # seconds a run-ending thread waits for another thread to write its spans
+_RUN_ENDS = frozenset({"AgentEnd", "ParallelLoopEnd"})
+
+
+class _Serial:
+    """Run submitted work one item at a time, in submission order, on whichever submitting thread
+    finds no drain in progress; never blocks a submitter behind another thread's work unless it
+    asks to wait (and then only for ``timeout`` seconds). Work that submits more work from inside a
+    drain (a span processor emitting an event) is queued behind it, not deadlocked."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[Callable[[], None], int]] = deque()
+        self._cond = threading.Condition()
+        self._submitted = self._completed = 0
+        self._draining = False
+        self._drainer: int | None = None
+
+    def submit(self, work: Callable[[], None], *, wait: float | None = None) -> bool:
+        """Queue ``work``, drain if no one is, and (with ``wait``) wait until it has run.
+        Returns False only when the wait ran out."""
+        with self._cond:
+            self._submitted += 1
+            ticket = self._submitted
+            self._queue.append((work, ticket))
+            if self._draining:
+                if wait is None or self._drainer == threading.get_ident():
+                    return True
+                return self._cond.wait_for(lambda: self._completed >= ticket, timeout=wait)
+            self._draining, self._drainer = True, threading.get_ident()
+        self._drain()
+        return True
+
+    def _drain(self) -> None:
+        while True:
+            with self._cond:
+                if not self._queue:
+                    self._draining, self._drainer = False, None
+                    self._cond.notify_all()
+                    return
+                work, ticket = self._queue.popleft()
+            try:
+                work()
+            except Exception:
+                log.exception("OtelTracer dropped an event")
+            finally:
+                with self._cond:
+                    self._completed = ticket
+                    self._cond.notify_all()
 
 
 class _Subscribable(Protocol):
@@ -151,7 +204,8 @@ class OtelTracer:
         self.agent_name, self.workflow_name = agent_name, workflow_name
         self._scrubber = Redactor(secrets, environ)
         self._content = ContentWriter(self._scrubber, content_limit)
-        self._lock = threading.Lock()
+        self._serial = _Serial()
+        self._ambient: otel_context.Context = otel_context.get_current()  # the submitting thread's context
         self._runs: dict[str, _Run] = {}
         self._held: dict[str, _Held] = {}
         self._branches: dict[str, _Workflow] = {}  # branch loop id -> its parallel run
@@ -159,6 +213,7 @@ class OtelTracer:
         self._retries: dict[str, list[RetryNotice]] = {}
         self._tool_facts: dict[str, dict[str, Attributes]] = {}  # agent id -> tool name -> attributes
         self._attached: dict[str, weakref.ReferenceType[Any]] = {}
+        self._adopted: dict[str, str] = {}  # agent id -> the loop id that started it (attach(parent_loop_id=))
         self._stop_retries: Callable[[], None] | None = self._watch_retries()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
@@ -172,11 +227,15 @@ class OtelTracer:
 
     # ----------------------------------------------------------------- turning it on and off
 
-    def attach(self, agent: _Subscribable) -> Callable[[], None]:
+    def attach(self, agent: _Subscribable, *, parent_loop_id: str | None = None) -> Callable[[], None]:
         """Trace every run of ``agent`` and of the sub-agents its runs start; tool spans also get
-        each tool's description and, for MCP tools, the ``mcp.*`` attributes. Returns the function
-        that detaches."""
+        each tool's description and, for MCP tools, the ``mcp.*`` attributes. ``parent_loop_id``:
+        the run that started this agent when its own runs cannot say so (a coding session's
+        ``spawn_agent`` child); its runs' spans go under that run's. Returns the function that
+        detaches."""
         self._attached[agent.agent_id] = weakref.ref(agent)
+        if parent_loop_id is not None:
+            self._adopted[agent.agent_id] = parent_loop_id
         return agent.subscribe(self, include_subagents=True)
 
     def close(self) -> None:
@@ -185,18 +244,28 @@ class OtelTracer:
         stop, self._stop_retries = self._stop_retries, None
         if stop is not None:
             stop()
-        with self._lock:
-            now = time.time_ns()
-            for loop_id in list(self._held):
-                if loop_id in self._held:
-                    self._release(loop_id, self._parent_context(self._held[loop_id].parent_loop_id), None)
-            for run in list(self._runs.values()):
-                self._abandon(run, now)
-            for workflow in {id(w): w for w in self._branches.values()}.values():
-                workflow.span.set_status(Status(StatusCode.ERROR, "the tracer was closed first"))
-                workflow.span.set_attribute(sc.ERROR_TYPE, sc.OTHER_ERROR)
-                workflow.span.end(end_time=now)
-            self._branches.clear()
+        ambient = otel_context.get_current()
+        if not self._serial.submit(lambda: self._close_all(ambient), wait=_WAIT_FOR_SPANS):
+            log.warning("OtelTracer.close(): spans still being written after %.0f s", _WAIT_FOR_SPANS)
+
+    def flush(self, timeout: float = _WAIT_FOR_SPANS) -> bool:
+        """Wait until every event delivered so far has become spans (another thread may be writing
+        them). True when done within ``timeout`` seconds."""
+        return self._serial.submit(lambda: None, wait=timeout)
+
+    def _close_all(self, ambient: otel_context.Context) -> None:
+        self._ambient = ambient
+        now = time.time_ns()
+        for loop_id in list(self._held):
+            if loop_id in self._held:
+                self._release(loop_id, self._parent_context(self._held[loop_id].parent_loop_id), None)
+        for run in list(self._runs.values()):
+            self._abandon(run, now)
+        for workflow in {id(w): w for w in self._branches.values()}.values():
+            workflow.span.set_status(Status(StatusCode.ERROR, "the tracer was closed first"))
+            workflow.span.set_attribute(sc.ERROR_TYPE, sc.OTHER_ERROR)
+            workflow.span.end(end_time=now)
+        self._branches.clear()
 
     def __enter__(self) -> OtelTracer:
         return self
@@ -218,10 +287,17 @@ class OtelTracer:
         try:
             if isinstance(event, AgentStart):
                 self._before_start(event)
-            with self._lock:
-                self._handle(event, now)
+            ambient = otel_context.get_current()
+            done = self._serial.submit(lambda: self._handle_in(ambient, event, now),
+                                       wait=_WAIT_FOR_SPANS if kind in _RUN_ENDS else None)
+            if not done:
+                log.warning("OtelTracer: the spans of %s are still being written after %.0f s", kind, _WAIT_FOR_SPANS)
         except Exception:
             log.exception("OtelTracer dropped a %s event", kind)
+
+    def _handle_in(self, ambient: otel_context.Context, event: AgentEvent, now: int) -> None:
+        self._ambient = ambient
+        self._handle(event, now)
 
     def _handle(self, event: AgentEvent, now: int) -> None:
         if self._held:  # some sub-agent run is held back: is this one of its events?
@@ -242,8 +318,7 @@ class OtelTracer:
         agent = ref() if ref is not None else None
         if agent is not None:
             facts = _tool_facts(agent, self._scrubber)
-            with self._lock:
-                self._tool_facts[event.agent_id] = facts
+            self._serial.submit(lambda: self._tool_facts.__setitem__(event.agent_id, facts))
 
     # ----------------------------------------------------------------- runs
 
@@ -254,9 +329,11 @@ class OtelTracer:
             self._open_run(event, trace.set_span_in_context(workflow.span), self._name_of(event))
         elif parent is not None and event.continuation_kind is None and (parent in self._runs or parent in self._held):
             self._held[event.loop_id] = _Held(parent, [(event, now)])  # a sub-agent: wait for its call
+        elif parent is None and event.agent_id in self._adopted:
+            self._open_run(event, self._parent_context(self._adopted[event.agent_id]), self._name_of(event))
         else:
             known = self._span_context_of(parent) if parent is not None else None
-            self._open_run(event, otel_context.get_current(), self._name_of(event),
+            self._open_run(event, self._ambient, self._name_of(event),
                            [Link(known)] if known is not None else [])
 
     def _name_of(self, event: AgentStart) -> str | None:
@@ -340,7 +417,7 @@ class OtelTracer:
     def _parent_context(self, loop_id: str) -> otel_context.Context:
         known = self._span_context_of(loop_id)
         if known is None:
-            return otel_context.get_current()
+            return self._ambient
         return trace.set_span_in_context(trace.NonRecordingSpan(known))
 
     # ----------------------------------------------------------------- sub-agents held back
@@ -470,11 +547,12 @@ class OtelTracer:
     def _on_retry(self, notice: RetryNotice) -> None:
         """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
         loop_id = notice.loop_id
-        if loop_id is None:
-            return
-        with self._lock:
-            if loop_id in self._runs or loop_id in self._held or loop_id in self._branches:
-                self._retries.setdefault(loop_id, []).append(notice)
+        if loop_id is not None:
+            self._serial.submit(lambda: self._keep_retry(loop_id, notice))
+
+    def _keep_retry(self, loop_id: str, notice: RetryNotice) -> None:
+        if loop_id in self._runs or loop_id in self._held or loop_id in self._branches:
+            self._retries.setdefault(loop_id, []).append(notice)
 
     def _take_retries(self, loop_id: str, until: int) -> list[RetryNotice]:
         """The notices of the turn that ends at ``until`` (a later turn's may already be waiting when
@@ -533,7 +611,7 @@ class OtelTracer:
     def _parallel_start(self, event: ParallelLoopStart, now: int) -> None:
         attributes: Attributes = {sc.OPERATION: sc.INVOKE_WORKFLOW, sc.WORKFLOW_NAME: self.workflow_name,
                                   sc.CONVERSATION_ID: event.session_id, sc.PARALLEL_LOOP_IDS: list(event.loop_ids)}
-        span = self._tracer.start_span(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=otel_context.get_current(),
+        span = self._tracer.start_span(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=self._ambient,
                                        kind=SpanKind.INTERNAL, attributes=attributes,
                                        start_time=_ns(event.timestamp))
         workflow = _Workflow(span, list(event.loop_ids))
