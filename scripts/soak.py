@@ -45,8 +45,8 @@ Checked, loudly (a message naming the seed and what broke; exit status 1):
 
 Operations that take longer than ``--stall`` seconds (but end), and ``reset()`` calls that wait
 more than 2 s, are counted (``stalls``, ``slow_resets`` by thread) and the first few listed on
-stderr. Parallel runs that lose their prompt in the known way of issue 23 item 3 (every branch
-raised, or the parallel run itself raised) are counted under ``known_issues``, not as failures.
+stderr. A parallel run keeps its prompt whatever ends it (SPEC AGENT-8) — except one whose winner
+was vetoed or had its input rejected, which adds the winner's messages only.
 
 Progress goes to stderr; the last line of stdout is one JSON object of the counts::
 
@@ -589,6 +589,8 @@ class Operation:
     errors: list[BaseException] = field(default_factory=list)
     parallel: list[ParallelLoopResult] = field(default_factory=list)
     parallel_prompt: str | None = None
+    selected_loop_id: str | None = None  # from the parallel run's ParallelLoopEnd, when it was heard
+    ends: dict[str, AgentEnd] = field(default_factory=dict)  # the AgentEnd of every run heard, by loop id
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -718,6 +720,10 @@ class SoakAgent:
             return
         try:
             self.order.observe(event)
+            if isinstance(event, AgentEnd):
+                self.op.ends[event.loop_id] = event
+            elif isinstance(event, ParallelLoopEnd):
+                self.op.selected_loop_id = event.selected_loop_id
             if self.rng.random() < 0.01:
                 time.sleep(0.002)  # a slow subscriber now and then widens any race
             ended = event.type in ("AgentEnd", "ParallelLoopEnd") and self.order.top is None
@@ -968,17 +974,25 @@ class SoakAgent:
         outcome = winner.outcome.value if winner.outcome is not None else "raised"
         self.soak.tally.add_to(self.soak.tally.outcomes, f"parallel:{outcome}")
         recorded = count_text(winner.context.messages, text)
-        if winner.exception is not None and recorded:  # issue 23 item 3: every branch raised
+        if winner.exception is not None:  # issue 23 item 3: every branch raised; the prompt is kept anyway
             if not count_text(self.agent.messages, text) and not self.ledger.reset_since(text):
-                self.soak.tally.add_to(self.soak.tally.known_issues, "parallel_winner_raised_prompt_lost")
-            self.ledger.expect_parallel(text, {0, 1})
+                self.fail("a parallel run whose winner raised lost its prompt (SPEC AGENT-8)")
+            self.ledger.expect_parallel(text, {1})
         else:
             self.ledger.expect_parallel(text, {recorded})
 
     def check_parallel_raised(self, text: str) -> None:
-        """A parallel run that raised (a subscriber did) keeps the history it started from (issue 23 item 3)."""
-        if not count_text(self.agent.messages, text) and not self.ledger.reset_since(text):
-            self.soak.tally.add_to(self.soak.tally.known_issues, "parallel_raised_prompt_dropped")
+        """A parallel run that raised (a subscriber did) keeps its prompt (issue 23 item 3, SPEC
+        AGENT-8) — unless it raised after the winner was chosen and the winner's run, ending without
+        an exception, had not recorded it (it was vetoed or its input rejected)."""
+        if count_text(self.agent.messages, text) or self.ledger.reset_since(text):
+            return
+        selected = self.op.selected_loop_id
+        end = self.op.ends.get(selected) if selected is not None else None
+        if end is not None and not count_text(end.messages, text):
+            self.soak.tally.add_to(self.soak.tally.outcomes, f"parallel:raised_after_{end.outcome.value}_winner")
+            return
+        self.fail("a parallel run that raised lost its prompt (SPEC AGENT-8)")
         self.ledger.expect_parallel(text, {0, 1})
 
     def end_of_life(self) -> None:

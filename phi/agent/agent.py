@@ -633,7 +633,8 @@ class Agent:
                 else:
                     # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
                     result = body(context, config, sink, cancel, loop_ids,
-                                  lambda decided: settle([*base, *decided.messages], decided.selected_loop_id))
+                                  lambda decided: settle([*base, *_kept_by(decided, parallel_prompts)],
+                                                         decided.selected_loop_id))
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
@@ -653,6 +654,16 @@ class Agent:
             self._worker = worker
         worker.start()
         return stream
+
+
+def _kept_by(decided: ParallelLoopResult, prompts: Sequence[AgentMessage]) -> list[AgentMessage]:
+    """What a parallel run adds to the history (SPEC AGENT-8): the winner's new messages — and its
+    prompts when the winner raised before it had appended them (a hook or filter raised first), so
+    the user's input is not lost with a run that ended without an exception reaching the caller."""
+    new = decided.messages
+    if decided.selected.exception is not None and not new:
+        return list(prompts)
+    return new
 
 
 def _drop(event: AgentEvent) -> None:

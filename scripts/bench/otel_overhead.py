@@ -33,25 +33,9 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from phi import Agent, ScriptedProvider, tool  # noqa: E402
+from loop_overhead import ok, script  # noqa: E402  (the same workload: one tool call per turn)
 
-
-@tool
-def ok(n: int) -> str:
-    """Say ok.
-
-    Args:
-        n: Which call this is.
-    """
-    return "ok"
-
-
-def script(turns: int) -> list[dict]:
-    replies: list[dict] = [{"blocks": [{"type": "text", "chunks": ["Let", " me", " check", f" #{i}"]},
-                                       {"type": "toolCall", "id": f"call_{i}", "name": "ok", "arguments": {"n": i}}],
-                            "usage": {"input": 100 + i, "output": 20}} for i in range(turns - 1)]
-    replies.append({"blocks": [{"type": "text", "chunks": ["All", " done", "."]}], "usage": {"input": 90, "output": 3}})
-    return replies
+from phi import Agent, ScriptedProvider  # noqa: E402
 
 
 def run_turns(turns: int, attach: Callable[[Agent], object] | None) -> float:

@@ -286,6 +286,27 @@ def test_a_parallel_run_whose_branches_all_raised_keeps_the_prompt_and_what_the_
     assert agent.last_loop_id == result.selected_loop_id
 
 
+@pytest.mark.parametrize("hook", ["before_loop", "input_filters"])
+def test_a_parallel_run_whose_branches_raised_before_taking_the_prompt_keeps_it(hook: str) -> None:
+    """Found by scripts/soak.py: every branch raised before appending the prompt (a ``before_loop``
+    hook or an input filter raised), so the winner's messages are empty; the run returns a result,
+    no exception reaches the caller — and the prompt must still be in the history."""
+    from phi import Agent, ScriptedProvider
+
+    def boom(*args: object) -> None:
+        raise RuntimeError("hook failed")
+
+    setting: object = boom if hook == "before_loop" else [boom]
+    agent = Agent(provider=ScriptedProvider(["base answer"]))
+    agent.run("before")
+    variants = [{"provider": ScriptedProvider(["a"]), hook: setting, "config_id": "a"},
+                {"provider": ScriptedProvider(["b"]), hook: setting, "config_id": "b"}]
+    result = agent.run_parallel("the prompt", variants)
+    assert all(outcome.exception is not None for outcome in result.outcomes) and result.messages == []
+    assert [m.text for m in agent.messages] == ["before", "base answer", "the prompt"]
+    assert agent.last_loop_id == result.selected_loop_id
+
+
 @pytest.mark.parametrize("method", ["reset", "close"])
 def test_reset_or_close_from_a_parallel_branch_hook_does_not_wait_for_its_own_run(method: str) -> None:
     """Found by scripts/soak.py: a branch hook runs on a branch thread, not the agent's worker."""
