@@ -252,6 +252,6 @@ def test_a_wrong_name_default_or_parameter_is_found(tmp_path: Path) -> None:
         "RetryConfig.delay_for: no parameter 'n' (it has ['self', 'attempt', 'retry_after_ms'])",
         "McpClient.connect_stdio: call_timeout=60.0 shown, but the default is 300.0",
         "client.call_tool: no parameter 'deadline' (it has ['self', 'name', 'arguments', 'timeout', 'cancel', "
-        "'on_progress'])",
+        "'on_progress', 'meta'])",
         "OpenApiConfig: timeout_secs=60.0 shown, but the default is 30.0",
     ]

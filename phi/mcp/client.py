@@ -210,15 +210,19 @@ class McpClient:
         raise McpProtocolError(f"MCP server {self.label} paginated tools/list over {MAX_LIST_PAGES} pages")
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None,
-                  cancel: CancellationToken | None = None,
-                  on_progress: ProgressCallback | None = None) -> McpToolCallResult:
+                  cancel: CancellationToken | None = None, on_progress: ProgressCallback | None = None,
+                  meta: Mapping[str, Any] | None = None) -> McpToolCallResult:
         """Call a tool. ``timeout`` defaults to ``call_timeout``; cancelling ``cancel`` returns at once
         (raising :class:`McpCancelled`) and sends ``notifications/cancelled``. ``on_progress(progress,
         total, message)`` receives the server's progress reports, on the transport's thread.
+        ``meta``: fields for the request's ``params._meta`` (e.g. ``traceparent``, SPEC OTEL-10).
         A tool that fails *inside* comes back as a result with ``is_error`` set, not as an exception.
         """
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
         result = self._session.request(
-            "tools/call", {"name": name, "arguments": dict(arguments or {})},
+            "tools/call", params,
             timeout=self.call_timeout if timeout is None else timeout, cancel=cancel, on_progress=on_progress)
         return McpToolCallResult.from_json(result, self.label)
 

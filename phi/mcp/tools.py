@@ -23,6 +23,7 @@ from ..errors import ConfigError, ToolCancelled, ToolError
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
+from ..tools.trace_context import outgoing
 from .client import McpClient
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ class McpToolAdapter:
             ctx.progress(message or (f"{done:g}/{total:g}" if total else f"{done:g}"))
 
         try:
-            result = self.client.call_tool(self.info.name, args, cancel=ctx.cancel, on_progress=progress)
+            result = self.client.call_tool(self.info.name, args, cancel=ctx.cancel, on_progress=progress,
+                                           meta=outgoing(ctx.loop_id, ctx.tool_call_id))
         except McpCancelled:
             raise ToolCancelled(f"Cancelled; MCP server {self.client.label} was asked to stop {self.info.name}.") from None
         except McpError as error:

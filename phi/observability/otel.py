@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -65,6 +65,7 @@ from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usag
 from . import semconv as sc
 from .content import ContentWriter
 from ..tools.redact import Redactor
+from ..tools.trace_context import register_carrier
 
 log = get_logger(__name__)
 
@@ -74,6 +75,7 @@ _REMEMBERED_LOOPS = 4096  # ended runs whose span a continuation (or a late sub-
 _DESCRIPTION_LIMIT = 512
 _FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", RunOutcome.LIMIT: "limit"}
 _WAIT_FOR_SPANS = 5.0  # seconds a run-ending thread waits for another thread to write its spans
+_WAIT_FOR_CARRIER = 0.5  # seconds an outgoing MCP request waits for its tool call's span (else goes without)
 _RUN_ENDS = frozenset({"AgentEnd", "ParallelLoopEnd"})
 
 
@@ -215,6 +217,7 @@ class OtelTracer:
         self._attached: dict[str, weakref.ReferenceType[Any]] = {}
         self._adopted: dict[str, str] = {}  # agent id -> the loop id that started it (attach(parent_loop_id=))
         self._stop_retries: Callable[[], None] | None = self._watch_retries()
+        self._stop_carrier: Callable[[], None] | None = self._carry_context()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
             "TurnEnd": self._turn_end, "MessageStart": self._message_start, "MessageEnd": self._message_end,
@@ -241,9 +244,10 @@ class OtelTracer:
     def close(self) -> None:
         """End every span still open (a run that raised has no ``AgentEnd``, SPEC LOOP-5) with an
         error status, and stop listening for retries."""
-        stop, self._stop_retries = self._stop_retries, None
-        if stop is not None:
-            stop()
+        for stop in (self._stop_retries, self._stop_carrier):
+            if stop is not None:
+                stop()
+        self._stop_retries = self._stop_carrier = None
         ambient = otel_context.get_current()
         if not self._serial.submit(lambda: self._close_all(ambient), wait=_WAIT_FOR_SPANS):
             log.warning("OtelTracer.close(): spans still being written after %.0f s", _WAIT_FOR_SPANS)
@@ -313,7 +317,7 @@ class OtelTracer:
     def _before_start(self, event: AgentStart) -> None:
         """Outside the lock: learn the tools of an attached agent as its run starts."""
         if self._stop_retries is None:  # listening again after close()
-            self._stop_retries = self._watch_retries()
+            self._stop_retries, self._stop_carrier = self._watch_retries(), self._carry_context()
         ref = self._attached.get(event.agent_id)
         agent = ref() if ref is not None else None
         if agent is not None:
@@ -571,6 +575,40 @@ class OtelTracer:
         if failure.status is not None:
             attributes["http.response.status_code"] = failure.status
         return attributes
+
+    # ----------------------------------------------------------------- outgoing requests
+
+    def _carry_context(self) -> Callable[[], None]:
+        """Give tools the trace context of their call (SPEC OTEL-10), through a weak reference like
+        :meth:`_watch_retries`."""
+        me = weakref.ref(self)
+
+        def carrier(loop_id: str | None, tool_call_id: str) -> Mapping[str, str]:
+            tracer = me()
+            if tracer is None:
+                stop()
+                return {}
+            return tracer._context_of_call(loop_id, tool_call_id)
+
+        stop = register_carrier(carrier)
+        return stop
+
+    def _context_of_call(self, loop_id: str | None, tool_call_id: str) -> dict[str, str]:
+        """``traceparent`` (and ``tracestate``, as the global propagator writes them) of the call's
+        ``execute_tool`` span — once the events before it have become spans; a sub-agent's call,
+        whose spans are written only after its parent's call ends, gets none."""
+        if loop_id is None:
+            return {}
+        fields: dict[str, str] = {}
+
+        def look_up() -> None:
+            run = self._runs.get(loop_id)
+            call = run.calls.get(tool_call_id) if run is not None else None
+            if call is not None:
+                propagate.inject(fields, context=trace.set_span_in_context(call[0]))
+
+        done = self._serial.submit(look_up, wait=_WAIT_FOR_CARRIER)
+        return dict(fields) if done else {}
 
     # ----------------------------------------------------------------- tool calls
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import sys
 
@@ -84,6 +85,15 @@ async def grow(name: str, ctx: Context, related: bool = False) -> str:
     else:
         await ctx.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@server.tool()
+def meta(ctx: Context) -> str:
+    """The `_meta` of this request, as JSON (what a client propagated: a progress token, trace context)."""
+    found = ctx.request_context.meta
+    if found is None:
+        return "{}"
+    return json.dumps(found if isinstance(found, dict) else found.model_dump(exclude_none=True))
 
 
 @server.tool()

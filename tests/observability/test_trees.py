@@ -166,3 +166,32 @@ def test_an_mcp_tool_call_carries_the_mcp_attributes(spans: Spans) -> None:
     assert add.status.status_code == StatusCode.UNSET and add.attributes["gen_ai.tool.name"] == "add"  # type: ignore
     assert fail.status.status_code == StatusCode.ERROR
     assert fail.attributes is not None and fail.attributes["error.type"] == "tool_error"  # mcp.md: isError
+
+
+@pytest.mark.timeout(60)
+def test_an_mcp_tool_call_sends_its_span_s_trace_context_in_meta(spans: Spans) -> None:
+    """SPEC OTEL-10 (the MCP conventions' context propagation): the official SDK server receives the
+    W3C ``traceparent`` of the call's ``execute_tool`` span in ``params._meta``."""
+    import json
+
+    toolset = McpToolset.stdio(sys.executable, [str(SDK_SERVER)], timeout=20)
+    provider = ScriptedProvider([{"blocks": [{"type": "toolCall", "id": "m1", "name": "meta", "arguments": {}}]},
+                                 "done"])
+    agent = Agent(provider=provider, tool_sources=[toolset])
+    with agent:
+        tracer = spans.tracer()
+        tracer.attach(agent)
+        result = agent.run("What context do you get?")
+        tracer.close()
+    received = json.loads(next(m for m in result.messages if m.role == "toolResult").text)
+    span = spans.one("execute_tool meta").context
+    version, trace_id, span_id, flags = received["traceparent"].split("-")
+    assert (version, trace_id, span_id) == ("00", f"{span.trace_id:032x}", f"{span.span_id:016x}")
+    assert int(flags, 16) & 1  # sampled
+    # without a tracer the request carries no trace context
+    toolset = McpToolset.stdio(sys.executable, [str(SDK_SERVER)], timeout=20)
+    provider = ScriptedProvider([{"blocks": [{"type": "toolCall", "id": "m2", "name": "meta", "arguments": {}}]},
+                                 "done"])
+    with Agent(provider=provider, tool_sources=[toolset]) as plain:
+        result = plain.run("And now?")
+    assert "traceparent" not in json.loads(next(m for m in result.messages if m.role == "toolResult").text)

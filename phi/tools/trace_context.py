@@ -1,0 +1,52 @@
+"""SPEC §17 — trace context for the requests a tool sends on (OTEL-10).
+
+A tool that calls another service (an MCP tool's ``tools/call``) asks :func:`outgoing` for the
+fields to send along, so the service's own spans join the caller's trace. The fields come from
+whoever registered a carrier with :func:`register_carrier` — an
+:class:`~phi.observability.OtelTracer` registers one that answers with the W3C ``traceparent`` /
+``tracestate`` of the tool call's ``execute_tool`` span. With nothing registered :func:`outgoing`
+is an empty dict and costs one tuple read.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Mapping
+
+from ..log import get_logger
+
+log = get_logger(__name__)
+
+Carrier = Callable[[str | None, str], Mapping[str, str]]
+"""``carrier(loop_id, tool_call_id)`` → the fields to send with that call's outgoing request."""
+
+_carriers: tuple[Carrier, ...] = ()  # replaced, never changed in place: read without the lock
+_lock = threading.Lock()
+
+
+def register_carrier(carrier: Carrier) -> Callable[[], None]:
+    """Ask ``carrier`` for every outgoing request a tool call makes; returns the function that stops it."""
+    global _carriers
+    with _lock:
+        _carriers = (*_carriers, carrier)
+
+    def stop() -> None:
+        global _carriers
+        with _lock:
+            _carriers = tuple(c for c in _carriers if c is not carrier)
+
+    return stop
+
+
+def outgoing(loop_id: str | None, tool_call_id: str) -> dict[str, str]:
+    """The fields every carrier gives for this call (string keys and values only); a carrier that
+    raises is logged and skipped."""
+    fields: dict[str, str] = {}
+    for carrier in _carriers:
+        try:
+            given = carrier(loop_id, tool_call_id)
+        except Exception:
+            log.exception("trace-context carrier %r raised", carrier)
+            continue
+        fields.update((k, v) for k, v in given.items() if isinstance(k, str) and isinstance(v, str))
+    return fields
