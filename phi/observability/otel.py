@@ -108,21 +108,27 @@ class _Serial:
         return True
 
     def _drain(self) -> None:
-        while True:
-            with self._cond:
-                if not self._queue:
-                    self._draining, self._drainer = False, None
-                    self._cond.notify_all()
-                    return
-                work, ticket = self._queue.popleft()
-            try:
-                work()
-            except Exception:
-                log.exception("OtelTracer dropped an event")
-            finally:
+        try:
+            while True:
                 with self._cond:
-                    self._completed = ticket
-                    self._cond.notify_all()
+                    if not self._queue:  # in the same hold as the check, or a submitter could be stranded
+                        self._draining, self._drainer = False, None
+                        self._cond.notify_all()
+                        return
+                    work, ticket = self._queue.popleft()
+                try:
+                    work()
+                except Exception:
+                    log.exception("OtelTracer dropped an event")
+                finally:
+                    with self._cond:
+                        self._completed = ticket
+                        self._cond.notify_all()
+        except BaseException:  # a KeyboardInterrupt ended the drain: the next submitter drains what is left
+            with self._cond:
+                self._draining, self._drainer = False, None
+                self._cond.notify_all()
+            raise
 
 
 class _Subscribable(Protocol):

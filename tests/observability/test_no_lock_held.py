@@ -109,3 +109,37 @@ def test_a_processor_that_feeds_the_tracer_again_does_not_deadlock() -> None:
     assert finished.wait(10), "the run deadlocked in its own span processor"
     tracer.close()  # the echoed run never ended: close() ends it with an error status
     assert sorted(s.name for s in exporter.get_finished_spans()) == ["chat m", "invoke_agent", "invoke_agent"]
+
+
+def test_the_serial_queue_runs_every_item_once_in_order_from_many_threads() -> None:
+    """The queue under the tracer: nothing stranded, nothing run twice or concurrently, each
+    thread's items in the order it gave them, and a waiting submitter sees its item done."""
+    from phi.observability.otel import _Serial
+
+    serial, ran, running = _Serial(), [], []
+    lock = threading.Lock()
+
+    def item(thread: int, n: int) -> None:
+        running.append(1)
+        assert len(running) == 1, "two items ran at once"
+        with lock:
+            ran.append((thread, n))
+        running.pop()
+
+    def submitter(thread: int) -> None:
+        for n in range(300):
+            if n % 50 == 49:
+                assert serial.submit(lambda t=thread, k=n: item(t, k), wait=5)
+                assert (thread, n) in ran
+            else:
+                serial.submit(lambda t=thread, k=n: item(t, k))
+
+    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert serial.submit(lambda: None, wait=5)
+    assert len(ran) == 8 * 300 and len(set(ran)) == len(ran)
+    for thread in range(8):
+        assert [n for t, n in ran if t == thread] == list(range(300))
