@@ -57,7 +57,8 @@ def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
         if kind == "event":
             output.events.append(item.get("event", {}))
         elif kind == "hook":
-            output.hooks.append({"name": item.get("name"), "args": item.get("args", []), "at": len(output.events)})
+            output.hooks.append({"name": item.get("name"), "args": item.get("args", []),
+                                 "at": _events_before(fixture, output.events)})
         elif kind == "provider_request" and "branch" in item:
             output.branch_requests.setdefault(int(item["branch"]), []).append(item.get("request", {}))
         elif kind == "provider_request":
@@ -79,6 +80,14 @@ def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
         else:
             output.problems.append(f"protocol: unknown line kind {kind!r}")
     return output
+
+
+def _events_before(fixture: dict[str, Any], events: list[dict[str, Any]]) -> int:
+    """A hook's ``at``: the events emitted before it — in a parallel run only those of no branch
+    (``ParallelLoopStart``, a judge's run), since how branches interleave is up to the threads."""
+    if fixture.get("entry") != "agent_loop_parallel":
+        return len(events)
+    return len(invariants.split_parallel(events)[0])
 
 
 def compare(fixture: dict[str, Any], output: DriverOutput) -> list[str]:
