@@ -77,57 +77,69 @@ _FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", Run
 _WAIT_FOR_SPANS = 5.0  # seconds a run-ending thread waits for another thread to write its spans
 _WAIT_FOR_CARRIER = 0.5  # seconds an outgoing MCP request waits for its tool call's span (else goes without)
 _RUN_ENDS = frozenset({"AgentEnd", "ParallelLoopEnd"})
+_STARTS = frozenset({"AgentStart", "ParallelLoopStart"})
+
+
+def _nothing() -> None:
+    """The work of a flush: done once everything before it is."""
 
 
 class _Serial:
     """Run submitted work one item at a time, in submission order, on whichever submitting thread
     finds no drain in progress; never blocks a submitter behind another thread's work unless it
-    asks to wait (and then only for ``timeout`` seconds). Work that submits more work from inside a
+    asks to wait (and then only for ``wait`` seconds). Work that submits more work from inside a
     drain (a span processor emitting an event) is queued behind it, not deadlocked."""
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[Callable[[], None], int]] = deque()
-        self._cond = threading.Condition()
+        self._queue: deque[tuple[Callable[..., None], tuple[Any, ...], int]] = deque()
+        self._cond = threading.Condition(threading.Lock())
         self._submitted = self._completed = 0
         self._draining = False
         self._drainer: int | None = None
 
-    def submit(self, work: Callable[[], None], *, wait: float | None = None) -> bool:
-        """Queue ``work``, drain if no one is, and (with ``wait``) wait until it has run.
-        Returns False only when the wait ran out."""
-        with self._cond:
-            self._submitted += 1
-            ticket = self._submitted
-            self._queue.append((work, ticket))
+    def submit(self, work: Callable[..., None], *args: Any, wait: float | None = None) -> bool:
+        """Run ``work(*args)`` now if no one is draining, else queue it (and with ``wait``, wait
+        until it has run). Returns False only when the wait ran out."""
+        cond = self._cond
+        with cond:
             if self._draining:
+                self._submitted += 1
+                ticket = self._submitted
+                self._queue.append((work, args, ticket))
                 if wait is None or self._drainer == threading.get_ident():
                     return True
-                return self._cond.wait_for(lambda: self._completed >= ticket, timeout=wait)
+                return cond.wait_for(lambda: self._completed >= ticket, timeout=wait)
             self._draining, self._drainer = True, threading.get_ident()
-        self._drain()
+        try:
+            work(*args)  # the uncontended case: no queue, no ticket
+        except Exception:
+            log.exception("OtelTracer dropped an event")
+        finally:
+            self._drain()
         return True
 
     def _drain(self) -> None:
+        """Run what others queued meanwhile, then let go (in the same hold as the empty check, or a
+        submitter could be stranded)."""
+        cond = self._cond
         try:
             while True:
-                with self._cond:
-                    if not self._queue:  # in the same hold as the check, or a submitter could be stranded
+                with cond:
+                    if not self._queue:
                         self._draining, self._drainer = False, None
-                        self._cond.notify_all()
                         return
-                    work, ticket = self._queue.popleft()
+                    work, args, ticket = self._queue.popleft()
                 try:
-                    work()
+                    work(*args)
                 except Exception:
                     log.exception("OtelTracer dropped an event")
                 finally:
-                    with self._cond:
+                    with cond:
                         self._completed = ticket
-                        self._cond.notify_all()
+                        cond.notify_all()
         except BaseException:  # a KeyboardInterrupt ended the drain: the next submitter drains what is left
-            with self._cond:
+            with cond:
                 self._draining, self._drainer = False, None
-                self._cond.notify_all()
             raise
 
 
@@ -255,13 +267,13 @@ class OtelTracer:
                 stop()
         self._stop_retries = self._stop_carrier = None
         ambient = otel_context.get_current()
-        if not self._serial.submit(lambda: self._close_all(ambient), wait=_WAIT_FOR_SPANS):
+        if not self._serial.submit(self._close_all, ambient, wait=_WAIT_FOR_SPANS):
             log.warning("OtelTracer.close(): spans still being written after %.0f s", _WAIT_FOR_SPANS)
 
     def flush(self, timeout: float = _WAIT_FOR_SPANS) -> bool:
         """Wait until every event delivered so far has become spans (another thread may be writing
         them). True when done within ``timeout`` seconds."""
-        return self._serial.submit(lambda: None, wait=timeout)
+        return self._serial.submit(_nothing, wait=timeout)
 
     def _close_all(self, ambient: otel_context.Context) -> None:
         self._ambient = ambient
@@ -297,16 +309,17 @@ class OtelTracer:
         try:
             if isinstance(event, AgentStart):
                 self._before_start(event)
-            ambient = otel_context.get_current()
-            done = self._serial.submit(lambda: self._handle_in(ambient, event, now),
+            ambient = otel_context.get_current() if kind in _STARTS else None
+            done = self._serial.submit(self._handle_in, ambient, event, now,
                                        wait=_WAIT_FOR_SPANS if kind in _RUN_ENDS else None)
             if not done:
                 log.warning("OtelTracer: the spans of %s are still being written after %.0f s", kind, _WAIT_FOR_SPANS)
         except Exception:
             log.exception("OtelTracer dropped a %s event", kind)
 
-    def _handle_in(self, ambient: otel_context.Context, event: AgentEvent, now: int) -> None:
-        self._ambient = ambient
+    def _handle_in(self, ambient: otel_context.Context | None, event: AgentEvent, now: int) -> None:
+        if ambient is not None:  # a run or workflow without a parent starts in its thread's context
+            self._ambient = ambient
         self._handle(event, now)
 
     def _handle(self, event: AgentEvent, now: int) -> None:
@@ -328,7 +341,7 @@ class OtelTracer:
         agent = ref() if ref is not None else None
         if agent is not None:
             facts = _tool_facts(agent, self._scrubber)
-            self._serial.submit(lambda: self._tool_facts.__setitem__(event.agent_id, facts))
+            self._serial.submit(self._tool_facts.__setitem__, event.agent_id, facts)
 
     # ----------------------------------------------------------------- runs
 
@@ -558,7 +571,7 @@ class OtelTracer:
         """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
         loop_id = notice.loop_id
         if loop_id is not None:
-            self._serial.submit(lambda: self._keep_retry(loop_id, notice))
+            self._serial.submit(self._keep_retry, loop_id, notice)
 
     def _keep_retry(self, loop_id: str, notice: RetryNotice) -> None:
         if loop_id in self._runs or loop_id in self._held or loop_id in self._branches:
