@@ -92,7 +92,8 @@ class _Serial:
 
     def __init__(self) -> None:
         self._queue: deque[tuple[Callable[..., None], tuple[Any, ...], int]] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # entered directly (C speed); the condition only to wait on it
+        self._done = threading.Condition(self._lock)
         self._submitted = self._completed = 0
         self._draining = False
         self._drainer: int | None = None
@@ -100,15 +101,14 @@ class _Serial:
     def submit(self, work: Callable[..., None], *args: Any, wait: float | None = None) -> bool:
         """Run ``work(*args)`` now if no one is draining, else queue it (and with ``wait``, wait
         until it has run). Returns False only when the wait ran out."""
-        cond = self._cond
-        with cond:
+        with self._lock:
             if self._draining:
                 self._submitted += 1
                 ticket = self._submitted
                 self._queue.append((work, args, ticket))
                 if wait is None or self._drainer == threading.get_ident():
                     return True
-                return cond.wait_for(lambda: self._completed >= ticket, timeout=wait)
+                return self._done.wait_for(lambda: self._completed >= ticket, timeout=wait)
             self._draining, self._drainer = True, threading.get_ident()
         try:
             work(*args)  # the uncontended case: no queue, no ticket
@@ -121,10 +121,10 @@ class _Serial:
     def _drain(self) -> None:
         """Run what others queued meanwhile, then let go (in the same hold as the empty check, or a
         submitter could be stranded)."""
-        cond = self._cond
+        lock = self._lock
         try:
             while True:
-                with cond:
+                with lock:
                     if not self._queue:
                         self._draining, self._drainer = False, None
                         return
@@ -134,11 +134,11 @@ class _Serial:
                 except Exception:
                     log.exception("OtelTracer dropped an event")
                 finally:
-                    with cond:
+                    with lock:
                         self._completed = ticket
-                        cond.notify_all()
+                        self._done.notify_all()
         except BaseException:  # a KeyboardInterrupt ended the drain: the next submitter drains what is left
-            with cond:
+            with lock:
                 self._draining, self._drainer = False, None
             raise
 
@@ -234,6 +234,9 @@ class OtelTracer:
         self._tool_facts: dict[str, dict[str, Attributes]] = {}  # agent id -> tool name -> attributes
         self._attached: dict[str, weakref.ReferenceType[Any]] = {}
         self._adopted: dict[str, str] = {}  # agent id -> the loop id that started it (attach(parent_loop_id=))
+        # runs whose span records nothing (a no-op provider, or sampled out): their turns and tool
+        # calls are skipped before any work, as the API asks (``is_recording()``)
+        self._silent: set[str] = set()
         self._stop_retries: Callable[[], None] | None = self._watch_retries()
         self._stop_carrier: Callable[[], None] | None = self._carry_context()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
@@ -305,6 +308,8 @@ class OtelTracer:
         if isinstance(event, (MessageStart, MessageEnd)) and not self.capture_content \
                 and not isinstance(event.message, AssistantMessage):
             return  # a prompt or tool result matters only to content capture
+        if self._silent and kind != "AgentEnd" and getattr(event, "loop_id", None) in self._silent:
+            return
         now = time.time_ns()
         try:
             if isinstance(event, AgentStart):
@@ -380,9 +385,12 @@ class OtelTracer:
                                        context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
                                        links=list(links), start_time=_ns(event.timestamp))
         self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, span, trace.set_span_in_context(span))
+        if not span.is_recording():
+            self._silent.add(event.loop_id)
 
     def _agent_end(self, event: AgentEnd, now: int) -> None:
         run = self._runs.pop(event.loop_id, None)
+        self._silent.discard(event.loop_id)
         if run is None:
             return
         end = _ns(event.timestamp)
@@ -419,6 +427,7 @@ class OtelTracer:
     def _abandon(self, run: _Run, now: int) -> None:
         """close(): a run with no ``AgentEnd`` (it raised, or its events stopped coming)."""
         self._runs.pop(run.loop_id, None)
+        self._silent.discard(run.loop_id)
         if run.turn is not None:
             self._close_turn(run, run.turn, now)
         for span, _ in run.calls.values():
@@ -625,6 +634,8 @@ class OtelTracer:
             call = run.calls.get(tool_call_id) if run is not None else None
             if call is not None:
                 propagate.inject(fields, context=trace.set_span_in_context(call[0]))
+            elif run is not None and loop_id in self._silent:  # sampled out: say so downstream
+                propagate.inject(fields, context=run.context)
 
         done = self._serial.submit(look_up, wait=_WAIT_FOR_CARRIER)
         return dict(fields) if done else {}
