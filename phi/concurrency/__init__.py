@@ -5,6 +5,7 @@
   (what ``Agent.prompt`` returns).
 - :mod:`.queues` — :class:`MessageQueue`, the steering and follow-up queues (LOOP-9, LOOP-18).
 - :mod:`.workers` — the shared pool of threads tool calls run on (TOOL-6).
+- :mod:`.callbacks` — :class:`CallbackList`, process-wide callbacks read without a lock.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ each one as a :class:`RetryNotice`, on the thread that runs the call, before its
 from __future__ import annotations
 
 import random
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..concurrency.callbacks import CallbackList
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
 from ..types import AssistantMessage, StopReason
@@ -89,23 +89,13 @@ class RetryNotice:
 
 
 RetryObserver = Callable[[RetryNotice], None]
-_observers: tuple[RetryObserver, ...] = ()  # replaced, never changed in place
-_observers_lock = threading.Lock()
+_observers: CallbackList[RetryObserver] = CallbackList()
 
 
 def observe_retries(observer: RetryObserver) -> Callable[[], None]:
     """Tell ``observer`` of every retry of every model call in this process (SPEC §17 OTEL-5);
     returns the function that stops it. An observer that raises is logged and ignored."""
-    global _observers
-    with _observers_lock:
-        _observers = (*_observers, observer)
-
-    def stop() -> None:
-        global _observers
-        with _observers_lock:
-            _observers = tuple(o for o in _observers if o is not observer)
-
-    return stop
+    return _observers.add(observer)
 
 
 def _tell(notice: RetryNotice) -> None:

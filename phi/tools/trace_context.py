@@ -10,9 +10,9 @@ is an empty dict and costs one tuple read.
 
 from __future__ import annotations
 
-import threading
 from typing import Callable, Mapping
 
+from ..concurrency.callbacks import CallbackList
 from ..log import get_logger
 
 log = get_logger(__name__)
@@ -20,22 +20,12 @@ log = get_logger(__name__)
 Carrier = Callable[[str | None, str], Mapping[str, str]]
 """``carrier(loop_id, tool_call_id)`` → the fields to send with that call's outgoing request."""
 
-_carriers: tuple[Carrier, ...] = ()  # replaced, never changed in place: read without the lock
-_lock = threading.Lock()
+_carriers: CallbackList[Carrier] = CallbackList()
 
 
 def register_carrier(carrier: Carrier) -> Callable[[], None]:
     """Ask ``carrier`` for every outgoing request a tool call makes; returns the function that stops it."""
-    global _carriers
-    with _lock:
-        _carriers = (*_carriers, carrier)
-
-    def stop() -> None:
-        global _carriers
-        with _lock:
-            _carriers = tuple(c for c in _carriers if c is not carrier)
-
-    return stop
+    return _carriers.add(carrier)
 
 
 def outgoing(loop_id: str | None, tool_call_id: str) -> dict[str, str]:
