@@ -257,9 +257,12 @@ class OtelTracer:
         the run that started this agent when its own runs cannot say so (a coding session's
         ``spawn_agent`` child); its runs' spans go under that run's. Returns the function that
         detaches."""
-        self._attached[agent.agent_id] = weakref.ref(agent)
+        agent_id = agent.agent_id
+        self._attached[agent_id] = weakref.ref(agent)
         if parent_loop_id is not None:
-            self._adopted[agent.agent_id] = parent_loop_id
+            self._adopted[agent_id] = parent_loop_id
+        # a long `phi --otel` session attaches every spawned child: forget each when it is gone
+        weakref.finalize(agent, _forget, weakref.ref(self), agent_id)
         return agent.subscribe(self, include_subagents=True)
 
     def close(self) -> None:
@@ -709,6 +712,13 @@ class OtelTracer:
         span.set_attribute(sc.ERROR_TYPE, kind)
         text = self._scrubber.text(description)[:_DESCRIPTION_LIMIT] if description else None
         span.set_status(Status(StatusCode.ERROR, text))
+
+
+def _forget(tracer_ref: weakref.ReferenceType[OtelTracer], agent_id: str) -> None:
+    tracer = tracer_ref()
+    if tracer is not None:
+        tracer._attached.pop(agent_id, None)
+        tracer._adopted.pop(agent_id, None)
 
 
 def _first_reply(messages: Sequence[AgentMessage]) -> int:

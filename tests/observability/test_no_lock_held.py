@@ -143,3 +143,17 @@ def test_the_serial_queue_runs_every_item_once_in_order_from_many_threads() -> N
     assert len(ran) == 8 * 300 and len(set(ran)) == len(ran)
     for thread in range(8):
         assert [n for t, n in ran if t == thread] == list(range(300))
+
+
+def test_an_attached_agent_that_is_gone_is_forgotten() -> None:
+    """``phi --otel`` attaches every spawned child; the tracer must not keep one entry per child forever."""
+    import gc
+
+    tracer = OtelTracer(TracerProvider())
+    for n in range(5):
+        child = Agent(model="m", provider=ScriptedProvider([reply("x")]), agent_id=f"child-{n}")
+        tracer.attach(child, parent_loop_id="parent-loop")
+        child.run("go")
+        del child
+    gc.collect()
+    assert tracer._attached == {} and tracer._adopted == {}
