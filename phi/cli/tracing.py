@@ -40,7 +40,7 @@ class TracedSessions(CliSessions):
     def attach_session(self, session: Session) -> None:
         """Also trace the session's ``spawn_agent`` children (and theirs), under the run that spawned them."""
         super().attach_session(session)
-        session.child_observers.append(lambda child: self._trace_child(child))
+        session.child_observers.append(self._trace_child)
 
     def _trace_child(self, child: Session) -> None:
         self.tracer.attach(child.agent, parent_loop_id=child.spawned_from)

@@ -237,8 +237,9 @@ class OtelTracer:
         # runs whose span records nothing (a no-op provider, or sampled out): their turns and tool
         # calls are skipped before any work, as the API asks (``is_recording()``)
         self._silent: set[str] = set()
-        self._stop_retries: Callable[[], None] | None = self._watch_retries()
-        self._stop_carrier: Callable[[], None] | None = self._carry_context()
+        self._stop_retries: Callable[[], None] | None = None
+        self._stop_carrier: Callable[[], None] | None = None
+        self._listen()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
             "TurnEnd": self._turn_end, "MessageStart": self._message_start, "MessageEnd": self._message_end,
@@ -344,7 +345,7 @@ class OtelTracer:
     def _before_start(self, event: AgentStart) -> None:
         """Outside the lock: learn the tools of an attached agent as its run starts."""
         if self._stop_retries is None:  # listening again after close()
-            self._stop_retries, self._stop_carrier = self._watch_retries(), self._carry_context()
+            self._listen()
         ref = self._attached.get(event.agent_id)
         agent = ref() if ref is not None else None
         if agent is not None:
@@ -565,24 +566,16 @@ class OtelTracer:
 
     # ----------------------------------------------------------------- retries
 
-    def _watch_retries(self) -> Callable[[], None]:
-        """Listen for retries (a weak reference: a tracer nobody keeps stops listening at the next one)."""
-        me = weakref.ref(self)
-
-        def observer(notice: RetryNotice) -> None:
-            tracer = me()
-            if tracer is None:
-                stop()
-            else:
-                tracer._on_retry(notice)
-
-        stop = observe_retries(observer)
-        return stop
+    def _listen(self) -> None:
+        """Hear of retries (OTEL-5) and answer tools' requests for trace context (OTEL-10), both
+        process-wide, through weak references: a tracer nobody keeps stops at the next call."""
+        self._stop_retries = _register_weakly(observe_retries, self._on_retry, None)
+        self._stop_carrier = _register_weakly(register_carrier, self._context_of_call, {})
 
     def _on_retry(self, notice: RetryNotice) -> None:
         """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
         loop_id = notice.loop_id
-        if loop_id is not None:
+        if loop_id is not None and loop_id not in self._silent:
             self._serial.submit(self._keep_retry, loop_id, notice)
 
     def _keep_retry(self, loop_id: str, notice: RetryNotice) -> None:
@@ -608,21 +601,6 @@ class OtelTracer:
         return attributes
 
     # ----------------------------------------------------------------- outgoing requests
-
-    def _carry_context(self) -> Callable[[], None]:
-        """Give tools the trace context of their call (SPEC OTEL-10), through a weak reference like
-        :meth:`_watch_retries`."""
-        me = weakref.ref(self)
-
-        def carrier(loop_id: str | None, tool_call_id: str) -> Mapping[str, str]:
-            tracer = me()
-            if tracer is None:
-                stop()
-                return {}
-            return tracer._context_of_call(loop_id, tool_call_id)
-
-        stop = register_carrier(carrier)
-        return stop
 
     def _context_of_call(self, loop_id: str | None, tool_call_id: str) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, as the global propagator writes them) of the call's
@@ -712,6 +690,23 @@ class OtelTracer:
         span.set_attribute(sc.ERROR_TYPE, kind)
         text = self._scrubber.text(description)[:_DESCRIPTION_LIMIT] if description else None
         span.set_status(Status(StatusCode.ERROR, text))
+
+
+def _register_weakly(register: Callable[[Any], Callable[[], None]], method: Callable[..., Any],
+                     when_gone: Any) -> Callable[[], None]:
+    """``register`` a callback that calls the bound ``method`` while its object lives, and once the
+    object is gone unregisters itself and answers ``when_gone``. Returns the function that stops it."""
+    target = weakref.WeakMethod(method)
+
+    def callback(*args: Any) -> Any:
+        bound = target()
+        if bound is None:
+            stop()
+            return when_gone
+        return bound(*args)
+
+    stop = register(callback)
+    return stop
 
 
 def _forget(tracer_ref: weakref.ReferenceType[OtelTracer], agent_id: str) -> None:

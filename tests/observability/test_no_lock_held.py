@@ -157,3 +157,25 @@ def test_an_attached_agent_that_is_gone_is_forgotten() -> None:
         del child
     gc.collect()
     assert tracer._attached == {} and tracer._adopted == {}
+
+
+def test_a_tracer_nobody_keeps_stops_listening_process_wide() -> None:
+    """Its retry observer and trace-context carrier hold it weakly and unregister at their next call."""
+    import gc
+
+    from phi.providers import retry
+    from phi.tools import trace_context
+
+    gc.collect()
+    trace_context.outgoing("some-loop", "some-call")  # earlier tests' dead tracers' carriers go now
+    observers, carriers = len(retry._observers), len(trace_context._carriers)
+    tracer = OtelTracer(TracerProvider())
+    assert (len(retry._observers), len(trace_context._carriers)) == (observers + 1, carriers + 1)
+    del tracer
+    gc.collect()
+    assert trace_context.outgoing("some-loop", "some-call") == {}
+    assert len(trace_context._carriers) == carriers
+    before = (len(retry._observers), len(trace_context._carriers))
+    kept = OtelTracer(TracerProvider())
+    kept.close()  # an explicit close unregisters both at once
+    assert (len(retry._observers), len(trace_context._carriers)) == before
