@@ -16,11 +16,11 @@ and the agent is idle, so a new prompt may start right there (SPEC AGENT-1).
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from ..concurrency.cancel import CancellationToken
+from ..concurrency import sync
 from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError
@@ -164,13 +164,13 @@ class Agent:
         self._loop_counters: dict[str, int] = {}
         self._subscribers: tuple[EventSink, ...] = ()  # replaced, never changed in place
         self._subagent_subscribers: tuple[EventSink, ...] = ()  # also hear the sub-agent runs (same rule)
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         self._cancel: CancellationToken | None = None
         self._worker: threading.Thread | None = None
         self._generation = 0  # bumped by reset(): a run started before it merges nothing
-        self._idle = threading.Event()
+        self._idle = sync.Event()
         self._idle.set()
-        self._delivered = threading.Event()  # every event of the latest run has reached the subscribers
+        self._delivered = sync.Event()  # every event of the latest run has reached the subscribers
         self._delivered.set()
         self._recorder: SessionRecorder | None = None
         self._store: SessionStore | None = None
@@ -344,10 +344,10 @@ class Agent:
         ``outcome`` is ``aborted``; a run that completed before the abort took effect reports
         ``completed`` and not ``timed_out``. An exception from the run is raised here unchanged.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends
         stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
-        if deadline is None or stream.wait(max(0.0, deadline - time.monotonic())):
+        if deadline is None or stream.wait(max(0.0, deadline - sync.monotonic())):
             return stream.result()
         stream.abort()
         grace = self.config.tool_abort_grace_ms / 1000.0
@@ -391,10 +391,10 @@ class Agent:
                      executor: Executor | RemoteBranches | None = None) -> ParallelLoopResult:
         """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline
         (counted from this call, start-up included)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
                                       executor=executor)
-        if deadline is not None and not stream.wait(max(0.0, deadline - time.monotonic())):
+        if deadline is not None and not stream.wait(max(0.0, deadline - sync.monotonic())):
             stream.abort()
         return stream.result()
 
@@ -471,7 +471,7 @@ class Agent:
     def check_and_rotate(self, threshold: float) -> str | None:
         """Start a new session if idle for more than ``threshold`` seconds since the last run (REQ-215);
         returns the new session id, or None."""
-        if self.last_active_at is not None and time.time() - self.last_active_at > threshold:
+        if self.last_active_at is not None and sync.wall_time() - self.last_active_at > threshold:
             return self.new_session()
         return None
 
@@ -567,10 +567,10 @@ class Agent:
                                    None if parallel else self.next_loop_id(),
                                    self.last_loop_id if kind is not None else None, kind)
             loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
-            previous, self._delivered = self._delivered, threading.Event()
+            previous, self._delivered = self._delivered, sync.Event()
             delivered = self._delivered
             after_loop_id = self.last_loop_id  # the run whose conversation the history continues
-        self.last_active_at = time.time()
+        self.last_active_at = sync.wall_time()
         self.last_loop_id = context.loop_id
         steering, follow_up = self.steering_queue, self.follow_up_queue
         config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
@@ -583,11 +583,11 @@ class Agent:
                                      "events wait until that callback returns; start it there, wait for it elsewhere")
 
         channel = EventChannel()
-        stream: EventStream[Any] = EventStream(channel, threading.Event(), abort=cancel.cancel,
+        stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=cancel.cancel,
                                                before_blocking=refuse_deadlock)
         forward: EventSink = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
         ends: dict[str, AgentEnd] = {}
-        settled = threading.Event()
+        settled = sync.Event()
         base = list(context.messages)
         recorder, store = self._recorder, self._store
 
@@ -649,7 +649,7 @@ class Agent:
                 stream._finish(result, error)
 
         name = context.loop_id or (loop_ids[0] if loop_ids else "")
-        worker = threading.Thread(target=work, name=f"phi-agent-{name}", daemon=True)
+        worker = sync.Thread(target=work, name=f"phi-agent-{name}", daemon=True)
         with self._lock:
             self._worker = worker
         worker.start()

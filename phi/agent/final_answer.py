@@ -24,9 +24,9 @@ removed again before the value is stored, so callers never see it (``tool.wrappe
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any
 
+from ..concurrency import sync
 from ..errors import ConfigError, ToolError
 from ..log import get_logger
 from ..loop.tool import ToolContext
@@ -89,7 +89,7 @@ class FinalAnswerTool:
             "Call this tool exactly once, as your final action, to deliver the final answer. "
             "Its arguments are the answer and must match the parameter schema."
         )
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         self._validator: Any = None
         self.reset()
 

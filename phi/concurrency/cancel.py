@@ -19,6 +19,7 @@ import threading
 from typing import Callable
 
 from ..log import get_logger
+from . import sync
 
 log = get_logger(__name__)
 
@@ -38,7 +39,7 @@ class CancellationToken:
     def __init__(self) -> None:
         self._cancelled = False
         self._event: threading.Event | None = None  # made by the first wait(): most tokens never wait
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         # registration key -> callback; None once cancelled. A dict makes unregistering O(1).
         self._callbacks: dict[int, Callable[[], None]] | None = {}
         self._detach: Callable[[], None] | None = None
@@ -62,7 +63,7 @@ class CancellationToken:
         if getattr(_running_callbacks, "active", False):  # a child cancelled by its parent's callback
             _run_callbacks(list(callbacks.values()))
             return
-        helper = threading.Thread(target=_run_callbacks, args=(list(callbacks.values()), True),
+        helper = sync.Thread(target=_run_callbacks, args=(list(callbacks.values()), True),
                                   name="phi-cancel", daemon=True)
         helper.start()
         helper.join(CALLBACK_WAIT_S)
@@ -83,7 +84,7 @@ class CancellationToken:
             if self._cancelled:
                 return True
             if self._event is None:
-                self._event = threading.Event()
+                self._event = sync.Event()
             event = self._event
         return event.wait(timeout)
 

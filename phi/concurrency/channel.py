@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable, Generic, Iterator, TypeVar, cast
 
 from ..events import AgentEvent
+from . import sync
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ class EventChannel:
     __slots__ = ("_queue", "_closed")
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = sync.SimpleQueue()
         self._closed = False
 
     def send(self, event: AgentEvent) -> None:

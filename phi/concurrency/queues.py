@@ -8,10 +8,10 @@ front and in their order, so no queued input is ever lost.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict, deque
 
 from ..types import AgentMessage, QueueMode
+from . import sync
 
 
 _TAKEN_MAX = 4096
@@ -28,7 +28,7 @@ class MessageQueue:
         # handed out since the last clear(), newest last: what put_back may restore. Bounded: a run gives
         # back only what it took in its last few reads, so old entries are never asked for.
         self._taken: OrderedDict[int, AgentMessage] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
 
     def push(self, message: AgentMessage) -> None:
         with self._lock:

@@ -19,12 +19,12 @@ the state.
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from typing import Any, Callable, NamedTuple
 
 from ..errors import PhiError
 from ..log import get_logger
+from . import sync
 
 log = get_logger(__name__)
 
@@ -75,8 +75,8 @@ class WorkerPool:
         self.max_workers = max(1, max_workers)
         self.max_threads = max(self.max_workers, max_threads)
         self.idle_seconds = idle_seconds
-        self._lock = threading.Lock()
-        self._ready = threading.Condition(self._lock)
+        self._lock = sync.Lock()
+        self._ready = sync.Condition(self._lock)
         self._work: deque[Job] = deque()
         self._threads = 0  # alive
         self._idle = 0  # waiting for work
@@ -98,7 +98,7 @@ class WorkerPool:
             else:
                 self._ready.notify()
         if spawn:
-            threading.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+            sync.Thread(target=self._serve, name="phi-tool", daemon=True).start()
         return job
 
     @property
@@ -127,7 +127,7 @@ class WorkerPool:
         log.warning("a tool call was abandoned while its tool still runs (it ignores cancellation); "
                     "%d worker thread(s) are held by such calls", count)
         if spare:
-            threading.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+            sync.Thread(target=self._serve, name="phi-tool", daemon=True).start()
 
     def _take(self) -> Job | None:
         """The next job (lock held), or None when idle for ``idle_seconds``: the thread then leaves."""
@@ -162,8 +162,8 @@ class WorkerPool:
 
     def _after_fork(self) -> None:
         """In a forked child no worker thread exists: start counting from zero."""
-        self._lock = threading.Lock()
-        self._ready = threading.Condition(self._lock)
+        self._lock = sync.Lock()
+        self._ready = sync.Condition(self._lock)
         self._work = deque()
         self._threads = self._idle = self._abandoned = 0
 

@@ -10,10 +10,9 @@ start of every turn and, when it returns a reason, appends the user message
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Callable, Sequence
 
+from ..concurrency import sync
 from ..types import AgentMessage, AssistantMessage, Usage
 from .config import ExecutionLimits
 from .tokens import TokenCounter, message_tokens, total_tokens
@@ -86,13 +85,13 @@ class ContextTracker:
 class ExecutionTracker:
     """Turns, tokens and elapsed time of one run, checked against :class:`ExecutionLimits`.
 
-    ``clock`` (default ``time.monotonic``) is injectable for tests. Thread-safe.
+    ``clock`` (default :func:`phi.concurrency.sync.monotonic`) is injectable for tests. Thread-safe.
     """
 
-    def __init__(self, limits: ExecutionLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, limits: ExecutionLimits | None = None, clock: Callable[[], float] = sync.monotonic) -> None:
         self.limits = limits if limits is not None else ExecutionLimits()
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         self.turns = 0
         self.tokens_used = 0
         self.started_at = clock()

@@ -9,8 +9,8 @@ branch.
 
 Two runners:
 
-* :class:`LocalRunner` — in this process, on a thread pool (phi's own of ``max_workers`` threads,
-  or the caller's ``ThreadPoolExecutor``). Every branch runs, a cancelled one ending at once.
+* :class:`LocalRunner` — in this process, on a thread of phi's own per branch (at most
+  ``max_workers`` at once) or the caller's ``ThreadPoolExecutor``. Every branch runs, a cancelled one ending at once.
 * :class:`RemoteRunner` — any other executor: each branch is pickled (:mod:`phi.evaluation.remote`)
   and streams its events back live through a :class:`~phi.evaluation.relay.Relay`, which also
   carries cancellation to it. A branch that has not started when it is cancelled never starts.
@@ -25,6 +25,7 @@ import threading
 from collections import deque
 from typing import Any, Callable, Protocol
 
+from ..concurrency import sync
 from ..errors import ConfigError
 from ..events import AgentEvent
 from ..log import get_logger
@@ -67,7 +68,7 @@ def run_branches(branches: list[Branch], runner: Runner, emit: Sink, max_workers
     re-raised once every started branch has ended; an exception while waiting (e.g.
     ``KeyboardInterrupt``) does the same. The caller closes ``runner``.
     """
-    items: queue.SimpleQueue[Posted] = queue.SimpleQueue()
+    items: queue.SimpleQueue[Posted] = sync.SimpleQueue()
     waiting = deque(branches)
     running = 0
     failure: BaseException | None = None
@@ -127,16 +128,27 @@ def _cancel_all(branches: list[Branch]) -> None:
 
 
 class LocalRunner:
-    """Branches on threads of this process: phi's own pool (``executor`` None; ended by ``close``)
-    or the caller's ``ThreadPoolExecutor`` (left running)."""
+    """Branches on threads of this process: a thread of phi's own per branch (``executor`` None;
+    :func:`run_branches` keeps at most ``max_workers`` of them running; ``close`` joins them), or the
+    caller's ``ThreadPoolExecutor`` (left running)."""
 
-    def __init__(self, prompts: list[AgentMessage], max_workers: int,
-                 executor: concurrent.futures.ThreadPoolExecutor | None) -> None:
+    def __init__(self, prompts: list[AgentMessage], executor: concurrent.futures.ThreadPoolExecutor | None) -> None:
         self._prompts = prompts
-        self._own = executor is None
-        self._executor = executor or concurrent.futures.ThreadPoolExecutor(max_workers, "phi-branch")
+        self._executor = executor
+        self._threads: list[threading.Thread] = []
 
     def start(self, branch: Branch, post: Post) -> None:
+        if self._executor is None:
+            def body() -> None:
+                try:
+                    branch.run_local(self._prompts, post)
+                finally:
+                    post((branch.index, Ended()))
+
+            thread = sync.Thread(target=body, name="phi-branch", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+            return
         try:
             future = self._executor.submit(branch.run_local, self._prompts, post)
         except BaseException as exc:  # e.g. the caller's pool was shut down: this branch fails, not the run
@@ -151,8 +163,9 @@ class LocalRunner:
             branch.exception = ended.failure
 
     def close(self) -> None:
-        if self._own:
-            self._executor.shutdown(wait=True)
+        for thread in self._threads:  # each has posted its Ended: it is past the branch's last line
+            thread.join()
+        self._threads = []
 
 
 # --------------------------------------------------------------------------- in other processes

@@ -173,7 +173,7 @@ def _runner(remote: RemoteBranches | None, executor: object, branches: list[Bran
             base: list[AgentMessage], workers: int) -> Runner:
     if remote is None:
         pool = executor if isinstance(executor, concurrent.futures.ThreadPoolExecutor) else None
-        return LocalRunner(prompts, workers, pool)
+        return LocalRunner(prompts, pool)
     payloads = make_tasks([b.config for b in branches], [b.context for b in branches], prompts)
     return RemoteRunner(remote, payloads, base)
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 
+from ..concurrency import sync
 from ..errors import ConfigError, DecodeError
 
 from ..errors import ConfigError
@@ -100,7 +100,7 @@ class AgentLoopConfig:
     get_follow_up_messages: Callable[[], list[AgentMessage]] | None = None
     put_back_steering_messages: Callable[[list[AgentMessage]], None] | None = None
     put_back_follow_up_messages: Callable[[list[AgentMessage]], None] | None = None
-    clock: Callable[[], float] = time.monotonic  # seconds; what the duration limit is measured with
+    clock: Callable[[], float] = sync.monotonic  # seconds; what the duration limit is measured with
 
     transform_context: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None
     convert_to_llm: Callable[[list[AgentMessage]], list[Message]] | None = None
@@ -184,7 +184,7 @@ DATA_SETTINGS = ("model_config", "thinking_level", "max_tokens", "temperature", 
                  "first_turn_trigger", "metadata", "tool_execution", "batch_size", "tool_timeout_ms",
                  "tool_abort_grace_ms", "retry_config", "context_config", "execution_limits")
 CODE_SETTINGS = tuple(f.name for f in dataclasses.fields(AgentLoopConfig) if f.name not in DATA_SETTINGS)
-_DEFAULT_CODE: dict[str, Any] = {"clock": time.monotonic, "input_filters": ()}
+_DEFAULT_CODE: dict[str, Any] = {"clock": sync.monotonic, "input_filters": ()}
 
 
 def _is_default_counter(counter: object) -> bool:

@@ -24,10 +24,10 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 from __future__ import annotations
 
 import queue
-import time
 from typing import Any, Callable, Sequence
 
 from ..concurrency.cancel import CancellationToken
+from ..concurrency import sync
 from ..concurrency.workers import Job, PoolExhausted, shared_pool
 from ..errors import ToolError
 from ..events import (
@@ -139,7 +139,7 @@ class ToolRunner:
     # ----------------------------------------------------------------- one group
 
     def _run_group(self, calls: list[ToolCall]) -> list[_Execution]:
-        inbox: queue.SimpleQueue[tuple[str, int, Any]] = queue.SimpleQueue()
+        inbox: queue.SimpleQueue[tuple[str, int, Any]] = sync.SimpleQueue()
         executions: list[_Execution] = []
         unregister = self.cancel.on_cancel(lambda: inbox.put(_CANCELLED))
         try:
@@ -194,7 +194,7 @@ class ToolRunner:
             return ex
         ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
         if ex.timeout_ms:
-            ex.deadline = time.monotonic() + ex.timeout_ms / 1000.0
+            ex.deadline = sync.monotonic() + ex.timeout_ms / 1000.0
         try:
             ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
         except PoolExhausted as error:
@@ -210,7 +210,7 @@ class ToolRunner:
             deadlines = [ex.deadline for ex in executions if ex.running and ex.deadline is not None]
             if grace_deadline is not None:
                 deadlines.append(grace_deadline)
-            timeout = min(deadlines) - time.monotonic() if deadlines else None
+            timeout = min(deadlines) - sync.monotonic() if deadlines else None
             if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
                 self._expire(executions, grace_deadline)
                 continue
@@ -220,7 +220,7 @@ class ToolRunner:
                 continue
             if kind == _CANCELLED[0]:
                 if grace_deadline is None:
-                    grace_deadline = time.monotonic() + self.config.tool_abort_grace_ms / 1000.0
+                    grace_deadline = sync.monotonic() + self.config.tool_abort_grace_ms / 1000.0
                 continue
             ex = executions[index]
             if not ex.running:
@@ -234,7 +234,7 @@ class ToolRunner:
                 self._finish(ex, *_outcome(ex.call, *payload))
 
     def _expire(self, executions: list[_Execution], grace_deadline: float | None) -> None:
-        now = time.monotonic()
+        now = sync.monotonic()
         for ex in executions:
             if not ex.running:
                 continue

@@ -20,10 +20,10 @@ StreamConfig and returns one of those (so a script can react to tool results), e
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypedDict, Union
 
+from ..concurrency import sync
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..types import AssistantMessage, StopReason, Usage
@@ -183,7 +183,7 @@ class ScriptedProvider:
         self._script = [_coerce(item) for item in script]
         self._default = None if default is None else _coerce(default)
         self._next = 0
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         self.calls: list[StreamConfig] = []
 
     def __getstate__(self) -> dict[str, Any]:
@@ -197,7 +197,7 @@ class ScriptedProvider:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
 
     def add(self, *items: ScriptItem) -> ScriptedProvider:
         with self._lock:

@@ -5,7 +5,6 @@ recorder's lock held and calls nothing outside the session package.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -18,6 +17,7 @@ from ..events import (
     ToolExecutionEnd,
     TurnEnd,
 )
+from ..concurrency import sync
 from ..log import get_logger
 from ..types import AgentMessage
 from .model import (
@@ -54,7 +54,7 @@ class RecorderState:
 
     def __init__(self, config: SessionRecorderConfig | None = None) -> None:
         self.config = config or SessionRecorderConfig()
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
         self._sessions: dict[str, Session] = {}
         self._loops: dict[str, LoopRecord] = {}  # every loop of every session held here
         self._open: dict[str, set[str]] = {}  # session -> loops this recorder opened that have not ended
