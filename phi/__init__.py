@@ -69,7 +69,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                 "event_from_json", "event_to_json"),
     # errors
     ".errors": ("AlreadyRunning", "ConfigError", "DecodeError", "InvalidArgs", "InvalidContinue", "InvalidPrompt",
-                "PhiError", "StructuredOutputFailed", "ToolCancelled", "ToolError"),
+                "PhiError", "RunTimeout", "StructuredOutputFailed", "ToolCancelled", "ToolError"),
     # the loop (SPEC §4-5)
     ".loop.run": ("agent_loop", "agent_loop_continue"),
     ".loop.llm_view": ("default_convert_to_llm",),
@@ -139,6 +139,9 @@ if TYPE_CHECKING:
     )
     from .errors import (
         PhiError as PhiError,
+    )
+    from .errors import (
+        RunTimeout as RunTimeout,
     )
     from .errors import (
         StructuredOutputFailed as StructuredOutputFailed,

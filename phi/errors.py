@@ -42,6 +42,11 @@ class AlreadyRunning(PhiError):
     """A second run was started on an Agent that is still running."""
 
 
+class RunTimeout(PhiError, TimeoutError):
+    """``Agent.run(timeout=)`` came back without a result: the run, aborted at its deadline, was still
+    inside application code when the tool grace period ended (SPEC AGENT-2). It ends in the background."""
+
+
 class ConfigError(PhiError, ValueError):
     """A setting has a value phi cannot work with."""
 

@@ -45,6 +45,7 @@ def mm(key: str, file: str, edits: list[tuple[str, str]], what: str) -> Mutant:
 
 RUN = "loop/run.py"
 TOOLS = "loop/tool_execution.py"
+ARGUMENTS = "loop/arguments.py"
 STREAM = "loop/reply_stream.py"
 VIEW = "loop/llm_view.py"
 IDENTITY = "loop/identity.py"
@@ -60,6 +61,7 @@ STRATEGIES = "evaluation/strategies.py"
 MODEL = "evaluation/model.py"
 JUDGE = "evaluation/judge.py"
 RECORDER = "session/recorder.py"
+RECORDER_STATE = "session/recorder_state.py"
 
 _TURN_CHECKS = ("                if self.cancel.is_cancelled():\n                    return RunOutcome.ABORTED\n"
                 "                if self.limit_reached():\n                    return RunOutcome.LIMIT\n"
@@ -305,9 +307,8 @@ MUTANTS: list[Mutant] = [
       "        except BaseException as error:\n            self.unwind()\n"
       "            raise InvalidContinue(f'the run failed: {error}') from error\n",
       "an exception reaches the caller unchanged"),
-    m("LOOP-5k", TOOLS, "                    if ex.token is not None:\n                        ex.token.cancel()\n"
-      "        return executions",
-      "                    pass\n        return executions", "an exception: tools still running are cancelled"),
+    m("LOOP-5k", TOOLS, "                    if ex.token is not None:\n                        ex.token.cancel(wait=False)\n",
+      "                    pass\n", "an exception: tools still running are cancelled"),
     m("LOOP-5l", RUN, "        for message in unanswered_call_results(self.context.messages, known):\n"
       "            self.record(message)",
       "        for message in unanswered_call_results(self.context.messages, known):\n"
@@ -583,7 +584,7 @@ MUTANTS: list[Mutant] = [
       "arguments are validated before execution"),
     m("TOOL-2b", TOOLS, 'INVALID_ARGS = "Invalid arguments for tool {name}: {reason}"',
       'INVALID_ARGS = "Invalid arguments for {name}: {reason}"', "Invalid arguments for tool {name}: {reason}"),
-    m("TOOL-2c", TOOLS, 'return f"arguments are not valid JSON: {raw[:200]!r}"', 'return f"bad JSON: {raw[:200]!r}"',
+    m("TOOL-2c", ARGUMENTS, 'return f"arguments are not valid JSON: {raw[:200]!r}"', 'return f"bad JSON: {raw[:200]!r}"',
       "the reason for non-JSON arguments is arguments are not valid JSON: ..."),
     m("TOOL-3a", TOOLS, "        if mode == ToolExecution.PARALLEL:\n            groups = [calls]",
       "        if mode == ToolExecution.PARALLEL:\n            groups = [[call] for call in calls]",
@@ -698,9 +699,11 @@ MUTANTS: list[Mutant] = [
       "the calls of a reply that says stop run"),
 
     # ================================================================ §6 cancellation
-    m("CANCEL-1a", CANCEL, "        child._detach = self.on_cancel(child.cancel)", "        child._detach = "
-                                                                                   "self.on_cancel(lambda: None)",
-      "children are cancelled with their parent"),
+    mm("CANCEL-1a", CANCEL, [("        for child in (children or {}).values():\n            groups.extend(child._mark() or ())\n",
+                              ""),
+                             ("            if token._cancelled:\n                return True\n            token = token._parent",
+                              "            if token._cancelled:\n                return True\n            token = None")],
+       "children are cancelled with their parent"),
     m("CANCEL-1b", CANCEL, "        callback()\n        return _nothing", "        return _nothing",
       "a callback registered on a cancelled token runs at once"),
     m("CANCEL-2a", STREAM, "        content = list(base.content) if base is not None else []",
@@ -724,10 +727,14 @@ MUTANTS: list[Mutant] = [
                             ("    if ctx.cancel.is_cancelled():  # the last moment", "    if False:  # the last "
                                                                                      "moment")],
        "no tool begins executing once the run is cancelled (checks after ToolExecutionStart)"),
+    m("CANCEL-3h", TOOLS, "        if self.cancel.is_cancelled():  # aborted by a subscriber of ToolExecutionStart: "
+                          "it ends at once\n"
+                          "            ex.result, ex.is_error = error_result(ABORTED), True\n            return ex\n", "",
+      "a call found cancelled right after its ToolExecutionStart ends as aborted (not as not found or invalid)"),
     m("CANCEL-3d", TOOLS, "    if ctx.cancel.is_cancelled():  # the last moment", "    if False:  # the last moment",
       "cancellation is checked at the moment execute would be called"),
-    m("CANCEL-3e", TOOLS, "grace_deadline = time.monotonic() + self.config.tool_abort_grace_ms / 1000.0",
-      "grace_deadline = time.monotonic()", "running calls get a grace period to return their own result"),
+    m("CANCEL-3e", TOOLS, "grace_deadline = sync.monotonic() + self.config.tool_abort_grace_ms / 1000.0",
+      "grace_deadline = sync.monotonic()", "running calls get a grace period to return their own result"),
     m("CANCEL-3f", TOOLS, "                self._finish(ex, *_outcome(ex.call, *payload))",
       "                self._finish(ex, *(_outcome(ex.call, *payload) if grace_deadline is None else "
       "(error_result(ABORTED), True)))", "a running call that returns within the grace period keeps its own result"),
@@ -845,20 +852,20 @@ MUTANTS: list[Mutant] = [
       "an aborted child gives a result, never an error"),
 
     # ================================================================ §13.2 sessions (judged by tests/session)
-    m("SESS-1a", RECORDER, "        record.messages = list(event.messages)", "        record.messages = "
+    m("SESS-1a", RECORDER_STATE, "        record.messages = list(event.messages)", "        record.messages = "
                                                                              "list(event.messages)[1:]",
       "a loop record's messages are exactly AgentEnd.messages"),
-    m("SESS-1b", RECORDER, "record.status = LoopStatus.REJECTED if event.rejection is not None else "
+    m("SESS-1b", RECORDER_STATE, "record.status = LoopStatus.REJECTED if event.rejection is not None else "
                            "LoopStatus.of_outcome(event.outcome)",
       "record.status = LoopStatus.COMPLETED", "a loop record's status comes from the outcome"),
-    m("SESS-2a", RECORDER, "        if record.continuation_kind is not None or session.parent_spawn_ref is not None:\n",
+    m("SESS-2a", RECORDER_STATE, "        if record.continuation_kind is not None or session.parent_spawn_ref is not None:\n",
       "        if session.parent_spawn_ref is not None:\n",
       "only a parent in another session with no continuation_kind makes the child a sub-agent spawn"),
     m("SESS-2b", RECORDER, "        if sid in self._awaiting or self._open_groups.get(sid):",
       "        if self._open_groups.get(sid):", "a sub-agent session is held back until its spawn is named"),
-    m("SESS-3a", RECORDER, "                record.status, record.ended_at = LoopStatus.ABORTED, ended",
+    m("SESS-3a", RECORDER_STATE, "                record.status, record.ended_at = LoopStatus.ABORTED, ended",
       "                record.ended_at = ended", "a branch that never started becomes Aborted"),
-    m("SESS-3b", RECORDER, "event.evaluation_usage, loop_id == event.selected_loop_id)", "event.evaluation_usage, "
+    m("SESS-3b", RECORDER_STATE, "event.evaluation_usage, loop_id == event.selected_loop_id)", "event.evaluation_usage, "
                                                                                          "True)",
       "is_selected only on the winner"),
     m("SESS-4a", RECORDER, "            for session in ready:\n                self._forget(session)\n            "
@@ -900,9 +907,10 @@ MUTANTS: list[Mutant] = [
                                                                                             "check_can_continue(base_c"
                                                                                             "ontext)",
       "a continuation's preconditions are checked before anything is emitted"),
-    m("EVAL-4a", PARALLEL, "        branches.append(_Branch(i, config, context, cancel.child_token()))",
-      "        branches.append(_Branch(i, config, context, CancellationToken()))", "cancelling aborts every branch"),
-    m("EVAL-4b", PARALLEL, "        except BaseException as exc:  # kept in the branch's outcome; the other branches "
+    m("EVAL-4a", PARALLEL, "        branches.append(Branch(i, config, context, cancel.child_token(), owner=threading.get_ident()))",
+      "        branches.append(Branch(i, config, context, CancellationToken(), owner=threading.get_ident()))",
+      "cancelling aborts every branch"),
+    m("EVAL-4b", "evaluation/branch.py", "        except BaseException as exc:  # kept in the branch's outcome; the other branches "
                            "go on\n"
       "            self.exception = exc\n",
       "        except BaseException as exc:  # kept in the branch's outcome; the other branches go on\n"
@@ -940,6 +948,10 @@ OPEN: dict[str, str] = {
                "follows, so whether a tool still running saw its token cancelled leaves no trace",
     "LOOP-13e": "unobservable: the driver's context line carries the context's messages, not its ids (a context "
                 "line with agent_id and session_id, README §2, would make it observable)",
+    "CANCEL-1b": "unobservable: the loop registers its callbacks before anything it waits for can start (the "
+                 "tool-call inbox before the calls), and a token made from a cancelled one reports cancelled through "
+                 "its parent (CANCEL-1), so a callback registered on an already cancelled token changes no event; "
+                 "tests/loop/test_loop_cancel_channel.py tests it",
     "CANCEL-3d": "not deterministic: this last check matters only for an abort that lands between a call's "
                  "hand-over to a worker and the worker starting it, a moment no event or hook marks; CANCEL-3c "
                  "(no check after ToolExecutionStart at all) is killed",

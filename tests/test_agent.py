@@ -22,6 +22,7 @@ from phi import (
     ScriptedProvider,
     StopReason,
     StructuredOutputFailed,
+    TextContent,
     ToolExecutionStart,
     TurnStart,
     UserMessage,
@@ -282,6 +283,18 @@ def test_clone_is_a_new_agent_and_leaves_the_original_unchanged():
     other.run("two")
     assert len(other.messages) == 4 and len(agent.messages) == 2
     assert agent.clone(model="gpt-5").config.model_config.api != agent.config.model_config.api
+
+
+def test_clone_copies_the_history_so_changing_one_never_changes_the_other():
+    """issue 30: clone() promises "a copy of its history"; the message objects were shared."""
+    agent = Agent(provider=ScriptedProvider(["a"]))
+    agent.run("one")
+    other = agent.clone()
+    other.messages[0].content.append(TextContent("changed"))
+    other.messages[1].content[0] = TextContent("rewritten")
+    assert [b.text for b in agent.messages[0].content] == ["one"]
+    assert agent.messages[1].text == "a"
+    assert other.messages[0] is not agent.messages[0]
 
 
 def test_wait_for_idle_times_out_while_running():

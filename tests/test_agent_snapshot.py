@@ -14,7 +14,7 @@ import pytest
 from phi import Agent, ScriptedProvider
 from phi.agent.snapshot import AgentSnapshot, resume_point
 from phi.loop.tool import FunctionTool
-from phi.errors import DecodeError, InvalidContinue
+from phi.errors import ConfigError, DecodeError, InvalidContinue
 from phi.events import AgentStart
 from phi.providers.model_config import ModelConfig
 from phi.types import AssistantMessage, ContinuationKind, RunOutcome, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
@@ -86,6 +86,36 @@ def test_resume_after_abort_reruns_with_the_interrupted_loop_as_parent():
     assert [m.role for m in agent.messages] == ["user", "assistant"]
     assert seen[1].parent_loop_id == seen[0].loop_id
     assert seen[1].continuation_kind == ContinuationKind.rerun()
+
+
+@pytest.mark.parametrize("kind", ["retry", "RERUN", ""])
+def test_resume_with_an_unknown_kind_raises_a_typed_error_and_keeps_the_history(kind):
+    """issue 30: resume("retry") after an aborted reply used to drop that reply, then raise a bare
+    KeyError. A resume that cannot start leaves the history as it was (AGENT-6)."""
+    provider = ScriptedProvider([{"blocks": [{"type": "text", "chunks": ["half"]}], "hang_after_chunks": 1}])
+    agent = Agent(provider=provider)
+    started = threading.Event()
+    agent.subscribe(lambda e: started.set() if e.type == "MessageUpdate" else None)
+    stream = agent.prompt("question")
+    assert started.wait(5)
+    agent.abort()
+    stream.result(timeout=5)
+    before = list(agent.messages)
+    with pytest.raises(ConfigError, match="unknown continuation kind"):
+        agent.resume(kind)
+    with pytest.raises(ConfigError, match="unknown continuation kind"):
+        agent.continue_loop(kind)
+    assert agent.messages == before and agent.messages[-1].stop_reason == StopReason.ABORTED
+    assert not agent.is_streaming
+
+
+def test_resume_with_nothing_to_resume_keeps_the_history():
+    agent = Agent(provider=ScriptedProvider(["answer"]))
+    agent.run("question")
+    before = list(agent.messages)
+    with pytest.raises(InvalidContinue):
+        agent.resume()
+    assert agent.messages == before
 
 
 def test_resume_drops_a_tool_step_cut_short_by_abort():

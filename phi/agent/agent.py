@@ -15,15 +15,16 @@ and the agent is idle, so a new prompt may start right there (SPEC AGENT-1).
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union
 
-from ..concurrency.cancel import CancellationToken
 from ..concurrency import sync
+from ..concurrency.cancel import CancellationToken
 from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
-from ..errors import AlreadyRunning, ConfigError
+from ..errors import AlreadyRunning, ConfigError, RunTimeout
 from ..events import AgentEnd, ParallelLoopEnd
 from ..ids import random_uuid
 from ..log import get_logger
@@ -31,6 +32,7 @@ from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSett
 from ..loop.identity import config_segment
 from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
+from ..loop.tool_execution import executing_token
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..types import (
     AgentMessage,
@@ -50,7 +52,7 @@ from ..types import (
 from .recording import continue_stored_session, prepare_recording, record_raised_run, recorded_tools, save_sessions
 from .result import AgentResult
 from .snapshot import AgentSnapshot, resume_point
-from .sources import ToolSource, close_sources, system_prompt_for_run, tools_for_run
+from .sources import ToolSource, close_sources, start_up
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -71,6 +73,7 @@ log = get_logger(__name__)
 _delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
 
 EventSink = Callable[["AgentEvent"], None]
+R = TypeVar("R")
 Prompt = Union[str, AgentMessage, Sequence[AgentMessage]]
 Images = Sequence[Union[ImageContent, tuple[str, str]]]
 
@@ -168,6 +171,7 @@ class Agent:
         self._cancel: CancellationToken | None = None
         self._worker: threading.Thread | None = None
         self._generation = 0  # bumped by reset(): a run started before it merges nothing
+        self._runs: dict[int, CancellationToken] = {}  # thread ident -> token, for each run whose worker is alive
         self._idle = sync.Event()
         self._idle.set()
         self._delivered = sync.Event()  # every event of the latest run has reached the subscribers
@@ -180,7 +184,8 @@ class Agent:
 
     def clone(self, **changes: Unpack[AgentOptions]) -> Agent:
         """A new, idle Agent with this one's settings, tools, tool sources, system prompt, queue modes
-        and recorder — and a copy of its history — with ``changes`` applied (any keyword of
+        and recorder — and a deep copy of its history (changing a message of one never changes the
+        other's) — with ``changes`` applied (any keyword of
         ``Agent(...)``). The clone has its own identity (new agent and session ids), empty queues
         and no subscribers; tool sources are shared, so closing either agent closes them.
 
@@ -188,7 +193,7 @@ class Agent:
         """
         options: dict[str, Any] = {name: getattr(self.config, name) for name in _LOOP_SETTINGS}
         options.update(system_prompt=self.system_prompt, tools=list(self.tools), tool_sources=list(self.tool_sources),
-                       messages=list(self._messages), steering_mode=self.steering_queue.mode,
+                       messages=_copied(self._messages), steering_mode=self.steering_queue.mode,
                        follow_up_mode=self.follow_up_queue.mode, recorder=self._recorder, store=self._store)
         if "model" in changes and "model_config" not in changes:
             options.pop("model_config")  # the new model name picks its own protocol
@@ -309,10 +314,7 @@ class Agent:
 
         Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
         """
-        if isinstance(kind, str):
-            kind = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
-                    "branch": ContinuationKind.branch}[kind]()
-        chosen = kind or ContinuationKind.default()
+        chosen = _continuation_kind(kind) or ContinuationKind.default()
         check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender)
 
@@ -320,11 +322,16 @@ class Agent:
                sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Resume an interrupted run (aborted, failed): the trailing reply that did not finish — and a
         tool step cut short, with its results — is dropped, then the run continues as ``kind``
-        (``rerun`` or ``branch``), its ``parent_loop_id`` the interrupted run's loop id (SPEC AGENT-6)."""
+        (``rerun`` or ``branch``), its ``parent_loop_id`` the interrupted run's loop id (SPEC AGENT-6).
+
+        A resume that cannot start — an unknown ``kind`` (:class:`~phi.errors.ConfigError`), nothing to
+        resume (:class:`~phi.errors.InvalidContinue`), a run already active — raises and leaves the
+        history as it was."""
         self._refuse_while_running("resume")
-        keep = resume_point(self._messages)
-        self._messages = self._messages[:keep]
-        return self.continue_loop(kind, sender=sender)
+        chosen = _continuation_kind(kind) or ContinuationKind.rerun()
+        kept = self._messages[:resume_point(self._messages)]
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender,
+                           history=kept)
 
     def send(self, message: str | AgentMessage | None = None, *,
              sender: EventSink | None = None) -> EventStream[AgentResult]:
@@ -339,20 +346,23 @@ class Agent:
             timeout: float | None = None) -> AgentResult:
         """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
 
-        With ``timeout`` (seconds) the run is aborted when that much time has passed since this call —
-        its start-up (asking tool sources for their tools) included. ``timed_out`` is then set, and
-        ``outcome`` is ``aborted``; a run that completed before the abort took effect reports
-        ``completed`` and not ``timed_out``. An exception from the run is raised here unchanged.
+        With ``timeout`` (seconds) this call comes back within ``timeout`` + 0.5 s (what ``abort()`` may
+        take) + the tool grace period (``tool_abort_grace_ms``), whatever the run's application code
+        does (SPEC AGENT-2). At the deadline a run that has not ended is aborted — its start-up (asking
+        tool sources for their tools) included; ``timed_out`` is then set and ``outcome`` is
+        ``aborted``. A run that completed (its ``AgentEnd`` was emitted) is returned as completed even
+        while its ``after_loop`` or an ``AgentEnd`` subscriber still runs. A run still inside
+        application code when the grace period is over raises :class:`~phi.errors.RunTimeout` (a
+        ``TimeoutError``); it ends in the background, and the agent stays busy until then. Without a
+        timeout, an exception from the run is raised here unchanged.
         """
         deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends
         stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
-        if deadline is None or stream.wait(max(0.0, deadline - sync.monotonic())):
+        if deadline is None:
             return stream.result()
-        stream.abort()
-        grace = self.config.tool_abort_grace_ms / 1000.0
-        result = stream.result(timeout=grace + 5.0)  # aborting ends a run within the tool grace period
-        result.timed_out = result.outcome == RunOutcome.ABORTED
+        result, aborted = _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)
+        result.timed_out = aborted and result.outcome == RunOutcome.ABORTED
         return result
 
     def prompt_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
@@ -390,13 +400,14 @@ class Agent:
                      timeout: float | None = None, *, max_workers: int | None = None,
                      executor: Executor | RemoteBranches | None = None) -> ParallelLoopResult:
         """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline
-        (counted from this call, start-up included)."""
+        (counted from this call, start-up included), and the call comes back within the same bound as
+        :meth:`run`'s (a run still inside application code then raises :class:`~phi.errors.RunTimeout`)."""
         deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
                                       executor=executor)
-        if deadline is not None and not stream.wait(max(0.0, deadline - sync.monotonic())):
-            stream.abort()
-        return stream.result()
+        if deadline is None:
+            return stream.result()
+        return _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)[0]
 
     def run_structured(self, prompt: str, schema: Any, max_retries: int = 2) -> Any:
         """Ask for an answer matching ``schema`` (a JSON Schema dict, a dataclass or a TypedDict).
@@ -415,41 +426,58 @@ class Agent:
             cancel.cancel()
 
     def wait_for_idle(self, timeout: float | None = None) -> bool:
-        """Block until no run is active; returns False if ``timeout`` passed first."""
+        """Block until no run is active; returns False if ``timeout`` passed first.
+
+        Called back from inside one of this agent's runs (a subscriber, hook or tool) while a run is
+        active, it raises :class:`~phi.errors.AlreadyRunning` instead: that run waits for the caller,
+        so the wait could only end by its timeout (SPEC AGENT-1)."""
+        if not self._idle.is_set() and self._inside_own_run():
+            raise AlreadyRunning("wait_for_idle() was called back from inside this agent's own run (a subscriber, "
+                                 "hook or tool), which waits for it: the agent cannot become idle until it returns")
         return self._idle.wait(timeout)
 
     def reset(self) -> None:
         """Abort any run and forget the conversation and the queued messages (identity stays).
 
-        Takes effect at once: a run still winding down merges nothing into the history. Outside the
-        run's own callbacks, waits (up to 5 s) for that run to end.
+        Takes effect at once: a run still winding down merges nothing into the history. Called from
+        any other thread, it waits (up to 5 s) for that run to end; called back from inside one of
+        this agent's runs — a subscriber (of this run or the one before it), a hook, a tool — it
+        returns as soon as the run is aborted, since that run waits for the caller (SPEC AGENT-1).
         """
+        inside = self._inside_own_run()  # decided first: the abort may end the tool call we are part of
         with self._lock:
             self._generation += 1
             self._messages = []
         self.clear_queues()  # what the aborted run took from them is not given back either (MessageQueue.clear)
         self.abort()
-        if not self._on_own_run_thread():
-            self.wait_for_idle(5.0)
+        if not inside:
+            self._idle.wait(5.0)
 
-    def _on_own_run_thread(self) -> bool:
-        """Called back from this agent's run (its worker or a parallel branch): waiting for the run to
-        end here would wait for ourselves."""
-        worker = self._worker
-        if worker is None:
+    def _inside_own_run(self) -> bool:
+        """Whether this thread is called back from inside one of this agent's runs — running it,
+        delivering its events, running a parallel branch or a tool call of it — so that waiting for
+        the agent to become idle here would wait for ourselves."""
+        if getattr(_delivering, "agent", None) is self:
+            return True
+        runs = self._runs
+        if not runs:
             return False
-        if threading.current_thread() is worker:
+        if threading.get_ident() in runs:
             return True
         from ..evaluation.branch import branch_owner
 
-        return branch_owner() == worker.ident
+        if branch_owner() in runs:
+            return True
+        token = executing_token()
+        return token is not None and any(token.descends_from(run) for run in list(runs.values()))
 
     def close(self) -> None:
         """Abort a run in progress and close the tool sources (MCP servers stopped, HTTP sessions
         ended). Safe to call twice (SPEC AGENT-5)."""
+        inside = self._inside_own_run()
         self.abort()
-        if not self._on_own_run_thread():
-            self.wait_for_idle(5.0)
+        if not inside:
+            self._idle.wait(5.0)
         sources, self.tool_sources = self.tool_sources, []
         close_sources(sources)
 
@@ -544,26 +572,28 @@ class Agent:
                               "or pass provider=...")
 
     def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
-               parallel: Sequence[AgentLoopConfig] | None = None,
-               parallel_prompts: Sequence[AgentMessage] = ()) -> EventStream[Any]:
+               parallel: Sequence[AgentLoopConfig] | None = None, parallel_prompts: Sequence[AgentMessage] = (),
+               history: list[AgentMessage] | None = None) -> EventStream[Any]:
         """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
         history is settled when its strategy has chosen, before ``ParallelLoopEnd`` is heard (SPEC
-        AGENT-1, AGENT-8)."""
+        AGENT-1, AGENT-8). ``history``: what the history becomes as the run starts (``resume``).
+
+        The run's start-up — asking tool sources for their tools and instructions — happens on the
+        worker, as part of the run: ``abort()`` (and so ``run(timeout=)``) bounds it (SPEC AGENT-2)."""
         self._check_provider()
-        system_prompt = system_prompt_for_run(self.system_prompt, self.tool_sources)
-        tools = recorded_tools(tools_for_run(self.tools, self.tool_sources), self._recorder,
-                               self._subagent_subscribers)
         stored_counters = continue_stored_session(self._recorder, self._store, self.session_id)
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
                                      "or abort() and wait_for_idle() first")
+            if history is not None:
+                self._messages = history
             for key, count in stored_counters.items():  # never a loop id the stored session holds
                 self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
             self._idle.clear()
             self._cancel = cancel = CancellationToken()
             generation = self._generation
-            context = AgentContext(system_prompt, list(self._messages), tools, self.agent_id, self.session_id,
+            context = AgentContext(self.system_prompt, list(self._messages), [], self.agent_id, self.session_id,
                                    None if parallel else self.next_loop_id(),
                                    self.last_loop_id if kind is not None else None, kind)
             loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
@@ -572,6 +602,7 @@ class Agent:
             after_loop_id = self.last_loop_id  # the run whose conversation the history continues
         self.last_active_at = sync.wall_time()
         self.last_loop_id = context.loop_id
+        own_tools, sources, watchers = list(self.tools), list(self.tool_sources), self._subagent_subscribers
         steering, follow_up = self.steering_queue, self.follow_up_queue
         config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
                          get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
@@ -613,6 +644,8 @@ class Agent:
                 ends.setdefault(event.loop_id, event)
                 if parallel is None:
                     settle()
+                    if event.loop_id == context.loop_id:
+                        stream._know(AgentResult.of(event))  # run(timeout=) may return it from here on
             outer, _delivering.agent = getattr(_delivering, "agent", None), self
             try:
                 for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
@@ -623,29 +656,38 @@ class Agent:
             if last:
                 delivered.set()
 
+        def decided(chosen: ParallelLoopResult) -> None:
+            settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
+            stream._know(chosen)
+
         def work() -> None:
+            me = threading.get_ident()
+            self._runs[me] = cancel
             result, error = None, None
-            prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
             try:
+                context.tools, context.system_prompt = start_up(own_tools, sources, context.system_prompt, cancel)
+                context.tools = recorded_tools(context.tools, recorder, watchers)
+                prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
                 if parallel is None:
                     body(context, config, sink, cancel)
                     result = AgentResult.of(ends[context.loop_id or ""])
                 else:
                     # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
-                    result = body(context, config, sink, cancel, loop_ids,
-                                  lambda decided: settle([*base, *_kept_by(decided, parallel_prompts)],
-                                                         decided.selected_loop_id))
+                    result = body(context, config, sink, cancel, loop_ids, decided)
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)
             finally:
-                delivered.set()  # also when the run raised before its last event
                 # a parallel run that raised before a branch was chosen keeps at least its prompt
                 settle([*base, *parallel_prompts] if parallel else None)
+                if not previous.is_set():  # a run that raised before its last event (or any): its delivery
+                    previous.wait()  # still ends after the previous run's, or the next run's would overlap it
+                delivered.set()
                 if error is not None:
                     kept = [] if parallel else context.messages[len(base):]
                     record_raised_run(recorder, loop_ids or [context.loop_id or ""], kept)
                 save_sessions(recorder, store)
+                self._runs.pop(me, None)
                 stream._finish(result, error)
 
         name = context.loop_id or (loop_ids[0] if loop_ids else "")
@@ -668,6 +710,52 @@ def _kept_by(decided: ParallelLoopResult, prompts: Sequence[AgentMessage]) -> li
 
 def _drop(event: AgentEvent) -> None:
     """The sink of a run whose events nobody reads (``Agent.run``)."""
+
+
+_CONTINUATIONS = {"default": ContinuationKind.default, "rerun": ContinuationKind.rerun,
+                  "branch": ContinuationKind.branch}
+
+
+def _continuation_kind(kind: ContinuationKind | str | None) -> ContinuationKind | None:
+    if not isinstance(kind, str):
+        return kind
+    make = _CONTINUATIONS.get(kind)
+    if make is None:
+        raise ConfigError(f"unknown continuation kind {kind!r}: use one of {sorted(_CONTINUATIONS)}")
+    return make()
+
+
+def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: float) -> tuple[R, bool]:
+    """The result of a run that must come back by ``deadline`` (SPEC AGENT-2), and whether this
+    aborted it. A run that ended by the deadline gives what it gave (or raises what it raised); one
+    whose result is known (AgentEnd, or a parallel run's decision) is returned while its last
+    callbacks run; otherwise the run is aborted and gets ``grace`` seconds to end."""
+    if stream.wait(max(0.0, deadline - sync.monotonic())):
+        return stream.result(), False
+    aborted = not stream.result_known
+    if aborted:
+        stream.abort()
+        stream.wait_known(grace)
+    if stream.done:
+        return stream.result(), aborted
+    if stream.result_known:
+        return stream.known_result(), aborted
+    raise RunTimeout(f"the run did not end within its timeout of {timeout:g} s nor within the {grace:g} s it was "
+                     "given after being aborted: application code it called (a hook, a subscriber, a tool source) "
+                     "is still running. The run ends in the background when that code returns and keeps its "
+                     "messages; the agent stays busy until then")
+
+
+def _copied(messages: Sequence[AgentMessage]) -> list[AgentMessage]:
+    """A deep copy of a history; application data that cannot be copied (an extension message
+    holding a lock, say) is shared."""
+    copied = []
+    for message in messages:
+        try:
+            copied.append(copy.deepcopy(message))
+        except (TypeError, copy.Error, RecursionError):
+            copied.append(copy.copy(message))
+    return copied
 
 
 def _as_message(message: str | AgentMessage) -> AgentMessage:

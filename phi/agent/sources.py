@@ -10,12 +10,18 @@ live in their own packages, which nothing here imports — a vendored copy may d
 
 Sources are asked at the start of every run (AGENT-5): a run's tools and system prompt are fixed
 then. A source that fails with a :class:`~phi.errors.PhiError` is left out of that run with a warning.
+They are asked on a worker of the shared pool (:func:`start_up`), so that aborting the run — or
+``run(timeout=)`` reaching its deadline — ends a start-up that hangs (AGENT-2).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+import queue
+from typing import Any, Protocol, Sequence, runtime_checkable
 
+from ..concurrency import sync
+from ..concurrency.cancel import CancellationToken
+from ..concurrency.workers import PoolExhausted, shared_pool
 from ..errors import PhiError
 from ..log import get_logger
 from ..loop.tool import AgentTool
@@ -38,6 +44,44 @@ def tools_for_run(tools: Sequence[AgentTool], sources: Sequence[ToolSource]) -> 
             found.extend(source.tools())
         except PhiError as error:  # a dead server must not stop the agent: its tools are left out
             log.warning("tools of %r are unavailable for this run: %s", source, error)
+    return found
+
+
+def start_up(tools: Sequence[AgentTool], sources: Sequence[ToolSource], system_prompt: str,
+             cancel: CancellationToken) -> tuple[list[AgentTool], str]:
+    """A run's tools and system prompt (AGENT-5), asked of the sources on a worker of the shared pool
+    while the run's thread waits, so that cancelling the run ends its start-up too (AGENT-2): the
+    sources still answering are then left out of the run (which, cancelled, ends at once, CANCEL-4)
+    and their call goes on in the background. An exception a source raises (other than a PhiError,
+    which leaves that source out) ends the run like any exception from application code (LOOP-5)."""
+    if not sources:
+        return list(tools), system_prompt
+    answers: queue.SimpleQueue[tuple[str, Any]] = sync.SimpleQueue()
+
+    def ask() -> None:
+        try:
+            answers.put(("ok", (tools_for_run(tools, sources), system_prompt_for_run(system_prompt, sources))))
+        except BaseException as error:  # re-raised on the run's thread
+            answers.put(("raised", error))
+
+    unregister = cancel.on_cancel(lambda: answers.put(("cancelled", None)))
+    try:
+        try:
+            job = shared_pool().submit(ask)
+        except PoolExhausted:  # no thread to spare: ask here, unbounded
+            job = None
+            ask()
+        kind, value = answers.get()
+    finally:
+        unregister()
+    if kind == "cancelled":
+        if job is not None:
+            job.abandon()
+        log.warning("the run was cancelled while its tool sources were asked for their tools; they are left out")
+        return list(tools), system_prompt
+    if kind == "raised":
+        raise value
+    found: tuple[list[AgentTool], str] = value
     return found
 
 

@@ -1,15 +1,19 @@
 """Cooperative cancellation (SPEC §6, CANCEL-1).
 
-A :class:`CancellationToken` is a ``threading.Event`` with a tree of children and callbacks. Cancelling
-a token cancels every child made from it, and runs its callbacks once, with no lock held (so a
-callback may itself cancel tokens, report progress or abort a run). Blocking I/O registers a callback
-that interrupts it (providers close their HTTP response, shell tools kill their process group), which
-is how an abort takes effect within milliseconds.
+A :class:`CancellationToken` is a one-way switch with a tree of children and callbacks. Cancelling a
+token cancels its whole subtree *at once*: every descendant reports ``is_cancelled()`` from the
+moment the token does, before any callback runs, so a slow callback of one tool can never leave a
+sibling tool un-cancelled (SPEC CANCEL-1, CANCEL-3). Blocking I/O registers a callback that
+interrupts it (providers close their HTTP response, shell tools kill their process group), which is
+how an abort takes effect within milliseconds.
 
-``cancel()`` never blocks for long, whatever a callback does (SPEC LOOP-19): the token is marked
-cancelled at once, then the callbacks — the whole tree's, in registration order — run on a helper
-thread that ``cancel()`` waits for at most :data:`CALLBACK_WAIT_S`. A callback still running after
-that goes on in the background (with a WARNING); the caller has returned.
+Callbacks run once, with no lock held (so a callback may itself cancel tokens, report progress or
+abort a run), on helper threads: the callbacks of each token of the tree in registration order, each
+token's on a helper of its own, so a callback that blocks delays only the other callbacks of its own
+token. ``cancel()`` waits for the helpers at most :data:`CALLBACK_WAIT_S` (SPEC LOOP-19); a callback
+still running then goes on in the background (with a WARNING). ``cancel(wait=False)`` does not wait
+at all: the loop uses it for a call it stops waiting for (a timeout, TOOL-6), which must not cost the
+run the callback's time.
 """
 
 from __future__ import annotations
@@ -28,55 +32,85 @@ _keys = itertools.count()
 #: How long ``cancel()`` waits for the callbacks before returning without them.
 CALLBACK_WAIT_S = 0.5
 
-_running_callbacks = threading.local()  # set on the thread that runs a cancel's callbacks
-
 
 class CancellationToken:
     """A one-way switch: once cancelled, always cancelled."""
 
-    __slots__ = ("_cancelled", "_event", "_lock", "_callbacks", "_detach", "__weakref__")
+    __slots__ = ("_cancelled", "_event", "_lock", "_callbacks", "_children", "_parent", "_key", "__weakref__")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._event: threading.Event | None = None  # made by the first wait(): most tokens never wait
         self._lock = sync.Lock()
-        # registration key -> callback; None once cancelled. A dict makes unregistering O(1).
+        # registration key -> callback / child; both None once cancelled. Dicts make removal O(1).
         self._callbacks: dict[int, Callable[[], None]] | None = {}
-        self._detach: Callable[[], None] | None = None
+        self._children: dict[int, CancellationToken] | None = {}
+        self._parent: CancellationToken | None = None  # while attached: a cancelled parent cancels this token
+        self._key = 0  # this token's key among its parent's children
 
-    def cancel(self) -> None:
-        """Cancel this token and all its children; run the registered callbacks once.
+    def cancel(self, wait: bool = True) -> None:
+        """Cancel this token and its whole subtree at once, then run every registered callback once.
 
-        Callbacks run in registration order, after the lock is released, on a helper thread that
-        this call waits for at most :data:`CALLBACK_WAIT_S` (children's callbacks run on the same
-        helper thread). One that raises is logged and does not stop the others.
+        With ``wait`` (the default) this waits for the callbacks at most :data:`CALLBACK_WAIT_S`;
+        without, it returns as soon as the tree is marked. A callback that raises is logged and does
+        not stop the others.
         """
-        with self._lock:
-            if self._callbacks is None:
-                return
-            callbacks, self._callbacks = self._callbacks, None
-            self._cancelled = True
-            if self._event is not None:
-                self._event.set()
-        if not callbacks:
+        groups = self._mark()
+        if groups is None:  # cancelled before
             return
-        if getattr(_running_callbacks, "active", False):  # a child cancelled by its parent's callback
-            _run_callbacks(list(callbacks.values()))
+        self._leave_parent()  # a cancelled token needs no parent to cancel it: the parent stops holding on to it
+        if not groups:
             return
-        helper = sync.Thread(target=_run_callbacks, args=(list(callbacks.values()), True),
-                                  name="phi-cancel", daemon=True)
-        helper.start()
-        helper.join(CALLBACK_WAIT_S)
-        if helper.is_alive():
+        helpers = [sync.Thread(target=_run_callbacks, args=(callbacks,), name="phi-cancel", daemon=True)
+                   for callbacks in groups]
+        for helper in helpers:
+            helper.start()
+        if not wait:
+            return
+        deadline = sync.monotonic() + CALLBACK_WAIT_S
+        for helper in helpers:
+            helper.join(max(0.0, deadline - sync.monotonic()))
+        if any(helper.is_alive() for helper in helpers):
             log.warning("a cancellation callback is still running after %.1f s; cancel() returns without it",
                         CALLBACK_WAIT_S)
 
+    def _mark(self) -> list[list[Callable[[], None]]] | None:
+        """Mark this token and its subtree cancelled; their callbacks, one list per token (tree order).
+        None when this token was cancelled before."""
+        with self._lock:
+            if self._callbacks is None:
+                return None
+            callbacks, self._callbacks = self._callbacks, None
+            children, self._children = self._children, None
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
+        groups = [list(callbacks.values())] if callbacks else []
+        for child in (children or {}).values():
+            groups.extend(child._mark() or ())
+        return groups
+
     def is_cancelled(self) -> bool:
-        return self._cancelled
+        """Whether this token — or an ancestor it is attached to — has been cancelled."""
+        token: CancellationToken | None = self
+        while token is not None:
+            if token._cancelled:
+                return True
+            token = token._parent
+        return False
+
+    def descends_from(self, ancestor: CancellationToken) -> bool:
+        """Whether this token is ``ancestor`` or attached below it (a run's token, a tool call's)."""
+        token: CancellationToken | None = self
+        while token is not None:
+            if token is ancestor:
+                return True
+            token = token._parent
+        return False
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled
+        return self.is_cancelled()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass; returns whether it was cancelled."""
@@ -86,6 +120,8 @@ class CancellationToken:
             if self._event is None:
                 self._event = sync.Event()
             event = self._event
+        if self.is_cancelled():  # an ancestor is cancelled: this token is being marked right now
+            return True
         return event.wait(timeout)
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -107,21 +143,33 @@ class CancellationToken:
                 self._callbacks.pop(key, None)
 
     def child_token(self) -> CancellationToken:
-        """A token that is cancelled with this one, but can also be cancelled on its own.
+        """A token that is cancelled with this one (at the same moment), but can also be cancelled on
+        its own.
 
         Call :meth:`release` on the child when the work it guards is over, so this token stops
-        holding on to it (a cancelled child releases itself).
+        holding on to it.
         """
         child = CancellationToken()
-        child._detach = self.on_cancel(child.cancel)
-        child.on_cancel(child.release)
+        child._parent = self  # also for a child of a cancelled token: descends_from() follows it
+        with self._lock:
+            if self._children is not None:
+                child._key = next(_keys)
+                self._children[child._key] = child
+                return child
+        child.cancel()  # made from a cancelled token
         return child
 
     def release(self) -> None:
         """Detach this token from its parent (no-op for a root token or when already released)."""
-        detach, self._detach = self._detach, None
-        if detach is not None:
-            detach()
+        self._leave_parent()
+        self._parent = None
+
+    def _leave_parent(self) -> None:
+        parent = self._parent
+        if parent is not None:
+            with parent._lock:
+                if parent._children is not None:
+                    parent._children.pop(self._key, None)
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self.is_cancelled()})"
@@ -131,9 +179,7 @@ def _nothing() -> None:
     return None
 
 
-def _run_callbacks(callbacks: list[Callable[[], None]], mark: bool = False) -> None:
-    if mark:
-        _running_callbacks.active = True
+def _run_callbacks(callbacks: list[Callable[[], None]]) -> None:
     for callback in callbacks:
         try:
             callback()

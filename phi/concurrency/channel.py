@@ -13,7 +13,10 @@ import threading
 from typing import Any, Callable, Generic, Iterator, TypeVar, cast
 
 from ..events import AgentEvent
+from ..log import get_logger
 from . import sync
+
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -90,15 +93,46 @@ class EventStream(Generic[T]):
         self._error: BaseException | None = None
         self._abort = abort
         self._closed = False
+        # set when the run's result is known — at its AgentEnd (or a parallel run's decision), while its
+        # last callbacks may still run — or when it finished (Agent.run(timeout=), SPEC AGENT-2)
+        self._known = sync.Event()
+        self._known_result: T | None = None
+        self._handed_out = False
         # raises instead of blocking where waiting could never end (see Agent: a run waited for
         # from inside the previous run's subscriber callback)
         self._before_blocking = before_blocking or _nothing
 
     # called by the worker thread
+    def _know(self, result: T) -> None:
+        """The run's result is settled (its AgentEnd was emitted); what follows cannot change it."""
+        self._known_result = result
+        self._known.set()
+
     def _finish(self, result: T | None, error: BaseException | None) -> None:
         self._result, self._error = result, error
         self._done.set()
+        self._known.set()
         self._channel.close()
+        if error is not None and self._handed_out:  # nobody is left to raise it to
+            log.error("a run raised after its result was returned at its deadline (run(timeout=)): %s: %s",
+                      type(error).__name__, error, exc_info=error)
+
+    @property
+    def result_known(self) -> bool:
+        """Whether the run's result is known (it emitted its AgentEnd, or it finished)."""
+        return self._known.is_set()
+
+    def wait_known(self, timeout: float | None = None) -> bool:
+        """Block until the run's result is known; returns False if ``timeout`` passed first."""
+        return self._known.wait(timeout)
+
+    def known_result(self) -> T:
+        """The result settled at the run's AgentEnd, before the run's last callbacks returned (an
+        exception they raise afterwards is logged, as nobody waits for it then)."""
+        self._handed_out = True  # first: a run finishing right now then logs what it raised, never drops it
+        if self._done.is_set():
+            return self.result()
+        return cast(T, self._known_result)
 
     def __iter__(self) -> Iterator[AgentEvent]:
         self._before_blocking()

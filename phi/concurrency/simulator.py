@@ -45,7 +45,7 @@ import threading
 import traceback
 from time import monotonic as _real_monotonic
 from collections import deque
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from . import sync, workers
 
@@ -430,8 +430,8 @@ class Simulation:
         random.seed(self.seed)  # phi's own draws (retry jitter) are part of the replay
         _active = self
         try:
-            sync.Lock, sync.RLock, sync.Condition = SimLock, SimRLock, SimCondition  # type: ignore[misc,assignment]
-            sync.Event, sync.SimpleQueue, sync.Thread = SimEvent, SimSimpleQueue, SimThread  # type: ignore[misc,assignment]
+            sync.Lock, sync.RLock, sync.Condition = SimLock, SimRLock, SimCondition  # type: ignore[assignment]
+            sync.Event, sync.SimpleQueue, sync.Thread = SimEvent, SimSimpleQueue, SimThread  # type: ignore[assignment]
             sync._monotonic, sync._wall, sync._sleep = self.monotonic, self.wall_time, self.sleep
             workers._pool = workers.WorkerPool()
 
@@ -714,10 +714,6 @@ _SWAPPED = ("Lock", "RLock", "Condition", "Event", "SimpleQueue", "Thread", "_mo
 def current() -> Simulation | None:
     """The simulation running now, if any."""
     return _active
-
-
-def threads_of(sim: Simulation) -> Iterator[SimThread]:
-    return iter(list(sim.threads))
 
 
 __all__ = ["Simulation", "SimulationFailure", "SimulationKilled", "SimThread", "current"]

@@ -24,6 +24,7 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 from __future__ import annotations
 
 import queue
+import threading
 from typing import Any, Callable, Sequence
 
 from ..concurrency.cancel import CancellationToken
@@ -56,6 +57,8 @@ TRUNCATED_CALL = (
     "incomplete. Re-issue the call with complete arguments."
 )
 ABORTED = "Tool execution aborted."
+
+_executing = threading.local()  # .token: the token of the tool call this thread is executing
 
 # What workers post to the run's thread: (kind, call index, payload).
 _UPDATE, _PROGRESS, _DONE = "update", "progress", "done"
@@ -155,7 +158,9 @@ class ToolRunner:
                 if ex.running:
                     ex.running, ex.finished = False, True
                     if ex.token is not None:
-                        ex.token.cancel()
+                        ex.token.cancel(wait=False)
+                    if ex.job is not None:  # nobody waits for it now: its worker must not count as busy
+                        ex.job.abandon()
         return executions
 
     def _start(self, call: ToolCall, index: int, inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> _Execution:
@@ -247,7 +252,7 @@ class ToolRunner:
         """Stop waiting for a call: cancel its token and answer with ``result``."""
         ex.running = False
         if ex.token is not None:
-            ex.token.cancel()
+            ex.token.cancel(wait=False)  # its cancellation callbacks run on; the run does not wait for them
         if ex.job is not None:
             ex.job.abandon()
         log.warning("tool %s (%s) abandoned: %s", ex.call.name, ex.call.id, _text_of(result))
@@ -286,12 +291,22 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     if ctx.cancel.is_cancelled():  # the last moment before the tool's side effects (CANCEL-3)
         inbox.put((_DONE, index, (None, _NotStarted())))
         return
+    outer, _executing.token = getattr(_executing, "token", None), ctx.cancel
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
         inbox.put((_DONE, index, (None, error)))
     else:
         inbox.put((_DONE, index, (value, None)))
+    finally:
+        _executing.token = outer
+
+
+def executing_token() -> CancellationToken | None:
+    """On a thread running a tool call (``execute``), that call's token; else None. An Agent uses it
+    to tell that it is called back from inside one of its own runs (SPEC AGENT-1)."""
+    token: CancellationToken | None = getattr(_executing, "token", None)
+    return token
 
 
 def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[ToolResult, bool]:

@@ -13,9 +13,9 @@ import random
 import threading
 from typing import Any
 
-from checks import ABORT_BOUND_S, EPS
-from plan import OPERATION_WEIGHTS, OPERATIONS, ActorPlan
-from world import AgentWorld, ScenarioError, World
+from .checks import ABORT_BOUND_S, EPS
+from .plan import OPERATION_WEIGHTS, OPERATIONS, ActorPlan
+from .world import AgentWorld, ScenarioError, World
 
 from phi import AlreadyRunning, PhiError
 from phi.concurrency import sync
@@ -35,12 +35,12 @@ def run_actor(world: World, plan: ActorPlan) -> None:
         except (AlreadyRunning, ScenarioError) as error:
             if isinstance(error, ScenarioError) and error.site in NOT_RAISED_TO_CALLER:
                 world.fail("exception_leaked", f"{op} on agent{aw.plan.index} raised the exception of a {error.site}")
+        except TimeoutError as error:  # RunTimeout: the run was still inside application code at the bound
+            if op not in ("run_timeout", "run_parallel_timeout"):
+                world.fail("unexpected_exception", f"{op} on agent{aw.plan.index} raised {type(error).__name__}: {error}")
         except PhiError as error:
             if op not in ("resume", "parallel"):
                 world.fail("unexpected_exception", f"{op} on agent{aw.plan.index} raised {type(error).__name__}: {error}")
-        except TimeoutError:
-            if op not in ("run_timeout", "run_parallel_timeout"):
-                raise
         except Exception as error:
             world.fail("unexpected_exception", f"{op} on agent{aw.plan.index} raised {type(error).__name__}: {error}")
 

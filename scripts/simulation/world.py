@@ -15,12 +15,13 @@ run each stream is, when it ended). The wrappers only record; they change nothin
 from __future__ import annotations
 
 import random
+import threading
 import weakref
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from checks import (
+from .checks import (
     ABORT_BOUND_S,
     EPS,
     Pushed,
@@ -30,7 +31,7 @@ from checks import (
     overlap,
     user_texts,
 )
-from plan import RUN_THREAD_SITES, SOURCE_SITE, TOOL_SITE, CANCEL_SITE, AgentPlan, Scenario
+from .plan import RUN_THREAD_SITES, SOURCE_SITE, TOOL_SITE, CANCEL_SITE, AgentPlan, Scenario
 
 from phi import (
     Agent,
@@ -54,6 +55,9 @@ from phi.types import RunOutcome
 
 TIMEOUT_TEXT = "Tool exceeded timeout of "
 FINAL_IDLE_S = 600.0  # virtual seconds the end of a scenario waits for every agent to be idle
+
+
+_calls = threading.local()  # .current: (loop id, call id) of the tool call this thread runs
 
 
 class ScenarioError(Exception):
@@ -105,10 +109,10 @@ class Probe:
             probe.parents[made] = token
             return made
 
-        def cancel_(token: CancellationToken) -> None:
+        def cancel_(token: CancellationToken, *args: Any, **kwargs: Any) -> None:
             if token not in probe.cancelled_at:
                 probe.cancelled_at[token] = sim.now
-            cancel(token)
+            cancel(token, *args, **kwargs)
 
         def stream_init_(stream: EventStream[Any], channel: Any, done: Any, abort: Any = None,
                          before_blocking: Any = None) -> None:
@@ -305,9 +309,10 @@ class World:
             self.timed_abort(aw, site)
         elif action in ("reset", "close"):
             start = self.sim.now
+            waited_for = self._waited_for(aw, site)
             self.reset(aw) if action == "reset" else agent.close()
             took = self.sim.now - start
-            if took > ABORT_BOUND_S + EPS:
+            if took > ABORT_BOUND_S + EPS and waited_for:
                 self.fail(f"{action}_stalled", f"agent{aw.plan.index}.{action}() called from its own {site} took "
                                                 f"{took:.3f}s (a callback must not wait for the run it is part of)")
         elif action in ("steer", "follow_up"):
@@ -322,6 +327,19 @@ class World:
             except AlreadyRunning:
                 pass
         return None
+
+    def _waited_for(self, aw: AgentWorld, site: str) -> bool:
+        """Whether the run waits for the application code at ``site`` on this thread: always for the
+        run's own thread; for a tool, until the call was answered (timed out or abandoned, it runs
+        on alone)."""
+        if site != TOOL_SITE:
+            return True
+        call = getattr(_calls, "current", None)
+        if call is None:
+            return True
+        loop_id, call_id = call
+        run = aw.runs.get(loop_id)
+        return run is None or not run.tool_ends[call_id]
 
     def timed_abort(self, aw: AgentWorld, where: str) -> None:
         start = self.sim.now
@@ -393,7 +411,11 @@ class World:
         def execute(args: dict[str, Any], ctx: Any) -> Any:
             aw = holder[0]
             self.check_not_cancelled(ctx.cancel, f"{kind} tool {ctx.tool_call_id} began executing")
-            self.callback(aw, TOOL_SITE)
+            _calls.current = (ctx.loop_id, ctx.tool_call_id)
+            try:
+                self.callback(aw, TOOL_SITE)
+            finally:
+                _calls.current = None
             return self.run_tool(aw, kind, float(args.get("d", 0.0)), ctx)
 
         schema = {"type": "object", "properties": {"d": {"type": "number"}}, "additionalProperties": False}
@@ -581,8 +603,6 @@ def _prompt_texts(messages: list[Any]) -> set[str]:
 
 
 def _ident() -> int:
-    import threading
-
     return threading.get_ident()
 
 

@@ -161,14 +161,35 @@ def test_abort_returns_at_once_even_when_a_tool_cancel_callback_blocks():
         release.set()
 
 
-def test_callbacks_still_run_in_order_and_children_are_cancelled():
+def test_callbacks_run_in_order_per_token_after_the_whole_tree_is_marked():
+    """CANCEL-1: each token's callbacks run in registration order; every token of the tree reports
+    cancelled before any callback runs (a slow callback of one token never delays another's mark)."""
     parent, seen = CancellationToken(), []
     child = parent.child_token()
-    parent.on_cancel(lambda: seen.append("parent 1"))
-    child.on_cancel(lambda: seen.append("child"))
-    parent.on_cancel(lambda: seen.append("parent 2"))
+    grandchild = child.child_token()
+    parent.on_cancel(lambda: seen.append(("parent 1", child.is_cancelled(), grandchild.is_cancelled())))
+    child.on_cancel(lambda: seen.append(("child", parent.is_cancelled(), grandchild.is_cancelled())))
+    parent.on_cancel(lambda: seen.append(("parent 2", True, True)))
     parent.cancel()
-    assert child.is_cancelled() and seen == ["child", "parent 1", "parent 2"]
+    assert child.is_cancelled() and grandchild.is_cancelled()
+    assert sorted(seen) == [("child", True, True), ("parent 1", True, True), ("parent 2", True, True)]
+    assert [name for name, *_ in seen if name.startswith("parent")] == ["parent 1", "parent 2"]
+
+
+def test_a_blocking_callback_does_not_delay_a_sibling_token():
+    """issue 30: tool A's cancellation callback blocks; tool B's token is cancelled — and its own
+    callback runs — at once, not when A's callback returns."""
+    run_token = CancellationToken()
+    a, b = run_token.child_token(), run_token.child_token()
+    release, b_called = threading.Event(), threading.Event()
+    a.on_cancel(lambda: release.wait(10))
+    b.on_cancel(b_called.set)
+    try:
+        run_token.cancel(wait=False)
+        assert b.is_cancelled() and a.is_cancelled()
+        assert b_called.wait(5)
+    finally:
+        release.set()
 
 
 def test_reset_lets_no_steering_of_the_old_conversation_into_the_new_one():

@@ -1,0 +1,203 @@
+"""The windows issue 30 found in the run contract, each replayed deterministically under the simulator
+(virtual time: a callback that "blocks 5 s" costs nothing, and nothing here depends on the machine).
+Each scenario runs under several seeds, so under several interleavings of the same threads."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+import pytest
+
+from phi import Agent, FunctionTool, RunOutcome, ScriptedProvider, ToolExecution
+from phi.concurrency import sync, workers
+from phi.concurrency.cancel import CALLBACK_WAIT_S
+from phi.concurrency.simulator import Simulation
+
+T = TypeVar("T")
+SEEDS = range(8)
+SCHEMA = {"type": "object", "properties": {}}
+
+
+def simulate(main: Callable[[], T], seed: int, settle_s: float = 300.0) -> T:
+    return Simulation(seed, settle_s=settle_s).run(main)
+
+
+def calls(*names: str) -> dict[str, Any]:
+    return {"blocks": [{"type": "toolCall", "id": f"c{i}", "name": n, "arguments": {}} for i, n in enumerate(names)]}
+
+
+def tool(name: str, fn: Callable[[dict[str, Any], Any], object]) -> FunctionTool:
+    return FunctionTool(name, name, SCHEMA, fn)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_abort_cancels_every_tool_token_at_once_whatever_a_callback_does(seed: int):
+    """Side effect after abort: tool A's cancellation callback blocks 5 s; tool B checks its token before
+    each side effect. Once abort() has begun, B must do no side effect (SPEC CANCEL-1, CANCEL-3)."""
+
+    def main() -> tuple[list[str], Any]:
+        log: list[str] = []  # one thread runs at a time: the order of this list is the order of events
+
+        def slow_to_cancel(args: dict[str, Any], ctx: Any) -> str:
+            ctx.cancel.on_cancel(lambda: sync.sleep(5.0))
+            ctx.cancel.wait(30.0)
+            return "a"
+
+        def careful(args: dict[str, Any], ctx: Any) -> str:
+            for _ in range(400):
+                if ctx.cancel.is_cancelled():
+                    return "stopped"
+                log.append("effect")
+                sync.sleep(0.05)
+            return "b"
+
+        agent = Agent(provider=ScriptedProvider([calls("a", "b"), "done"]),
+                      tools=[tool("a", slow_to_cancel), tool("b", careful)])
+        stream = agent.prompt("go")
+        sync.sleep(0.3)
+        log.append("abort")
+        agent.abort()
+        return log, stream.result()
+
+    log, result = simulate(main, seed)
+    assert "effect" in log and "effect" not in log[log.index("abort"):], "a side effect came after abort() began"
+    assert result.outcome == RunOutcome.ABORTED
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_run_ended_by_an_exception_abandons_the_tools_still_running(seed: int):
+    """Hang by another road: a subscriber raises while a tool that ignores cancellation runs. Nobody waits
+    for that tool any more, so its worker counts as abandoned, never as busy (else 256 of them would
+    make every later tool call in the process wait for ever)."""
+
+    def main() -> tuple[Any, Any]:
+        def stubborn(args: dict[str, Any], ctx: Any) -> str:
+            sync.sleep(60.0)
+            return "late"
+
+        def quick(args: dict[str, Any], ctx: Any) -> str:
+            return "quick"
+
+        def subscriber(event: Any) -> None:
+            if event.type == "ToolExecutionEnd":
+                raise RuntimeError("a buggy subscriber")
+
+        agent = Agent(provider=ScriptedProvider([calls("stubborn", "quick"), "done"]),
+                      tools=[tool("stubborn", stubborn), tool("quick", quick)])
+        agent.subscribe(subscriber)
+        with pytest.raises(RuntimeError, match="buggy subscriber"):
+            agent.run("go")
+        sync.sleep(0.001)
+        during = workers.stats()
+        sync.sleep(61.0)
+        return during, workers.stats()
+
+    during, after = simulate(main, seed)
+    assert during.busy == 0 and during.abandoned == 1
+    assert after.busy == 0 and after.abandoned == 0
+
+
+@pytest.mark.parametrize("where", ["after_loop", "AgentEnd subscriber"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_run_with_a_timeout_returns_a_completed_run_as_completed(seed: int, where: str):
+    """A completed run reported as a timeout: the run completed, but its after_loop (or an AgentEnd
+    subscriber) is slow. run(timeout=0.5) returns the completed result by the deadline (AGENT-2)."""
+
+    def main() -> tuple[Any, float]:
+        def slow(*args: Any) -> None:
+            if where == "after_loop" or getattr(args[0], "type", "") == "AgentEnd":
+                sync.sleep(10.0)
+
+        agent = Agent(provider=ScriptedProvider(["done"]), after_loop=slow if where == "after_loop" else None)
+        if where != "after_loop":
+            agent.subscribe(slow)
+        started = sync.monotonic()
+        result = agent.run("go", timeout=0.5)
+        return result, sync.monotonic() - started
+
+    result, took = simulate(main, seed)
+    assert result.outcome == RunOutcome.COMPLETED and not result.timed_out and result.text == "done"
+    assert took <= 0.5 + 1e-6
+
+
+@pytest.mark.parametrize("answers_after", [3.0, 10_000.0])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_run_with_a_timeout_bounds_the_start_up(seed: int, answers_after: float):
+    """run(timeout=) does not bound start-up: a tool source whose tools() takes 3 s (or hangs). The
+    timeout counts the start-up (AGENT-2): the run is aborted at the deadline, keeps its prompt, and
+    run() is back within timeout + abort's wait + the tool grace."""
+
+    class SlowSource:
+        def tools(self) -> list[Any]:
+            sync.sleep(answers_after)
+            return []
+
+    def main() -> tuple[Any, float, list[Any]]:
+        agent = Agent(provider=ScriptedProvider(["done"]), tool_sources=[SlowSource()])
+        started = sync.monotonic()
+        result = agent.run("go", timeout=0.5)
+        return result, sync.monotonic() - started, agent.messages
+
+    result, took, history = simulate(main, seed, settle_s=answers_after + 60.0)  # until tools() returns
+    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + 1e-6
+    assert result.outcome == RunOutcome.ABORTED and result.timed_out
+    assert [m.text for m in history] == ["go"]  # the input is kept
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_timed_out_calls_do_not_wait_for_their_cancellation_callbacks(seed: int):
+    """Timeouts queue behind slow cancellation callbacks: eight parallel calls time out at 100 ms and
+    each one's cancellation callback is slow. The run waits for none of them (TOOL-6)."""
+
+    def main() -> tuple[Any, float]:
+        def slow_callbacks(args: dict[str, Any], ctx: Any) -> str:
+            ctx.cancel.on_cancel(lambda: sync.sleep(2.0))
+            sync.sleep(30.0)  # and it ignores its token
+            return "late"
+
+        agent = Agent(provider=ScriptedProvider([calls(*["slow"] * 8), "done"]), tools=[tool("slow", slow_callbacks)],
+                      tool_timeout_ms=100, tool_execution=ToolExecution.PARALLEL)
+        started = sync.monotonic()
+        result = agent.run("go")
+        return result, sync.monotonic() - started
+
+    result, took = simulate(main, seed)
+    assert result.outcome == RunOutcome.COMPLETED and result.text == "done"
+    assert took <= 0.1 + 1e-6
+
+
+@pytest.mark.parametrize("call", ["reset", "close"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reset_from_an_agent_end_subscriber_does_not_wait_for_the_next_run(seed: int, call: str):
+    """reset() from an AgentEnd subscriber when another thread has already started the next run: that
+    run's events wait for this callback, so reset() must not wait for that run (AGENT-1)."""
+
+    def main() -> tuple[float, bool]:
+        agent = Agent(provider=ScriptedProvider(default="done"))
+        first_started, next_started, took = sync.Event(), sync.Event(), []
+
+        def subscriber(event: Any) -> None:
+            if event.type == "AgentStart":
+                first_started.set()
+            if event.type == "AgentEnd" and not took:
+                next_started.wait(10.0)
+                started = sync.monotonic()
+                getattr(agent, call)()
+                took.append(sync.monotonic() - started)
+
+        agent.subscribe(subscriber)
+
+        def other() -> None:
+            first_started.wait()
+            agent.wait_for_idle()
+            agent.prompt("second")
+            next_started.set()
+
+        thread = sync.Thread(target=other, name="other")
+        thread.start()
+        agent.run("first")
+        thread.join()
+        return took[0], agent.wait_for_idle(60.0)
+
+    took, idle = simulate(main, seed)
+    assert took <= CALLBACK_WAIT_S + 1e-6 and idle
