@@ -6,6 +6,10 @@
 - :mod:`.queues` — :class:`MessageQueue`, the steering and follow-up queues (LOOP-9, LOOP-18).
 - :mod:`.workers` — the shared pool of threads tool calls run on (TOOL-6).
 - :mod:`.callbacks` — :class:`CallbackList`, process-wide callbacks read without a lock.
+- :mod:`.sync` — the one seam through which the run machinery makes its threads, locks, queues and
+  clocks (the standard library's, unless a simulation runs).
+- :mod:`.simulator` — a test utility, never imported by phi: a deterministic, seeded scheduler of
+  everything made through :mod:`.sync`, with virtual time (docs/simulation.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ exact; and the explorer finds a window planted back into phi (so a clean slice m
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -29,9 +31,14 @@ REGRESSION_SEEDS = (5, 15, 29, 31, 67, 71, 183, 220, 690, 851, 1006, 1111, 3105,
 SLICE = range(0, 400)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _quiet() -> None:
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    """phi logs every abandoned tool; under exploration that is noise (and the level is restored)."""
+    logger = logging.getLogger("phi")
+    level = logger.level
     quiet_logs()
+    yield
+    logger.setLevel(level)
 
 
 def violations(seeds: object) -> list[str]:
