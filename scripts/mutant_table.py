@@ -67,6 +67,8 @@ _TURN_CHECKS = ("                if self.cancel.is_cancelled():\n               
                 "                if self.limit_reached():\n                    return RunOutcome.LIMIT\n"
                 "                if config.before_turn is not None and config.before_turn(context.messages, turn_index)"
                 " is False:\n                    return RunOutcome.VETOED\n")
+_RECHECK = ("                if config.before_turn is not None and self.cancel.is_cancelled():  # aborted while it ran "
+            "(CANCEL-4)\n                    return RunOutcome.ABORTED\n")
 _AFTER_TURN = ("                if not more_tool_calls or reply.stop_reason == StopReason.LENGTH:\n"
                "                    self.take(STEERING)  # no tool ran, so the steering source was not read (LOOP-8)\n")
 _FAILED_TURN = ("                    self.end_turn(reply, [])\n"
@@ -265,8 +267,8 @@ MUTANTS: list[Mutant] = [
       "                if self.cancel.is_cancelled():\n                    return RunOutcome.ABORTED\n"
       "                if self.limit_reached():\n                    return RunOutcome.LIMIT\n",
       "each turn checks cancellation before calling before_turn"),
-    m("LOOP-4d", RUN, _TURN_CHECKS + "                self.emit(TurnStart(self.loop_id, turn_index, trigger))\n",
-      "                self.emit(TurnStart(self.loop_id, turn_index, trigger))\n" + _TURN_CHECKS,
+    m("LOOP-4d", RUN, _TURN_CHECKS + _RECHECK + "                self.emit(TurnStart(self.loop_id, turn_index, trigger))\n",
+      "                self.emit(TurnStart(self.loop_id, turn_index, trigger))\n" + _TURN_CHECKS + _RECHECK,
       "TurnStart comes after the checks"),
     mm("LOOP-4e", RUN, [("            self.record(prompt)\n            self.unannounced.append(prompt)\n",
                          "            self.unannounced.append(prompt)\n"),
@@ -699,8 +701,7 @@ MUTANTS: list[Mutant] = [
       "the calls of a reply that says stop run"),
 
     # ================================================================ §6 cancellation
-    mm("CANCEL-1a", CANCEL, [("        for child in (children or {}).values():\n            groups.extend(child._mark() or ())\n",
-                              ""),
+    mm("CANCEL-1a", CANCEL, [("            pending.extend(reversed(list((children or {}).values())))", "            pass"),
                              ("            if token._cancelled:\n                return True\n            token = token._parent",
                               "            if token._cancelled:\n                return True\n            token = None")],
        "children are cancelled with their parent"),
@@ -743,6 +744,8 @@ MUTANTS: list[Mutant] = [
       "            if grace_deadline is not None and now >= grace_deadline:\n"
       "                self._abandon(ex, error_result(TIMED_OUT.format(ms=0)))",
       "a call still running after the grace period gets Tool execution aborted."),
+    m("CANCEL-4b", RUN, _RECHECK, "",
+      "a run aborted while before_turn runs ends before TurnStart, with no model call"),
     m("CANCEL-4a", RUN, "                if self.cancel.is_cancelled():\n                    return "
                         "RunOutcome.ABORTED\n"
       "                if self.limit_reached():",

@@ -374,3 +374,47 @@ def test_agent_end_messages_equal_history_delta():
     end = events[-1]
     assert isinstance(end, AgentEnd)
     assert end.messages == agent.messages
+
+
+@pytest.mark.parametrize("kind", [3, ["rerun"], object()])
+def test_a_continuation_kind_of_the_wrong_type_is_a_typed_error_before_anything_changes(kind):
+    """issue 30 (fresh review): an int or any object was accepted and the run raised AttributeError."""
+    from phi import ConfigError
+
+    agent = Agent(provider=ScriptedProvider([{"blocks": [{"type": "text", "chunks": ["half"]}],
+                                              "hang_after_chunks": 1}]))
+    stream = agent.prompt("question")
+    agent.abort()
+    stream.result(timeout=5)
+    before = list(agent.messages)
+    for start in (agent.resume, agent.continue_loop):
+        with pytest.raises(ConfigError, match="unknown continuation kind"):
+            start(kind)
+    assert agent.messages == before and not agent.is_streaming
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), "1"])
+def test_a_bad_timeout_is_refused_before_the_run_starts(timeout):
+    from phi import ConfigError
+
+    agent = Agent(provider=ScriptedProvider(["never used"]))
+    with pytest.raises(ConfigError, match="timeout must be"):
+        agent.run("hi", timeout=timeout)
+    assert agent.messages == [] and not agent.is_streaming
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e10])
+def test_a_timeout_too_large_to_wait_for_means_no_bound(timeout):
+    agent = Agent(provider=ScriptedProvider(["done"]))
+    result = agent.run("hi", timeout=timeout)
+    assert result.text == "done" and not result.timed_out
+
+
+def test_clone_copies_data_it_cannot_deep_copy_as_far_as_it_can():
+    lock = threading.Lock()
+    data = {"items": [1], "lock": lock}
+    agent = Agent(provider=ScriptedProvider(["a"]), messages=[ExtensionMessage("note", data)])
+    other = agent.clone()
+    data["items"].append(2)
+    copied = other.messages[0].data
+    assert copied["items"] == [1] and copied["lock"] is lock

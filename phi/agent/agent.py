@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import copy
 import threading
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union
 
 from ..concurrency import sync
-from ..concurrency.cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken, current_work
 from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError, RunTimeout
@@ -32,7 +32,6 @@ from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSett
 from ..loop.identity import config_segment
 from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
-from ..loop.tool_execution import executing_token
 from ..providers.model_config import API_MOCK, ModelConfig
 from ..types import (
     AgentMessage,
@@ -214,8 +213,10 @@ class Agent:
 
     @messages.setter
     def messages(self, messages: Iterable[AgentMessage]) -> None:
-        self._refuse_while_running("replace the messages")
-        self._messages = list(messages)
+        replacement = list(messages)
+        with self._lock:  # checked and replaced together: a run starting meanwhile cannot slip between
+            self._refuse_while_running("replace the messages")
+            self._messages = replacement
 
     @property
     def model_config(self) -> ModelConfig:
@@ -259,7 +260,8 @@ class Agent:
         next prompt on ``AgentEnd``, ... (SPEC LOOP-19, AGENT-1). With ``include_subagents`` it also
         hears every event of the sub-agent runs that its later runs start (each
         :class:`~phi.subagent.SubAgentTool` reports to it as to a recorder, SESS-7), as they happen,
-        on the thread running the child (SPEC §17 OTEL-4).
+        on the thread running the child (SPEC §17 OTEL-4) — while the parent's events go on, so such
+        a callback must be thread-safe (SPEC AGENT-1).
         """
         with self._lock:
             self._subscribers = (*self._subscribers, callback)
@@ -315,8 +317,12 @@ class Agent:
         Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
         """
         chosen = _continuation_kind(kind) or ContinuationKind.default()
-        check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id, session_id=self.session_id))
-        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender)
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender,
+                           prepare=self._continuable)
+
+    def _continuable(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        check_can_continue(AgentContext(messages=messages, agent_id=self.agent_id, session_id=self.session_id))
+        return messages
 
     def resume(self, kind: ContinuationKind | str = "rerun", *,
                sender: EventSink | None = None) -> EventStream[AgentResult]:
@@ -329,9 +335,8 @@ class Agent:
         history as it was."""
         self._refuse_while_running("resume")
         chosen = _continuation_kind(kind) or ContinuationKind.rerun()
-        kept = self._messages[:resume_point(self._messages)]
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender,
-                           history=kept)
+                           prepare=lambda messages: messages[:resume_point(messages)])
 
     def send(self, message: str | AgentMessage | None = None, *,
              sender: EventSink | None = None) -> EventStream[AgentResult]:
@@ -356,6 +361,7 @@ class Agent:
         ``TimeoutError``); it ends in the background, and the agent stays busy until then. Without a
         timeout, an exception from the run is raised here unchanged.
         """
+        timeout = _checked_timeout(timeout)
         deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends
         stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
@@ -383,9 +389,6 @@ class Agent:
         chosen = strategy if strategy is not None else PickFirstEvaluation()
         prompts = [] if text is None else _as_prompts(text, images)
         branch_point = self.last_loop_id  # a continuation's branches descend from the last run
-        if not prompts:
-            check_can_continue(AgentContext(messages=self._messages, agent_id=self.agent_id,
-                                            session_id=self.session_id))
 
         def body(ctx: AgentContext, cfg: AgentLoopConfig, sink: EventSink, cancel: CancellationToken,
                  loop_ids: list[str], on_decided: Callable[[ParallelLoopResult], None]) -> ParallelLoopResult:
@@ -393,7 +396,8 @@ class Agent:
             return agent_loop_parallel(prompts, ctx, configs, chosen, sink, cancel, loop_ids=loop_ids,
                                        on_decided=on_decided, max_workers=max_workers, executor=executor)
 
-        return self._start(body, None, sender, parallel=configs, parallel_prompts=prompts)
+        return self._start(body, None, sender, parallel=configs, parallel_prompts=prompts,
+                           prepare=None if prompts else self._continuable)
 
     def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                      strategy: EvaluationStrategy | None = None, images: Images | None = None,
@@ -402,6 +406,7 @@ class Agent:
         """Blocking :meth:`prompt_parallel`; with ``timeout`` every branch is aborted at the deadline
         (counted from this call, start-up included), and the call comes back within the same bound as
         :meth:`run`'s (a run still inside application code then raises :class:`~phi.errors.RunTimeout`)."""
+        timeout = _checked_timeout(timeout)
         deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
                                       executor=executor)
@@ -468,7 +473,7 @@ class Agent:
 
         if branch_owner() in runs:
             return True
-        token = executing_token()
+        token = current_work()
         return token is not None and any(token.descends_from(run) for run in list(runs.values()))
 
     def close(self) -> None:
@@ -491,8 +496,11 @@ class Agent:
 
     def next_loop_id(self, config: AgentLoopConfig | None = None) -> str:
         """Take the next loop id of this agent's session for ``config`` (default: the agent's own)."""
+        return self._next_loop_id(self.session_id, config)
+
+    def _next_loop_id(self, session_id: str, config: AgentLoopConfig | None = None) -> str:
         segment = config_segment(config or self.config)
-        key = f"{self.session_id}.{segment}"
+        key = f"{session_id}.{segment}"
         self._loop_counters[key] = self._loop_counters.get(key, 0) + 1
         return f"{key}.{self._loop_counters[key]}"
 
@@ -531,7 +539,10 @@ class Agent:
         except (TypeError, ValueError) as error:
             raise DecodeError("messages", text if isinstance(text, str) else type(text).__name__,
                               f"a JSON list of messages ({error})") from None
-        self._messages = messages_from_json(data)
+        restored = messages_from_json(data)
+        with self._lock:  # checked again with the replacement: a run may have started while this parsed
+            self._refuse_while_running("restore messages")
+            self._messages = restored
 
     def checkpoint(self) -> AgentSnapshot:
         """A secret-free snapshot of the conversation and identity; ``.save(path)`` keeps it on disk."""
@@ -546,12 +557,15 @@ class Agent:
         messages, identity, loop counters and system prompt (refused while a run is active). The
         model and its keys stay as this agent has them (SPEC AGENT-6)."""
         self._refuse_while_running("restore a checkpoint")
-        self._messages = messages_from_json(snapshot.messages)
-        self.agent_id, self.session_id = snapshot.agent_id, snapshot.session_id
-        self._loop_counters = dict(snapshot.loop_counters)
-        self.last_loop_id = snapshot.last_loop_id
-        if snapshot.system_prompt:
-            self.system_prompt = snapshot.system_prompt
+        restored = messages_from_json(snapshot.messages)
+        with self._lock:  # checked again with the replacement: a run may have started while this decoded
+            self._refuse_while_running("restore a checkpoint")
+            self._messages = restored
+            self.agent_id, self.session_id = snapshot.agent_id, snapshot.session_id
+            self._loop_counters = dict(snapshot.loop_counters)
+            self.last_loop_id = snapshot.last_loop_id
+            if snapshot.system_prompt:
+                self.system_prompt = snapshot.system_prompt
 
     # ----------------------------------------------------------------- the worker
 
@@ -573,35 +587,31 @@ class Agent:
 
     def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
                parallel: Sequence[AgentLoopConfig] | None = None, parallel_prompts: Sequence[AgentMessage] = (),
-               history: list[AgentMessage] | None = None) -> EventStream[Any]:
+               prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None) -> EventStream[Any]:
         """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
         history is settled when its strategy has chosen, before ``ParallelLoopEnd`` is heard (SPEC
-        AGENT-1, AGENT-8). ``history``: what the history becomes as the run starts (``resume``).
+        AGENT-1, AGENT-8). ``prepare``: what the history becomes as the run starts (``resume`` trims
+        it), or raises to refuse the run — applied under the lock, so a ``reset()`` meanwhile is seen.
 
-        The run's start-up — asking tool sources for their tools and instructions — happens on the
-        worker, as part of the run: ``abort()`` (and so ``run(timeout=)``) bounds it (SPEC AGENT-2)."""
+        The run's start-up — continuing a stored session, asking tool sources for their tools and
+        instructions — happens on the worker, as part of the run, so that ``run(timeout=)`` bounds it
+        (SPEC AGENT-2); the run's loop ids are taken there, once the stored session is known."""
         self._check_provider()
-        stored_counters = continue_stored_session(self._recorder, self._store, self.session_id)
         with self._lock:
             if not self._idle.is_set():
                 raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
                                      "or abort() and wait_for_idle() first")
-            if history is not None:
-                self._messages = history
-            for key, count in stored_counters.items():  # never a loop id the stored session holds
-                self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
+            if prepare is not None:
+                self._messages = prepare(self._messages)  # may raise: then nothing changed
             self._idle.clear()
             self._cancel = cancel = CancellationToken()
             generation = self._generation
             context = AgentContext(self.system_prompt, list(self._messages), [], self.agent_id, self.session_id,
-                                   None if parallel else self.next_loop_id(),
-                                   self.last_loop_id if kind is not None else None, kind)
-            loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
+                                   None, self.last_loop_id if kind is not None else None, kind)
             previous, self._delivered = self._delivered, sync.Event()
             delivered = self._delivered
             after_loop_id = self.last_loop_id  # the run whose conversation the history continues
         self.last_active_at = sync.wall_time()
-        self.last_loop_id = context.loop_id
         own_tools, sources, watchers = list(self.tools), list(self.tool_sources), self._subagent_subscribers
         steering, follow_up = self.steering_queue, self.follow_up_queue
         config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
@@ -660,17 +670,34 @@ class Agent:
             settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
             stream._know(chosen)
 
+        loop_ids: list[str] | None = None
+
+        def take_loop_ids() -> None:
+            """After the stored session is known: never a loop id it holds."""
+            nonlocal loop_ids
+            stored_counters = continue_stored_session(recorder, store, context.session_id)
+            with self._lock:
+                for key, count in stored_counters.items():
+                    self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
+                session = context.session_id or self.session_id  # as the run started, whatever new_session() did since
+                context.loop_id = None if parallel else self._next_loop_id(session)
+                loop_ids = [self._next_loop_id(session, c) for c in parallel] if parallel else None
+                self.last_loop_id = context.loop_id
+            threading.current_thread().name = f"phi-agent-{context.loop_id or (loop_ids or [''])[0]}"
+
         def work() -> None:
             me = threading.get_ident()
             self._runs[me] = cancel
             result, error = None, None
             try:
+                take_loop_ids()
                 context.tools, context.system_prompt = start_up(own_tools, sources, context.system_prompt, cancel)
                 context.tools = recorded_tools(context.tools, recorder, watchers)
                 prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
                 if parallel is None:
                     body(context, config, sink, cancel)
-                    result = AgentResult.of(ends[context.loop_id or ""])
+                    known = stream._known_result  # made at AgentEnd (the same object run(timeout=) may hold)
+                    result = known if known is not None else AgentResult.of(ends[context.loop_id or ""])
                 else:
                     # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
                     result = body(context, config, sink, cancel, loop_ids, decided)
@@ -690,8 +717,7 @@ class Agent:
                 self._runs.pop(me, None)
                 stream._finish(result, error)
 
-        name = context.loop_id or (loop_ids[0] if loop_ids else "")
-        worker = sync.Thread(target=work, name=f"phi-agent-{name}", daemon=True)
+        worker = sync.Thread(target=work, name="phi-agent", daemon=True)
         with self._lock:
             self._worker = worker
         worker.start()
@@ -717,12 +743,22 @@ _CONTINUATIONS = {"default": ContinuationKind.default, "rerun": ContinuationKind
 
 
 def _continuation_kind(kind: ContinuationKind | str | None) -> ContinuationKind | None:
-    if not isinstance(kind, str):
+    if kind is None or isinstance(kind, ContinuationKind):
         return kind
-    make = _CONTINUATIONS.get(kind)
+    make = _CONTINUATIONS.get(kind) if isinstance(kind, str) else None
     if make is None:
         raise ConfigError(f"unknown continuation kind {kind!r}: use one of {sorted(_CONTINUATIONS)}")
     return make()
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    """A ``timeout=`` as seconds to wait, checked before anything starts: None or one too large to wait
+    for (``math.inf``) means no bound; a negative or NaN one is refused."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ConfigError(f"timeout must be a number of seconds >= 0 (or None), got {timeout!r}")
+    return None if timeout >= threading.TIMEOUT_MAX else float(timeout)
 
 
 def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: float) -> tuple[R, bool]:
@@ -747,15 +783,28 @@ def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: f
 
 
 def _copied(messages: Sequence[AgentMessage]) -> list[AgentMessage]:
-    """A deep copy of a history; application data that cannot be copied (an extension message
-    holding a lock, say) is shared."""
-    copied = []
-    for message in messages:
-        try:
-            copied.append(copy.deepcopy(message))
-        except (TypeError, copy.Error, RecursionError):
-            copied.append(copy.copy(message))
-    return copied
+    """A deep copy of a history. Application data that cannot be copied as a whole (an extension
+    message holding a lock, say) is copied container by container, and only what cannot be copied
+    at all (the lock) is shared."""
+    return [_deep(message) for message in messages]
+
+
+def _deep(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, copy.Error, RecursionError):
+        pass
+    if isinstance(value, dict):
+        return {key: _deep(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        items = [_deep(item) for item in value]
+        if isinstance(value, list):
+            return items
+        make = getattr(type(value), "_make", type(value))  # a named tuple is made from an iterable by _make
+        return make(items)
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: _deep(getattr(value, f.name)) for f in fields(value) if f.init})
+    return value  # cannot be copied: shared
 
 
 def _as_message(message: str | AgentMessage) -> AgentMessage:

@@ -20,7 +20,7 @@ import queue
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from ..concurrency import sync
-from ..concurrency.cancel import CancellationToken
+from ..concurrency.cancel import CancellationToken, done_working, working_for
 from ..concurrency.workers import PoolExhausted, shared_pool
 from ..errors import PhiError
 from ..log import get_logger
@@ -59,10 +59,13 @@ def start_up(tools: Sequence[AgentTool], sources: Sequence[ToolSource], system_p
     answers: queue.SimpleQueue[tuple[str, Any]] = sync.SimpleQueue()
 
     def ask() -> None:
+        outer = working_for(cancel)  # a source calling back into its agent is inside the run (AGENT-1)
         try:
             answers.put(("ok", (tools_for_run(tools, sources), system_prompt_for_run(system_prompt, sources))))
         except BaseException as error:  # re-raised on the run's thread
             answers.put(("raised", error))
+        finally:
+            done_working(outer)
 
     unregister = cancel.on_cancel(lambda: answers.put(("cancelled", None)))
     try:

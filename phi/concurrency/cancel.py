@@ -75,19 +75,26 @@ class CancellationToken:
                         CALLBACK_WAIT_S)
 
     def _mark(self) -> list[list[Callable[[], None]]] | None:
-        """Mark this token and its subtree cancelled; their callbacks, one list per token (tree order).
-        None when this token was cancelled before."""
-        with self._lock:
-            if self._callbacks is None:
-                return None
-            callbacks, self._callbacks = self._callbacks, None
-            children, self._children = self._children, None
-            self._cancelled = True
-            if self._event is not None:
-                self._event.set()
-        groups = [list(callbacks.values())] if callbacks else []
-        for child in (children or {}).values():
-            groups.extend(child._mark() or ())
+        """Mark this token and its subtree cancelled; their callbacks, one list per token (tree order,
+        walked without recursion: a chain of any depth is fine). None when this token was cancelled
+        before."""
+        groups: list[list[Callable[[], None]]] = []
+        pending = [self]
+        while pending:
+            token = pending.pop()
+            with token._lock:
+                if token._callbacks is None:
+                    if token is self:
+                        return None
+                    continue
+                callbacks, token._callbacks = token._callbacks, None
+                children, token._children = token._children, None
+                token._cancelled = True
+                if token._event is not None:
+                    token._event.set()
+            if callbacks:
+                groups.append(list(callbacks.values()))
+            pending.extend(reversed(list((children or {}).values())))  # the first child is marked next
         return groups
 
     def is_cancelled(self) -> bool:
@@ -173,6 +180,28 @@ class CancellationToken:
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self.is_cancelled()})"
+
+
+_working = threading.local()  # .token: the token of the work this thread is doing for a run
+
+
+def working_for(token: CancellationToken | None) -> CancellationToken | None:
+    """Note that this thread now works for the run ``token`` belongs to (a tool call, a run's
+    start-up); returns what it worked for before, for :func:`done_working`."""
+    previous: CancellationToken | None = getattr(_working, "token", None)
+    _working.token = token
+    return previous
+
+
+def done_working(previous: CancellationToken | None) -> None:
+    _working.token = previous
+
+
+def current_work() -> CancellationToken | None:
+    """The token of the work this thread is doing for a run, if any (see :func:`working_for`). An
+    Agent uses it to tell that it is called back from inside one of its own runs (SPEC AGENT-1)."""
+    token: CancellationToken | None = getattr(_working, "token", None)
+    return token
 
 
 def _nothing() -> None:

@@ -312,8 +312,9 @@ class SimEvent:
         self._waiting = _Waitable()
 
     def is_set(self) -> bool:
+        flag = self._flag  # read, then switch: what was read may be stale when the caller acts on it
         self._sim.point("event.is_set", self.label)
-        return self._flag
+        return flag
 
     def set(self) -> None:
         self._sim.point("event.set", self.label)
@@ -669,7 +670,7 @@ class Simulation:
         if self.failure is not None:
             return
         self.failure = SimulationFailure(
-            kind, message, seed=self.seed, step=self.step, now=self.now,
+            kind, _UUID.sub(self._alias, message), seed=self.seed, step=self.step, now=self.now,
             recent=[self._line(*entry) for entry in self.recent], stacks=self._stacks())
 
     def _stacks(self) -> dict[str, str]:

@@ -228,6 +228,8 @@ class _Run:
                     return RunOutcome.LIMIT
                 if config.before_turn is not None and config.before_turn(context.messages, turn_index) is False:
                     return RunOutcome.VETOED
+                if config.before_turn is not None and self.cancel.is_cancelled():  # aborted while it ran (CANCEL-4)
+                    return RunOutcome.ABORTED
                 self.emit(TurnStart(self.loop_id, turn_index, trigger))
                 self.announce_prompts()
                 self.deliver_pending()

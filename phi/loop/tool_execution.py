@@ -24,11 +24,10 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 from __future__ import annotations
 
 import queue
-import threading
 from typing import Any, Callable, Sequence
 
-from ..concurrency.cancel import CancellationToken
 from ..concurrency import sync
+from ..concurrency.cancel import CancellationToken, done_working, working_for
 from ..concurrency.workers import Job, PoolExhausted, shared_pool
 from ..errors import ToolError
 from ..events import (
@@ -57,8 +56,6 @@ TRUNCATED_CALL = (
     "incomplete. Re-issue the call with complete arguments."
 )
 ABORTED = "Tool execution aborted."
-
-_executing = threading.local()  # .token: the token of the tool call this thread is executing
 
 # What workers post to the run's thread: (kind, call index, payload).
 _UPDATE, _PROGRESS, _DONE = "update", "progress", "done"
@@ -154,6 +151,8 @@ class ToolRunner:
             self._wait(executions, inbox)
         finally:
             unregister()
+            if any(ex.running for ex in executions):  # user code raised while calls ran
+                self._keep_finished(executions, inbox)
             for ex in executions:  # only left running when user code raised: stop them, silence them
                 if ex.running:
                     ex.running, ex.finished = False, True
@@ -162,6 +161,22 @@ class ToolRunner:
                     if ex.job is not None:  # nobody waits for it now: its worker must not count as busy
                         ex.job.abandon()
         return executions
+
+    def _keep_finished(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> None:
+        """An exception is ending the run: calls that had finished, though the loop had not read their
+        outcome yet, keep their own result in the history (LOOP-5) — without events or hooks."""
+        while True:
+            try:
+                kind, index, payload = inbox.get_nowait()
+            except queue.Empty:
+                return
+            ex = executions[index] if kind == _DONE else None
+            if ex is not None and ex.running:
+                ex.running, ex.finished = False, True
+                ex.result, ex.is_error = _outcome(ex.call, *payload)
+                self.answered[ex.call.id] = _message(ex)
+                if ex.token is not None:
+                    ex.token.release()
 
     def _start(self, call: ToolCall, index: int, inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> _Execution:
         ex = _Execution(call)
@@ -291,7 +306,7 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     if ctx.cancel.is_cancelled():  # the last moment before the tool's side effects (CANCEL-3)
         inbox.put((_DONE, index, (None, _NotStarted())))
         return
-    outer, _executing.token = getattr(_executing, "token", None), ctx.cancel
+    outer = working_for(ctx.cancel)
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
@@ -299,14 +314,7 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     else:
         inbox.put((_DONE, index, (value, None)))
     finally:
-        _executing.token = outer
-
-
-def executing_token() -> CancellationToken | None:
-    """On a thread running a tool call (``execute``), that call's token; else None. An Agent uses it
-    to tell that it is called back from inside one of its own runs (SPEC AGENT-1)."""
-    token: CancellationToken | None = getattr(_executing, "token", None)
-    return token
+        done_working(outer)
 
 
 def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[ToolResult, bool]:

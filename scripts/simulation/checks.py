@@ -75,13 +75,14 @@ def user_texts(messages: Iterable[Any]) -> Counter[str]:
 
 
 def lost_or_duplicated(pushes: Sequence[Pushed], resets: Sequence[ResetSpan], found: Counter[str],
-                       required_prompts: set[str], forgiven: set[str]) -> str | None:
+                       required_prompts: set[str], forgiven: set[str], may_drop: bool = False) -> str | None:
     """No input lost or duplicated, reset-aware (SPEC LOOP-18, AGENT-1).
 
     ``found``: how often each text is in the history and the queues. A text given before a reset
     began must be gone; one given after every reset ended must be there exactly once — a steer or
     follow-up always, a prompt when its run took it (``required_prompts``: it was announced); one
-    given while a reset ran may be either. ``forgiven``: texts ``resume()`` dropped on purpose.
+    given while a reset ran may be either. ``forgiven``: texts ``resume()`` dropped on purpose;
+    ``may_drop``: the history is compacted, so only "never twice" holds.
     """
     for push in pushes:
         count = found[push.text]
@@ -95,7 +96,7 @@ def lost_or_duplicated(pushes: Sequence[Pushed], resets: Sequence[ResetSpan], fo
             if count:
                 return f"{push.kind} {push.text!r} given before a reset() is still there"
             continue
-        if racing or wiped:
+        if racing or wiped or may_drop:
             continue
         must = push.kind in ("steer", "follow_up") or push.text in required_prompts
         if must and count != 1:

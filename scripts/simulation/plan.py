@@ -92,6 +92,7 @@ class AgentPlan:
     max_rounds: int  # tool rounds per run before the model answers in text
     chunk_delay_ms: float
     retries: int
+    compacts: bool  # a small ContextConfig: the history is compacted during runs (and after an overflow)
 
     def describe(self) -> str:
         parts = [f"agent{self.index}: tools={','.join(self.tools)} mode={self.mode}"]
@@ -104,6 +105,8 @@ class AgentPlan:
             parts.append(f"source={self.source}({self.source_delay:g}s)")
         if self.max_turns:
             parts.append(f"max_turns={self.max_turns}")
+        if self.compacts:
+            parts.append("compacts")
         parts.append(f"subscribers={self.subscribers}")
         parts += [t.describe() for t in self.triggers]
         return " ".join(parts)
@@ -159,7 +162,7 @@ def make_agent(rng: random.Random, index: int) -> AgentPlan:
         triggers=[_trigger(rng) for _ in range(rng.choice((0, 1, 2, 2, 3, 4, 5)))],
         reply_seed=rng.getrandbits(32), p_tools=rng.choice((0.3, 0.6, 0.9)), p_error=rng.choice((0.0, 0.0, 0.1, 0.3)),
         max_rounds=rng.choice((1, 1, 2, 3)), chunk_delay_ms=rng.choice((0.0, 0.0, 5.0, 50.0, 300.0)),
-        retries=rng.choice((0, 1, 2)),
+        retries=rng.choice((0, 1, 2)), compacts=rng.random() < 0.2,
     )
 
 

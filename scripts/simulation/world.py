@@ -36,6 +36,7 @@ from .plan import RUN_THREAD_SITES, SOURCE_SITE, TOOL_SITE, CANCEL_SITE, AgentPl
 from phi import (
     Agent,
     AlreadyRunning,
+    ContextConfig,
     ExecutionLimits,
     FunctionTool,
     PhiError,
@@ -120,7 +121,7 @@ class Probe:
             token = getattr(abort, "__self__", None)
             token = token if isinstance(token, CancellationToken) else None
             owner = next((aw for aw in probe.world.agents if token is not None and aw.agent._cancel is token), None)
-            info = StreamInfo(stream, token, owner, owner.agent.last_loop_id if owner else None, sim.now, _ident())
+            info = StreamInfo(stream, token, owner, None, sim.now, _ident())  # its loop id: at its first event
             probe.streams.append(info)
             probe.by_stream[id(stream)] = info
 
@@ -249,6 +250,8 @@ class World:
             tool_abort_grace_ms=plan.grace_ms, steering_mode=plan.steering_mode, follow_up_mode=plan.follow_up_mode,
             execution_limits=ExecutionLimits(max_turns=plan.max_turns) if plan.max_turns else None,
             retry_config=RetryConfig(max_retries=plan.retries, initial_delay_ms=200, jitter=False),
+            context_config=ContextConfig(max_context_tokens=400, system_prompt_tokens=0, keep_recent=4, keep_first=1)
+            if plan.compacts else None,
             transform_context=transform, convert_to_llm=convert, get_api_key=api_key, **hooks)
         aw = AgentWorld(plan, agent, random.Random(plan.reply_seed), triggers=list(plan.triggers))
         holder.append(aw)
@@ -390,7 +393,7 @@ class World:
         if aw.hang_ok and rng.random() < 0.15:  # slow enough to be ended by the operation's timeout
             return {"blocks": [{"type": "text", "chunks": ["wa", "it", "ing"]}], "chunk_delay_ms": 40_000}
         if rng.random() < plan.p_error:
-            kind = rng.choice(("rate_limited", "network", "api"))
+            kind = rng.choice(("rate_limited", "network", "api", "context_overflow"))
             return {"error": {"kind": kind, "message": f"scripted {kind}", "after_chunks": rng.choice((0, 0, 1))},
                     "blocks": [{"type": "text", "chunks": ["par", "tial"]}], "chunk_delay_ms": delay}
         if rounds < plan.max_rounds and rng.random() < plan.p_tools:
@@ -471,6 +474,14 @@ class World:
         finally:
             aw.delivering -= 1
 
+    def _name_stream(self, aw: AgentWorld, loop_id: str) -> None:
+        """The stream of the run this thread is delivering takes ``loop_id`` (a single run's only)."""
+        token = aw.agent._runs.get(_ident())
+        for info in reversed(self.probe.streams):
+            if token is not None and info.token is token and info.loop_id is None:
+                info.loop_id = loop_id
+                return
+
     def _order(self, aw: AgentWorld, event: Any) -> None:
         name, kind = f"agent{aw.plan.index}", event.type
         now = self.sim.now
@@ -497,6 +508,7 @@ class World:
             if aw.open_parallel is None:
                 self._close_single(aw)
                 aw.open_single = loop_id
+                self._name_stream(aw, loop_id)
             if loop_id in aw.runs:
                 self.fail("event_order", f"{name}: a second AgentStart for {loop_id}")
             aw.runs[loop_id] = RunLog(loop_id, now)
@@ -505,6 +517,8 @@ class World:
         if run is None:
             if kind == "AgentEnd" and not event.messages and event.outcome == RunOutcome.VETOED:
                 aw.ends[loop_id] = (now, event.outcome)  # vetoed by before_loop: no AgentStart (LOOP-1)
+                if aw.open_parallel is None:
+                    self._name_stream(aw, loop_id)
                 return
             self.fail("event_order", f"{name}: {kind} of {loop_id}, which never started")
             return

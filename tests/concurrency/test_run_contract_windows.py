@@ -201,3 +201,155 @@ def test_reset_from_an_agent_end_subscriber_does_not_wait_for_the_next_run(seed:
 
     took, idle = simulate(main, seed)
     assert took <= CALLBACK_WAIT_S + 1e-6 and idle
+
+
+# --------------------------------------------------------------------------- found by the fresh review
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_reset_just_before_resume_starts_is_never_undone(seed: int):
+    """resume() used to work out the history to keep before taking the lock, so a reset() from another
+    thread in between was undone: the old conversation came back (AGENT-1, AGENT-6)."""
+
+    def main() -> list[Any]:
+        agent = Agent(provider=ScriptedProvider([{"blocks": [{"type": "text", "chunks": ["half"]}],
+                                                  "hang_after_chunks": 1}], default="resumed"))
+        started = sync.Event()
+        agent.subscribe(lambda e: started.set() if e.type == "MessageUpdate" else None)
+        stream = agent.prompt("OLD")
+        started.wait()
+        agent.abort()
+        stream.wait()
+
+        def resume() -> None:
+            try:
+                agent.resume().wait()
+            except Exception:
+                pass  # InvalidContinue when the reset came first
+
+        thread = sync.Thread(target=resume, name="resume")
+        thread.start()
+        agent.reset()
+        thread.join()
+        agent.wait_for_idle()
+        return agent.messages
+
+    history = simulate(main, seed)
+    assert not any(getattr(m, "text", "") == "OLD" for m in history), "the reset conversation came back"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_run_with_a_timeout_bounds_loading_a_stored_session(seed: int):
+    """The first run of an agent with a store continues the stored session; a store whose load() is slow
+    is part of the start-up that run(timeout=) bounds (AGENT-2): RunTimeout by the bound, never a hang."""
+    from phi import RunTimeout
+    from phi.session import SessionRecorder
+
+    class SlowStore:
+        def load(self, session_id: str) -> Any:
+            sync.sleep(30.0)
+            from phi.session import NotFound
+            raise NotFound(session_id)
+
+        def save(self, session: Any) -> None:
+            pass
+
+    def main() -> tuple[str, float]:
+        agent = Agent(provider=ScriptedProvider(["done"]), recorder=SessionRecorder(), store=SlowStore())
+        started = sync.monotonic()
+        try:
+            outcome = agent.run("go", timeout=0.5).outcome.value
+        except RunTimeout:
+            outcome = "RunTimeout"
+        took = sync.monotonic() - started
+        agent.wait_for_idle()
+        return outcome, took
+
+    outcome, took = simulate(main, seed)
+    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + 1e-6 and outcome in ("RunTimeout", "aborted")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_wait_for_idle_from_a_tool_source_is_refused_not_a_deadlock(seed: int):
+    from phi import AlreadyRunning
+
+    def main() -> tuple[list[str], float]:
+        seen: list[str] = []
+        holder: list[Agent] = []
+
+        class Source:
+            def tools(self) -> list[Any]:
+                try:
+                    holder[0].wait_for_idle(3.0)
+                    seen.append("waited")
+                except AlreadyRunning:
+                    seen.append("AlreadyRunning")
+                return []
+
+        agent = Agent(provider=ScriptedProvider(["done"]), tool_sources=[Source()])
+        holder.append(agent)
+        started = sync.monotonic()
+        agent.run("go")
+        return seen, sync.monotonic() - started
+
+    seen, took = simulate(main, seed)
+    assert seen == ["AlreadyRunning"] and took < 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_exception_keeps_the_result_of_a_call_that_had_finished(seed: int):
+    """after_tool_execution raises for t1 while t2 has already returned, though the loop had not read its
+    outcome yet: t2 keeps its own result in the history (LOOP-5)."""
+
+    def main() -> dict[str, str]:
+        def quick(args: dict[str, Any], ctx: Any) -> str:
+            return f"result-{ctx.tool_call_id}"
+
+        def after(name: str, call_id: str, is_error: bool) -> None:
+            sync.sleep(0.1)  # meanwhile the other call returns
+            raise RuntimeError("the hook broke")
+
+        agent = Agent(provider=ScriptedProvider([calls("quick", "quick"), "done"]), tools=[tool("quick", quick)],
+                      after_tool_execution=after)
+        with pytest.raises(RuntimeError, match="hook broke"):
+            agent.run("go")
+        return {m.tool_call_id: m.text for m in agent.messages if getattr(m, "role", "") == "toolResult"}
+
+    assert simulate(main, seed) == {"c0": "result-c0", "c1": "result-c1"}
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_replaced_history_and_a_starting_run_never_cross(seed: int):
+    """restore_messages() checked "no run active" before parsing and replaced the history after, so a run
+    starting meanwhile ran on the old history and its merge overwrote the restore (AGENT-1)."""
+    from phi import AlreadyRunning
+
+    def main() -> tuple[bool, list[str]]:
+        agent = Agent(provider=ScriptedProvider(default="answer"))
+        agent.run("OLD")
+        saved = Agent(provider=ScriptedProvider(["x"]), messages=[]).save_messages()
+        restored = []
+
+        def restore() -> None:
+            try:
+                agent.restore_messages(saved.replace("[]", '[{"role": "user", "content": [{"type": "text", '
+                                                              '"text": "NEW"}]}]'))
+                restored.append(True)
+            except AlreadyRunning:
+                restored.append(False)
+
+        thread = sync.Thread(target=restore, name="restore")
+        thread.start()
+        try:
+            agent.run("next")
+        except AlreadyRunning:
+            pass
+        thread.join()
+        agent.wait_for_idle()
+        return restored[0], [getattr(m, "text", "") for m in agent.messages]
+
+    restored, texts = simulate(main, seed)
+    if restored:
+        assert texts[0] == "NEW", texts  # the run that started after it continued the restored history
+    else:
+        assert texts[0] == "OLD", texts

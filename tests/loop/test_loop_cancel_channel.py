@@ -213,3 +213,18 @@ def test_result_timeout():
     with stream:  # close without an abort function is fine
         assert not stream.done
     assert not stream.done
+
+
+def test_a_chain_of_any_depth_is_cancelled_and_every_callback_runs():
+    """issue 30 (fresh review): marking the tree was recursive; a deep chain raised RecursionError."""
+    root = CancellationToken()
+    token, fired = root, []
+    for _ in range(5000):
+        token = token.child_token()
+    token.on_cancel(lambda: fired.append(1))
+    root.cancel()
+    assert token.is_cancelled()
+    deadline = time.monotonic() + 5
+    while not fired and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fired == [1]
