@@ -69,6 +69,10 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
+#: What ``run(timeout=)`` allows on top of the tool grace for the aborted run's threads to be scheduled
+#: (a loaded machine), before it raises RunTimeout (SPEC AGENT-2).
+SCHEDULING_SLACK_S = 0.25
+
 _delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
 
 EventSink = Callable[["AgentEvent"], None]
@@ -352,8 +356,8 @@ class Agent:
         """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
 
         With ``timeout`` (seconds) this call comes back within ``timeout`` + 0.5 s (what ``abort()`` may
-        take) + the tool grace period (``tool_abort_grace_ms``), whatever the run's application code
-        does (SPEC AGENT-2). At the deadline a run that has not ended is aborted — its start-up (asking
+        take) + the tool grace period (``tool_abort_grace_ms``) + 0.25 s (:data:`SCHEDULING_SLACK_S`),
+        whatever the run's application code does (SPEC AGENT-2). At the deadline a run that has not ended is aborted — its start-up (asking
         tool sources for their tools) included; ``timed_out`` is then set and ``outcome`` is
         ``aborted``. A run that completed (its ``AgentEnd`` was emitted) is returned as completed even
         while its ``after_loop`` or an ``AgentEnd`` subscriber still runs. A run still inside
@@ -771,7 +775,7 @@ def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: f
     aborted = not stream.result_known
     if aborted:
         stream.abort()
-        stream.wait_known(grace)
+        stream.wait_known(grace + SCHEDULING_SLACK_S)
     if stream.done:
         return stream.result(), aborted
     if stream.result_known:

@@ -18,6 +18,7 @@ from .plan import OPERATION_WEIGHTS, OPERATIONS, ActorPlan
 from .world import AgentWorld, ScenarioError, World
 
 from phi import AlreadyRunning, PhiError
+from phi.agent.agent import SCHEDULING_SLACK_S
 from phi.concurrency import sync
 from phi.types import RunOutcome
 
@@ -113,7 +114,7 @@ def timed_run(world: World, aw: AgentWorld, op: str, rng: random.Random) -> None
     (start-up included, SPEC AGENT-2); a run that completed is reported completed."""
     agent, sim = aw.agent, world.sim
     limit = rng.choice((0.01, 0.1, 0.5, 1.5))
-    bound = limit + ABORT_BOUND_S + aw.plan.grace_ms / 1000.0
+    bound = limit + ABORT_BOUND_S + aw.plan.grace_ms / 1000.0 + SCHEDULING_SLACK_S
     start = sim.now
     before = len(world.probe.streams)
     me = threading.get_ident()

@@ -11,6 +11,7 @@ import pytest
 from phi import Agent, FunctionTool, RunOutcome, ScriptedProvider, ToolExecution
 from phi.concurrency import sync, workers
 from phi.concurrency.cancel import CALLBACK_WAIT_S
+from phi.agent.agent import SCHEDULING_SLACK_S
 from phi.concurrency.simulator import Simulation
 
 T = TypeVar("T")
@@ -139,7 +140,7 @@ def test_run_with_a_timeout_bounds_the_start_up(seed: int, answers_after: float)
         return result, sync.monotonic() - started, agent.messages
 
     result, took, history = simulate(main, seed, settle_s=answers_after + 60.0)  # until tools() returns
-    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + 1e-6
+    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + SCHEDULING_SLACK_S + 1e-6
     assert result.outcome == RunOutcome.ABORTED and result.timed_out
     assert [m.text for m in history] == ["go"]  # the input is kept
 
@@ -266,7 +267,7 @@ def test_run_with_a_timeout_bounds_loading_a_stored_session(seed: int):
         return outcome, took
 
     outcome, took = simulate(main, seed)
-    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + 1e-6 and outcome in ("RunTimeout", "aborted")
+    assert took <= 0.5 + CALLBACK_WAIT_S + 1.0 + SCHEDULING_SLACK_S + 1e-6 and outcome in ("RunTimeout", "aborted")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
