@@ -21,7 +21,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union
 
 from ..concurrency import sync
-from ..concurrency.cancel import CancellationToken, current_work
+from ..concurrency.cancel import CALLBACK_WAIT_S, CancellationToken, current_work
 from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError, RunTimeout
@@ -355,15 +355,17 @@ class Agent:
             timeout: float | None = None) -> AgentResult:
         """Blocking: run a prompt (or continue, with ``text=None``) and return its AgentResult.
 
-        With ``timeout`` (seconds) this call comes back within ``timeout`` + 0.5 s (what ``abort()`` may
-        take) + the tool grace period (``tool_abort_grace_ms``) + 0.25 s (:data:`SCHEDULING_SLACK_S`),
-        whatever the run's application code does (SPEC AGENT-2). At the deadline a run that has not ended is aborted — its start-up (asking
-        tool sources for their tools) included; ``timed_out`` is then set and ``outcome`` is
-        ``aborted``. A run that completed (its ``AgentEnd`` was emitted) is returned as completed even
-        while its ``after_loop`` or an ``AgentEnd`` subscriber still runs. A run still inside
-        application code when the grace period is over raises :class:`~phi.errors.RunTimeout` (a
-        ``TimeoutError``); it ends in the background, and the agent stays busy until then. Without a
-        timeout, an exception from the run is raised here unchanged.
+        With ``timeout`` (seconds) this call comes back within a bound — ``timeout`` + 0.5 s (what
+        ``abort()`` may take) + the tool grace period (``tool_abort_grace_ms``) + 0.25 s
+        (:data:`SCHEDULING_SLACK_S`) — whatever the run's application code does (SPEC AGENT-2). At the
+        deadline a run that has not produced its result is aborted — its start-up (asking tool
+        sources for their tools) included; ``timed_out`` is then set and ``outcome`` is ``aborted``.
+        The run then has until the bound to end. A run that completed (its ``AgentEnd`` was emitted)
+        is returned as completed, at the bound at the latest, even while its ``after_loop`` or an
+        ``AgentEnd`` subscriber still runs. A run still inside application code at the bound without a
+        result raises :class:`~phi.errors.RunTimeout` (a ``TimeoutError``); it ends in the background,
+        and the agent stays busy until then. Without a timeout, an exception from the run is raised
+        here unchanged.
         """
         timeout = _checked_timeout(timeout)
         deadline = None if timeout is None else sync.monotonic() + timeout
@@ -766,17 +768,19 @@ def _checked_timeout(timeout: float | None) -> float | None:
 
 
 def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: float) -> tuple[R, bool]:
-    """The result of a run that must come back by ``deadline`` (SPEC AGENT-2), and whether this
-    aborted it. A run that ended by the deadline gives what it gave (or raises what it raised); one
-    whose result is known (AgentEnd, or a parallel run's decision) is returned while its last
-    callbacks run; otherwise the run is aborted and gets ``grace`` seconds to end."""
+    """The result of a run that must come back within its bound (SPEC AGENT-2), and whether this
+    aborted it. A run that ended by the deadline gives what it gave (or raises what it raised). Past
+    the deadline a run whose result is not known yet is aborted; then the run gets until the bound —
+    the deadline + abort's wait + ``grace`` + the scheduling slack — to end, so its last callbacks
+    usually finish before this returns. At the bound a run whose result is known (its AgentEnd, or a
+    parallel run's decision) is returned while its last callbacks still run; any other raises."""
     if stream.wait(max(0.0, deadline - sync.monotonic())):
         return stream.result(), False
     aborted = not stream.result_known
     if aborted:
         stream.abort()
-        stream.wait_known(grace + SCHEDULING_SLACK_S)
-    if stream.done:
+    bound = deadline + CALLBACK_WAIT_S + grace + SCHEDULING_SLACK_S
+    if stream.wait(max(0.0, bound - sync.monotonic())):
         return stream.result(), aborted
     if stream.result_known:
         return stream.known_result(), aborted
