@@ -172,7 +172,6 @@ class Agent:
         self._subagent_subscribers: tuple[EventSink, ...] = ()  # also hear the sub-agent runs (same rule)
         self._lock = sync.Lock()
         self._cancel: CancellationToken | None = None
-        self._worker: threading.Thread | None = None
         self._generation = 0  # bumped by reset(): a run started before it merges nothing
         self._runs: dict[int, CancellationToken] = {}  # thread ident -> token, for each run whose worker is alive
         self._idle = sync.Event()
@@ -649,7 +648,6 @@ class Agent:
                     if last_loop_id is not None:
                         self.last_loop_id = last_loop_id
                 self._cancel = None
-                self._worker = None
                 self._idle.set()
 
         def sink(event: AgentEvent) -> None:
@@ -723,10 +721,7 @@ class Agent:
                 self._runs.pop(me, None)
                 stream._finish(result, error)
 
-        worker = sync.Thread(target=work, name="phi-agent", daemon=True)
-        with self._lock:
-            self._worker = worker
-        worker.start()
+        sync.Thread(target=work, name="phi-agent", daemon=True).start()
         return stream
 
 
