@@ -234,6 +234,13 @@ class Agent:
     def is_streaming(self) -> bool:
         return not self._idle.is_set()
 
+    def _refuse_blocking_in_subscriber(self, what: str) -> None:
+        """A blocking run started from a subscriber of this agent would wait for its own events, which
+        wait for that subscriber: refused before anything starts (SPEC AGENT-1)."""
+        if getattr(_delivering, "agent", None) is self:
+            raise AlreadyRunning(f"cannot {what}() inside a subscriber callback of this agent: the run's events "
+                                 "wait until that callback returns; use prompt() there and wait for it elsewhere")
+
     def _refuse_while_running(self, what: str) -> None:
         if self.is_streaming:
             raise AlreadyRunning(f"cannot {what} while a run is active; abort() and wait_for_idle() first, "
@@ -367,6 +374,7 @@ class Agent:
         here unchanged.
         """
         timeout = _checked_timeout(timeout)
+        self._refuse_blocking_in_subscriber("run")
         deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends
         stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
@@ -412,6 +420,7 @@ class Agent:
         (counted from this call, start-up included), and the call comes back within the same bound as
         :meth:`run`'s (a run still inside application code then raises :class:`~phi.errors.RunTimeout`)."""
         timeout = _checked_timeout(timeout)
+        self._refuse_blocking_in_subscriber("run_parallel")
         deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
                                       executor=executor)
@@ -612,25 +621,30 @@ class Agent:
             self._cancel = cancel = CancellationToken()
             generation = self._generation
             context = AgentContext(self.system_prompt, list(self._messages), [], self.agent_id, self.session_id,
-                                   None, self.last_loop_id if kind is not None else None, kind)
+                                   None if parallel else self.next_loop_id(),
+                                   self.last_loop_id if kind is not None else None, kind)
+            loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
+            after_loop_id = self.last_loop_id  # the run whose conversation the history continues
+            if not parallel:  # a parallel run's last loop is its winner's, known when it is chosen
+                self.last_loop_id = context.loop_id
             previous, self._delivered = self._delivered, sync.Event()
             delivered = self._delivered
-            after_loop_id = self.last_loop_id  # the run whose conversation the history continues
         self.last_active_at = sync.wall_time()
         own_tools, sources, watchers = list(self.tools), list(self.tool_sources), self._subagent_subscribers
         steering, follow_up = self.steering_queue, self.follow_up_queue
         config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
                          get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
-        nested = getattr(_delivering, "agent", None) is self  # started by a subscriber of the previous run
-
         def refuse_deadlock() -> None:
-            if nested and not previous.is_set() and getattr(_delivering, "agent", None) is self:
-                raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the run before it: its "
+            """Waiting here for this run would never end: this thread delivers the events of an earlier
+            run of the agent (whatever thread started this one), or of this very run."""
+            if getattr(_delivering, "agent", None) is self and (
+                    not previous.is_set() or self._runs.get(threading.get_ident()) is cancel):
+                raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the agent: the run's "
                                      "events wait until that callback returns; start it there, wait for it elsewhere")
 
         channel = EventChannel()
         stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=cancel.cancel,
-                                               before_blocking=refuse_deadlock)
+                                               before_blocking=refuse_deadlock, cancelled=cancel.is_cancelled)
         forward: EventSink = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
         ends: dict[str, AgentEnd] = {}
         settled = sync.Event()
@@ -674,27 +688,31 @@ class Agent:
             settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
             stream._know(chosen)
 
-        loop_ids: list[str] | None = None
-
-        def take_loop_ids() -> None:
-            """After the stored session is known: never a loop id it holds."""
+        def continue_stored() -> None:
+            """A stored session only the store holds (a new process resuming it) is continued first, and
+            the run's loop ids are taken again if it already holds them (rarely: the first run)."""
             nonlocal loop_ids
-            stored_counters = continue_stored_session(recorder, store, context.session_id)
+            stored = continue_stored_session(recorder, store, context.session_id)
+            if not stored:
+                return
             with self._lock:
-                for key, count in stored_counters.items():
+                for key, count in stored.items():
                     self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
-                session = context.session_id or self.session_id  # as the run started, whatever new_session() did since
-                context.loop_id = None if parallel else self._next_loop_id(session)
-                loop_ids = [self._next_loop_id(session, c) for c in parallel] if parallel else None
-                self.last_loop_id = context.loop_id
-            threading.current_thread().name = f"phi-agent-{context.loop_id or (loop_ids or [''])[0]}"
+                session = context.session_id or ""  # the run's, whatever new_session() did since
+                if context.loop_id is not None and _loop_number(context.loop_id) <= stored.get(_loop_key(context.loop_id), 0):
+                    old, context.loop_id = context.loop_id, self._next_loop_id(session)
+                    if self.last_loop_id == old:
+                        self.last_loop_id = context.loop_id
+                if loop_ids is not None and parallel is not None:
+                    loop_ids[:] = [self._next_loop_id(session, c) if _loop_number(i) <= stored.get(_loop_key(i), 0)
+                                   else i for i, c in zip(loop_ids, parallel)]
 
         def work() -> None:
             me = threading.get_ident()
             self._runs[me] = cancel
             result, error = None, None
             try:
-                take_loop_ids()
+                continue_stored()
                 context.tools, context.system_prompt = start_up(own_tools, sources, context.system_prompt, cancel)
                 context.tools = recorded_tools(context.tools, recorder, watchers)
                 prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
@@ -721,7 +739,8 @@ class Agent:
                 self._runs.pop(me, None)
                 stream._finish(result, error)
 
-        sync.Thread(target=work, name="phi-agent", daemon=True).start()
+        name = context.loop_id or (loop_ids[0] if loop_ids else "")
+        sync.Thread(target=work, name=f"phi-agent-{name}", daemon=True).start()
         return stream
 
 
@@ -752,6 +771,15 @@ def _continuation_kind(kind: ContinuationKind | str | None) -> ContinuationKind 
     return make()
 
 
+def _loop_key(loop_id: str) -> str:
+    return loop_id.rpartition(".")[0]
+
+
+def _loop_number(loop_id: str) -> int:
+    number = loop_id.rpartition(".")[2]
+    return int(number) if number.isdigit() else 0
+
+
 def _checked_timeout(timeout: float | None) -> float | None:
     """A ``timeout=`` as seconds to wait, checked before anything starts: None or one too large to wait
     for (``math.inf``) means no bound; a negative or NaN one is refused."""
@@ -771,7 +799,7 @@ def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: f
     parallel run's decision) is returned while its last callbacks still run; any other raises."""
     if stream.wait(max(0.0, deadline - sync.monotonic())):
         return stream.result(), False
-    aborted = not stream.result_known
+    aborted = not stream.result_known and not stream.cancelled  # an abort of the caller's own is not a timeout
     if aborted:
         stream.abort()
     bound = deadline + CALLBACK_WAIT_S + grace + SCHEDULING_SLACK_S
@@ -779,6 +807,7 @@ def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: f
         return stream.result(), aborted
     if stream.result_known:
         return stream.known_result(), aborted
+    stream.give_up()  # nobody waits for it any more: what it raises later is logged
     raise RunTimeout(f"the run did not end within its timeout of {timeout:g} s nor within the {grace:g} s it was "
                      "given after being aborted: application code it called (a hook, a subscriber, a tool source) "
                      "is still running. The run ends in the background when that code returns and keeps its "

@@ -93,7 +93,11 @@ def system_prompt_for_run(system_prompt: str, sources: Sequence[ToolSource]) -> 
     parts = [system_prompt] if system_prompt else []
     for source in sources:
         instructions = getattr(source, "instructions", None)
-        text = instructions() if callable(instructions) else ""
+        try:
+            text = instructions() if callable(instructions) else ""
+        except PhiError as error:  # like tools(): a failing source is left out of the run, not fatal
+            log.warning("instructions of %r are unavailable for this run: %s", source, error)
+            continue
         if text:
             parts.append(str(text))
     return "\n\n".join(parts)

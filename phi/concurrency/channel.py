@@ -86,12 +86,14 @@ class EventStream(Generic[T]):
     """
 
     def __init__(self, channel: EventChannel, done: threading.Event, abort: Callable[[], None] | None = None,
-                 before_blocking: Callable[[], None] | None = None) -> None:
+                 before_blocking: Callable[[], None] | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> None:
         self._channel = channel
         self._done = done
         self._result: T | None = None
         self._error: BaseException | None = None
         self._abort = abort
+        self._cancelled = cancelled
         self._closed = False
         # set when the run's result is known — at its AgentEnd (or a parallel run's decision), while its
         # last callbacks may still run — or when it finished (Agent.run(timeout=), SPEC AGENT-2)
@@ -114,7 +116,7 @@ class EventStream(Generic[T]):
         self._known.set()
         self._channel.close()
         if error is not None and self._handed_out:  # nobody is left to raise it to
-            log.error("a run raised after its result was returned at its deadline (run(timeout=)): %s: %s",
+            log.error("a run raised after its caller stopped waiting for it (run(timeout=)): %s: %s",
                       type(error).__name__, error, exc_info=error)
 
     @property
@@ -125,6 +127,18 @@ class EventStream(Generic[T]):
     def wait_known(self, timeout: float | None = None) -> bool:
         """Block until the run's result is known; returns False if ``timeout`` passed first."""
         return self._known.wait(timeout)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run was asked to abort (by anyone)."""
+        return self._cancelled is not None and self._cancelled()
+
+    def give_up(self) -> None:
+        """Nobody will wait for this run any more: an exception it raises later is logged."""
+        self._handed_out = True
+        if self._done.is_set() and self._error is not None:
+            log.error("a run raised after its caller stopped waiting for it: %s: %s", type(self._error).__name__,
+                      self._error, exc_info=self._error)
 
     def known_result(self) -> T:
         """The result settled at the run's AgentEnd, before the run's last callbacks returned (an

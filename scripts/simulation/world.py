@@ -116,8 +116,8 @@ class Probe:
             cancel(token, *args, **kwargs)
 
         def stream_init_(stream: EventStream[Any], channel: Any, done: Any, abort: Any = None,
-                         before_blocking: Any = None) -> None:
-            stream_init(stream, channel, done, abort, before_blocking)
+                         *args: Any, **kwargs: Any) -> None:
+            stream_init(stream, channel, done, abort, *args, **kwargs)
             token = getattr(abort, "__self__", None)
             token = token if isinstance(token, CancellationToken) else None
             owner = next((aw for aw in probe.world.agents if token is not None and aw.agent._cancel is token), None)

@@ -354,3 +354,169 @@ def test_a_replaced_history_and_a_starting_run_never_cross(seed: int):
         assert texts[0] == "NEW", texts  # the run that started after it continued the restored history
     else:
         assert texts[0] == "OLD", texts
+
+
+# --------------------------------------------------------------------------- found by the second review
+
+
+class _SlowStore:
+    """A session store whose load() takes a while (a remote database, say)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def load(self, session_id: str) -> Any:
+        from phi.session import NotFound
+
+        sync.sleep(self.seconds)
+        raise NotFound(session_id)
+
+    def save(self, session: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_new_session_while_a_run_starts_never_repeats_a_loop_id(seed: int):
+    from phi.session import SessionRecorder
+
+    def main() -> tuple[list[str], Any]:
+        recorder = SessionRecorder()
+        agent = Agent(provider=ScriptedProvider(default="done"), recorder=recorder, store=_SlowStore(1.0))
+        starts: list[str] = []
+        agent.subscribe(lambda e: starts.append(e.loop_id) if e.type == "AgentStart" else None)
+        agent.run("zero")  # the session's first loop
+        first = agent.prompt("one")
+        agent.new_session()
+        after_new_session = agent.last_loop_id
+        first.result()
+        agent.run("two")
+        return starts, after_new_session
+
+    starts, after_new_session = simulate(main, seed)
+    assert len(set(starts)) == len(starts) == 3, starts
+    assert after_new_session is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_run_the_caller_aborted_is_not_reported_timed_out(seed: int):
+    def main() -> Any:
+        def stubborn(args: dict[str, Any], ctx: Any) -> str:
+            sync.sleep(0.8)  # ignores its token: the run waits for it within the grace period
+            return "late"
+
+        agent = Agent(provider=ScriptedProvider([calls("stubborn"), "done"]), tools=[tool("stubborn", stubborn)])
+
+        def abort_soon() -> None:
+            sync.sleep(0.1)
+            agent.abort()
+
+        thread = sync.Thread(target=abort_soon, name="aborter")
+        thread.start()
+        result = agent.run("go", timeout=0.5)
+        thread.join()
+        return result
+
+    result = simulate(main, seed)
+    assert result.outcome == RunOutcome.ABORTED and not result.timed_out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_waiting_for_the_next_run_from_an_agent_end_subscriber_is_refused(seed: int):
+    """AGENT-1: whichever thread started the next run, its events wait for this subscriber."""
+    from phi import AlreadyRunning
+
+    def main() -> list[str]:
+        agent = Agent(provider=ScriptedProvider(default="done"))
+        streams: list[Any] = []
+        seen: list[str] = []
+        started = sync.Event()
+
+        def subscriber(event: Any) -> None:
+            if event.type == "AgentEnd" and not seen:
+                started.wait(5.0)
+                try:
+                    streams[0].result()
+                    seen.append("waited")
+                except AlreadyRunning:
+                    seen.append("AlreadyRunning")
+                try:
+                    agent.run("from the subscriber")
+                    seen.append("ran")
+                except AlreadyRunning:
+                    seen.append("run refused")
+
+        agent.subscribe(subscriber)
+
+        def other() -> None:
+            agent.wait_for_idle()
+            sync.sleep(0.01)
+            streams.append(agent.prompt("second"))
+            started.set()
+
+        first = agent.prompt("first")
+        thread = sync.Thread(target=other, name="other")
+        thread.start()
+        first.result()
+        thread.join()
+        streams[0].result()
+        return seen
+
+    assert simulate(main, seed) == ["AlreadyRunning", "run refused"]
+
+
+def test_a_parallel_run_that_raises_before_choosing_keeps_the_last_loop_id():
+    from phi.evaluation import EvaluationStrategy  # noqa: F401  (the protocol the strategy below breaks)
+
+    class Broken:
+        def evaluate(self, prompts: Any, outcomes: Any, sink: Any, cancel: Any) -> Any:
+            raise RuntimeError("the judge broke")
+
+    agent = Agent(provider=ScriptedProvider(default="done"))
+    agent.run("first")
+    before = agent.last_loop_id
+    with pytest.raises(Exception):
+        agent.run_parallel("second", [{}, {"temperature": 0.5}], Broken())  # type: ignore[arg-type]
+    assert before is not None and agent.last_loop_id == before
+    agent.follow_up("third")
+    assert [m.text for m in agent.messages if getattr(m, "role", "") == "user"] == ["first", "second"]
+
+
+def test_a_source_whose_instructions_fail_is_left_out_not_fatal():
+    from phi import PhiError
+
+    class Failing:
+        def tools(self) -> list[Any]:
+            return []
+
+        def instructions(self) -> str:
+            raise PhiError("the server is down")
+
+    agent = Agent(provider=ScriptedProvider(["done"]), system_prompt="base", tool_sources=[Failing()])
+    assert agent.run("go").text == "done"
+    assert [m.text for m in agent.messages] == ["go", "done"]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_what_a_run_raises_after_run_timeout_gave_up_on_it_is_logged(seed: int, caplog: pytest.LogCaptureFixture):
+    import logging
+
+    from phi import RunTimeout
+
+    def main() -> str:
+        def before_turn(messages: Any, index: int) -> None:
+            sync.sleep(3.0)
+            raise RuntimeError("the hook broke late")
+
+        agent = Agent(provider=ScriptedProvider(["done"]), before_turn=before_turn)
+        try:
+            agent.run("go", timeout=0.2)
+            outcome = "returned"
+        except RunTimeout:
+            outcome = "RunTimeout"
+        agent.wait_for_idle()
+        sync.sleep(0.01)
+        return outcome
+
+    with caplog.at_level(logging.ERROR, logger="phi"):
+        assert simulate(main, seed) == "RunTimeout"
+    assert "the hook broke late" in caplog.text
