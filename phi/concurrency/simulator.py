@@ -532,11 +532,6 @@ class Simulation:
         self._labels += 1
         return f"{kind}{self._labels}"
 
-    @property
-    def thread_names(self) -> list[str]:
-        """The simulated threads alive now."""
-        return [t.name for t in self.threads]
-
     # ----------------------------------------------------------------- the clocks
 
     def monotonic(self) -> float:
@@ -650,19 +645,11 @@ class Simulation:
             self._finished.set()
             return
         try:
-            nxt = self._choose_after_exit()
+            nxt = self._choose()  # the ended thread is not runnable: another one is picked
         except SimulationKilled:
             return
         self.current = nxt
         nxt._baton.release()
-
-    def _choose_after_exit(self) -> SimThread:
-        while True:
-            runnable = [t for t in self.threads if t.state == _RUNNABLE]
-            if runnable:
-                return runnable[0] if len(runnable) == 1 else self.rng.choice(runnable)
-            if not self._advance_time():
-                self._nobody_can_run()
 
     # ----------------------------------------------------------------- failing
 

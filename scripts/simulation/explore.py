@@ -17,7 +17,7 @@ from typing import Any
 
 from .actors import run_actor
 from .checks import invalid_conversation, lost_or_duplicated, user_texts
-from .plan import Scenario, make_scenario
+from .plan import make_scenario
 from .world import FINAL_IDLE_S, World
 
 from phi.concurrency import sync, workers
@@ -131,4 +131,4 @@ def quiet_logs() -> None:
     logging.getLogger("phi").setLevel(logging.CRITICAL)
 
 
-__all__ = ["Outcome", "Scenario", "run_seed", "quiet_logs"]
+__all__ = ["Outcome", "quiet_logs", "run_seed"]

@@ -26,8 +26,6 @@ from .checks import (
     EPS,
     Pushed,
     ResetSpan,
-    invalid_conversation,
-    lost_or_duplicated,
     overlap,
     user_texts,
 )
@@ -45,10 +43,9 @@ from phi import (
     TextContent,
     ToolExecution,
     ToolResult,
-    UserMessage,
     default_convert_to_llm,
 )
-from phi.concurrency import sync, workers
+from phi.concurrency import sync
 from phi.concurrency.cancel import CancellationToken
 from phi.concurrency.channel import EventStream
 from phi.concurrency.simulator import Simulation
@@ -121,7 +118,7 @@ class Probe:
             token = getattr(abort, "__self__", None)
             token = token if isinstance(token, CancellationToken) else None
             owner = next((aw for aw in probe.world.agents if token is not None and aw.agent._cancel is token), None)
-            info = StreamInfo(stream, token, owner, None, sim.now, _ident())  # its loop id: at its first event
+            info = StreamInfo(stream, token, owner, None, sim.now, threading.get_ident())  # its loop id: at its first event
             probe.streams.append(info)
             probe.by_stream[id(stream)] = info
 
@@ -285,7 +282,7 @@ class World:
         sim.point(f"app {site}")
         if self.final:
             return None
-        ident = _ident()
+        ident = threading.get_ident()
         self.callback_threads[ident] += 1
         try:
             aw.hits[site] += 1
@@ -476,7 +473,7 @@ class World:
 
     def _name_stream(self, aw: AgentWorld, loop_id: str) -> None:
         """The stream of the run this thread is delivering takes ``loop_id`` (a single run's only)."""
-        token = aw.agent._runs.get(_ident())
+        token = aw.agent._runs.get(threading.get_ident())
         for info in reversed(self.probe.streams):
             if token is not None and info.token is token and info.loop_id is None:
                 info.loop_id = loop_id
@@ -616,9 +613,4 @@ def _prompt_texts(messages: list[Any]) -> set[str]:
     return {t for t in user_texts(messages) if t.startswith(("prompt-", "parallel-"))}
 
 
-def _ident() -> int:
-    return threading.get_ident()
-
-
-__all__ = ["ScenarioError", "World", "AgentWorld", "StreamInfo", "UserMessage", "invalid_conversation",
-           "lost_or_duplicated", "workers"]
+__all__ = ["AgentWorld", "ScenarioError", "StreamInfo", "World"]

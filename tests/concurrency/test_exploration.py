@@ -82,3 +82,21 @@ def test_the_explorer_finds_a_window_planted_back(monkeypatch: pytest.MonkeyPatc
             assert outcome.kind in ("timeout_late", "run_bound"), outcome.message
             return
     pytest.fail("the explorer did not find the planted window in the slice")
+
+
+def test_the_explorer_sees_tokens_left_alive(monkeypatch: pytest.MonkeyPatch):
+    """The end check "no cancellation token left" is not vacuous: tokens kept alive past the scenario
+    (as a leaking registry would keep them) are reported."""
+    from phi.concurrency.cancel import CancellationToken
+
+    kept: list[CancellationToken] = []
+    original = CancellationToken.child_token
+
+    def keeping(self: CancellationToken) -> CancellationToken:
+        child = original(self)
+        kept.append(child)
+        return child
+
+    monkeypatch.setattr(CancellationToken, "child_token", keeping)
+    found = {run_seed(seed).kind for seed in range(10)}
+    assert "tokens_left" in found

@@ -31,6 +31,22 @@ def tool(name: str, fn: Callable[[dict[str, Any], Any], object]) -> FunctionTool
     return FunctionTool(name, name, SCHEMA, fn)
 
 
+class _SlowStore:
+    """A session store whose load() takes a while (a remote database, say)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def load(self, session_id: str) -> Any:
+        from phi.session import NotFound
+
+        sync.sleep(self.seconds)
+        raise NotFound(session_id)
+
+    def save(self, session: Any) -> None:
+        pass
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_abort_cancels_every_tool_token_at_once_whatever_a_callback_does(seed: int):
     """Side effect after abort: tool A's cancellation callback blocks 5 s; tool B checks its token before
@@ -246,17 +262,8 @@ def test_run_with_a_timeout_bounds_loading_a_stored_session(seed: int):
     from phi import RunTimeout
     from phi.session import SessionRecorder
 
-    class SlowStore:
-        def load(self, session_id: str) -> Any:
-            sync.sleep(30.0)
-            from phi.session import NotFound
-            raise NotFound(session_id)
-
-        def save(self, session: Any) -> None:
-            pass
-
     def main() -> tuple[str, float]:
-        agent = Agent(provider=ScriptedProvider(["done"]), recorder=SessionRecorder(), store=SlowStore())
+        agent = Agent(provider=ScriptedProvider(["done"]), recorder=SessionRecorder(), store=_SlowStore(30.0))
         started = sync.monotonic()
         try:
             outcome = agent.run("go", timeout=0.5).outcome.value
@@ -359,22 +366,6 @@ def test_a_replaced_history_and_a_starting_run_never_cross(seed: int):
 # --------------------------------------------------------------------------- found by the second review
 
 
-class _SlowStore:
-    """A session store whose load() takes a while (a remote database, say)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def load(self, session_id: str) -> Any:
-        from phi.session import NotFound
-
-        sync.sleep(self.seconds)
-        raise NotFound(session_id)
-
-    def save(self, session: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_new_session_while_a_run_starts_never_repeats_a_loop_id(seed: int):
     from phi.session import SessionRecorder
@@ -465,8 +456,6 @@ def test_waiting_for_the_next_run_from_an_agent_end_subscriber_is_refused(seed: 
 
 
 def test_a_parallel_run_that_raises_before_choosing_keeps_the_last_loop_id():
-    from phi.evaluation import EvaluationStrategy  # noqa: F401  (the protocol the strategy below breaks)
-
     class Broken:
         def evaluate(self, prompts: Any, outcomes: Any, sink: Any, cancel: Any) -> Any:
             raise RuntimeError("the judge broke")
@@ -477,7 +466,6 @@ def test_a_parallel_run_that_raises_before_choosing_keeps_the_last_loop_id():
     with pytest.raises(Exception):
         agent.run_parallel("second", [{}, {"temperature": 0.5}], Broken())  # type: ignore[arg-type]
     assert before is not None and agent.last_loop_id == before
-    agent.follow_up("third")
     assert [m.text for m in agent.messages if getattr(m, "role", "") == "user"] == ["first", "second"]
 
 
