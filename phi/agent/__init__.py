@@ -16,7 +16,7 @@ from ..lazy_exports import export_names, lazy_exports
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".agent": ("Agent",),
-    ".result": ("AgentResult",),
+    ".result": ("AgentResult", "SessionFork"),
     ".snapshot": ("AgentSnapshot",),
 }
 
@@ -26,4 +26,5 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from .agent import Agent as Agent
     from .result import AgentResult as AgentResult
+    from .result import SessionFork as SessionFork
     from .snapshot import AgentSnapshot as AgentSnapshot

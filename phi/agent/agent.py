@@ -29,7 +29,7 @@ from ..events import AgentEnd, ParallelLoopEnd
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSettings
-from ..loop.identity import config_segment
+from ..loop.identity import config_segment, loop_ids_from
 from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
 from ..providers.model_config import API_MOCK, ModelConfig
@@ -48,8 +48,8 @@ from ..types import (
     message_to_json,
     messages_from_json,
 )
-from .recording import continue_stored_session, prepare_recording, record_raised_run, recorded_tools, save_sessions
-from .result import AgentResult
+from .recording import claim_run, continue_stored_session, record_raised_run, recorded_tools, save_sessions
+from .result import AgentResult, SessionFork
 from .snapshot import AgentSnapshot, resume_point
 from .sources import ToolSource, close_sources, start_up
 
@@ -73,6 +73,7 @@ log = get_logger(__name__)
 #: (a loaded machine), before it raises RunTimeout (SPEC AGENT-2).
 SCHEDULING_SLACK_S = 0.25
 
+OWN_LOOPS_KEPT = 4096  # loop ids of its own runs an agent remembers, to tell other writers' branches apart
 _delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
 
 EventSink = Callable[["AgentEvent"], None]
@@ -168,6 +169,7 @@ class Agent:
         self.last_active_at: float | None = None
         self._messages: list[AgentMessage] = list(messages)
         self._loop_counters: dict[str, int] = {}
+        self._own_loops: dict[str, None] = {}  # loop ids this agent's runs got, oldest first (SessionFork)
         self._subscribers: tuple[EventSink, ...] = ()  # replaced, never changed in place
         self._subagent_subscribers: tuple[EventSink, ...] = ()  # also hear the sub-agent runs (same rule)
         self._lock = sync.Lock()
@@ -513,8 +515,9 @@ class Agent:
         return self._next_loop_id(self.session_id, config)
 
     def _next_loop_id(self, session_id: str, config: AgentLoopConfig | None = None) -> str:
-        segment = config_segment(config or self.config)
-        key = f"{session_id}.{segment}"
+        return self._next_of(f"{session_id}.{config_segment(config or self.config)}")
+
+    def _next_of(self, key: str) -> str:
         self._loop_counters[key] = self._loop_counters.get(key, 0) + 1
         return f"{key}.{self._loop_counters[key]}"
 
@@ -673,7 +676,7 @@ class Agent:
                 if parallel is None:
                     settle()
                     if event.loop_id == context.loop_id:
-                        stream._know(AgentResult.of(event))  # run(timeout=) may return it from here on
+                        stream._know(replace(AgentResult.of(event), fork=fork))  # run(timeout=) may return it now
             outer, _delivering.agent = getattr(_delivering, "agent", None), self
             try:
                 for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
@@ -707,6 +710,46 @@ class Agent:
                     loop_ids[:] = [self._next_loop_id(session, c) if _loop_number(i) <= stored.get(_loop_key(i), 0)
                                    else i for i, c in zip(loop_ids, parallel)]
 
+        fork: SessionFork | None = None
+
+        def claim() -> None:
+            """The run's loop ids are claimed in the recorder and the store, so no other writer of the
+            session takes them (SESS-6); ids another writer took are replaced by free ones."""
+            nonlocal fork
+            proposed = list(loop_ids) if loop_ids is not None else [context.loop_id or ""]
+            names, fork = claim_run(recorder, store, context.session_id or "", context.agent_id or "", proposed, base,
+                                    after_loop_id, context.parent_loop_id, kind, self._own_loops)
+            with self._lock:
+                self._own_loops.update(dict.fromkeys(names.values() or proposed))
+                while len(self._own_loops) > OWN_LOOPS_KEPT:
+                    self._own_loops.pop(next(iter(self._own_loops)))
+            renamed = {old: new for old, new in names.items() if old != new}
+            if not renamed:
+                return
+            with self._lock:
+                for new in renamed.values():
+                    self._loop_counters[_loop_key(new)] = max(self._loop_counters.get(_loop_key(new), 0),
+                                                              _loop_number(new))
+                if context.loop_id in renamed:
+                    old, context.loop_id = context.loop_id, renamed[context.loop_id]
+                    if self.last_loop_id == old:
+                        self.last_loop_id = context.loop_id
+                if loop_ids is not None:
+                    loop_ids[:] = [renamed.get(i, i) for i in loop_ids]
+
+        def take_loop_id(segment: str) -> str:
+            """A loop id for a run the run itself starts without one (an LLM judge's), from the agent's
+            counters and claimed like the run's own (LOOP-13, SESS-6)."""
+            with self._lock:
+                proposed = self._next_of(f"{context.session_id}.{segment}")
+            names, _ = claim_run(recorder, store, context.session_id or "", context.agent_id or "", [proposed], [],
+                                 None)
+            given = names.get(proposed, proposed)
+            with self._lock:
+                self._loop_counters[_loop_key(given)] = max(self._loop_counters.get(_loop_key(given), 0),
+                                                            _loop_number(given))
+            return given
+
         def work() -> None:
             me = threading.get_ident()
             self._runs[me] = cancel
@@ -715,14 +758,15 @@ class Agent:
                 continue_stored()
                 context.tools, context.system_prompt = start_up(own_tools, sources, context.system_prompt, cancel)
                 context.tools = recorded_tools(context.tools, recorder, watchers)
-                prepare_recording(recorder, loop_ids or [context.loop_id or ""], base, after_loop_id)
+                claim()
                 if parallel is None:
                     body(context, config, sink, cancel)
                     known = stream._known_result  # made at AgentEnd (the same object run(timeout=) may hold)
-                    result = known if known is not None else AgentResult.of(ends[context.loop_id or ""])
+                    result = known if known is not None else replace(AgentResult.of(ends[context.loop_id or ""]), fork=fork)
                 else:
                     # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
-                    result = body(context, config, sink, cancel, loop_ids, decided)
+                    with loop_ids_from(context.session_id or "", take_loop_id):
+                        result = body(context, config, sink, cancel, loop_ids, decided)
             except BaseException as exc:  # re-raised to the consumer by EventStream
                 error = exc
                 log.debug("run %s raised", context.loop_id, exc_info=exc)

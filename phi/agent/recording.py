@@ -19,15 +19,17 @@ the same point), which is logged with the loops that were not stored.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Sequence
 
 from ..events import AgentEnd, AgentEvent
 from ..log import get_logger
 from ..loop.tool import AgentTool
-from ..types import AgentMessage, AssistantMessage, RunOutcome, Usage
+from ..types import AgentMessage, AssistantMessage, ContinuationKind, RunOutcome, Usage
+from .result import SessionFork
 
 if TYPE_CHECKING:
     from ..session import SessionRecorder, SessionStore
+    from ..session.store import Claim
 
 log = get_logger(__name__)
 
@@ -82,6 +84,47 @@ def continue_stored_session(recorder: SessionRecorder | None, store: SessionStor
         return {}
     recorder.continue_session(stored)
     return loop_counters(stored)
+
+
+def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, session_id: str, agent_id: str,
+              loop_ids: Sequence[str], history: Sequence[AgentMessage], after_loop_id: str | None,
+              parent_loop_id: str | None = None, kind: ContinuationKind | None = None,
+              own: Collection[str] = ()) -> tuple[dict[str, str], SessionFork | None]:
+    """Before a run starts: its loop ids are claimed — held ``Pending`` by the recorder and, when
+    the store can (``store.claim``, both of phi's stores), stored at once — so no other writer of the
+    session, in this process or another, takes them (SPEC SESS-6, SESS-7). Returns the ids the run
+    gets (proposed -> given: a number another writer took is replaced by the next free one) and, when
+    the store already holds another continuation of the loop this run continues (one not among
+    ``own``, the agent's own runs), the :class:`SessionFork`: this run becomes a branch beside it.
+    Errors are logged: recording never stops a run."""
+    if recorder is None:
+        return {}, None
+    try:
+        held = recorder.loop_ids(session_id)
+        names, claimed = recorder.claim(session_id, agent_id, loop_ids, history, after_loop_id, parent_loop_id, kind)
+    except Exception:
+        log.error("could not claim loop ids %s in the recorder", ", ".join(loop_ids), exc_info=True)
+        prepare_recording(recorder, loop_ids, history, after_loop_id)
+        return {}, None
+    claim = getattr(store, "claim", None)
+    if claim is None:
+        return names, None
+    try:
+        stored: Claim = claim(claimed, held)
+    except Exception:
+        log.error("could not claim loop ids %s in session %s (the run is saved when it ends)",
+                  ", ".join(names.values()), session_id, exc_info=True)
+        return names, None
+    recorder.rename_claimed({given: stored.loop_ids.get(given, given) for given in names.values()})
+    final = {proposed: stored.loop_ids.get(given, given) for proposed, given in names.items()}
+    first = final[loop_ids[0]] if loop_ids else ""
+    others = tuple(i for i in stored.others.get(first, ()) if i not in own)
+    if not others:
+        return final, None
+    follows = parent_loop_id if parent_loop_id is not None else after_loop_id
+    fork = SessionFork(session_id, first, follows, others)
+    log.warning("%s", fork.describe())
+    return final, fork
 
 
 def prepare_recording(recorder: SessionRecorder | None, loop_ids: Sequence[str], history: Sequence[AgentMessage],

@@ -8,13 +8,33 @@ from ..events import AgentEnd
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
 
 
+@dataclass(frozen=True)
+class SessionFork:
+    """A run stored as a branch (SPEC SESS-6, SESS-8): when it started, session ``session_id``
+    already held other continuations (``others``) of the loop it continues (``follows``) — another
+    process, terminal or agent continued that point, or the agent was restored to an earlier one.
+    Nothing is lost or spliced: every conversation is stored whole, and this agent's next runs
+    continue its own branch (``loop_id``)."""
+
+    session_id: str
+    loop_id: str
+    follows: str | None
+    others: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The fork in words, for a person."""
+        return (f"session {self.session_id} was continued from loop {self.follows} elsewhere too "
+                f"({', '.join(self.others)}); this conversation continues as branch {self.loop_id} of it")
+
+
 @dataclass
 class AgentResult:
     """What a run of an Agent gives: ``Agent.run(...)`` and ``Agent.prompt(...).result()`` alike.
 
     ``outcome`` says why the run ended (SPEC EVT-9); ``stop_reason`` is the last reply's, ``error``
     its error message when the model call failed; ``timed_out`` is set when ``run(timeout=...)``
-    aborted the run at its deadline.
+    aborted the run at its deadline; ``fork`` is set when the run was stored as a branch beside
+    another writer's run of the same session (:class:`SessionFork`).
     """
 
     messages: list[AgentMessage]
@@ -24,6 +44,7 @@ class AgentResult:
     error: str | None = None
     rejection: str | None = None
     timed_out: bool = False
+    fork: SessionFork | None = None
 
     @property
     def text(self) -> str:

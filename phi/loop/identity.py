@@ -7,10 +7,11 @@ its own loops; a bare ``agent_loop`` call given no loop id takes the next N from
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from ..ids import random_uuid
 from ..types import ThinkingLevel
@@ -62,12 +63,32 @@ class Identity(NamedTuple):
     loop_index: int  # N - 1: what ``before_loop`` is given (LOOP-1)
 
 
+_sources = threading.local()
+
+
+@contextlib.contextmanager
+def loop_ids_from(session_id: str, take: Callable[[str], str]) -> Iterator[None]:
+    """While the block runs, a run on this thread given no loop id in session ``session_id`` takes
+    ``take(config_segment)`` — an Agent's own counters — instead of the process-wide table (an LLM
+    judge on the agent's model must not take the agent's loop ids, SPEC LOOP-13, SESS-6)."""
+    outer = getattr(_sources, "source", None)
+    _sources.source = (session_id, take)
+    try:
+        yield
+    finally:
+        _sources.source = outer
+
+
 def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> Identity:
     """Fill in missing ids (written back to ``context``) and return the run's identity."""
     agent_id = context.agent_id = context.agent_id or random_uuid()
     session_id = context.session_id = context.session_id or random_uuid()
     if context.loop_id is None:
         segment = config_segment(config)
-        context.loop_id = f"{session_id}.{segment}.{next_loop_number(session_id, segment)}"
+        source = getattr(_sources, "source", None)
+        if source is not None and source[0] == session_id:
+            context.loop_id = source[1](segment)
+        else:
+            context.loop_id = f"{session_id}.{segment}.{next_loop_number(session_id, segment)}"
     tail = context.loop_id.rsplit(".", 1)[-1]
     return Identity(agent_id, session_id, context.loop_id, int(tail) - 1 if tail.isdigit() else 0)

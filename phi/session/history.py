@@ -51,9 +51,12 @@ def off_line(record: LoopRecord, by_id: Mapping[str, LoopRecord]) -> bool:
 
 
 def latest_loop(session: Session) -> LoopRecord | None:
-    """The last started loop that is on a conversation line (see :func:`off_line`)."""
+    """The last started loop that is on a conversation line (see :func:`off_line`) and has ended —
+    a loop still pending or running is another writer's run in progress, or one whose process died
+    (SESS-6) — else the last started one on a line."""
     by_id = {record.loop_id: record for record in session.loops}
-    return next((r for r in reversed(session.loops) if not off_line(r, by_id)), None)
+    on_line = [r for r in reversed(session.loops) if not off_line(r, by_id)]
+    return next((r for r in on_line if not r.status.is_open), on_line[0] if on_line else None)
 
 
 class _Ends:

@@ -31,19 +31,25 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 from ..log import get_logger
 from .errors import CorruptSession, NotFound, SessionError
 from .model import Session, replace_loops
 from .store import (
+    Claim,
     EncodedLoop,
     Ledger,
     check_session_id,
+    claimed_others,
+    complete_children,
+    follows_of,
+    merge_header,
+    plan_claim,
+    renamed_loops,
     decode_json,
     decode_loop,
     decode_session,
-    digest,
     dumps,
     encode_header,
     encode_loops,
@@ -67,6 +73,7 @@ class _LogState:
     offset: int = 0
     header: dict[str, Any] | None = None
     digests: dict[str, bytes] = field(default_factory=dict)
+    follows: dict[str, str | None] = field(default_factory=dict)  # loop -> the loop it continues
 
 
 @dataclass
@@ -138,10 +145,45 @@ class JsonDirStore:
         line = "" if plan.empty else _line(plan.header, [loop.text for loop in plan.loops])
         self._append(fd, path, session.session_id, prefix + line, state)
         if not plan.empty:
-            state.header = plan.header
-            state.digests.update({loop.loop_id: loop.digest for loop in plan.loops})
-            self._ledger.learn(session.session_id, {loop.loop_id: loop.digest for loop in plan.loops})
+            self._wrote(state, session.session_id, plan.header, plan.loops)
         return bool(prefix)
+
+    def _wrote(self, state: _LogState, session_id: str, header: dict[str, Any], loops: list[EncodedLoop]) -> None:
+        state.header = header
+        state.digests.update({loop.loop_id: loop.digest for loop in loops})
+        state.follows.update({loop.loop_id: loop.follows for loop in loops})
+        self._ledger.learn(session_id, {loop.loop_id: loop.digest for loop in loops})
+
+    # ------------------------------------------------------------------ claim
+
+    def claim(self, session: Session, avoid: Collection[str] = ()) -> Claim:
+        """Store ``session``'s loops — the ``Pending`` records of runs about to start — under loop ids
+        no other writer has stored or claimed (nor any of ``avoid``), renumbering those that are
+        taken; see :class:`~phi.session.store.Claim` (SPEC SESS-6). Written under the file's lock,
+        not synced: the run's own save syncs it."""
+        path = self.path_of(session.session_id)
+        with self._locked(path, session.session_id) as (fd, created):
+            try:
+                claim = self._claim_locked(fd, path, session, avoid)
+            except BaseException:
+                self._states.pop(session.session_id, None)
+                raise
+        if created:
+            self._sync_directory()
+        return claim
+
+    def _claim_locked(self, fd: int, path: str, session: Session, avoid: Collection[str]) -> Claim:
+        state = self._sync(fd, path, session.session_id)
+        prefix = self._migration(session.session_id, state) if state.header is None else ""
+        names = plan_claim([record.loop_id for record in session.loops], [*state.digests, *avoid])
+        encoded = encode_loops(replace_loops(session, renamed_loops(session.loops, names)))
+        old = decode_session(state.header, path, session.session_id, loops_required=False) if state.header else None
+        header = encode_header(merge_header(old, session))
+        self._append(fd, path, session.session_id, prefix + _line(header, [loop.text for loop in encoded]), state,
+                     durable=False)
+        others = claimed_others(encoded, state.follows)
+        self._wrote(state, session.session_id, header, encoded)
+        return Claim(names, others)
 
     def _migration(self, session_id: str, state: _LogState) -> str:
         """The first line of a session stored in the earlier whole-file format ("" if there is none);
@@ -152,16 +194,18 @@ class JsonDirStore:
         encoded = encode_loops(legacy)
         state.header = encode_header(legacy)
         state.digests.update({loop.loop_id: loop.digest for loop in encoded})
+        state.follows.update({loop.loop_id: loop.follows for loop in encoded})
         return _line(state.header, [loop.text for loop in encoded])
 
-    def _append(self, fd: int, path: str, session_id: str, text: str, state: _LogState) -> None:
+    def _append(self, fd: int, path: str, session_id: str, text: str, state: _LogState, durable: bool = True) -> None:
         data = text.encode("utf-8")
         try:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         except OSError as error:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, state.offset)  # take back a partial line; the lock is still ours
@@ -239,6 +283,7 @@ class JsonDirStore:
                 loops = _checked_loops(record, f"{path} line {number}", session_id)
                 state.header = {key: value for key, value in record.items() if key != "loops"}
                 state.digests.update(loop_digests(loops))
+                state.follows.update({loop["loop_id"]: follows_of(loop) for loop in loops})
             if lines.torn:
                 os.ftruncate(fd, state.offset + lines.end)
                 log.warning("%s: cut off the torn last line of a save that was interrupted", path)
@@ -270,8 +315,10 @@ class JsonDirStore:
         session, digests = _fold(lines, path, session_id)
         self._ledger.learn(session_id, digests)
         if info is not None:
+            follows = {record.loop_id: record.parent_loop_id or (record.history.after_loop_id if record.history else None)
+                       for record in session.loops}
             self._states[session_id] = _LogState((info.st_dev, info.st_ino), lines.end, session_json_header(lines),
-                                                 digests)
+                                                 digests, follows)
         return session
 
     def _read_legacy(self, session_id: str) -> Session | None:
@@ -415,8 +462,8 @@ def _fold(lines: _Lines, path: str, session_id: str) -> tuple[Session, dict[str,
     number, last = lines.records[-1]
     header = decode_session({**last, "loops": []}, f"{path} line {number}", session_id)
     records = [decode_loop(loop, f"{path} line {n}", session_id, f"loops[{i}]") for n, i, loop in latest.values()]
-    digests = {loop_id: digest(dumps(loop)) for loop_id, (_, _, loop) in latest.items()}
-    return replace_loops(header, sort_loops(records)), digests
+    digests = loop_digests([loop for _, _, loop in latest.values()])
+    return replace_loops(header, complete_children(sort_loops(records))), digests
 
 
 def _session_file(entry: os.DirEntry[str]) -> tuple[str, int, bool] | None:

@@ -30,9 +30,10 @@ from typing import Sequence
 
 from ..events import EVENT_TYPES, AgentEnd, AgentEvent, MessageUpdate, event_to_json
 from ..log import get_logger
-from ..types import AgentMessage
+from ..concurrency import sync
+from ..types import AgentMessage, ContinuationKind
 from .history import BranchPoint, branch_point, conversation
-from .model import LoopRecord, LoopStatus, Session, StartingHistory, replace_loops
+from .model import LoopRecord, LoopStatus, Session, StartingHistory, exact_time, replace_loops
 from .recorder_parts import (
     FormationPolicy,
     InactivityTimeoutPolicy,
@@ -41,7 +42,9 @@ from .recorder_parts import (
     common_prefix,
     session_of_loop_id,
 )
+from .recorder_parts import insert_by_start
 from .recorder_state import CACHED_CONVERSATIONS, PENDING_HISTORIES, RecorderState
+from .store import plan_claim
 
 log = get_logger(__name__)
 
@@ -97,6 +100,12 @@ class SessionRecorder(RecorderState):
                 self._agents[copy.agent_id] = (copy.session_id, copy.last_active_at)
             return True
 
+    def loop_ids(self, session_id: str) -> set[str]:
+        """The ids of the loops the recorder holds in ``session_id``."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return {record.loop_id for record in session.loops} if session is not None else set()
+
     def holds(self, session_id: str) -> bool:
         """True if the recorder holds a session of this id."""
         with self._lock:
@@ -121,6 +130,50 @@ class SessionRecorder(RecorderState):
                     while len(self._histories) > PENDING_HISTORIES:
                         self._histories.popitem(last=False)
         return history
+
+    def claim(self, session_id: str, agent_id: str, loop_ids: Sequence[str], messages: Sequence[AgentMessage],
+              after_loop_id: str | None, parent_loop_id: str | None = None,
+              continuation_kind: ContinuationKind | None = None, timestamp: float | None = None,
+              ) -> tuple[dict[str, str], Session]:
+        """Runs of ``agent_id`` are about to start in ``session_id`` as ``loop_ids``, from the
+        history ``messages`` (see :meth:`note_history`): hold a ``Pending`` record for each — under
+        the proposed id, or the next free number of its key if the recorder holds that id already —
+        so no other run recorded here takes it (SPEC SESS-6, SESS-7). Returns the ids the runs get
+        (proposed -> given) and a copy of the session's header with those records, for a store's
+        ``claim``. The session is created (policy formation) if the recorder does not hold it."""
+        history = self._history_of(list(messages), after_loop_id)
+        moment = exact_time(sync.wall_time() if timestamp is None else timestamp)
+        with self._lock:
+            session = self._session(session_id, agent_id, moment)
+            session.agent_id = session.agent_id or agent_id
+            names = plan_claim(loop_ids, self._loops.keys())
+            records = []
+            for final in names.values():
+                record = LoopRecord(final, session_id, agent_id, parent_loop_id, continuation_kind, started_at=moment,
+                                    status=LoopStatus.PENDING, history=history)
+                self._loops[final] = record
+                insert_by_start(session.loops, record)
+                self._open.setdefault(session_id, set()).add(final)
+                self._mark(record)
+                records.append(record.copy())
+            return names, replace_loops(session, records)
+
+    def rename_claimed(self, names: dict[str, str]) -> None:
+        """Loops :meth:`claim` holds get the ids a store gave them instead (old -> new), before
+        their runs start."""
+        with self._lock:
+            for old, new in names.items():
+                record = self._loops.get(old)
+                if old == new or record is None or record.status is not LoopStatus.PENDING or new in self._loops:
+                    continue
+                del self._loops[old]
+                record.loop_id = new
+                self._loops[new] = record
+                for table in (self._open, self._changed):
+                    held = table.get(record.session_id)
+                    if held is not None and old in held:
+                        held.discard(old)
+                        held.add(new)
 
     def _history_of(self, messages: list[AgentMessage], after_loop_id: str | None) -> StartingHistory:
         base = self._conversation_through(after_loop_id) if after_loop_id is not None else None

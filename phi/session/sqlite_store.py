@@ -30,14 +30,21 @@ import os
 import threading
 import time
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence, TypeVar
 
 from .errors import CorruptSession, NotFound, SessionError
 from .model import LoopRecord, Session, replace_loops
 from .store import (
+    Claim,
     EncodedLoop,
     Ledger,
     check_session_id,
+    claimed_others,
+    complete_children,
+    encode_header,
+    merge_header,
+    plan_claim,
+    renamed_loops,
     decode_json,
     decode_loop,
     decode_session,
@@ -163,6 +170,41 @@ class SqliteStore:
         self._write_header(connection, session, plan.header)
         return {**plan.unchanged, **{loop.loop_id: loop.digest for loop in plan.loops}}
 
+    def claim(self, session: Session, avoid: Collection[str] = ()) -> Claim:
+        """Store ``session``'s loops — the ``Pending`` records of runs about to start — under loop ids
+        no other writer has stored or claimed (nor any of ``avoid``), renumbering those that are
+        taken; see :class:`~phi.session.store.Claim` (SPEC SESS-6). One transaction."""
+        check_session_id(session.session_id)
+        self._refuse_if_read_only(f"save session {session.session_id}")
+
+        def write(connection: Connection) -> tuple[Claim, dict[str, bytes]]:
+            return self._claim(connection, session, avoid)
+
+        claim, digests = self._transaction(write, f"save session {session.session_id}")
+        self._ledger.learn(session.session_id, digests)
+        return claim
+
+    def _claim(self, connection: Connection, session: Session, avoid: Collection[str]) -> tuple[Claim, dict[str, bytes]]:
+        sid = session.session_id
+        row = connection.execute(f"SELECT data FROM {_TABLE} WHERE session_id = ?", (sid,)).fetchone()
+        header = decode_json(row[0], self._where(sid), sid) if row else None
+        if isinstance(header, dict) and "loops" in header:
+            header = self._migrate(connection, sid, header)
+        follows: dict[str, str | None] = dict(connection.execute(
+            f"SELECT loop_id, COALESCE(json_extract(data, '$.parent_loop_id'), json_extract(data, "
+            f"'$.history.after_loop_id')) FROM {_LOOPS} WHERE session_id = ?", (sid,)).fetchall())
+        names = plan_claim([record.loop_id for record in session.loops], [*follows, *avoid])
+        encoded = encode_loops(replace_loops(session, renamed_loops(session.loops, names)))
+        old = decode_session(header, self._where(sid), sid, loops_required=False) if header else None
+        (position,) = connection.execute(f"SELECT COALESCE(MAX(position), -1) + 1 FROM {_LOOPS} WHERE session_id = ?",
+                                         (sid,)).fetchone()
+        for loop in encoded:
+            connection.execute(f"INSERT INTO {_LOOPS} (session_id, loop_id, position, digest, data) "
+                               "VALUES (?, ?, ?, ?, ?)", (sid, loop.loop_id, position, loop.digest, loop.text))
+            position += 1
+        self._write_header(connection, session, encode_header(merge_header(old, session)))
+        return Claim(names, claimed_others(encoded, follows)), {loop.loop_id: loop.digest for loop in encoded}
+
     def _write_header(self, connection: Connection, session: Session, header: dict[str, Any]) -> None:
         from .codec import parse_time
 
@@ -220,7 +262,7 @@ class SqliteStore:
                 records.append(decode_loop(decode_json(data, f"{where} loop {loop_id}", sid),
                                            f"{where} loop {loop_id}", sid))
                 digests[loop_id] = bytes(digest)
-        return replace_loops(header, sort_loops(records)), digests
+        return replace_loops(header, complete_children(sort_loops(records))), digests
 
     def list_ids(self) -> list[str]:
         rows = self._use(lambda c: c.execute(f"SELECT session_id FROM {_TABLE} ORDER BY saved_seq DESC").fetchall(),

@@ -23,13 +23,14 @@ Session ids must work as plain file names in every store, so sessions move freel
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import DecodeError
 from .codec import header_to_json, loop_to_json, session_from_json
@@ -91,9 +92,13 @@ def digest(text: str) -> bytes:
 
 @dataclass(frozen=True)
 class EncodedLoop:
+    """A loop as a store writes it: ``text`` (its JSON), ``digest`` (of that JSON without
+    ``children_loop_ids``, see :func:`core_digest`) and the loop it ``follows``."""
+
     loop_id: str
     text: str
     digest: bytes
+    follows: str | None = None
 
 
 def encode_loops(session: Session) -> list[EncodedLoop]:
@@ -106,16 +111,38 @@ def encode_loops(session: Session) -> list[EncodedLoop]:
             raise SessionError(f"session {session.session_id} cannot be saved: it holds loop {record.loop_id} "
                                f"{problem}", session_id=session.session_id)
         ids.add(record.loop_id)
-        text = _encode(loop_to_json, record, session.session_id)
-        out.append(EncodedLoop(record.loop_id, text, digest(text)))
+        data = _encode(loop_to_json, record, session.session_id, parsed=True)
+        out.append(EncodedLoop(record.loop_id, dumps(data), core_digest(data), follows_of(data)))
     return out
 
 
-def _encode(to_json: Any, item: Any, session_id: str) -> str:
+def core_digest(loop: dict[str, Any]) -> bytes:
+    """The digest two writers' versions of a loop are compared by: its JSON without
+    ``children_loop_ids``. A loop's children are derived data in a store (every same-session loop
+    naming it as parent is its child, :func:`complete_children`), so two writers that continued
+    the same loop each add a child without a conflict, and neither rewrites the loop for it."""
+    return digest(dumps({key: value for key, value in loop.items() if key != "children_loop_ids"}))
+
+
+def follows_of(loop: Any) -> str | None:
+    """The loop a stored loop (JSON) continues: its parent, else the loop its recorded history
+    continues (SESS-8) — how two writers that continued the same point are told apart."""
+    if not isinstance(loop, dict):
+        return None
+    parent = loop.get("parent_loop_id")
+    history = loop.get("history")
+    after = history.get("after_loop_id") if isinstance(history, dict) else None
+    found = parent if isinstance(parent, str) else after
+    return found if isinstance(found, str) else None
+
+
+def _encode(to_json: Any, item: Any, session_id: str, parsed: bool = False) -> Any:
+    """``item`` as JSON text (``parsed``: as the JSON object that text holds, checked the same way)."""
     try:
-        text: str = dumps(to_json(item))
+        data = to_json(item)
+        text: str = dumps(data)
         text.encode("utf-8")  # lone surrogates cannot be stored
-        return text
+        return data if parsed else text
     except (TypeError, ValueError, RecursionError) as error:
         raise SessionError(f"session {session_id} cannot be saved as JSON: {error}", session_id=session_id) from None
 
@@ -262,8 +289,81 @@ class Ledger:
 
 
 def loop_digests(loops: Sequence[Any]) -> dict[str, bytes]:
-    """Digests of loop JSON objects as parsed from storage (re-encoded in the stored form)."""
-    return {loop["loop_id"]: digest(dumps(loop)) for loop in loops if isinstance(loop, dict) and "loop_id" in loop}
+    """Digests (:func:`core_digest`) of loop JSON objects as parsed from storage."""
+    return {loop["loop_id"]: core_digest(loop) for loop in loops if isinstance(loop, dict) and "loop_id" in loop}
+
+
+def complete_children(loops: list[LoopRecord]) -> list[LoopRecord]:
+    """``loops`` (in start order) with every loop that names a loop of the same session as its
+    parent among that loop's ``children_loop_ids`` (SPEC SESS-2, SESS-6): writers add children to
+    a stored loop by storing the child, never by rewriting the parent."""
+    by_id = {record.loop_id: record for record in loops}
+    for record in loops:
+        parent = by_id.get(record.parent_loop_id) if record.parent_loop_id is not None else None
+        if parent is not None and parent is not record and record.loop_id not in parent.children_loop_ids:
+            parent.children_loop_ids.append(record.loop_id)
+    return loops
+
+
+# --------------------------------------------------------------------------- claiming loop ids
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What :meth:`claim` did (SPEC SESS-6): ``loop_ids`` maps each proposed loop id to the one the
+    run got (another number when a writer had stored or claimed the proposed one); ``others`` maps
+    each loop id the run got to the stored loops of other runs that continue the same loop, oldest
+    first (the caller tells apart the ones it already knew)."""
+
+    loop_ids: dict[str, str]
+    others: dict[str, tuple[str, ...]]
+
+
+def plan_claim(proposed: Sequence[str], taken: Collection[str]) -> dict[str, str]:
+    """Proposed loop id -> a loop id not in ``taken`` and not given to another proposal: the
+    proposed one when free, else ``{key}.{N}`` past the highest N of its key."""
+    given: set[str] = set()
+    out = {}
+    for loop_id in proposed:
+        final = loop_id
+        if final in taken or final in given:
+            key = loop_key(loop_id)
+            numbers = (loop_number(i) for i in itertools.chain(taken, given) if loop_key(i) == key)
+            final = f"{key}.{max(numbers, default=0) + 1}"
+        given.add(final)
+        out[loop_id] = final
+    return out
+
+
+def renamed_loops(loops: Sequence[LoopRecord], names: Mapping[str, str]) -> list[LoopRecord]:
+    """Copies of ``loops`` under the ids ``names`` gives them."""
+    out = []
+    for record in loops:
+        copy = record.copy()
+        copy.loop_id = names.get(record.loop_id, record.loop_id)
+        out.append(copy)
+    return out
+
+
+def claimed_others(claimed: Sequence[EncodedLoop], follows: Mapping[str, str | None]) -> dict[str, tuple[str, ...]]:
+    """For each claimed loop, the stored loops (not claimed with it) that continue the loop it follows."""
+    mine = {loop.loop_id for loop in claimed}
+    out = {}
+    for loop in claimed:
+        if loop.follows is not None:
+            out[loop.loop_id] = tuple(i for i, f in follows.items() if f == loop.follows and i not in mine)
+    return out
+
+
+def loop_key(loop_id: str) -> str:
+    """``{session_id}.{config_id}`` of a loop id ``{session_id}.{config_id}.{N}`` (SPEC LOOP-13)."""
+    return loop_id.rpartition(".")[0]
+
+
+def loop_number(loop_id: str) -> int:
+    """N of a loop id (0 when its last part is not a number)."""
+    number = loop_id.rpartition(".")[2]
+    return int(number) if number.isdigit() else 0
 
 
 def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:

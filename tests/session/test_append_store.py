@@ -130,14 +130,13 @@ def test_sqlite_a_save_touches_only_new_and_changed_rows(tmp_path):
         statements: list[str] = []
         store._use(lambda connection: connection.set_trace_callback(statements.append), "trace")
         store.save(session("S", 51))
-        changed = loop("S", 7)
-        changed.children_loop_ids.append("S.m.51")
+        changed = loop("S", 7, text="edited answer")
         store.save(Session("S", "A", 100.0, 151.5, FirstLoop(100.0), loops=[changed]))
         writes = [" ".join(s.split()[:4]) for s in statements if s.startswith(("INSERT", "UPDATE", "DELETE"))]
         assert writes == ["INSERT INTO phi_session_loops (session_id,", "INSERT OR REPLACE INTO",  # the new loop
                           "UPDATE phi_session_loops SET digest", "INSERT OR REPLACE INTO"]  # the changed one
         assert sum("'S.m.7'" in s for s in statements if s.startswith("UPDATE")) == 1
-        assert store.load("S").get_loop("S.m.7").children_loop_ids == ["S.m.51"]
+        assert store.load("S").get_loop("S.m.7").messages[1].text == "edited answer"
 
 
 # --------------------------------------------------------------------------- torn records
@@ -268,9 +267,9 @@ def test_a_writer_may_change_a_loop_it_has_seen(kind, tmp_path):
     one, two = open_store(kind, tmp_path), open_store(kind, tmp_path)
     one.save(session("S", 1, 2))
     parent = two.load("S").loops[0]
-    parent.children_loop_ids.append("S.m.3")
+    parent.status = LoopStatus.ABORTED
     two.save(Session("S", "A", 100.0, 103.5, FirstLoop(100.0), loops=[parent, loop("S", 3)]))
-    assert open_store(kind, tmp_path).load("S").get_loop("S.m.1").children_loop_ids == ["S.m.3"]
+    assert open_store(kind, tmp_path).load("S").get_loop("S.m.1").status is LoopStatus.ABORTED
     stale = session("S", 1, text="stale copy of loop 1")
     with pytest.raises(SessionConflict):
         one.save(stale)  # one never saw two's change of S.m.1

@@ -50,8 +50,9 @@ def first_reply(request):
 store = JsonDirStore(where) if kind == "json" else SqliteStore(where)
 agent = Agent(provider=ScriptedProvider([first_reply, "then " + answer]), recorder=SessionRecorder(), store=store)
 agent.restore(AgentSnapshot.load(checkpoint))
-agent.run("third")
-agent.run("fourth")
+third = agent.run("third")
+fourth = agent.run("fourth")
+print("fork:", third.fork.describe() if third.fork else None, "|", fourth.fork)
 print(agent.last_loop_id)
 """
 
@@ -108,7 +109,10 @@ def test_a_process_resuming_after_another_appends_a_branch_beside_it(kind, tmp_p
 
 
 @pytest.mark.parametrize("kind", ["json", "sqlite"])
-def test_two_processes_resuming_at_once_never_lose_a_save_silently(kind, tmp_path):
+def test_two_processes_resuming_at_once_both_land_on_branches_of_their_own(kind, tmp_path):
+    """Issue 31 item 1: B takes loop id .3 and is still running when A continues the same point.
+    A's run becomes a branch beside B's (told so on its result), both writers' turns are stored
+    once each, and each writer's next turn continues its own branch: no conversation is spliced."""
     where = tmp_path / ("sessions" if kind == "json" else "sessions.db")
     checkpoint = str(tmp_path / "checkpoint.json")
     go = tmp_path / "go"
@@ -116,15 +120,23 @@ def test_two_processes_resuming_at_once_never_lose_a_save_silently(kind, tmp_pat
     waiting = subprocess.Popen([sys.executable, "-c", LATER, kind, str(where), checkpoint, "from B", str(go)], env=ENV,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert waiting.stdout.readline().strip() == "asked"  # B took loop id .3 before A stored it
-        run(LATER, kind, str(where), checkpoint, "from A", "-")
+        assert waiting.stdout.readline().strip() == "asked"  # B claimed loop id .3 before A started
+        a = run(LATER, kind, str(where), checkpoint, "from A", "-")
         go.touch()
-        _, err = waiting.communicate(timeout=120)
+        out, err = waiting.communicate(timeout=120)
     finally:
         waiting.kill()
         waiting.wait()
     assert waiting.returncode == 0, err
-    assert f"session {session_id} not saved" in err and "another writer stored loop(s)" in err
+    assert "not saved" not in err + a.stderr
+    a_fork, a_last = a.stdout.splitlines()[-2:]
+    b_fork, b_last = out.splitlines()[-2:]
+    assert f"session {session_id} was continued from loop {session_id}" in a_fork
+    assert "continues as branch" in a_fork and b_fork == "fork: None | None"
     stored = open_store(kind, where).load(session_id)
-    assert [m.text for m in stored.conversation()][-3:] == ["from A", "fourth", "then from A"]
-    assert "from B" not in [m.text for r in stored.loops for m in r.messages]  # refused whole, and said so
+    texts = [m.text for r in stored.loops for m in r.messages]
+    assert texts.count("from A") == texts.count("from B") == 1 and len(stored.loops) == 6
+    tail = ["second", "two", "third"]
+    assert [m.text for m in stored.conversation(at=a_last)][4:] == [*tail, "from A", "fourth", "then from A"]
+    assert [m.text for m in stored.conversation(at=b_last)][4:] == [*tail, "from B", "fourth", "then from B"]
+    assert len({r.loop_id for r in stored.loops}) == 6 and all(not r.status.is_open for r in stored.loops)
