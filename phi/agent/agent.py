@@ -48,7 +48,14 @@ from ..types import (
     message_to_json,
     messages_from_json,
 )
-from .recording import claim_run, continue_stored_session, record_raised_run, recorded_tools, save_sessions
+from .recording import (
+    claim_run,
+    continue_stored_session,
+    record_raised_run,
+    record_unended_branches,
+    recorded_tools,
+    save_sessions,
+)
 from .result import AgentResult, SessionFork
 from .snapshot import AgentSnapshot, resume_point
 from .sources import ToolSource, close_sources, start_up
@@ -170,6 +177,7 @@ class Agent:
         self._messages: list[AgentMessage] = list(messages)
         self._loop_counters: dict[str, int] = {}
         self._own_loops: dict[str, None] = {}  # loop ids this agent's runs got, oldest first (SessionFork)
+        self.last_fork: SessionFork | None = None  # the latest run's, when it was stored as a branch (SESS-6)
         self._subscribers: tuple[EventSink, ...] = ()  # replaced, never changed in place
         self._subagent_subscribers: tuple[EventSink, ...] = ()  # also hear the sub-agent runs (same rule)
         self._lock = sync.Lock()
@@ -180,6 +188,8 @@ class Agent:
         self._idle.set()
         self._delivered = sync.Event()  # every event of the latest run has reached the subscribers
         self._delivered.set()
+        self._saved = sync.Event()  # the latest run has saved what it recorded (SESS-7): its last step
+        self._saved.set()
         self._recorder: SessionRecorder | None = None
         self._store: SessionStore | None = None
         self._unrecord: Callable[[], None] | None = None
@@ -457,6 +467,14 @@ class Agent:
                                  "hook or tool), which waits for it: the agent cannot become idle until it returns")
         return self._idle.wait(timeout)
 
+    def wait_for_saved(self, timeout: float | None = None) -> bool:
+        """Block until the latest run has saved what it recorded (SPEC SESS-7: its last step, after
+        the agent went idle); returns False if ``timeout`` passed first, and at once from inside this
+        agent's own run, which saves only after the caller returns."""
+        if self._inside_own_run():
+            return self._saved.is_set()
+        return self._saved.wait(timeout)
+
     def reset(self) -> None:
         """Abort any run and forget the conversation and the queued messages (identity stays).
 
@@ -499,6 +517,7 @@ class Agent:
         self.abort()
         if not inside:
             self._idle.wait(5.0)
+            self.wait_for_saved(5.0)  # a process that exits after close() keeps the run's session
         sources, self.tool_sources = self.tool_sources, []
         close_sources(sources)
 
@@ -632,6 +651,7 @@ class Agent:
                 self.last_loop_id = context.loop_id
             previous, self._delivered = self._delivered, sync.Event()
             delivered = self._delivered
+            self._saved = saved = sync.Event()
         self.last_active_at = sync.wall_time()
         own_tools, sources, watchers = list(self.tools), list(self.tool_sources), self._subagent_subscribers
         steering, follow_up = self.steering_queue, self.follow_up_queue
@@ -688,6 +708,7 @@ class Agent:
                 delivered.set()
 
         def decided(chosen: ParallelLoopResult) -> None:
+            record_unended_branches(recorder, chosen.outcomes)
             settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
             stream._know(chosen)
 
@@ -720,6 +741,7 @@ class Agent:
             names, fork = claim_run(recorder, store, context.session_id or "", context.agent_id or "", proposed, base,
                                     after_loop_id, context.parent_loop_id, kind, self._own_loops)
             with self._lock:
+                self.last_fork = fork
                 self._own_loops.update(dict.fromkeys(names.values() or proposed))
                 while len(self._own_loops) > OWN_LOOPS_KEPT:
                     self._own_loops.pop(next(iter(self._own_loops)))
@@ -780,6 +802,7 @@ class Agent:
                     kept = [] if parallel else context.messages[len(base):]
                     record_raised_run(recorder, loop_ids or [context.loop_id or ""], kept)
                 save_sessions(recorder, store)
+                saved.set()
                 self._runs.pop(me, None)
                 stream._finish(result, error)
 

@@ -2,7 +2,8 @@
 §16.9, §16.11).
 
 Each command is a function ``(repl, argument) -> bool`` (False ends the program) listed in
-:data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names.
+:data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names. A line naming
+none (:func:`is_command` false) is not a command at all: the caller offers it as a message.
 
 While a run streams, :func:`dispatch_running` takes a line starting with ``/``: the commands of
 :data:`WHILE_RUNNING` act at once (``/quit`` and ``/abort`` stop the run, ``/model`` switches for
@@ -35,7 +36,7 @@ def _help(repl: Repl, arg: str) -> bool:
     for name, (_, usage, text) in COMMANDS.items():
         repl.renderer.line(f"  {(name + ' ' + usage).ljust(width)} {text}")
     repl.renderer.line("  @PATH attaches a file (Tab completes). !COMMAND runs a shell command here. A line ending "
-                       "in \\ continues the input; a paste is one input.")
+                       "in \\ continues the input; a paste is one input, and a message even when it starts with /.")
     repl.renderer.line("  Text typed while phi works steers it; /quit, /abort, /model, /show act at once then. "
                        "Ctrl+C aborts a run; twice at the prompt exits.")
     return True
@@ -124,6 +125,7 @@ def _editor(repl: Repl, arg: str) -> bool:
     fd, path = tempfile.mkstemp(prefix="phi-", suffix=".md")
     os.close(fd)
     try:
+        repl.term.paste_mode(False)  # the editor's own way with pastes
         try:
             status = subprocess.call([*editor_command(), path])
         except OSError as error:
@@ -132,6 +134,7 @@ def _editor(repl: Repl, arg: str) -> bool:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     finally:
+        repl.term.paste_mode(True)
         os.unlink(path)
     if status != 0:
         repl.renderer.line(repl.style("yellow", f"the editor exited with status {status}; nothing sent"))
@@ -277,22 +280,32 @@ ALIASES = {"/exit": "/quit", "/q": "/quit", "/?": "/help"}
 WHILE_RUNNING = ("/quit", "/abort", "/model", "/show", "/tools", "/help", "/mcp")
 
 
+def _split(line: str) -> tuple[str, str]:
+    """The command a line names (aliases resolved) and the rest of the line."""
+    name, arg = (line.strip().split(maxsplit=1) + ["", ""])[:2]
+    return ALIASES.get(name, name), arg.strip()
+
+
+def is_command(line: str) -> bool:
+    """Whether ``line`` names a command (else, though it starts with ``/``, it is text: a path,
+    compiler output, a typo)."""
+    return _split(line)[0] in COMMANDS
+
+
 def dispatch(repl: Repl, line: str) -> bool:
     """Run the command ``line`` names; False when the program should end."""
-    name, _, arg = line.partition(" ")
-    name = ALIASES.get(name, name)
+    name, arg = _split(line)
     entry = COMMANDS.get(name)
     if entry is None:
         repl.renderer.line(repl.style("red", f"unknown command {name}; /help lists them"))
         return True
-    return entry[0](repl, arg.strip())
+    return entry[0](repl, arg)
 
 
 def dispatch_running(repl: Repl, line: str) -> str:
     """A command typed while a run streams (see the module docstring): ``"stop"`` when the run is to
     be stopped (``/abort``, ``/quit``), else ``""``."""
-    name, _, arg = line.partition(" ")
-    name, arg = ALIASES.get(name, name), arg.strip()
+    name, arg = _split(line)
     if name not in COMMANDS:
         repl.renderer.line(repl.style("red", f"unknown command {name}; /help lists them"))
         return ""
@@ -323,4 +336,4 @@ def _model_next(repl: Repl, arg: str) -> str:
     return ""
 
 
-__all__ = ["COMMANDS", "WHILE_RUNNING", "dispatch", "dispatch_running", "editor_command"]
+__all__ = ["COMMANDS", "WHILE_RUNNING", "dispatch", "dispatch_running", "editor_command", "is_command"]

@@ -7,7 +7,12 @@ long texts). While the session works, the reply is written by the
 :class:`~phi.cli.render.Renderer` from the session's threads and the main thread keeps reading the
 terminal: a line typed meanwhile is sent as steering (``Session.steer``), a line starting with ``/``
 is a command (:func:`phi.cli.commands.dispatch_running`), and an approval question from a tool's
-thread is asked here — the change it would make first, then one key answers. Ctrl+C during a run
+thread is asked here — the change it would make first, then one key answers.
+
+Nothing typed is dropped (CLI-10): a paste is a message even when it starts with ``/``; a line
+that starts with ``/`` but names no command is offered (:meth:`Repl.offer`) — Enter sends it as it
+is; and what was sent while phi worked but did not reach the model before the run ended (steering
+read too late, after an abort, or refused) comes back to the prompt. Ctrl+C during a run
 aborts that run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in
 a row (or Ctrl+D, or ``/quit``) exits.
 
@@ -32,7 +37,7 @@ from .approval import ApprovalGate, describe
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff
 from .startup import Loader
-from .terminal import Terminal
+from .terminal import Terminal, Verbatim
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session, SessionStream, SubmitResult
@@ -96,6 +101,10 @@ class Repl:
         self.window_cap: int | None = None  # a smaller window than the profile's, learnt from an overflow
         self.mcp: McpServers | None = None
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
+        self._fork_shown: object = None  # the agent's last SessionFork the user was told of
+        self.offered: str | None = None  # a line offered as a message: Enter sends it (see offer)
+        self.steered: list[str] = []  # steering sent during this input's run
+        self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
         self.loader = Loader(self, profile, sessions)
         self.loader.start(background)
@@ -215,6 +224,7 @@ class Repl:
 
     def run(self) -> int:
         self.banner()
+        self.term.paste_mode(True)
         interrupted = False
         while True:
             try:
@@ -240,19 +250,31 @@ class Repl:
 
     def handle(self, text: str) -> bool:
         """One input: a slash command, a ``!`` shell command or a message for the model. False ends
-        the program."""
-        from .commands import dispatch
+        the program. A paste (a :class:`Verbatim`) is a message; so is the line just offered, sent
+        back unchanged (or, without the line editor to show it, an empty line)."""
+        from .commands import dispatch, is_command
 
+        offered, self.offered = self.offered, None
+        if offered is not None and (text == offered or not text.strip() and not self.term.editing):
+            return self._message(offered)
         stripped = text.strip()
         if not stripped:
             return True
+        if isinstance(text, Verbatim):
+            return self._message(text)
         if stripped.startswith("/"):
-            return dispatch(self, stripped)
+            if is_command(stripped):
+                return dispatch(self, stripped)
+            self.offer(stripped)
+            return True
         if stripped.startswith("!"):
             from .extras import run_shell
 
             run_shell(self, stripped[1:].strip())
             return True
+        return self._message(text)
+
+    def _message(self, text: str) -> bool:
         from .extras import expand_mentions
 
         message = expand_mentions(self, text)
@@ -260,18 +282,43 @@ class Repl:
             self.run_input(message)
         return not self.quit_requested
 
+    def offer(self, line: str, running: bool = False) -> None:
+        """``line`` starts with ``/`` but names no command (a path, compiler output, a typo): it is
+        not dropped. Enter sends it as it is — at the prompt it is put back to send or edit (without
+        the line editor, an empty line sends it); while phi works, an empty line steers with it."""
+        self.offered = line
+        if running:
+            how = "press Enter to send the line to phi as it is, or type something else"
+        elif self.term.editing:
+            self.term.put_back(line)
+            how = "press Enter to send it as a message, or edit it"
+        else:
+            how = "press Enter on an empty line to send it as a message, or type something else"
+        name = line.split(maxsplit=1)[0]
+        self.renderer.line(self.style("yellow", f"unknown command {name} — {how} (/help lists the commands)"))
+
     def read_input(self) -> str:
-        """One input: lines ending in a backslash continue on the next line."""
+        """One input: lines ending in a backslash continue on the next line (a Verbatim when its
+        first line is one)."""
         mark = "PLAN › " if self.plan_mode else "› "
-        lines = [self.term.prompt(self.style("bold", mark))]
+        first = self.term.prompt(self.style("bold", mark))
+        lines = [first]
         while lines[-1].endswith("\\"):
             lines[-1] = lines[-1][:-1]
             lines.append(self.term.prompt(self.style("grey", "… ")))
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        return Verbatim(text) if isinstance(first, Verbatim) else text
 
     def run_input(self, text: str, retried: bool = False) -> SubmitResult | None:
         """Process one input until it is done (or Ctrl+C); then the status line. Returns the result.
-        A context overflow is answered by compacting the conversation and trying once more."""
+        A context overflow is answered by compacting the conversation and trying once more. What was
+        sent meanwhile and not read comes back to the prompt."""
+        try:
+            return self._run_input(text, retried)
+        finally:
+            self._return_unsent()
+
+    def _run_input(self, text: str, retried: bool) -> SubmitResult | None:
         from ..coding import SessionState
         from .compact import recover_from_overflow
 
@@ -309,18 +356,80 @@ class Repl:
                     self._ask(question)
                     continue
                 line = self.term.poll_line(POLL_S)
-                if line is None or not line.strip():
+                if line is None:
                     continue
+                offered, self.offered = self.offered, None  # any line answers an offer
+                if not line.strip():
+                    if offered is None:
+                        continue
+                    line = Verbatim(offered)  # Enter: the offered line goes as it is
                 if stream.done:  # typed as the run ended: it is the next input
                     self.term.unread(line)
-                elif line.lstrip().startswith("/"):
-                    from .commands import dispatch_running
+                elif not isinstance(line, Verbatim) and line.lstrip().startswith("/"):
+                    from .commands import dispatch_running, is_command
 
-                    if dispatch_running(self, line.strip()) == "stop":
+                    if not is_command(line.strip()):
+                        self.offer(line.strip(), running=True)
+                    elif dispatch_running(self, line.strip()) == "stop":
                         return self._interrupt(stream)
                 else:
-                    self.session.steer(line.strip())
+                    self._steer(line.strip())
         return stream.result()
+
+    def _steer(self, text: str) -> None:
+        try:
+            self.session.steer(text)
+            self.steered.append(text)
+        except PhiError as error:  # the session is closing: the text waits at the prompt
+            log.debug("steering refused: %s", error)
+            self.unsent.append(text)
+
+    def _take_back_steering(self) -> list[str]:
+        """The steering still queued after the run, when all of it is this run's (else — the run's
+        own loop warning waits too — it stays queued for the next input, which is said)."""
+        from collections import Counter
+
+        from ..types import UserMessage
+
+        steered, self.steered = self.steered, []
+        agent = self.session.agent
+        queued = [*agent.steering_queue.snapshot(), *agent.follow_up_queue.snapshot()]
+        if not queued:
+            return []
+        texts = [m.text for m in queued if isinstance(m, UserMessage)]
+        if len(texts) == len(queued) and not Counter(texts) - Counter(steered):
+            return self.session.take_queued_input()
+        mine = [text for text in texts if text in steered]
+        if mine:
+            self.renderer.line(self.style("yellow", f"↳ not read by the model yet; it goes with your next message: "
+                                                    f"{_shown(chr(10).join(mine))}"))
+        return []
+
+    def _return_unsent(self) -> None:
+        """Steering that never reached the model (queued as the run ended or was aborted, or
+        refused), and a line offered while phi worked, come back to the prompt — never dropped.
+        Shown in the edit buffer with the line editor; otherwise an empty line sends them."""
+        texts, self.unsent = self.unsent, []
+        if self.loader.ready():
+            texts += self._take_back_steering()
+        if not texts:
+            if self.offered is not None and self.term.editing:  # unanswered while phi worked
+                self.term.put_back(self.offered)
+            return
+        if self.offered is not None:
+            texts.append(self.offered)
+        text = "\n".join(texts)
+        shown = _shown(text)
+        if self.quit_requested:
+            self.renderer.line(self.style("yellow", f"↳ not sent to the model (you quit): {shown}"))
+            return
+        self.offered = text
+        if self.term.editing:
+            self.term.put_back(Verbatim(text))
+            how = "it is back at the prompt: press Enter to send it"
+        else:
+            how = "press Enter on an empty line to send it"
+        self.renderer.line(self.style("yellow", f"↳ not read by the model before the run ended: {shown} — {how}"))
 
     def _ask(self, question: Question) -> None:
         """Show what the call would change (paged when long), then ask; one key answers."""
@@ -396,6 +505,11 @@ class Repl:
         agent = self.session.agent
         estimate = lambda: context_estimate(agent.messages, agent.system_prompt)  # noqa: E731
         self.renderer.line(self.renderer.status(self.context_window(), mode, estimate, self.compact_at))
+        fork = agent.last_fork
+        if fork is not None and fork is not self._fork_shown:
+            self._fork_shown = fork
+            self.renderer.line(self.style("yellow", f"another phi continued this session from the same point; your "
+                                          f"conversation continues as branch {fork.loop_id} of it (both are kept)"))
         self.save(quiet=True)
 
     def _run_queued_commands(self) -> None:
@@ -413,7 +527,7 @@ class Repl:
         except Exception as error:  # a full disk must not end the conversation
             self.renderer.line(self.style("red", f"could not save the session: {error}"))
             return []
-        if saved:
+        if saved or os.path.exists(self.sessions.path_of(self.session.id)):  # the agent saves its runs itself
             from .recent import remember
 
             remember(self.sessions, self.options.cwd, self.session.id)
@@ -430,7 +544,12 @@ class Repl:
                     self.mcp.close()
         finally:
             self.term.save_history()
+            self.term.paste_mode(False)
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
 
 
-__all__ = ["Repl", "Terminal", "PLAN_INSTRUCTIONS"]
+def _shown(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+__all__ = ["Repl", "Terminal", "Verbatim", "PLAN_INSTRUCTIONS"]

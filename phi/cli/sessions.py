@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from ..coding.session import Session
 
 
+SAVE_WAIT_S = 5.0  # how long a save waits for an agent's run to finish saving itself
+
+
 @dataclass
 class StoredSummary:
     session_id: str
@@ -42,10 +45,14 @@ class CliSessions:
         self.directory = Path(directory)
         self.store = JsonDirStore(self.directory)
         self.recorder = SessionRecorder(SessionRecorderConfig(keep_events=True, include_streaming_events=False))
+        self.agents: list[Agent] = []  # attached: their runs save themselves as they end
 
     def attach(self, agent: Agent) -> None:
-        """Record ``agent``'s runs (call once per agent)."""
-        agent.record_sessions(self.recorder)
+        """Record ``agent``'s runs (call once per agent): each run claims its loop ids in the store
+        as it starts and is saved when it ends, so another ``phi`` continuing the same session at
+        the same moment puts its turns on a branch of their own (SPEC SESS-6, CLI-4)."""
+        agent.record_sessions(self.recorder, self.store)
+        self.agents.append(agent)
 
     def attach_session(self, session: Session) -> None:
         """Record the runs of a coding session's agent (its ``spawn_agent`` children are not saved:
@@ -56,9 +63,12 @@ class CliSessions:
         """Append what changed in every settled session; returns their ids. Store errors propagate
         (what was not saved is handed out again by the next save)."""
         from ..session import SessionConflict
+        from ..session.store import children_first
 
+        for agent in self.agents:  # a run that just ended may still be saving what this would hand out
+            agent.wait_for_saved(SAVE_WAIT_S)
         saved = []
-        for session in self.recorder.flush_changes():
+        for session in children_first(self.recorder.flush_changes()):
             try:
                 self.store.save(session)
             except SessionConflict:

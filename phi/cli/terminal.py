@@ -1,9 +1,17 @@
 """Reading the person's input in the interactive ``phi`` (SPEC §15 CLI-3, CLI-9, CLI-10; seed 002 §16.4).
 
-At the prompt a line is read blocking, with ``readline`` line editing, a history file and
-bracketed paste when stdin is a terminal: the terminal wraps a paste in ``ESC[200~`` … ``ESC[201~``
-and readline keeps its newlines inside one input (CPython switches readline's bracketed paste off;
-:class:`Terminal` switches it back on). Enter sends.
+On a terminal, the terminal's bracketed paste is on from the first prompt to the exit: it wraps a
+paste in ``ESC[200~`` … ``ESC[201~``, so a pasted block is one input and phi knows it was pasted.
+An input whose first character came from a paste is a :class:`Verbatim` line: a message, never a
+command, even when it starts with ``/`` (compiler output, an absolute path).
+
+At the prompt a line is read blocking, with ``readline`` line editing and a history file when stdin
+is a terminal and readline is there: readline keeps a paste's newlines inside one input (CPython
+switches readline's bracketed paste off; :class:`Terminal` switches it back on), and GNU readline
+is made to put an invisible mark (:data:`PASTE_MARK`) where a paste starts, removed from the input
+and the history. Where the mark cannot be had (libedit), an input holding a line break was pasted
+(Enter always ends a typed one). Without readline the line is read through a
+:class:`LineAssembler`, which sees the paste's own marks. Enter sends.
 
 While a run streams (:meth:`Terminal.running`), the terminal is put in a non-canonical, non-echoing
 mode: typed text is not echoed into the streaming reply, a complete line is handed to the caller by
@@ -31,26 +39,64 @@ log = get_logger(__name__)
 HISTORY_LINES = 1000
 PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+#: put by readline where a paste starts: WORD JOINER, a character of zero width
+PASTE_MARK = "\u2060"
+#: a key sequence no terminal sends, bound to readline's own paste reading (after the mark)
+_PASTE_BODY = r"\e[200;0~"
 _ESCAPE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|O.|[^\[O])", re.S)
 _ERASE = ("\x7f", "\x08")
 _KILL_LINE = "\x15"  # Ctrl+U
 
 
+class Verbatim(str):
+    """A line that is a message as it stands, never a command: its first character (after blanks)
+    came from a bracketed paste."""
+
+    __slots__ = ()
+
+
 class LineAssembler:
-    """Turns the bytes a terminal sends in non-canonical mode into lines: Backspace and Ctrl+U edit,
-    other escape sequences (arrows) are dropped, a bracketed paste is taken whole (its newlines are
-    part of the line) and Enter ends a line. A sequence split across reads waits for its rest."""
+    """Turns the bytes a terminal sends in non-canonical mode (or the lines of a plain read) into
+    lines: Backspace and Ctrl+U edit, other escape sequences (arrows) are dropped, a bracketed paste
+    is taken whole (its newlines are part of the line) and Enter ends a line. A sequence split across
+    reads waits for its rest. A line that starts with pasted text is a :class:`Verbatim`."""
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._raw = ""
         self.line = ""  # the line being typed
+        self.verbatim = False  # whether ``line`` starts with pasted text
         self.lines: list[str] = []  # complete lines, oldest first
         self._in_paste = False
+        self._after_cr = False  # a "\n" right after a "\r" ends no second line
 
     def feed(self, data: bytes) -> None:
-        self._raw += self._decoder.decode(data)
+        self.feed_text(self._decoder.decode(data))
+
+    def feed_text(self, text: str) -> None:
+        self._raw += text
         self._consume()
+
+    def finish(self) -> None:
+        """The input ended: a line being typed (or pasted) is complete."""
+        if self._in_paste:
+            self._add(self._raw.replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
+            self._raw, self._in_paste = "", False
+        if self.line:
+            self._end_line()
+
+    def _add(self, text: str, pasted: bool) -> None:
+        if text.strip() and not self.line.strip():  # the line's first visible character decides
+            self.verbatim = pasted
+        self.line += text
+
+    def _erased(self) -> None:
+        if not self.line.strip():
+            self.verbatim = False
+
+    def _end_line(self) -> None:
+        self.lines.append(Verbatim(self.line) if self.verbatim else self.line)
+        self.line, self.verbatim = "", False
 
     def _consume(self) -> None:
         while self._raw:
@@ -64,27 +110,32 @@ class LineAssembler:
                     return
                 continue
             self._raw = self._raw[1:]
+            after_cr, self._after_cr = self._after_cr, char == "\r"
+            if char == "\n" and after_cr:
+                continue
             if char in "\r\n":
-                self.lines.append(self.line)
-                self.line = ""
+                self._end_line()
             elif char in _ERASE:
                 self.line = self.line[:-1]
+                self._erased()
             elif char == _KILL_LINE:
                 self.line = ""
+                self._erased()
             elif char >= " " or char == "\t":
-                self.line += char
+                self._add(char, pasted=False)
 
     def _take_paste(self) -> bool:
         end = self._raw.find(PASTE_END)
         if end < 0:
             keep = next((n for n in range(len(PASTE_END) - 1, 0, -1) if self._raw.endswith(PASTE_END[:n])), 0)
             cut = len(self._raw) - keep
-            self.line += self._raw[:cut].replace("\r\n", "\n").replace("\r", "\n")
+            self._add(self._raw[:cut].replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
             self._raw = self._raw[cut:]
             return False
-        self.line += self._raw[:end].replace("\r\n", "\n").replace("\r", "\n")
+        self._add(self._raw[:end].replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
         self._raw = self._raw[end + len(PASTE_END):]
         self._in_paste = False
+        self._after_cr = False
         return True
 
     def _take_escape(self) -> bool:
@@ -114,17 +165,35 @@ class Terminal:
         except (AttributeError, OSError, ValueError):
             self.fd = None
         self.tty = self.fd is not None and os.isatty(self.fd)
+        # escapes for the terminal only when what we write goes to the terminal we read
+        self.interactive = self.tty and _isatty(out)
         self._typed = LineAssembler()
         self.history = history if self.tty else None  # readline's history file, kept between runs
         self.completer: Callable[[str], list[str]] | None = None  # Tab at the prompt (phi.cli.extras)
         self.on_prompt_shown: Callable[[], None] | None = None  # called as the prompt is shown
-        if self.history is not None:
+        self.editing = False  # readline edits the prompt's line (and can show text put back there)
+        self._marks = False  # readline marks where a paste starts (PASTE_MARK)
+        if self.history is not None and stdin is sys.stdin:  # input() reads sys.stdin only
             self._setup_readline()
 
     def _setup_readline(self) -> None:
-        import readline  # line editing and history for input()
-
+        try:
+            import readline  # line editing and history for input()
+        except ImportError:  # a Python built without it: lines are read plainly
+            log.debug("no readline: the prompt has no line editing")
+            return
+        self.editing = True
         readline.parse_and_bind("set enable-bracketed-paste on")
+        if "libedit" not in (readline.__doc__ or "") and _utf8_locale():
+            # the paste's start sequence becomes: a zero-width mark, then readline's own paste reading.
+            # The mark's bytes must be taken as text: with convert-meta on (an inputrc may say so; it
+            # breaks typing any non-ASCII letter in a UTF-8 locale anyway) readline crashes on them.
+            readline.parse_and_bind("set convert-meta off")
+            readline.parse_and_bind("set input-meta on")
+            readline.parse_and_bind(f'"{_PASTE_BODY}": bracketed-paste-begin')
+            mark = "".join(f"\\x{byte:02x}" for byte in PASTE_MARK.encode("utf-8"))
+            readline.parse_and_bind(f'"\\e[200~": "{mark}{_PASTE_BODY}"')
+            self._marks = True
         readline.set_history_length(HISTORY_LINES)
         readline.set_completer_delims(" \t\n")
         readline.set_completer(self._complete)
@@ -145,7 +214,7 @@ class Terminal:
         return options[state] if state < len(options) else None
 
     def save_history(self) -> None:
-        if self.history is None:
+        if self.history is None or not self.editing:
             return
         import readline
 
@@ -159,29 +228,62 @@ class Terminal:
         """Give ``line`` back: the next :meth:`prompt` returns it."""
         self._typed.lines.insert(0, line)
 
+    def put_back(self, text: str) -> None:
+        """Show ``text`` in the next prompt's edit buffer, as if typed and not sent yet (before what
+        is being typed now); a :class:`Verbatim` stays one. Only with the line editor (:attr:`editing`)."""
+        typed = self._typed.line
+        self._typed.line = text + ("\n" + typed if typed.strip() else "")
+        self._typed.verbatim = isinstance(text, Verbatim)
+
     def prompt(self, text: str) -> str:
         """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
-        last run ended (already read from the terminal) comes first."""
+        last run ended (already read from the terminal) comes first. A :class:`Verbatim` when it
+        starts with pasted text."""
         while self._typed.lines:
             line = self._typed.lines.pop(0)
             if line.strip():
                 self.out.write(text + line + "\n")
                 self.out.flush()
                 return line
-        if self.stdin is sys.stdin:
-            if self.tty:  # readline must not count escape sequences as printed characters
-                text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-                self._put_back_typing()
+        if self.editing:
+            # readline must not count escape sequences as printed characters
+            text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
+            self._put_back_typing()
             # not from a readline hook: readline drops exceptions raised there, a Ctrl+C among them
             self._prompt_shown()
-            return input(text)
+            try:
+                return self._edited(input(text))
+            finally:
+                self.paste_mode(True)  # readline switches the terminal's bracketed paste off after a line
         self.out.write(text)
         self.out.flush()
         self._prompt_shown()
-        line = self.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.rstrip("\n")
+        return self._read_plain()
+
+    def _edited(self, raw: str) -> str:
+        """The line readline returns, without paste marks; a Verbatim when a paste began it."""
+        line = raw.replace(PASTE_MARK, "")
+        if line != raw:
+            import readline
+
+            last = readline.get_current_history_length()
+            if last and readline.get_history_item(last) == raw:
+                readline.replace_history_item(last - 1, line)
+        pasted = raw.lstrip().startswith(PASTE_MARK) if self._marks else "\n" in line
+        return Verbatim(line) if pasted else line
+
+    def _read_plain(self) -> str:
+        """A line without the line editor, read through the assembler: a bracketed paste in the
+        input (a terminal without readline, or bytes piped in) is one line, and a Verbatim."""
+        while not self._typed.lines:
+            chunk = self.stdin.readline()
+            if not chunk:
+                self._typed.finish()
+                if not self._typed.lines:
+                    raise EOFError
+                break
+            self._typed.feed_text(chunk)
+        return self._typed.lines.pop(0)
 
     def _prompt_shown(self) -> None:
         hook, self.on_prompt_shown = self.on_prompt_shown, None
@@ -191,7 +293,9 @@ class Terminal:
     def _put_back_typing(self) -> None:
         """What was typed during the run and not sent yet is the start of this prompt's input."""
         prefill = self._typed.line
-        self._typed.line = ""
+        if self._typed.verbatim and self._marks:
+            prefill = PASTE_MARK + prefill  # still a paste when it comes back
+        self._typed.line, self._typed.verbatim = "", False
         if not prefill:
             return
         import readline
@@ -202,6 +306,12 @@ class Terminal:
             readline.redisplay()
 
         readline.set_pre_input_hook(insert)
+
+    def paste_mode(self, on: bool) -> None:
+        """Switch the terminal's bracketed paste on (from the first prompt) or off (at the exit)."""
+        if self.interactive:
+            self.out.write(PASTE_ON if on else PASTE_OFF)
+            self.out.flush()
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -217,14 +327,11 @@ class Terminal:
         quiet[3] &= ~(termios.ICANON | termios.ECHO)
         quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 1, 0
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
-        self.out.write(PASTE_ON)
-        self.out.flush()
+        self.paste_mode(True)  # (it stays on: a paste between two reads must arrive marked too)
         try:
             yield
         finally:
             termios.tcsetattr(fd, termios.TCSANOW, saved)
-            self.out.write(PASTE_OFF)
-            self.out.flush()
 
     def _read_available(self, timeout: float) -> bool:
         """Read what the terminal has within ``timeout``; False when nothing came."""
@@ -283,4 +390,18 @@ class Terminal:
                 return line.strip()
 
 
-__all__ = ["Terminal", "LineAssembler", "HISTORY_LINES", "PASTE_ON", "PASTE_OFF"]
+def _utf8_locale() -> bool:
+    """Whether readline reads UTF-8 (the C library's LC_CTYPE; readline took it when it started)."""
+    import locale
+
+    return "utf8" in locale.setlocale(locale.LC_CTYPE).lower().replace("-", "")
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+__all__ = ["Terminal", "LineAssembler", "Verbatim", "HISTORY_LINES", "PASTE_ON", "PASTE_OFF", "PASTE_MARK"]

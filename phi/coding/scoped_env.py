@@ -14,7 +14,8 @@ from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolError
-from ..tools.environment import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions
+from ..tools.environment import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, write_verified
+from ..tools.fs_safe import Verify
 from ..tools.paths import is_within, resolve_against
 
 
@@ -70,8 +71,10 @@ class ScopedEnvironment:
     def open_read(self, path: str) -> BinaryIO:
         return self.inner.open_read(self._abs(path))
 
-    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None) -> None:
-        self.inner.write_file(self._abs(path), content, roots=list(roots) if roots is not None else [self._root])
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
+                   verify: Verify | None = None) -> None:
+        write_verified(self.inner, self._abs(path), content, list(roots) if roots is not None else [self._root],
+                       verify)
 
     def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None:
         self.inner.delete_file(self._abs(path), roots=list(roots) if roots is not None else [self._root])

@@ -33,7 +33,7 @@ from ..lazy_exports import export_names, lazy_exports
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".model": ("EvaluationDecision", "EvaluationError", "EvaluationStrategy", "ParallelLoopOutcome",
-               "ParallelLoopResult", "RemoteBranchError", "candidate_indices", "final_text"),
+               "ParallelLoopResult", "RemoteBranchError", "WorkerLost", "candidate_indices", "final_text"),
     ".strategies": ("ElaborateEvaluation", "PickFirstEvaluation", "TokenEfficientEvaluation",
                     "TransparentEvaluation"),
     ".judge": ("LlmJudgeEvaluation",),
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .model import ParallelLoopOutcome as ParallelLoopOutcome
     from .model import ParallelLoopResult as ParallelLoopResult
     from .model import RemoteBranchError as RemoteBranchError
+    from .model import WorkerLost as WorkerLost
     from .model import candidate_indices as candidate_indices
     from .model import final_text as final_text
     from .parallel import agent_loop_parallel as agent_loop_parallel

@@ -1,8 +1,9 @@
 """One branch of a parallel run and what it ended with (SPEC §13.3, EVAL-1, EVAL-4).
 
 A :class:`Branch` is filled in on the calling thread from the events it posts (``observe``) and,
-when it has ended, from how it ran: by its own thread (``run_local``, in this process) or from the
-:class:`BranchReport` a remote branch sends back (``apply_report``). ``outcome`` turns that into a
+when it has ended, from how it ran: by its own thread (``run_local``, in this process), from the
+:class:`BranchReport` a remote branch sends back (``apply_report``), or, when a remote branch's
+worker was lost, from its events alone (``lose``). ``outcome`` turns that into a
 :class:`~phi.evaluation.model.ParallelLoopOutcome`.
 """
 
@@ -17,8 +18,9 @@ from ..events import AgentEnd, AgentEvent
 from ..log import get_logger
 from ..loop.config import AgentContext, AgentLoopConfig
 from ..loop.run import agent_loop, agent_loop_continue
-from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
-from .model import ParallelLoopOutcome
+from ..loop.tool_execution import unanswered_call_results
+from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, ToolResultMessage, Usage
+from .model import ParallelLoopOutcome, WorkerLost
 
 log = get_logger(__name__)
 
@@ -39,11 +41,13 @@ NOT_STARTED = "cancelled before it started"
 @dataclass(frozen=True)
 class Ended:
     """The last item a branch posts. ``future``: the executor's (a remote branch's result is its
-    report); ``never_started``: cancelled before it started; ``failure``: it could not be submitted."""
+    report); ``never_started``: cancelled before it started; ``failure``: it could not be submitted;
+    ``lost``: its worker was lost while it ran (its events stopped before its end)."""
 
     future: object = None
     never_started: bool = False
     failure: BaseException | None = None
+    lost: bool = False
 
 
 # What a branch posts to the calling thread: (branch index, an event or its Ended).
@@ -80,13 +84,19 @@ class Branch:
     exception: BaseException | None = None
     started: bool = True
     finished: bool = False
+    lost: bool = False
     owner: int | None = None  # ident of the thread that runs the parallel run (see branch_owner)
+    results: dict[str, ToolResultMessage] = field(default_factory=dict)  # finished calls, by id
 
     def observe(self, event: AgentEvent) -> None:
         if event.type == "TurnEnd":
             self.turn_usage = self.turn_usage.combine(event.usage)
         elif event.type == "MessageEnd":
             self.announced.append(event.message)
+        elif event.type == "ToolExecutionEnd":
+            self.results[event.tool_call_id] = ToolResultMessage(
+                event.tool_call_id, event.tool_name, list(event.result.content), event.is_error,
+                details=event.result.details)
         elif event.type == "AgentEnd":
             self.end = event
 
@@ -122,6 +132,20 @@ class Branch:
             log.warning("remote parallel branch %s raised %s: %s\n%s", self.context.loop_id,
                         type(report.exception).__name__, report.exception, report.traceback)
 
+    def lose(self, error: WorkerLost, base: list[AgentMessage]) -> None:
+        """Its worker was lost while it ran (SPEC EVAL-8): the branch failed with ``error``. Its history
+        is what its events announced; unless its ``AgentEnd`` came, every tool call left unanswered
+        gets a result (its own if the call had finished, else ``Tool execution aborted.``, as LOOP-5
+        does) and a final error reply says what happened, so the history stays a valid conversation
+        and the reason is recorded with the loop."""
+        self.started, self.lost, self.exception = True, True, error
+        new = list(self.announced)
+        if self.end is None:
+            new += unanswered_call_results(new, self.results)
+            model = self.config.model_config
+            new.append(AssistantMessage([], StopReason.ERROR, model.id, model.provider, error_message=str(error)))
+        self.context.messages = [*base, *new]
+
     def outcome(self, base: list[AgentMessage], prompts: list[AgentMessage]) -> ParallelLoopOutcome:
         end, context = self.end, self.context
         if not self.started:  # it ran nothing; its history is the prompts, so they are never lost
@@ -142,6 +166,8 @@ class Branch:
         elif error is None and last is not None and last.stop_reason == StopReason.ERROR:
             error = last.error_message or "the model call failed"
         outcome = end.outcome if end is not None else None
+        if self.lost and end is None:
+            outcome = RunOutcome.ERROR  # as recorded (an Agent tells its recorder, SPEC SESS-7)
         if not self.started and self.exception is None:
             outcome = RunOutcome.ABORTED
         return ParallelLoopOutcome(

@@ -13,7 +13,8 @@ Two runners:
   ``max_workers`` at once) or the caller's ``ThreadPoolExecutor``. Every branch runs, a cancelled one ending at once.
 * :class:`RemoteRunner` — any other executor: each branch is pickled (:mod:`phi.evaluation.remote`)
   and streams its events back live through a :class:`~phi.evaluation.relay.Relay`, which also
-  carries cancellation to it. A branch that has not started when it is cancelled never starts.
+  carries cancellation to it. A branch that has not started when it is cancelled never starts; one
+  whose worker dies while it runs fails with :class:`~phi.evaluation.model.WorkerLost` (never runs twice).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..events import AgentEvent
 from ..log import get_logger
 from ..types import AgentMessage
 from .branch import Branch, BranchReport, Ended, Posted
-from .model import RemoteBranchError, Sink
+from .model import RemoteBranchError, Sink, WorkerLost
 from .relay import Relay
 from .remote import RemoteBranches, run_branch_task
 
@@ -42,7 +43,8 @@ __all__ = ["DEFAULT_MAX_WORKERS", "LocalRunner", "RemoteRunner", "Runner", "run_
 #: The default cap on branches running at once: ``min(len(configs), DEFAULT_MAX_WORKERS)``.
 DEFAULT_MAX_WORKERS = 16
 
-#: How long the events of a remote branch whose worker failed are still awaited, in seconds.
+#: How long, in seconds, the events of a remote branch whose worker failed are still awaited — and,
+#: for a branch cut off (its worker died), the executor's account of what happened.
 EOF_GRACE_S = 5.0
 
 Post = Callable[[Posted], None]
@@ -172,11 +174,12 @@ class LocalRunner:
 
 
 class _RemoteState:
-    """Where one remote branch is: pending (submitted, not connected), started (told to go) or over.
+    """Where one remote branch is: pending (submitted, not connected), started (told to go), never
+    (cancelled before it started) or over (its end posted).
 
-    Written by the relay's thread (``hello``, ``eof``), the executor's (``done``), cancel callbacks
-    and the calling thread, under ``lock``; it posts the branch's :class:`Ended` exactly once. No
-    code of the application runs under the lock.
+    Written by the relay's thread (``hello``, ``end``, ``eof``), the executor's (``future_done``),
+    cancel callbacks, the grace timer and the calling thread, under ``lock``; it posts the branch's
+    :class:`Ended` exactly once. No code of the application runs under the lock.
     """
 
     def __init__(self, index: int, relay: Relay) -> None:
@@ -186,17 +189,26 @@ class _RemoteState:
         self.phase = "pending"
         self.post: Post | None = None
         self.future: concurrent.futures.Future[Any] | None = None
+        self.finished = False  # the branch sent its end marker: its run is over
         self.eof_seen = False
         self.done = False
         self.started = False
+        self.restarted = False  # the executor started it a second time: its first worker was lost
+        self.waited = False  # the grace period passed
         self.grace: threading.Timer | None = None
 
     def hello(self) -> bool:
         with self.lock:
-            if self.phase != "pending":
-                return False
-            self.phase, self.started = "started", True
-            return True
+            if self.phase == "pending":
+                self.phase, self.started = "started", True
+                return True
+            if self.started:  # run again by the executor (Dask retries a task whose worker died)
+                self.restarted = True
+            return False
+
+    def end(self) -> None:
+        with self.lock:
+            self.finished = True
 
     def eof(self) -> None:
         with self.lock:
@@ -228,35 +240,50 @@ class _RemoteState:
         future.add_done_callback(self.future_done)
 
     def _end_if_over(self) -> None:
-        """Under ``lock``: post the end once it is known. A started branch has ended when its future
-        is done and its events are all in (end of file). If its future failed (its worker died), the
-        end of file is awaited :data:`EOF_GRACE_S` seconds at most: a dead process's connection
-        closes at once, a lost machine's may never."""
+        """Under ``lock``: post the end once it is known.
+
+        A started branch has ended when its end marker and end of file have arrived and its future
+        is done (its report). End of file without the marker means it was cut off — its worker
+        died — and it is *lost*: as soon as its future is done too (the executor's account of the
+        death), or after :data:`EOF_GRACE_S` seconds (an executor may retry the task, or not notice
+        a death for long). A future that failed first waits as long for the end of file: a dead
+        process's connection closes at once, a lost machine's may never."""
         if self.phase == "over" or self.post is None:
             return
         if self.phase == "never":
             ended = Ended(never_started=True)
-        elif not self.done:
-            return
-        elif self.phase == "started" and not self.eof_seen:
-            if _failed(self.future) and self.grace is None:
-                self.grace = threading.Timer(EOF_GRACE_S, self.give_up)
-                self.grace.name = f"phi-relay-grace-{self.index}"
-                self.grace.start()
-            return
-        else:
+        elif self.phase == "pending" or (self.finished and self.eof_seen):
+            if not self.done:
+                return
             ended = Ended(future=self.future)
+        elif self.eof_seen and (self.done or self.waited):
+            ended = Ended(future=self.future, lost=True)
+        else:
+            if self.eof_seen or (self.done and _failed(self.future)):
+                self._start_grace()
+            return
         self.phase = "over"
         self.post((self.index, ended))
 
+    def _start_grace(self) -> None:
+        if self.grace is None:
+            self.grace = threading.Timer(EOF_GRACE_S, self.give_up)
+            self.grace.name = f"phi-relay-grace-{self.index}"
+            self.grace.start()
+
     def give_up(self) -> None:
-        """The grace period passed without the failed branch's end of file: stop reading it."""
+        """The grace period passed: nothing more of the branch is read or awaited; it is lost."""
         with self.lock:
             if self.phase != "started":
                 return
-            self.relay.drop(self.index)
-            self.eof_seen = True
+            if not self.eof_seen:
+                self.relay.drop(self.index)
+                self.eof_seen = True
+            self.waited = True
+            future = None if self.done else self.future
             self._end_if_over()
+        if future is not None:
+            future.cancel()  # should the executor run it again, the handshake keeps it from starting
 
     def close(self) -> None:
         grace = self.grace
@@ -267,6 +294,32 @@ class _RemoteState:
 
 def _failed(future: concurrent.futures.Future[Any] | None) -> bool:
     return future is None or future.cancelled() or future.exception() is not None
+
+
+def _cause(future: object) -> BaseException | None:
+    """What a done future failed with (None if it is not done, was cancelled or succeeded)."""
+    if not isinstance(future, concurrent.futures.Future) or not future.done() or future.cancelled():
+        return None
+    return future.exception()
+
+
+def _returned(future: concurrent.futures.Future[Any]) -> bool:
+    """The future is done and returned (a report: from a second run the handshake refused, or from a
+    worker whose phi sends no end marker, whose branch did end)."""
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _lost(loop_id: str, cause: BaseException | None, restarted: bool) -> WorkerLost:
+    """The error of a branch whose worker was lost, saying what is known of how."""
+    if cause is not None:
+        how = f"its process died ({type(cause).__name__}: {cause})"
+    elif restarted:
+        how = ("its process died, and the executor started the branch again on another worker, which phi "
+               "refused (a branch never runs twice)")
+    else:
+        how = (f"its connection to this process closed before the branch ended and the executor said nothing "
+               f"more within {EOF_GRACE_S:g} s (its process died, or the network failed)")
+    return WorkerLost(f"the worker running branch {loop_id} was lost: {how}", cause, restarted)
 
 
 class RemoteRunner:
@@ -297,6 +350,9 @@ class RemoteRunner:
             log.error("an event of remote branch %d could not be unpickled here and is lost: %s", index, exc)
             return
         self._posts[index]((index, event))
+
+    def end(self, index: int) -> None:
+        self._states[index].end()
 
     def eof(self, index: int) -> None:
         self._states[index].eof()
@@ -332,16 +388,35 @@ class RemoteRunner:
             return
         future = ended.future
         assert isinstance(future, concurrent.futures.Future)
-        started = self._states[branch.index].started
+        state = self._states[branch.index]
+        if ended.lost and not _returned(future):  # cut off, and its worker returned no report
+            self._lose(branch, _cause(future), state.restarted)
+            return
         try:
-            report = pickle.loads(future.result())
-        except BaseException as exc:  # the worker failed (it died, or could not unpickle the task)
-            branch.started, branch.exception = started, exc
+            payload = future.result()
+        except BaseException as exc:  # the worker failed: it died, or could not unpickle the task
+            if state.started:
+                self._lose(branch, exc, state.restarted)
+            else:
+                branch.started, branch.exception = False, exc
+            return
+        try:
+            report = pickle.loads(payload)
+        except Exception as exc:  # e.g. a class in its messages that this process cannot import
+            branch.started, branch.exception = state.started, exc
             branch.context.messages = [*self._base, *branch.announced]  # the history as far as its events told
             return
         if not isinstance(report, BranchReport):
-            report = BranchReport(started, exception=RemoteBranchError(f"the worker returned {report!r}"))
+            report = BranchReport(state.started, exception=RemoteBranchError(f"the worker returned {report!r}"))
+        if state.started and not report.started:  # a second run, refused: the first one's worker was lost
+            self._lose(branch, None, True)
+            return
         branch.apply_report(report, self._base)
+
+    def _lose(self, branch: Branch, cause: BaseException | None, restarted: bool) -> None:
+        error = _lost(branch.context.loop_id or "", cause, restarted)
+        log.warning("parallel branch %s failed: %s", branch.context.loop_id, error)
+        branch.lose(error, self._base)
 
     def close(self) -> None:
         for unlink in self._unlink:

@@ -34,7 +34,8 @@ class ParallelLoopOutcome:
 
     ``outcome`` is the branch's ``AgentEnd.outcome`` (None if the branch raised before its
     ``AgentEnd``; ``aborted`` for a remote branch cancelled before it started, which emitted
-    nothing and whose ``new_messages`` are the prompts, SPEC EVAL-8); ``error`` says why a branch
+    nothing and whose ``new_messages`` are the prompts, SPEC EVAL-8; ``error`` for a remote branch
+    whose worker was lost, :class:`WorkerLost`); ``error`` says why a branch
     failed (the exception, the final reply's ``error_message``, or that it never started);
     ``exception`` is what the branch raised, if it did. ``context`` is the
     branch's conversation as the run left it, with its identity, ready for ``agent_loop_continue``.
@@ -133,6 +134,24 @@ class EvaluationError(PhiError):
 class RemoteBranchError(PhiError):
     """A branch in another process could not run or report (SPEC EVAL-7): its worker could not reach
     the caller's relay, or what it raised or returned does not pickle (then this says what it was)."""
+
+
+class WorkerLost(RemoteBranchError):
+    """The worker running a remote branch was lost before the branch ended (SPEC EVAL-4, EVAL-8): its
+    process died (killed, out of memory, the machine gone), so its events stopped without the
+    branch's end. ``cause`` (also ``__cause__``) is what the executor said, when it said something in
+    time: ``BrokenProcessPool`` for a process pool, ``KilledWorker`` for Dask; ``restarted`` is true
+    when the executor started the branch a second time elsewhere (Dask does, after a worker died),
+    which phi refuses: a branch never runs twice."""
+
+    def __init__(self, message: str, cause: BaseException | None = None, restarted: bool = False) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.restarted = restarted
+        self.__cause__ = cause
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.cause, self.restarted))
 
 
 @runtime_checkable

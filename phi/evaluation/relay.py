@@ -6,7 +6,9 @@ The caller of :func:`~phi.evaluation.parallel.agent_loop_parallel` listens on a 
 :func:`open_link`, proves it knows the run's random key (HMAC-SHA256 of a nonce the relay sends)
 and names its branch; the relay answers *go* or *stop* (the branch was cancelled before it started).
 After *go* the branch sends its events as length-prefixed pickles, in order, and the relay sends one
-byte, *cancel*, when the branch is to abort. The branch closes the connection when its run is over.
+byte, *cancel*, when the branch is to abort. When its run is over the branch sends the end marker (an
+empty frame) and closes the connection: end of file without the marker means the branch was cut off
+— its process died — and never ended (SPEC EVAL-8).
 
 Only frames from a peer that proved the key are unpickled. Frames: 4-byte big-endian length, then
 the pickle.
@@ -37,6 +39,7 @@ GO, STOP, CANCEL = b"g", b"s", b"c"
 _NONCE = 32
 _HELLO = struct.Struct("!32sI")  # HMAC of the nonce, branch index
 _LENGTH = struct.Struct("!I")
+_END = _LENGTH.pack(0)  # the empty frame: the branch's run is over and every event was sent
 
 
 class RelayHandler(Protocol):
@@ -48,8 +51,12 @@ class RelayHandler(Protocol):
     def frame(self, index: int, payload: bytes) -> None:
         """Branch ``index`` sent an event (a pickle)."""
 
+    def end(self, index: int) -> None:
+        """Branch ``index`` sent its end marker: its run is over, every event was sent."""
+
     def eof(self, index: int) -> None:
-        """Branch ``index`` closed its connection: it sends nothing more."""
+        """Branch ``index``'s connection closed: it sends nothing more (without :meth:`end` first,
+        the branch was cut off before its run ended)."""
 
 
 class _Peer:
@@ -206,7 +213,10 @@ class Relay:
             if len(buffer) < end:
                 break
             assert peer.index is not None
-            self._handler.frame(peer.index, bytes(buffer[start + _LENGTH.size:end]))
+            if length:
+                self._handler.frame(peer.index, bytes(buffer[start + _LENGTH.size:end]))
+            else:
+                self._handler.end(peer.index)
             start = end
         del buffer[:start]
 
@@ -279,7 +289,13 @@ class RelayLink:
         self._watcher.start()
 
     def close(self) -> None:
-        """End the connection (the caller sees end of file after the last event) and the watcher."""
+        """The branch's run is over: send the end marker after the last event, end the connection
+        and the watcher."""
+        try:
+            with self._lock:
+                self._sock.sendall(_END)
+        except OSError:  # the caller is gone: it sees end of file, as for a branch cut off
+            pass
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:

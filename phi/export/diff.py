@@ -7,9 +7,10 @@ and the coding layer's names differ, applications register their own):
   edit: the replaced text against its replacement, numbered from the ``first_line`` the tool reported
   in its result details when it did;
 * ``path``/``file_path`` with ``content`` — a write: against the file's earlier content when the
-  session shows it (an earlier write or edit of the same path, :class:`FileHistory`), else every
-  line added — ``/dev/null`` as the old side when the result says the file was created, and the kind
-  ``overwrite`` (earlier content not recorded) when it says the file existed;
+  session shows it (:class:`FileHistory`: an earlier write or edit of the same path, or an earlier
+  read whose result holds the whole file), else every line added — ``/dev/null`` as the old side
+  when the result says the file was created, and the kind ``overwrite`` (earlier content not
+  recorded) when it says the file existed, e.g. after a read of only part of it;
 * ``patch`` holding an apply_patch ("v4a") text — one diff per file operation, parsed with
   :func:`phi.tools.patch_parser.parse_patch` (a patch that does not parse is shown as it is).
 
@@ -19,10 +20,13 @@ Anything else is not an edit (:func:`edit_diffs` returns ``[]``).
 from __future__ import annotations
 
 import difflib
+import posixpath
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
 _CONTEXT = 3
+_NUMBERED = re.compile(r" *(\d+) \| (.*)", re.S)  # a line of read_file's output (both wordings)
 
 
 @dataclass(frozen=True)
@@ -79,33 +83,75 @@ def _all_added(content: str, old_name: str, path: str) -> str:
     return "\n".join(body + ["+" + line for line in lines])
 
 
+def whole_read(details: object, output: str | None) -> str | None:
+    """The file's content when a read_file result shows all of it (its ``details`` name
+    ``total_lines`` and ``output`` numbers every one of them from 1, nothing cut), else None. Line
+    endings are not recorded: every line is taken to end with a newline."""
+    if not isinstance(details, Mapping) or output is None:
+        return None
+    total = details.get("total_lines")
+    if not isinstance(total, int) or isinstance(total, bool):
+        return None
+    if details.get("truncated_output") is True:
+        full = details.get("full_output")
+        if not isinstance(full, str):
+            return None
+        output = full
+    lines = output.split("\n")
+    if lines[0].startswith("File: "):  # phi-core's header line
+        lines = lines[1:]
+    elif lines == ["(empty file)"]:
+        lines = []
+    if len(lines) != total:  # a range, or a note saying what was left out
+        return None
+    content: list[str] = []
+    for number, line in enumerate(lines, 1):
+        match = _NUMBERED.fullmatch(line)
+        if match is None or int(match.group(1)) != number:
+            return None
+        content.append(match.group(2) + "\n")
+    return "".join(content)
+
+
+def _key(arguments: Mapping[str, object]) -> str | None:
+    path = _first_str(arguments, "path", "file_path")
+    return None if path is None else posixpath.normpath(path)
+
+
 class FileHistory:
-    """What the session so far says each file contains: the content of its last write, with later
-    edits applied. Fed in the order the calls ran (:meth:`after`)."""
+    """What the session so far says each file contains: the content of its last write or of its
+    last whole read, with later edits applied. Fed in the order the calls ran (:meth:`after`)."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
 
     def before(self, arguments: Mapping[str, object]) -> str | None:
-        path = _first_str(arguments, "path", "file_path") if isinstance(arguments, Mapping) else None
-        return None if path is None else self.files.get(path)
+        key = _key(arguments) if isinstance(arguments, Mapping) else None
+        return None if key is None else self.files.get(key)
 
-    def after(self, arguments: Mapping[str, object], failed: bool) -> None:
-        """Note what a call left in the file it named (a failed call changed nothing)."""
+    def after(self, arguments: Mapping[str, object], failed: bool, details: object = None,
+              output: str | None = None) -> None:
+        """Note what a call left in the file it named (a failed call changed nothing); ``details``
+        and ``output`` are its result's, which for a read may hold the whole file."""
         if failed or not isinstance(arguments, Mapping):
             return
-        path = _first_str(arguments, "path", "file_path")
-        if path is None:
+        key = _key(arguments)
+        if key is None:
             return
         content = _first_str(arguments, "content")
         old = _first_str(arguments, "old_text", "old_string")
         new = _first_str(arguments, "new_text", "new_string")
         if content is not None:
-            self.files[path] = content
-        elif old is not None and new is not None and path in self.files:
-            every = arguments.get("replace_all") is True
-            text = self.files[path]
-            self.files[path] = text.replace(old, new) if every else text.replace(old, new, 1)
+            self.files[key] = content
+        elif old is not None and new is not None:
+            if key in self.files:
+                every = arguments.get("replace_all") is True
+                text = self.files[key]
+                self.files[key] = text.replace(old, new) if every else text.replace(old, new, 1)
+        else:
+            read = whole_read(details, output)
+            if read is not None:
+                self.files[key] = read
 
 
 def edit_diffs(arguments: Mapping[str, object], details: object = None,

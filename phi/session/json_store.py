@@ -44,6 +44,7 @@ from .store import (
     claimed_others,
     complete_children,
     follows_of,
+    follows_of_record,
     merge_header,
     plan_claim,
     renamed_loops,
@@ -315,8 +316,7 @@ class JsonDirStore:
         session, digests = _fold(lines, path, session_id)
         self._ledger.learn(session_id, digests)
         if info is not None:
-            follows = {record.loop_id: record.parent_loop_id or (record.history.after_loop_id if record.history else None)
-                       for record in session.loops}
+            follows = {record.loop_id: follows_of_record(record) for record in session.loops}
             self._states[session_id] = _LogState((info.st_dev, info.st_ino), lines.end, session_json_header(lines),
                                                  digests, follows)
         return session

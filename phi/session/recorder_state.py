@@ -229,6 +229,9 @@ class RecorderState:
             if record.status is LoopStatus.PENDING:  # the branch never started
                 record.status, record.ended_at = LoopStatus.ABORTED, ended
                 self._close(record)
+            elif record.status is LoopStatus.RUNNING:  # it raised, or its worker was lost: no AgentEnd comes
+                record.status, record.ended_at = LoopStatus.ERROR, ended
+                self._close(record)
             self._mark(record)
 
     # ------------------------------------------------------------------ helpers

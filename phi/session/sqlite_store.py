@@ -42,6 +42,8 @@ from .store import (
     claimed_others,
     complete_children,
     encode_header,
+    follows_of_record,
+    loop_key,
     merge_header,
     plan_claim,
     renamed_loops,
@@ -180,7 +182,7 @@ class SqliteStore:
         def write(connection: Connection) -> tuple[Claim, dict[str, bytes]]:
             return self._claim(connection, session, avoid)
 
-        claim, digests = self._transaction(write, f"save session {session.session_id}")
+        claim, digests = self._transaction(write, f"save session {session.session_id}", durable=False)
         self._ledger.learn(session.session_id, digests)
         return claim
 
@@ -190,10 +192,15 @@ class SqliteStore:
         header = decode_json(row[0], self._where(sid), sid) if row else None
         if isinstance(header, dict) and "loops" in header:
             header = self._migrate(connection, sid, header)
-        follows: dict[str, str | None] = dict(connection.execute(
-            f"SELECT loop_id, COALESCE(json_extract(data, '$.parent_loop_id'), json_extract(data, "
-            f"'$.history.after_loop_id')) FROM {_LOOPS} WHERE session_id = ?", (sid,)).fetchall())
-        names = plan_claim([record.loop_id for record in session.loops], [*follows, *avoid])
+        proposed = [record.loop_id for record in session.loops]
+        taken = set(avoid) | set(self._digests(connection, sid, proposed))
+        if taken & set(proposed):  # renumbering needs every id of those keys
+            for key in {loop_key(loop_id) for loop_id in proposed}:
+                taken.update(loop_id for (loop_id,) in connection.execute(
+                    f"SELECT loop_id FROM {_LOOPS} WHERE session_id = ? AND substr(loop_id, 1, ?) = ?",
+                    (sid, len(key) + 1, key + ".")))
+        names = plan_claim(proposed, taken)
+        follows = self._later_follows(connection, sid, {f for f in (follows_of_record(r) for r in session.loops) if f})
         encoded = encode_loops(replace_loops(session, renamed_loops(session.loops, names)))
         old = decode_session(header, self._where(sid), sid, loops_required=False) if header else None
         (position,) = connection.execute(f"SELECT COALESCE(MAX(position), -1) + 1 FROM {_LOOPS} WHERE session_id = ?",
@@ -204,6 +211,21 @@ class SqliteStore:
             position += 1
         self._write_header(connection, session, encode_header(merge_header(old, session)))
         return Claim(names, claimed_others(encoded, follows)), {loop.loop_id: loop.digest for loop in encoded}
+
+    @staticmethod
+    def _later_follows(connection: Connection, sid: str, points: set[str]) -> dict[str, str | None]:
+        """The loop each loop stored after any of ``points`` continues: the only loops that can
+        continue them (a loop is stored after what it continues), so a claim that continues the
+        latest loop reads next to nothing."""
+        found: dict[str, str | None] = {}
+        for point in points:
+            row = connection.execute(f"SELECT position FROM {_LOOPS} WHERE session_id = ? AND loop_id = ?",
+                                     (sid, point)).fetchone()
+            after = row[0] if row is not None else -1
+            found.update(connection.execute(
+                f"SELECT loop_id, COALESCE(json_extract(data, '$.parent_loop_id'), json_extract(data, "
+                f"'$.history.after_loop_id')) FROM {_LOOPS} WHERE session_id = ? AND position > ?", (sid, after)))
+        return found
 
     def _write_header(self, connection: Connection, session: Session, header: dict[str, Any]) -> None:
         from .codec import parse_time
@@ -309,17 +331,25 @@ class SqliteStore:
             except sqlite3.Error as error:
                 raise SessionError(f"cannot {what} in {self.path}: {error}", self.path) from None
 
-    def _transaction(self, body: Callable[[Connection], T], what: str) -> T:
+    def _transaction(self, body: Callable[[Connection], T], what: str, durable: bool = True) -> T:
+        """``body`` in one write transaction; not ``durable``: committed without a sync (the next
+        durable commit syncs the log it is in, as WAL mode keeps commits in order)."""
         def run(connection: Connection) -> T:
-            connection.execute("BEGIN IMMEDIATE")
+            if not durable:
+                connection.execute("PRAGMA synchronous = NORMAL")
             try:
-                result = body(connection)
-                connection.execute("COMMIT")
-                return result
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    result = body(connection)
+                    connection.execute("COMMIT")
+                    return result
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            finally:
+                if not durable:
+                    connection.execute(f"PRAGMA synchronous = {self.synchronous}")
 
         return self._use(run, what)
 

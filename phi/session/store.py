@@ -355,6 +355,11 @@ def claimed_others(claimed: Sequence[EncodedLoop], follows: Mapping[str, str | N
     return out
 
 
+def follows_of_record(record: LoopRecord) -> str | None:
+    """:func:`follows_of` of a loop record."""
+    return record.parent_loop_id or (record.history.after_loop_id if record.history is not None else None)
+
+
 def loop_key(loop_id: str) -> str:
     """``{session_id}.{config_id}`` of a loop id ``{session_id}.{config_id}.{N}`` (SPEC LOOP-13)."""
     return loop_id.rpartition(".")[0]
@@ -364,6 +369,31 @@ def loop_number(loop_id: str) -> int:
     """N of a loop id (0 when its last part is not a number)."""
     number = loop_id.rpartition(".")[2]
     return int(number) if number.isdigit() else 0
+
+
+def children_first(sessions: Sequence[Session]) -> list[Session]:
+    """``sessions`` in the order to save them (SPEC SESS-7): every sub-agent session before the
+    session whose loop spawned it, so a save interrupted between the two never leaves a stored link
+    to a session that is not stored; otherwise in the given order."""
+    by_id = {session.session_id: session for session in sessions}
+
+    def depth(session: Session) -> int:
+        seen, level = {session.session_id}, 0
+        ref = session.parent_spawn_ref
+        while ref is not None and ref.parent_session_id in by_id and ref.parent_session_id not in seen:
+            seen.add(ref.parent_session_id)
+            level += 1
+            ref = by_id[ref.parent_session_id].parent_spawn_ref
+        return level
+
+    order = {session.session_id: index for index, session in enumerate(sessions)}
+    return sorted(sessions, key=lambda session: (-depth(session), order[session.session_id]))
+
+
+def spawned_sessions(session: Session) -> set[str]:
+    """The ids of the sub-agent sessions ``session``'s loops link to."""
+    return {ref.child_session_id for record in session.loops for ref in record.child_loop_refs
+            if ref.child_session_id != session.session_id}
 
 
 def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -13,6 +13,9 @@ Two differences are intended (docs/tools.md):
   is checked for all paths before the first change. codex writes wherever the path points.
 * A move onto the file's own path (``*** Move to:`` naming the same file, e.g. ``./f`` for ``f``,
   or a path through a symlink to its directory) keeps the updated file. codex writes it and then deletes it as the move's source.
+* An update in place replaces the file only if it still holds exactly the bytes the update was
+  derived from, checked right before the rename (:mod:`phi.tools.file_state`): a change someone
+  else makes meanwhile fails the operation and is kept. codex writes over it.
 
 Command line (codex's convention)::
 
@@ -33,7 +36,8 @@ from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import finish, get_env, object_schema
-from .environment import ExecutionEnvironment
+from .environment import ExecutionEnvironment, write_verified
+from .file_state import Expected, FileStamp, stamp_of_bytes
 from .patch_contents import PatchApplyError, derive_new_contents
 from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
 from .paths import check_write_allowed
@@ -50,6 +54,8 @@ class PatchResult:
     modified: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # "A path" / "M path" / "D path", in order
+    #: what each added or modified path (as the patch names it) was left holding
+    written: dict[str, FileStamp] = field(default_factory=dict)
 
     def summary(self) -> str:
         """codex's report: added, then modified, then deleted files, each group in patch order."""
@@ -66,24 +72,27 @@ def _check_paths(hunks: Sequence[Hunk], env: ExecutionEnvironment, roots: Sequen
             check_write_allowed(env.resolve_path(target), roots, what="apply_patch write")
 
 
-def _read_for_update(env: ExecutionEnvironment, path: str) -> str:
+def _read_for_update(env: ExecutionEnvironment, path: str) -> tuple[str, Expected]:
+    """The file's text and what it must still be when the update replaces it."""
     resolved = env.resolve_path(path)
     try:
         data = env.read_bytes(path)
     except OSError as exc:
         raise PatchApplyError(f"Failed to read file to update {resolved}: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), Expected(resolved, path, stamp_of_bytes(data))
     except UnicodeDecodeError:
         raise PatchApplyError(f"Failed to read file to update {resolved}: the file is not valid UTF-8") from None
 
 
 def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots: Sequence[str]) -> None:
     if isinstance(hunk, AddFile):
+        data = hunk.contents.encode("utf-8")
         try:
-            env.write_file(hunk.path, hunk.contents, roots=roots)
+            env.write_file(hunk.path, data, roots=roots)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {hunk.path}: {exc.strerror or exc}") from None
+        result.written[hunk.path] = stamp_of_bytes(data)
         result.added.append(hunk.path)
         result.lines.append(f"A {hunk.path}")
     elif isinstance(hunk, DeleteFile):
@@ -96,16 +105,19 @@ def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots
         result.deleted.append(hunk.path)
         result.lines.append(f"D {hunk.path}")
     else:
-        original = _read_for_update(env, hunk.path)
-        new_text = derive_new_contents(original, hunk.chunks, env.resolve_path(hunk.path))
+        original, source = _read_for_update(env, hunk.path)
+        data = derive_new_contents(original, hunk.chunks, env.resolve_path(hunk.path)).encode("utf-8")
         destination = hunk.move_path or hunk.path
         try:
             moved_away = bool(hunk.move_path) and not env.same_path(destination, hunk.path)
-            env.write_file(destination, new_text, roots=roots)
+            write_verified(env, destination, data, roots, None if moved_away else source)
             if moved_away:  # a move onto the file itself (even through a symlink) keeps it
                 env.delete_file(hunk.path, roots=roots)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {destination}: {exc.strerror or exc}") from None
+        except ToolError as exc:  # changed by someone else meanwhile (file_state.Expected)
+            raise PatchApplyError(str(exc)) from None
+        result.written[destination] = stamp_of_bytes(data)
         result.modified.append(destination)
         result.lines.append(f"M {destination}")
 
@@ -168,10 +180,12 @@ class ApplyPatchTool:
         env = get_env(self.env)
         result = apply_patch(args["patch"], env, self.allowed_roots, ctx)
         files = tool_session(self.session).files  # the patch's context lines were checked against the files
-        for path in result.added + result.modified:
-            files.remember(env, env.resolve_path(path))
-        for path in result.deleted:
-            files.forget(env.resolve_path(path))
+        for line in result.lines:  # in patch order: a path deleted, then added again, is known
+            kind, path = line[0], line[2:]
+            if kind == "D":
+                files.forget(env.resolve_path(path))
+            else:
+                files.note(env.resolve_path(path), result.written[path])
         details = {"added": result.added, "modified": result.modified, "deleted": result.deleted}
         return finish(result.summary(), self.name, details, session=self.session)
 

@@ -9,7 +9,9 @@ and typographic punctuation and reports what it matched; otherwise the error car
 mean" hint with the most similar lines of the file. Several matches without ``replace_all`` is an
 error asking for more context. Writes are confined to ``allowed_roots``. With a tool session that
 requires it, the file must have been read in the session and be unchanged since
-(:mod:`phi.tools.file_state`).
+(:mod:`phi.tools.file_state`). Whatever the session, the edited text replaces the file only if the
+file still holds exactly the bytes the edit was made from, checked right before the rename: a change
+someone else makes while the tool works is refused and kept.
 
 Memory stays at a few times the file's size: the tolerant match is one regular expression run over
 the original text (no per-character tables), and files over ``max_bytes`` (10 MiB) are refused.
@@ -36,6 +38,8 @@ from ._common import (
     os_error,
     write_roots,
 )
+from .environment import write_verified
+from .file_state import Expected, stamp_of_bytes
 from .text_match import PUNCTUATION_TABLE, WHITESPACE
 from .tool_session import ToolSession, tool_session
 
@@ -235,16 +239,19 @@ def edit_file(env: ExecutionEnvironment, path: str, old: str, new: str, *, repla
         content = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not valid UTF-8 text; it cannot be edited with this tool.") from None
+    source = Expected(resolved, shown, stamp_of_bytes(data))  # what the edit was made from
     del data
     outcome = edit_text(content, old, new, replace_all=replace_all, fuzzy=fuzzy, shown=shown,
                         label=wording.old_key, can_replace_all=wording.replace_all)
     del content
     check_cancel(ctx)
+    written = outcome.text.encode("utf-8")
     try:
-        env.write_file(path, outcome.text, roots=write_roots(env, allowed_roots))
+        write_verified(env, path, written, write_roots(env, allowed_roots), source)
     except OSError as exc:
         raise os_error(exc, shown) from None
-    files.remember(env, resolved)
+    files.note(resolved, stamp_of_bytes(written))
+    del written
     old_lines = (outcome.fuzzy_matched if outcome.fuzzy_matched is not None else old).count("\n") + 1
     details: EditDetails = {"path": shown, "old_lines": old_lines, "new_lines": new.count("\n") + 1,
                             "replacements": outcome.replacements, "first_line": outcome.first_line,

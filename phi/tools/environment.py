@@ -12,6 +12,7 @@ writes are resolved beneath their root without a check-then-use window; commands
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,7 @@ from .env_filter import (
 from .fs_safe import (
     ConfinementError,
     NotRegularFileError,
+    Verify,
     check_path_text,
     delete_beneath,
     open_regular,
@@ -64,7 +66,7 @@ log = get_logger(__name__)
 __all__ = [
     "ExecResult", "DirEntry", "GrepOptions", "SearchError", "ExecutionEnvironment",
     "LocalExecutionEnvironment", "ReadOnlyEnvironment", "LoggingEnvironment", "filter_environment",
-    "is_secret_variable", "ENV_POLICIES", "CORE_ENV_VARS", "DEFAULT_MAX_READ_BYTES",
+    "is_secret_variable", "ENV_POLICIES", "CORE_ENV_VARS", "DEFAULT_MAX_READ_BYTES", "write_verified",
 ]
 
 #: What ``read_bytes`` reads at most unless told otherwise (64 MiB).
@@ -119,7 +121,10 @@ class ExecutionEnvironment(Protocol):
     """Where tools run (seed 004 §4.1), plus the byte-level file operations apply_patch needs.
 
     ``roots`` on the writing methods: the directories the write must stay beneath (default
-    ``allowed_write_roots``); see :meth:`LocalExecutionEnvironment.write_file`.
+    ``allowed_write_roots``); see :meth:`LocalExecutionEnvironment.write_file`. ``verify`` on
+    ``write_file``: called with the file about to be replaced right before it is replaced, it may
+    raise to abandon the write. An environment that cannot offer it may leave the parameter out: the
+    tools then run the check just before calling ``write_file``, which leaves a window.
     """
 
     allowed_write_roots: tuple[str, ...]
@@ -127,7 +132,8 @@ class ExecutionEnvironment(Protocol):
     def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str: ...
     def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes: ...
     def open_read(self, path: str) -> BinaryIO: ...
-    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None) -> None: ...
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
+                   verify: Verify | None = None) -> None: ...
     def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None: ...
     def file_exists(self, path: str) -> bool: ...
     def same_path(self, a: str, b: str) -> bool: ...
@@ -259,18 +265,24 @@ class LocalExecutionEnvironment:
             raise ConfinementError(target, ", ".join(in_force) or "(none)", "the path")
         return "/", split_parts(target), target
 
-    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None) -> None:
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
+                   verify: Verify | None = None) -> None:
         """Create or replace ``path`` (parents created) without ever leaving its root.
 
         The path is resolved beneath the root that contains it (see :mod:`phi.tools.fs_safe`): a
         symlink or ``..`` leading out, even one swapped in while the write runs, raises
         ConfinementError (a PermissionError). With ``roots`` a path outside all of them is refused;
         without, a path outside ``allowed_write_roots`` is written as named (tools always pass their
-        roots). The file is replaced by rename: hard links to it keep the old content.
+        roots). The file is replaced by rename: hard links to it keep the old content; a symlink is
+        written through (its target is replaced). ``verify`` is called with the file about to be
+        replaced (open for reading, or None) once the new content is in its temporary file, right
+        before the rename; what it raises abandons the write and leaves the file as it is (with
+        ``renameat2``, a change landing after that check is caught too: see
+        :func:`phi.tools.fs_safe.write_beneath`).
         """
         root, parts, target = self._write_location(path, roots)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        write_beneath(root, parts, data, target)
+        write_beneath(root, parts, data, target, verify)
 
     def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None:
         """Remove the file ``path`` (a symlink itself, not its target); directories are refused."""
@@ -510,14 +522,44 @@ class LoggingEnvironment(_Wrapper):
         self.logger.log(self.level, "background pid: %d", proc.pid)
         return proc
 
-    def write_file(self, path: str, content: str | bytes, **kwargs: Any) -> None:
+    def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
+                   verify: Verify | None = None) -> None:
         self.logger.log(self.level, "write: %s (%d bytes)", path,
                         len(content.encode("utf-8") if isinstance(content, str) else content))
-        self.inner.write_file(path, content, **kwargs)
+        write_verified(self.inner, path, content, roots, verify)
 
     def delete_file(self, path: str, **kwargs: Any) -> None:
         self.logger.log(self.level, "delete: %s", path)
         self.inner.delete_file(path, **kwargs)
+
+
+def _takes_verify(env: ExecutionEnvironment) -> bool:
+    try:
+        parameters = inspect.signature(env.write_file).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "verify" for p in parameters)
+
+
+def write_verified(env: ExecutionEnvironment, path: str, content: str | bytes, roots: Sequence[str] | None,
+                   verify: Verify | None) -> None:
+    """``env.write_file`` with ``verify`` run on the file it replaces right before the replacement.
+    An environment whose ``write_file`` has no ``verify`` parameter (one written before it existed,
+    or a wrapper taking ``**kwargs``) gets the check just before the call instead: a window stays."""
+    if verify is None:
+        env.write_file(path, content, roots=roots)
+        return
+    if _takes_verify(env):
+        env.write_file(path, content, roots=roots, verify=verify)
+        return
+    try:
+        fh = env.open_read(path)
+    except FileNotFoundError:
+        verify(None)
+    else:
+        with fh:
+            verify(fh)
+    env.write_file(path, content, roots=roots)
 
 
 def quote_command(argv: Sequence[str]) -> str:

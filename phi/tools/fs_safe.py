@@ -12,7 +12,10 @@ The file itself is replaced by writing a new file next to it and renaming it ove
 (:func:`write_beneath`). That never writes through a hard link or into a FIFO or device, keeps the
 old file's permission bits, and readers never see a half-written file. The price: a hard link to the
 old file keeps the old content (the link is broken, not written through), and the new file belongs
-to the writing user.
+to the writing user. A symlink at the path is written through: its target is replaced, the link
+stays. A caller's ``verify`` runs on the file about to be replaced once the new content is in the
+temporary file, right before the rename, so a change someone else made meanwhile can stop the write
+(:class:`phi.tools.file_state.Expected`); what remains is the time between that check and the rename.
 
 Reads that must stay beneath a root (a skill's files, SPEC §12.3) use :func:`open_beneath`, the same
 walk ending in an ``O_NOFOLLOW`` open. Other reads (:func:`open_regular`) are not confined. Both open
@@ -23,14 +26,19 @@ allowed to.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import stat
-from typing import BinaryIO, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
+
+from ..log import get_logger
+
+log = get_logger(__name__)
 
 __all__ = [
     "ConfinementError", "NotRegularFileError", "FileTooLargeError", "open_regular", "read_limited",
-    "write_beneath", "delete_beneath", "open_beneath", "split_parts", "MAX_PATH_CHARS",
+    "write_beneath", "delete_beneath", "open_beneath", "split_parts", "MAX_PATH_CHARS", "Verify",
 ]
 
 #: Longer paths are refused up front (the kernel's PATH_MAX), so no walk or library call can recurse
@@ -226,10 +234,35 @@ def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool,
     raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
 
 
-def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str) -> None:
+#: Called with the file's file object, or None when the path names no file; raises to stop a write.
+#: A verify whose ``exact`` attribute is true compares content (which a rename does not change), so
+#: it may also be run on the file the new one displaced (see :func:`write_beneath`).
+Verify = Callable[[BinaryIO | None], None]
+
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_SWAP_TRIES = 5
+_renameat2: Any = None  # libc's renameat2, looked up on first use (False: there is none)
+
+
+def _before_replace(path: str, checked: bool) -> None:
+    """Test seam: called once the new content of ``path`` is complete in its temporary file, before
+    the file it replaces is checked (``checked`` False) and again after that check, right before the
+    rename (``checked`` True). Does nothing; tests replace it to act as a second writer at exactly
+    those moments."""
+
+
+def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verify: Verify | None = None) -> None:
     """Replace (or create) the file at ``parts`` beneath ``root`` with ``data``, atomically.
 
-    Missing parent directories are created. ``path`` is only used in error messages.
+    Missing parent directories are created. ``path`` is only used in error messages. ``verify`` is
+    called with the file about to be replaced (open for reading; None when there is none) once the
+    new content is in its temporary file; whatever it raises abandons the write, leaving the file as
+    it is. Where the kernel offers ``renameat2`` (Linux), the change that could still land between
+    that check and the rename is caught as well: a file that is still missing is created with
+    ``RENAME_NOREPLACE`` (someone else's new file is never replaced), and with an ``exact`` verify an
+    existing one is swapped with ``RENAME_EXCHANGE``, the file it displaced checked again and, if
+    that changed too, swapped back before the error is raised.
     """
     walk = _Walk(root)
     try:
@@ -242,14 +275,25 @@ def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str) -> No
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if old is not None and not stat.S_ISREG(old.st_mode):
             raise NotRegularFileError(path, old.st_mode)
-        _replace(walk.fd, name, data, stat.S_IMODE(old.st_mode) if old is not None else None)
+        _replace(walk.fd, name, data, stat.S_IMODE(old.st_mode) if old is not None else None, path, verify)
     finally:
         walk.close()
 
 
-def _replace(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
+def _verify_target(dir_fd: int, name: str, path: str, verify: Verify) -> None:
+    try:
+        fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        verify(None)
+        return
+    with _regular_file(fd, path) as fh:
+        verify(fh)
+
+
+def _replace(dir_fd: int, name: str, data: bytes, mode: int | None, path: str, verify: Verify | None) -> None:
     temp = f".phi-{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    ours = os.fstat(fd).st_ino
     try:
         try:
             view = memoryview(data)
@@ -259,13 +303,103 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
+        _before_replace(path, False)
+        if verify is not None:
+            _verify_target(dir_fd, name, path, verify)
+        _before_replace(path, True)
+        _swap_in(dir_fd, temp, name, path, verify)
+    except BaseException:
+        _discard_if_ours(dir_fd, temp, ours)  # after a swap the name may hold someone else's file
+        raise
+
+
+def _swap_in(dir_fd: int, temp: str, name: str, path: str, verify: Verify | None) -> None:
+    """Rename ``temp`` over ``name``; with ``verify``, as described in :func:`write_beneath`."""
+    if verify is None:
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    exact = bool(getattr(verify, "exact", False))
+    for _ in range(_SWAP_TRIES):
+        exchanged = False
+        try:
+            if _lstat(dir_fd, name) is None:
+                verify(None)
+                swapped = _rename2(dir_fd, temp, name, _RENAME_NOREPLACE)
+            else:
+                swapped = exchanged = exact and _rename2(dir_fd, temp, name, _RENAME_EXCHANGE)
+        except (FileExistsError, FileNotFoundError):  # created or removed since it was looked at
+            _verify_target(dir_fd, name, path, verify)
+            continue
+        if exchanged:
+            _check_displaced(dir_fd, temp, name, path, verify)
+        elif not swapped:  # no renameat2 (or no exact check): the plain rename, after the check above
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    raise OSError(errno.EAGAIN, "the file kept changing while it was being replaced", path)
+
+
+def _check_displaced(dir_fd: int, temp: str, name: str, path: str, verify: Verify) -> None:
+    """After the exchange ``temp`` holds the file that was at ``name``: drop it if it is the version
+    ``verify`` expects, else put it back (and let verify's error through)."""
+    try:
+        _verify_target(dir_fd, temp, path, verify)
     except BaseException:
         try:
-            os.unlink(temp, dir_fd=dir_fd)
-        except OSError:
-            pass
+            if not _rename2(dir_fd, temp, name, _RENAME_EXCHANGE):
+                raise OSError(errno.ENOTSUP, "renameat2 stopped working", path)
+        except OSError as exc:
+            log.error("%s: could not put back the version written meanwhile (%s); it is kept as %s", path,
+                      exc, temp)
         raise
+    os.unlink(temp, dir_fd=dir_fd)
+
+
+def _lstat(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _discard_if_ours(dir_fd: int, temp: str, ours: int) -> None:
+    """Remove ``temp`` if it is still the file this write made (inode ``ours``)."""
+    info = _lstat(dir_fd, temp)
+    if info is None:
+        return
+    if info.st_ino != ours:
+        log.warning("%s holds a version of a file someone else wrote while phi replaced it; it is kept",
+                    temp)
+        return
+    try:
+        os.unlink(temp, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> bool:
+    """``renameat2(src, dst, flags)`` in ``dir_fd``: True when done, False when the system or the file
+    system does not offer it; other failures raise OSError (FileExistsError, FileNotFoundError...)."""
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = _load_renameat2()
+    if _renameat2 is False:
+        return False
+    if _renameat2(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
+def _load_renameat2() -> Any:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
 
 
 def delete_beneath(root: str, parts: Sequence[str], path: str) -> None:

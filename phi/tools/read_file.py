@@ -2,7 +2,8 @@
 (``file_path``) (SPEC §9.3, §9.4).
 
 Every successful read is noted in the tool session's record (:mod:`phi.tools.file_state`), which
-the writing tools consult. One implementation serves both; :class:`ReadFileWording` holds what differs (parameter name,
+the writing tools consult, with the stamp of the file object the read used (so a change made just
+after the read is not taken as seen). One implementation serves both; :class:`ReadFileWording` holds what differs (parameter name,
 descriptions, how the lines are presented). Shared behaviour: paths resolve against the
 environment's working directory (reads are never confined); only regular files are read (FIFOs,
 sockets and devices such as ``/dev/zero`` are refused before anything could block); images (png,
@@ -32,6 +33,7 @@ from ..errors import ToolError
 from ..loop.tool import ToolContext
 from ..types import ImageContent, TextContent, ToolResult
 from ._common import check_cancel, finish, get_env, number_lines, object_schema, os_error, resolve
+from .file_state import FileStamp, fstat_of, stamp_of_bytes, stamp_of_handle
 from .text_lines import scan_lines
 from .tool_session import ToolSession, tool_session
 
@@ -54,6 +56,7 @@ class TextSlice:
     total: int                   # lines in the whole file
     next_line: int | None = None  # first requested line left out because of the byte budget
     cut_bytes: int = 0           # bytes cut off a single line longer than the budget
+    stamp: FileStamp | None = None  # the version of the file that was read
 
     def notes(self, max_bytes: int, continuation: bool = True) -> str:
         """What the model needs to know about a selection the byte budget shortened ("" if none)."""
@@ -74,8 +77,9 @@ def _check_not_dir(env: ExecutionEnvironment, path: str, shown: str) -> None:
 
 
 def read_image(env: ExecutionEnvironment, path: str, shown: str, ctx: ToolContext,
-               max_bytes: int = MAX_IMAGE_BYTES) -> ToolResult | None:
-    """An ImageContent result for an image path, or None when ``path`` is not an image."""
+               max_bytes: int = MAX_IMAGE_BYTES) -> tuple[ToolResult, FileStamp] | None:
+    """An ImageContent result for an image path and the stamp of the bytes read, or None when
+    ``path`` is not an image."""
     mime = IMAGE_MIME_TYPES.get(os.path.splitext(path)[1].lower())
     if mime is None:
         return None
@@ -89,8 +93,9 @@ def read_image(env: ExecutionEnvironment, path: str, shown: str, ctx: ToolContex
                             f"the limit is {max_bytes} bytes.") from None
         raise os_error(exc, shown) from None
     encoded = base64.b64encode(data).decode("ascii")
-    return ToolResult([TextContent(f"Image file {shown} ({mime}, {len(data)} bytes)"), ImageContent(encoded, mime)],
-                      {"path": shown, "mime_type": mime, "bytes": len(data)})
+    result = ToolResult([TextContent(f"Image file {shown} ({mime}, {len(data)} bytes)"), ImageContent(encoded, mime)],
+                        {"path": shown, "mime_type": mime, "bytes": len(data)})
+    return result, stamp_of_bytes(data)
 
 
 def read_text_slice(env: ExecutionEnvironment, path: str, offset: int | None, limit: int | None, ctx: ToolContext,
@@ -104,6 +109,7 @@ def read_text_slice(env: ExecutionEnvironment, path: str, offset: int | None, li
     check_cancel(ctx)
     try:
         with env.open_read(path) as fh:
+            opened = fstat_of(fh)
             size = env.file_size(path)
             if offset is None and limit is None and size > max_bytes:
                 raise ToolError(f"File too large: {shown} is {size} bytes (limit {max_bytes}). "
@@ -112,11 +118,13 @@ def read_text_slice(env: ExecutionEnvironment, path: str, offset: int | None, li
                 raise ToolError(f"{shown} appears to be a binary file ({size} bytes); it cannot be shown as text.")
             fh.seek(0)
             part = scan_lines(fh, offset or 1, limit, max_bytes, lambda: check_cancel(ctx))
+            stamp = stamp_of_handle(fh, since=opened)
     except OSError as exc:
         raise os_error(exc, shown) from None
     if part.lines == [] and part.total and part.first > part.total:
         raise ToolError(f"offset {offset} is past the end of {shown}, which has {part.total} lines")
-    return TextSlice(shown, part.lines, part.first, part.total, part.next_line, part.cut_bytes)
+    return TextSlice(shown, part.lines, part.first, part.total, part.next_line, part.cut_bytes, stamp)
+
 
 
 def _phi_core_text(part: TextSlice, max_bytes: int) -> tuple[str, dict[str, object]]:
@@ -204,13 +212,14 @@ class ReadFileTool:
         files = tool_session(self.session).files
         image = read_image(env, path, shown, ctx, self.max_image_bytes)
         if image is not None:
-            files.remember(env, resolved)
-            return image
+            files.note(resolved, image[1])
+            return image[0]
         limit = args.get("limit")
         if not limit and self.default_limit is not None:
             limit = self.default_limit
         part = read_text_slice(env, path, args.get("offset"), limit, ctx, self.max_bytes)
-        files.remember(env, resolved)
+        if part.stamp is not None:
+            files.note(resolved, part.stamp)
         text, details = self.wording.present(part, self.max_bytes)
         return finish(text, self.name, details, self.max_chars, session=self.session)
 

@@ -95,7 +95,8 @@ class ReadManyFilesTool:
                     raise
                 skipped.append(f"{shown} ({exc})")
                 continue
-            tool_session(self.session).files.remember(env, path)
+            if part.stamp is not None:
+                tool_session(self.session).files.note(path, part.stamp)
             parts.append(f"--- {shown} ---\n" + "\n".join(part.lines))
             budget -= sum(len(line) for line in part.lines) + len(part.lines)
             read.append(shown)

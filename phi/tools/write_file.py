@@ -13,7 +13,10 @@ Read before write (SPEC §9.1): with a :class:`~phi.tools.tool_session.ToolSessi
 ``require_read_before_write`` is on (the default of :func:`phi.tools.default_tools`,
 :func:`phi.tools.coding_tools` and coding sessions), an existing file is only replaced when the model
 has read it in this session and it has not changed since (:mod:`phi.tools.file_state`); a new file
-may always be created.
+may always be created. The check runs again on the file about to be replaced, right before the new
+content is renamed over it, so a change (or a creation) by someone else while the tool writes is
+refused too and kept. A symlink is written through: the file it leads to is replaced, keeping its
+permission bits.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from ._common import (
     os_error,
     write_roots,
 )
+from .environment import write_verified
+from .file_state import stamp_of_bytes
 from .tool_session import ToolSession, tool_session
 
 if TYPE_CHECKING:
@@ -50,21 +55,22 @@ class WriteDetails(TypedDict):
 def write_text(env: ExecutionEnvironment, path: str, content: str, allowed_roots: Sequence[str] | None,
                ctx: ToolContext, session: ToolSession | None = None) -> WriteDetails:
     """Write ``content`` to ``path``; returns the details (path, bytes, created). An existing file
-    the session's record says the model has not seen as it is now is refused (ToolError)."""
+    the session's record says the model has not seen as it is now is refused (ToolError), also when
+    it changes (or appears) while the write is under way."""
     check_cancel(ctx)
     resolved = check_writable(env, path, allowed_roots)
     shown = display_path(env, resolved)
     files = tool_session(session).files
+    data = content.encode("utf-8")
     try:
         created = not env.file_exists(path)
-        if not created:
-            files.check(env, resolved, shown)
+        expected = files.check(env, resolved, shown)
         check_cancel(ctx)
-        env.write_file(path, content, roots=write_roots(env, allowed_roots))
+        write_verified(env, path, data, write_roots(env, allowed_roots), expected)
     except OSError as exc:
         raise os_error(exc, shown) from None
-    files.remember(env, resolved)
-    return {"path": shown, "bytes": len(content.encode("utf-8")), "created": created}
+    files.note(resolved, stamp_of_bytes(data))
+    return {"path": shown, "bytes": len(data), "created": created}
 
 
 @dataclass(frozen=True)

@@ -120,12 +120,13 @@ class PtyPhi:
     def close(self) -> int:
         if self.proc.poll() is None:
             try:
-                if not self.text.endswith("› "):  # a line sent while a run streams would be steering
+                # a line sent while a run streams would be steering; the prompt may show a line put back
+                if not re.search(r"› [^\n]*$", self.text):
                     try:
-                        self.expect(r"› $", 10, since_mark=False)
+                        self.expect(r"› [^\n]*$", 10, since_mark=False)
                     except AssertionError:
                         pass
-                self.send("/quit\r")
+                self.send("\x15/quit\r")  # (Ctrl+U first: it empties such a line)
                 self.proc.wait(10)
             except (OSError, subprocess.TimeoutExpired):
                 os.killpg(self.proc.pid, signal.SIGKILL)

@@ -199,7 +199,8 @@ def test_saving_after_a_resume_keeps_the_loops_from_before(tmp_path):
     first.attach(agent)
     agent.run("a")
     agent.run("b")
-    assert first.save() == [agent.session_id]
+    assert first.save() == []  # each run was saved as it ended (SPEC CLI-4, SESS-7)
+    assert [len(first.store.load(agent.session_id).loops)] == [2]
 
     later = CliSessions(tmp_path)  # a new process
     resumed = Agent(provider=ScriptedProvider(["three"]))

@@ -100,3 +100,21 @@ def die(config: StreamConfig) -> dict[str, Any]:
     import os
 
     os._exit(3)
+
+
+@tool
+def wait_to_be_killed(marker: str) -> str:
+    """Write this process's id to the file ``marker``, then block until the process is killed.
+
+    Args:
+        marker: Where to write the process id (the test waits for the file, then kills the process).
+    """
+    import os
+    import threading
+
+    partial = marker + ".partial"
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(str(os.getpid()))
+    os.replace(partial, marker)  # the file appears whole
+    threading.Event().wait(600)  # a bound, in case the test failed before its kill: never reached otherwise
+    return "not killed"

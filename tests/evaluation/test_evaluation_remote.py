@@ -28,6 +28,7 @@ from phi.evaluation import (
     RemoteBranchError,
     RemoteBranches,
     TokenEfficientEvaluation,
+    WorkerLost,
     merge_selected,
 )
 from phi.evaluation.branch import NOT_STARTED
@@ -286,8 +287,11 @@ def test_a_worker_that_dies_fails_its_branch_not_the_run():
     pool.shutdown()
     assert run.error is None and run.types[-1] == "ParallelLoopEnd"
     dead, later = run.result.outcomes
-    assert isinstance(dead.exception, concurrent.futures.process.BrokenProcessPool)
-    assert [m.text for m in dead.new_messages] == ["q"]  # what its events announced before it died
+    assert isinstance(dead.exception, WorkerLost)  # the pool's account, when it gave one in time, is the cause
+    assert dead.exception.cause is None or isinstance(dead.exception.cause, concurrent.futures.process.BrokenProcessPool)
+    assert (dead.outcome, dead.stop_reason) == (RunOutcome.ERROR, StopReason.ERROR)
+    assert [m.text for m in dead.new_messages] == ["q", ""]  # what its events announced, then the error reply
+    assert dead.new_messages[-1].error_message == str(dead.exception) and "process died" in dead.error
     assert isinstance(later.exception, concurrent.futures.process.BrokenProcessPool) and later.outcome is None
     assert phi_threads() == []
 
@@ -302,6 +306,9 @@ class Handler:
 
     def frame(self, index: int, payload: bytes) -> None:
         raise AssertionError("no frame was expected")
+
+    def end(self, index: int) -> None:
+        pass
 
     def eof(self, index: int) -> None:
         pass
