@@ -42,7 +42,7 @@ class DanglingLink:
     error: str | None = None
 
     def __str__(self) -> str:
-        call = f"tool call {self.tool_call_id}" if self.tool_call_id else "its tool call not named yet"
+        call = f"tool call {self.tool_call_id}" if self.tool_call_id else "tool call not recorded"
         if self.to_parent:
             what = f"parent session {self.target_session_id}"
             where = f"(loop {self.target_loop_id}, {call}, which started session {self.session_id})"
