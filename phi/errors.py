@@ -7,7 +7,11 @@ tool failures that a tool reports on purpose are :class:`ToolError`.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
+
+_SHOWN = reprlib.Repr()  # bounded in depth and breadth: a huge or deeply nested value is cheap to show
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 80
 
 
 class PhiError(Exception):
@@ -24,7 +28,7 @@ class DecodeError(PhiError, ValueError):
         self.field = field
         self.value = value
         self.expected = expected
-        shown = repr(value)
+        shown = _SHOWN.repr(value)  # never repr(): a value nested 10,000 deep would raise RecursionError
         if len(shown) > 80:
             shown = shown[:77] + "..."
         super().__init__(f"cannot decode {field}: expected {expected}, got {shown}")

@@ -95,7 +95,8 @@ def interrupt_turn(session: Session) -> None:
     session.agent.abort()
 
 
-def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions) -> Session:
+def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
+                       err: TextIO | None = None) -> Session:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
     asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
     ``sessions``."""
@@ -107,7 +108,12 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
                       SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
                                     max_turns=options.max_turns))
     if options.resume:
-        sessions.restore(options.resume, session.agent)
+        warnings = err or sys.stderr
+
+        def warn(text: str) -> None:
+            warnings.write(f"phi: warning: {text}\n")
+
+        sessions.restore(options.resume, session.agent, warn=warn)
         session.id = session.agent.session_id
     sessions.attach_session(session)
     return session
@@ -117,7 +123,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
               err: TextIO | None = None) -> int:
     """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
     out, err = out or sys.stdout, err or sys.stderr
-    session = unattended_session(options, profile, sessions)
+    session = unattended_session(options, profile, sessions, err)
     lines = JsonLines(out, on_closed=session.agent.abort)
     if options.json:
         session.agent.subscribe(lines)

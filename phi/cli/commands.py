@@ -212,6 +212,8 @@ def _sessions(repl: Repl, arg: str) -> bool:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_active_at))
         here = " *" if row.session_id == repl.session.id else ""
         repl.renderer.line(f"  {row.session_id}  {when}  {row.loops:>3} runs  {row.first_input}{here}")
+        for text in row.dangling:
+            repl.renderer.line(repl.style("yellow", f"      ! {text}"))
     return True
 
 

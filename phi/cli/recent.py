@@ -83,6 +83,7 @@ def pick(sessions: CliSessions, cwd: str, out: TextIO, read: TextIO) -> str | No
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_active_at))
         mark = "*" if row.session_id in here else " "
         out.write(f" {number:>2}{mark} {when}  {row.loops:>3} runs  {row.first_input or '(empty)'}\n")
+        out.writelines(f"      ! {text}\n" for text in row.dangling)
     while True:
         out.write(f"resume which? [1-{len(rows)}, Enter cancels]: ")
         out.flush()

@@ -197,7 +197,7 @@ class Repl:
         self.loader.wait()
         new = self.new_session()
         try:
-            count = self.sessions.restore(session_id, new.agent, at)
+            count = self.sessions.restore(session_id, new.agent, at, warn=self.warn_link)
         except BaseException:
             new.close()
             raise
@@ -206,6 +206,10 @@ class Repl:
         old, self.session = self.session, new
         old.close()
         return count
+
+    def warn_link(self, text: str) -> None:
+        """A stored link that leads nowhere (a crash between two saves): said, never fatal."""
+        self.renderer.line(self.style("yellow", f"! {text}"))
 
     def set_plan_mode(self, on: bool) -> None:
         self.plan_mode = on

@@ -10,13 +10,17 @@ continue it (new loops are appended to it, links to its loops kept) and gives th
 agent the conversation through the session's latest loop — or through ``LOOP``, branching there —
 as ``SessionRecorder.branch_from`` rebuilds it: a branch followed by its parent chain, only the
 selected branch of a parallel run, no judge's exchange.
+
+A stored link to a sub-agent's or a parent's session or run that the store lacks (a crash between
+two saves, SPEC SESS-5) never stops a listing or a resume: each is said in words — under its row in
+``/sessions`` and the ``--resume`` list, as a warning when the session is resumed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..types import UserMessage
 
@@ -34,6 +38,7 @@ class StoredSummary:
     last_active_at: float
     loops: int
     first_input: str
+    dangling: tuple[str, ...] = ()  # links to sessions or runs the store lacks, in words
 
 
 class CliSessions:
@@ -84,22 +89,31 @@ class CliSessions:
 
     def summaries(self, limit: int = 20) -> list[StoredSummary]:
         """The most recently saved sessions (unreadable files are reported by the store's error)."""
+        from ..session.links import find_dangling, remembering_loader
+
+        load = remembering_loader(self.store)  # a linked session is loaded once for all rows
         rows = []
         for session_id in self.store.list_ids()[:limit]:
             session = self.store.load(session_id)
             first = next((m.text for loop in session.loops for m in loop.messages
                           if isinstance(m, UserMessage)), "")
+            dangling = tuple(str(link) for link in find_dangling(session, load))
             rows.append(StoredSummary(session_id, session.last_active_at, len(session.loops),
-                                      " ".join(first.split())[:60]))
+                                      " ".join(first.split())[:60], dangling))
         return rows
 
-    def restore(self, session_id: str, agent: Agent, at: str | None = None) -> int:
+    def restore(self, session_id: str, agent: Agent, at: str | None = None,
+                warn: Callable[[str], None] | None = None) -> int:
         """Give ``agent`` the stored session's identity and the conversation through loop ``at``
         (default: its latest loop); returns the number of messages restored. Raises the store's
-        NotFound / CorruptSession / InvalidSessionId, and KeyError for a loop the session lacks."""
-        from ..session import BranchPoint
+        NotFound / CorruptSession / InvalidSessionId, and KeyError for a loop the session lacks.
+        ``warn`` is told each link of the session to a session or run the store lacks."""
+        from ..session import BranchPoint, dangling_links
 
         stored = self.store.load(session_id)
+        if warn is not None:
+            for link in dangling_links(self.store, stored):
+                warn(str(link))
         self.recorder.continue_session(stored)
         if at is None:
             latest = stored.latest_loop()

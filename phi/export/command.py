@@ -5,7 +5,9 @@ JSON directory by default, ``$PHI_HOME/sessions`` with ``PHI_HOME`` defaulting t
 the directory or SQLite database given by ``--store`` — and writes the page of
 :mod:`phi.export.html`. Exit status 0 when the page was written; 1 with one clear line on stderr
 for an unknown session id, an unreadable or corrupt store, or a file that cannot be written; 2 for
-wrong arguments (argparse's convention).
+wrong arguments (argparse's convention). A link to a sub-agent's (or the parent's) session or run
+that the store lacks is no failure: each is one ``phi export: warning:`` line on stderr, and the
+page names it and shows the rest.
 """
 
 from __future__ import annotations
@@ -81,7 +83,9 @@ def main(argv: list[str]) -> int:
             store.close()
     extra = len(tree.sessions) - 1
     note = f" with {extra} sub-agent session(s)" if extra else ""
-    if tree.missing:
-        note += f"; {len(tree.missing)} sub-agent session(s) could not be loaded (shown as such)"
+    if tree.dangling:
+        note += f"; {len(tree.dangling)} link(s) lead to sessions or runs the store lacks (named on the page)"
+    for link in tree.dangling:  # a crash between two saves leaves these: the page shows everything else
+        sys.stderr.write(f"phi export: warning: {link}\n")
     sys.stdout.write(f"exported session {args.session_id}{note} to {args.html}\n")
     return 0

@@ -87,6 +87,7 @@ class _LoopScope:
     """What the messages of one loop refer to each other by: tool call ids are unique within a loop
     only (providers and scripts reuse them across runs)."""
 
+    loop_id: str
     called: frozenset[str]
     results: dict[str, ToolResultMessage]
     refs: dict[str, list[ChildLoopRef]]
@@ -99,7 +100,7 @@ class _LoopScope:
         refs: dict[str, list[ChildLoopRef]] = {}
         for ref in record.child_loop_refs:
             refs.setdefault(ref.tool_call_id, []).append(ref)
-        return cls(called, results, refs)
+        return cls(record.loop_id, called, results, refs)
 
 
 class _Page:
@@ -117,9 +118,16 @@ class _Page:
         """A recorded string: cleaned of secrets, then escaped."""
         return esc(self.r.text(str(value)))
 
+    def json_text(self, value: object, indent: int | None = None) -> str:
+        """A recorded JSON value as text, cleaned of secrets; a value nested too deeply for Python's
+        recursion (a store can hold ~1000 levels) is named, not shown, so the rest of the page is."""
+        try:
+            return json.dumps(self.r.data(value), indent=indent, ensure_ascii=False, default=str)
+        except RecursionError:
+            return "(a value nested too deeply to show)"
+
     def json_block(self, value: object, cls: str = "json") -> str:
-        text = json.dumps(self.r.data(value), indent=2, ensure_ascii=False, default=str)
-        return f'<pre class="{cls}">{esc(text)}</pre>'
+        return f'<pre class="{cls}">{esc(self.json_text(value, indent=2))}</pre>'
 
     def status(self, record: LoopRecord) -> str:
         name = record.status.value
@@ -207,7 +215,7 @@ class _Page:
         scope = _LoopScope.of(record)
         messages = "".join(self.message(m, scope) for m in record.messages
                            if not (isinstance(m, ToolResultMessage) and m.tool_call_id in scope.called))
-        unshown = "".join(self.sub_agent_block(ref) for ref in record.child_loop_refs
+        unshown = "".join(self.sub_agent_block(ref, record.loop_id) for ref in record.child_loop_refs
                           if ref.tool_call_id not in scope.called)
         return (f'<section class="loop" id="{self.anchors[record.loop_id]}" data-loop-id="{self.t(record.loop_id)}">'
                 f'<header class="loop-head"><h3>{self.t(record.loop_id)}</h3> {self.status(record)}'
@@ -275,7 +283,7 @@ class _Page:
 
     def tool_call(self, call: ToolCall, scope: _LoopScope) -> str:
         result = scope.results.get(call.id)
-        args = json.dumps(self.r.data(call.arguments), ensure_ascii=False, default=str)
+        args = self.json_text(call.arguments)
         short = args if len(args) <= _SHORT_ARGS else args[:_SHORT_ARGS - 1] + "…"
         state = "no result" if result is None else ("error" if result.is_error else "ok")
         details = None if result is None else result.details
@@ -291,7 +299,7 @@ class _Page:
             if result.details is not None:
                 body.append(f"<details><summary>details</summary>{self.json_block(result.details)}</details>")
         for ref in scope.refs.get(call.id, ()):
-            body.append(self.sub_agent_block(ref))
+            body.append(self.sub_agent_block(ref, scope.loop_id))
         cls = "tool-call is-error" if state == "error" else "tool-call"
         return (f'<div class="{cls}" data-tool-call-id="{self.t(call.id)}"><details open><summary>'
                 f'{self.t(call.name)} {self.t(short)} — {state}</summary>'
@@ -305,12 +313,16 @@ class _Page:
             lines.append(f'<span class="{cls}">{esc(line)}</span>')
         return f'<pre class="diff">{"".join(lines)}</pre>'
 
-    def sub_agent_block(self, ref: ChildLoopRef) -> str:
+    def sub_agent_block(self, ref: ChildLoopRef, loop_id: str) -> str:
         child = self.tree.sessions.get(ref.child_session_id)
         head = f'<div class="role">sub-agent {self.t(ref.tool_name)} · session {self.t(ref.child_session_id)}</div>'
+        link = self.tree.dangling_child(loop_id, ref.tool_call_id)
         if child is None:
-            why = self.tree.missing.get(ref.child_session_id, "not loaded")
-            return f'<div class="subagent missing">{head}not in the store: {self.t(why)}</div>'
+            why = str(link) if link is not None else "not in the store: " + self.tree.missing.get(
+                ref.child_session_id, "not loaded")
+            return f'<div class="subagent missing">{head}{self.t(why)}</div>'
+        if link is not None:  # the session is there, the loop the link names is not
+            head += f'<div class="missing">{self.t(link)}</div>'
         sections = "".join(self.loop_section(r) for r in child.loops if r.loop_id not in self.shown)
         return f'<div class="subagent" data-child-session-id="{self.t(ref.child_session_id)}">{head}{sections}</div>'
 
@@ -328,8 +340,11 @@ class _Page:
             facts.append(("started by", f"{root.parent_spawn_ref.parent_loop_id} {root.parent_spawn_ref.tool_name}"))
         dl = "".join(f"<div><dt>{esc(k)}</dt><dd>{self.t(v)}</dd></div>" for k, v in facts)
         main = "".join(self.loop_section(r) for r in root.loops if r.loop_id not in self.shown)
-        missing = "".join(f'<p class="missing">sub-agent session {self.t(sid)} could not be loaded: {self.t(why)}</p>'
-                          for sid, why in self.tree.missing.items())
+        told = {link.target_session_id for link in self.tree.dangling if not link.to_parent}
+        notes = [str(link) for link in self.tree.dangling] + [
+            f"sub-agent session {sid} could not be loaded: {why}" for sid, why in self.tree.missing.items()
+            if sid not in told]
+        missing = "".join(f'<p class="missing">{self.t(note)}</p>' for note in notes)
         return ("<!DOCTYPE html>\n"
                 f'<html lang="en"><head><meta charset="utf-8">'
                 f'<meta http-equiv="Content-Security-Policy" content="{esc(CONTENT_SECURITY_POLICY)}">'

@@ -21,6 +21,7 @@ Storage (``phi.session.store``)
     SessionStore protocol: save (appends), load, list_ids, delete, load_for_agent
     JsonDirStore(directory), SqliteStore(path); errors SessionError, NotFound, CorruptSession,
     InvalidSessionId, SessionConflict
+    dangling_links(store, session) -> [DanglingLink]: links to sessions or loops the store lacks
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .errors import (
 )
 from .history import BranchPoint
 from .json_store import JsonDirStore
+from .links import DanglingLink, dangling_links
 from .model import (
     ChildLoopRef,
     Explicit,
@@ -63,6 +65,7 @@ __all__ = [
     "BranchPoint",
     "ChildLoopRef",
     "CorruptSession",
+    "DanglingLink",
     "Explicit",
     "FirstLoop",
     "FormationPolicy",
@@ -87,5 +90,6 @@ __all__ = [
     "SpawnRef",
     "SqliteStore",
     "StartingHistory",
+    "dangling_links",
     "default_sessions_dir",
 ]

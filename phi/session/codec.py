@@ -21,9 +21,10 @@ Decoding is strict (SPEC DATA-7, §13.2 SESS-5): every key listed above is requi
 the model allows None) and a missing one is a :class:`~phi.errors.DecodeError` naming its path
 (``session.loops[3].messages[1].stopReason``); messages are read by
 :mod:`phi.session.message_codec`. Nothing is rewritten: keys this module does not know are kept
-(in ``extra``, or in the record's ``preserved`` parts for messages and usage) and written back, and
-so are timestamps phi would write differently, so a file written by phi-core or a newer phi loses
-nothing when phi saves it again.
+(in ``extra``, or in the record's ``preserved`` parts for messages, usage, the starting history and
+the ``Rerun``/``Branch`` payload, whose ``tag`` stays absent when it was) and written back, and so are
+timestamps phi would write differently, so a file written by phi-core or a newer phi loses nothing
+when phi saves it again.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from .model import (
     StartingHistory,
     exact_time,
 )
-from .preserve import Preserved, apply_overlay, raw_time
+from .preserve import Overlay, Preserved, apply_overlay, overlay_of, raw_time
 
 T = TypeVar("T")
 
@@ -284,10 +285,33 @@ def _status(value: object, path: str) -> LoopStatus:
         raise DecodeError(path, value, "one of " + ", ".join(s.value for s in LoopStatus)) from None
 
 
+_HISTORY_KEYS = frozenset({"after_loop_id", "kept", "added"})
+
+
 def _history_from_json(data: object, path: str, kept: Preserved) -> StartingHistory:
     data = _object(data, path, "a starting history object")
     after = _nullable_str(data, "after_loop_id", path)
-    return StartingHistory(after, _int(data, "kept", path), tuple(messages_from_json(data, "added", path, kept)))
+    history = StartingHistory(after, _int(data, "kept", path), tuple(messages_from_json(data, "added", path, kept)))
+    kept.keep(history, overlay_of(data, None, _HISTORY_KEYS, {}, {}))
+    return history
+
+
+def _continuation_from_json(data: object, path: str, kept: Preserved) -> ContinuationKind:
+    """A continuation kind; its payload's unknown keys and a missing ``tag`` are kept beside it, since
+    ``ContinuationKind`` (a public value type of phi.types) has no room for them."""
+    kind = ContinuationKind.from_json(data, path)
+    if isinstance(data, dict):  # {"Rerun": {...}} or {"Branch": {...}}, checked by from_json
+        ((name, body),) = data.items()
+        payload = overlay_of(body, None, frozenset({"tag"}), {}, {"tag": None})
+        kept.keep(kind, None if payload is None else Overlay(children={name: payload}))
+    return kind
+
+
+def _continuation_to_json(kind: ContinuationKind | None, kept: Preserved | None) -> Any:
+    if kind is None:
+        return None
+    out = kind.to_json()
+    return apply_overlay(kept, kind, out) if isinstance(out, dict) else out
 
 
 def _messages_to_json(messages: Any, kept: Preserved | None) -> list[dict[str, Any]]:
@@ -295,8 +319,8 @@ def _messages_to_json(messages: Any, kept: Preserved | None) -> list[dict[str, A
 
 
 def _history_to_json(history: StartingHistory, kept: Preserved | None) -> dict[str, Any]:
-    return {"after_loop_id": history.after_loop_id, "kept": history.kept,
-            "added": _messages_to_json(history.added, kept)}
+    return apply_overlay(kept, history, {"after_loop_id": history.after_loop_id, "kept": history.kept,
+                                         "added": _messages_to_json(history.added, kept)})
 
 
 # --------------------------------------------------------------------------- LoopRecord and Session
@@ -315,7 +339,7 @@ def loop_to_json(record: LoopRecord) -> dict[str, Any]:
         "session_id": record.session_id,
         "agent_id": record.agent_id,
         "parent_loop_id": record.parent_loop_id,
-        "continuation_kind": None if record.continuation_kind is None else record.continuation_kind.to_json(),
+        "continuation_kind": _continuation_to_json(record.continuation_kind, kept),
         "started_at": _write_time(kept, "started_at", record.started_at),
         "ended_at": None if record.ended_at is None else _write_time(kept, "ended_at", record.ended_at),
         "status": record.status.value,
@@ -349,8 +373,8 @@ def loop_from_json(data: object, path: str = "loop") -> LoopRecord:
         session_id=_str(data, "session_id", path),
         agent_id=_str(data, "agent_id", path),
         parent_loop_id=_nullable_str(data, "parent_loop_id", path),
-        continuation_kind=None if continuation is None else ContinuationKind.from_json(
-            continuation, path + ".continuation_kind"),
+        continuation_kind=None if continuation is None else _continuation_from_json(
+            continuation, path + ".continuation_kind", kept),
         started_at=_time(data, "started_at", path, kept),
         ended_at=_nullable_time(data, "ended_at", path, kept),
         status=_status(_required(data, "status", path, "a loop status"), path + ".status"),

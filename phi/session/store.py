@@ -111,8 +111,9 @@ def encode_loops(session: Session) -> list[EncodedLoop]:
             raise SessionError(f"session {session.session_id} cannot be saved: it holds loop {record.loop_id} "
                                f"{problem}", session_id=session.session_id)
         ids.add(record.loop_id)
-        data = _encode(loop_to_json, record, session.session_id, parsed=True)
-        out.append(EncodedLoop(record.loop_id, dumps(data), core_digest(data), follows_of(data)))
+        data = loop_to_json(record)
+        text = _encode(data, session.session_id, f"loop {record.loop_id}")
+        out.append(EncodedLoop(record.loop_id, text, core_digest(data), follows_of(data)))
     return out
 
 
@@ -136,21 +137,35 @@ def follows_of(loop: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _encode(to_json: Any, item: Any, session_id: str, parsed: bool = False) -> Any:
-    """``item`` as JSON text (``parsed``: as the JSON object that text holds, checked the same way)."""
+def _encode(data: Any, session_id: str, what: str) -> str:
     try:
-        data = to_json(item)
         text: str = dumps(data)
         text.encode("utf-8")  # lone surrogates cannot be stored
-        return data if parsed else text
+        return text
     except (TypeError, ValueError, RecursionError) as error:
-        raise SessionError(f"session {session_id} cannot be saved as JSON: {error}", session_id=session_id) from None
+        field = _culprit(data, "")
+        where = f"{what}, field {field.lstrip('.')}" if field else what
+        raise SessionError(f"session {session_id} cannot be saved as JSON: {where}: {error}",
+                           session_id=session_id) from None
+
+
+def _culprit(data: Any, path: str, depth: int = 8) -> str:
+    """The JSON path of the value that cannot be written, as far down as ``depth`` levels (found by
+    encoding parts again: only ever done for a save that fails)."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        try:
+            dumps(value).encode("utf-8")
+        except (TypeError, ValueError, RecursionError):
+            inner = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
+            return _culprit(value, inner, depth - 1) if depth > 1 else inner + "..."
+    return path
 
 
 def encode_header(session: Session) -> dict[str, Any]:
     """The header's JSON form, checked to be JSON data."""
     header = header_to_json(session)
-    _encode(lambda item: item, header, session.session_id)
+    _encode(header, session.session_id, "the header")
     return header
 
 

@@ -163,10 +163,12 @@ def test_a_child_session_missing_from_the_store_is_shown_as_missing(recorded, tm
     copy.save(session)  # the parent only: its sub-agent's session is not there
     out = tmp_path / "partial.html"
     assert main([recorded.session_id, "--html", str(out), "--store", copy.directory]) == 0
-    assert "could not be loaded" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "1 link(s) lead to sessions or runs the store lacks" in said.out
+    assert "is missing from the store" in said.err
     page = parse_page(out.read_text(encoding="utf-8"))
     missing = page.find("div", "tool-call", data_tool_call_id="c_sub").find("div", "missing")
-    assert "not in the store" in missing.text() and session.loops[0].child_loop_refs[0].child_session_id in missing.text()
+    assert "is missing from the store" in missing.text() and session.loops[0].child_loop_refs[0].child_session_id in missing.text()
     assert len(page.find_all("section", "loop")) == 3
 
 
