@@ -16,6 +16,13 @@ nothing; saves of different loops by several writers all land. ``list_ids`` and
 ``NotFound``. Implementations: :class:`JsonDirStore` (``phi.session.json_store``) and
 :class:`SqliteStore` (``phi.session.sqlite_store``).
 
+Two writers of one session: both stores also have ``claim(session, avoid)`` (see :class:`Claim`),
+which an Agent uses to store a run's ``Pending`` record as the run starts, so that concurrent
+writers never share a loop id and a run that continues a point another writer already continued
+becomes a branch beside it (SPEC SESS-6, SESS-7). A store of your own without ``claim`` still
+records every run, but then two writers continuing one session at once fall back to
+:class:`SessionConflict` (the second writer's colliding loop is logged and not stored).
+
 Session ids must work as plain file names in every store, so sessions move freely between them:
 1–200 characters from ``A-Z a-z 0-9 . _ -``, not starting with a dot.
 """
