@@ -228,14 +228,28 @@ class SessionRecorder(RecorderState):
     def flush_changes(self) -> list[Session]:
         """Like :meth:`flush`, but each session holds only its loops that changed since they were
         last handed out (its header in full): what a store's ``save`` needs to append, at a cost
-        that does not grow with the session. What ``drain``/``finalize`` hand out is whole."""
+        that does not grow with the session. A session that is not settled still hands out its
+        changed loops that are: ended and not part of a parallel group still open — so a run that
+        ended is saved while another run of its session (another agent sharing the recorder) goes
+        on. A sub-agent session waiting for its spawn's tool call to be named hands out nothing.
+        What ``drain``/``finalize`` hand out is whole."""
         with self._lock:
-            ready = [s for sid, s in self._sessions.items() if sid in self._dirty and self._settled(sid)]
             out = []
-            for session in ready:
-                self._dirty.discard(session.session_id)
-                changed = self._changed.pop(session.session_id, set())
-                loops = sorted((self._loops[i] for i in changed if i in self._loops), key=_started)
+            for session_id, session in self._sessions.items():
+                if session_id not in self._dirty or session_id in self._awaiting:
+                    continue
+                changed = self._changed.pop(session_id, set())
+                if self._settled(session_id):
+                    self._dirty.discard(session_id)
+                    ready = changed
+                else:
+                    held = set(self._open.get(session_id, ())).union(*self._open_groups.get(session_id, []))
+                    ready = changed - held
+                    if changed - ready:
+                        self._changed[session_id] = changed - ready
+                    if not ready:
+                        continue
+                loops = sorted((self._loops[i] for i in ready if i in self._loops), key=_started)
                 out.append(replace_loops(session, [record.copy() for record in loops]))
             return sorted(out, key=_created)
 
