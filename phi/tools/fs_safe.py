@@ -263,6 +263,11 @@ def _before_replace(path: str, checked: bool) -> None:
     those moments."""
 
 
+def _set_aside(path: str) -> None:
+    """Test seam: called once a file being deleted with a check has been renamed aside, before it is
+    checked. Does nothing; tests replace it to save the file by name at that moment."""
+
+
 def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verify: Verify | None = None) -> None:
     """Replace (or create) the file at ``parts`` beneath ``root`` with ``data``, atomically.
 
@@ -523,6 +528,7 @@ def _delete_verified(dir_fd: int, name: str, path: str, verify: Verify) -> None:
     aside = f".phi-{os.urandom(6).hex()}.del"
     os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     try:
+        _set_aside(path)
         _verify_target(dir_fd, aside, path, verify)
     except BaseException as exc:
         if _put_back(dir_fd, aside, name):
