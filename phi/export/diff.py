@@ -160,7 +160,7 @@ class FileHistory:
         new = _first_str(arguments, "new_text", "new_string")
         if key is not None and (content is not None or (old is not None and new is not None)):
             if not finished:
-                self.files.pop(key, None)
+                self._forget(key)
             elif not failed:  # a failed write or edit changed nothing: it replaces the file whole or not at all
                 self._written(key, content, old, new, arguments, details)
             return
@@ -172,22 +172,23 @@ class FileHistory:
             if key is not None and tool in (None, "read_file"):
                 read = None if failed or not finished else whole_read(details, output)
                 if read is not None:
+                    self._forget(key)
                     self.files[key] = read
                 elif not failed:  # a part of it was shown: it may not be what was remembered
-                    self.files.pop(key, None)
+                    self._forget(key)
             return
         self.files.clear()  # apply_patch, a command, or a tool of unknown effect
 
     def _written(self, key: str, content: str | None, old: str | None, new: str | None,
                  arguments: Mapping[str, object], details: object) -> None:
+        text = self.files.get(key)
+        self._forget(key)  # other spellings of the path now hold something stale
         if content is not None:
             self.files[key] = content
             return
         assert old is not None and new is not None
-        text = self.files.get(key)
         fuzzy = isinstance(details, Mapping) and details.get("fuzzy") is True
         if text is None or fuzzy or old not in text:  # the edit cannot be replayed on what is known
-            self.files.pop(key, None)
             return
         every = arguments.get("replace_all") is True
         self.files[key] = text.replace(old, new) if every else text.replace(old, new, 1)
@@ -196,14 +197,19 @@ class FileHistory:
         names: list[str] = []
         for group in (arguments.get("paths"), details.get("files") if isinstance(details, Mapping) else None):
             if isinstance(group, list):
-                names.extend(posixpath.normpath(p) for p in group if isinstance(p, str))
+                names.extend(p for p in group if isinstance(p, str))
         if any(any(c in name for c in "*?[") for name in names):
             self.files.clear()  # a pattern: which files it read is only partly known
             return
-        for key in list(self.files):
-            if any(key == name or key.endswith("/" + name.lstrip("./")) or name.endswith("/" + key.lstrip("./"))
-                   for name in names):
-                del self.files[key]
+        for name in names:
+            self._forget(posixpath.normpath(name))
+
+    def _forget(self, key: str) -> None:
+        """Forget ``key`` and every other spelling that may name the same file (relative or absolute:
+        the same last component) — forgetting too much only costs a diff, keeping a stale one misleads."""
+        base = posixpath.basename(key)
+        for known in [k for k in self.files if posixpath.basename(k) == base]:
+            del self.files[known]
 
 
 def edit_diffs(arguments: Mapping[str, object], details: object = None,

@@ -131,3 +131,22 @@ def test_a_whole_read_after_the_change_is_used_again(tmp_path: Path):
     assert title == f"diff {f} (write)"
     assert [line for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---"))] == [
         "-line 4", "+line four"]
+
+
+def test_file_history_forgets_every_spelling_and_anything_it_cannot_replay():
+    from phi.export.diff import FileHistory
+
+    whole = {"total_lines": 2}, "     1 | a\n     2 | b"
+    history = FileHistory()
+    history.after({"file_path": "notes.txt"}, False, *whole, tool="read_file")
+    history.after({"file_path": "/w/notes.txt", "content": "x\n"}, False, {"created": False}, "", tool="write_file")
+    assert history.before({"file_path": "notes.txt"}) is None  # not the read: the file holds x now
+    assert history.before({"file_path": "/w/notes.txt"}) == "x\n"
+    history.after({"file_path": "/w/notes.txt", "old_string": "x", "new_string": "y"}, False, {"fuzzy": True}, "",
+                  tool="edit_file")
+    assert history.before({"file_path": "/w/notes.txt"}) is None  # a tolerant match cannot be replayed
+    history.after({"file_path": "notes.txt"}, False, *whole, tool="read_file")
+    history.after({"pattern": "a"}, False, None, "", tool="grep")  # only reads
+    assert history.before({"file_path": "notes.txt"}) == "a\nb\n"
+    history.after({"anything": 1}, False, None, "", tool="my_formatter")  # of unknown effect
+    assert history.before({"file_path": "notes.txt"}) is None
