@@ -9,9 +9,10 @@ and the coding layer's names differ, applications register their own):
 * ``path``/``file_path`` with ``content`` — a write: against the file's earlier content when the
   session shows it (:class:`FileHistory`: an earlier write or edit of the same path, or an earlier
   read whose result holds the whole file, with nothing since that may have changed the file by
-  another route: a patch, a command, a tool of unknown effect, a partial read), else every line added — ``/dev/null`` as the old side
-  when the result says the file was created, and the kind ``overwrite`` (earlier content not
-  recorded) when it says the file existed, e.g. after a read of only part of it;
+  another route: a patch, a command, a tool of unknown effect, a partial read), else every line
+  added — ``/dev/null`` as the old side when the result says the file was created, and the kind
+  ``overwrite`` (earlier content not recorded) when it says the file existed, e.g. after a read of
+  only part of it;
 * ``patch`` holding an apply_patch ("v4a") text — one diff per file operation, parsed with
   :func:`phi.tools.patch_parser.parse_patch` (a patch that does not parse is shown as it is).
 

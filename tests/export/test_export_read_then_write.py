@@ -98,7 +98,8 @@ def diffs_after(tmp_path: Path, middle: list, new: str) -> list[tuple[str, list[
     assert main([agent.session_id, "--html", str(out), "--store", str(store.directory)]) == 0
     write = parse_page(out.read_text(encoding="utf-8")).find("div", "tool-call", data_tool_call_id="c_write")
     titles = [h.text() for h in write.find_all("h4") if h.text().startswith("diff ")]
-    return [(title, [s.text() for s in pre.find_all("span")]) for title, pre in zip(titles, write.find_all("pre", "diff"))]
+    diffs = write.find_all("pre", "diff")
+    return [(title, [s.text() for s in pre.find_all("span")]) for title, pre in zip(titles, diffs)]
 
 
 SED = {"command": "sed -i 's/^line 6$/line SIX/' notes.txt"}

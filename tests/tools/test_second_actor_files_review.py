@@ -216,7 +216,8 @@ UNREADABLE = textwrap.dedent("""
     tools = {t.name: t for t in coding_tools(LocalExecutionEnvironment(sys.argv[1]))}
     ctx = ToolContext("c", "t", CancellationToken())
     for name, args in (("write_file", {"file_path": "secret.txt", "content": "model"}),
-                       ("apply_patch", {"patch": "*** Begin Patch\\n*** Add File: secret.txt\\n+model\\n*** End Patch"})):
+                       ("apply_patch",
+                        {"patch": "*** Begin Patch\\n*** Add File: secret.txt\\n+model\\n*** End Patch"})):
         try:
             tools[name].execute(args, ctx)
             print(name, "WROTE")
