@@ -14,7 +14,14 @@ from typing import Any, BinaryIO, Callable, Mapping, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolError
-from ..tools.environment import DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, write_verified
+from ..tools.environment import (
+    DirEntry,
+    ExecResult,
+    ExecutionEnvironment,
+    GrepOptions,
+    delete_verified,
+    write_verified,
+)
 from ..tools.fs_safe import Verify
 from ..tools.paths import is_within, resolve_against
 
@@ -76,8 +83,9 @@ class ScopedEnvironment:
         write_verified(self.inner, self._abs(path), content, list(roots) if roots is not None else [self._root],
                        verify)
 
-    def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None:
-        self.inner.delete_file(self._abs(path), roots=list(roots) if roots is not None else [self._root])
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None,
+                    verify: Verify | None = None) -> None:
+        delete_verified(self.inner, self._abs(path), list(roots) if roots is not None else [self._root], verify)
 
     def file_exists(self, path: str) -> bool:
         return self.inner.file_exists(self._abs(path))

@@ -8,9 +8,11 @@ and the coding layer's names differ, applications register their own):
   in its result details when it did;
 * ``path``/``file_path`` with ``content`` — a write: against the file's earlier content when the
   session shows it (:class:`FileHistory`: an earlier write or edit of the same path, or an earlier
-  read whose result holds the whole file), else every line added — ``/dev/null`` as the old side
-  when the result says the file was created, and the kind ``overwrite`` (earlier content not
-  recorded) when it says the file existed, e.g. after a read of only part of it;
+  read whose result holds the whole file, with nothing since that may have changed the file by
+  another route: a patch, a command, a tool of unknown effect, a partial read), else every line
+  added — ``/dev/null`` as the old side when the result says the file was created, and the kind
+  ``overwrite`` (earlier content not recorded) when it says the file existed, e.g. after a read of
+  only part of it;
 * ``patch`` holding an apply_patch ("v4a") text — one diff per file operation, parsed with
   :func:`phi.tools.patch_parser.parse_patch` (a patch that does not parse is shown as it is).
 
@@ -118,9 +120,23 @@ def _key(arguments: Mapping[str, object]) -> str | None:
     return None if path is None else posixpath.normpath(path)
 
 
+#: Tools that only look at files: they change nothing the history knows (``read_file`` may add a
+#: whole read, ``read_many_files`` is handled on its own).
+READ_ONLY_TOOLS = frozenset({"read_file", "grep", "glob", "list_dir", "list_files", "search"})
+
+
 class FileHistory:
     """What the session so far says each file contains: the content of its last write or of its
-    last whole read, with later edits applied. Fed in the order the calls ran (:meth:`after`)."""
+    last whole read, with later edits applied. Fed in the order the calls ran (:meth:`after`).
+
+    A remembered content is used only while nothing may have changed the file by another route
+    since: any ``apply_patch`` (a patch, even a failed one, may have changed files and names them
+    relative to a directory the history does not know), any shell command or other tool the history
+    does not understand (a sub-agent, an application's tool) forgets every file; a read of only part
+    of a file, a ``read_many_files`` naming it (its output does not say the whole file was shown), an
+    edit the history cannot replay (a tolerant match) or a write or edit without a result forgets
+    that file. Only a whole read or a write or edit of the file sets it again.
+    """
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
@@ -130,28 +146,71 @@ class FileHistory:
         return None if key is None else self.files.get(key)
 
     def after(self, arguments: Mapping[str, object], failed: bool, details: object = None,
-              output: str | None = None) -> None:
-        """Note what a call left in the file it named (a failed call changed nothing); ``details``
-        and ``output`` are its result's, which for a read may hold the whole file."""
-        if failed or not isinstance(arguments, Mapping):
+              output: str | None = None, *, tool: str | None = None, finished: bool = True) -> None:
+        """Note what a call of the tool named ``tool`` left in the files (``failed``: its result is an
+        error; ``finished`` False: it has no result, so it may or may not have run). ``details`` and
+        ``output`` are its result's, which for a read may hold the whole file. Without ``tool`` the
+        call is judged by its arguments alone (a call that is neither a write, an edit nor a read of
+        one file forgets everything)."""
+        if not isinstance(arguments, Mapping):
+            self.files.clear()
             return
         key = _key(arguments)
-        if key is None:
-            return
         content = _first_str(arguments, "content")
         old = _first_str(arguments, "old_text", "old_string")
         new = _first_str(arguments, "new_text", "new_string")
+        if key is not None and (content is not None or (old is not None and new is not None)):
+            if not finished:
+                self._forget(key)
+            elif not failed:  # a failed write or edit changed nothing: it replaces the file whole or not at all
+                self._written(key, content, old, new, arguments, details)
+            return
+        if tool == "read_many_files":
+            self._forget_read_many(arguments, details)
+            return
+        if tool in READ_ONLY_TOOLS or (tool is None and key is not None and _first_str(arguments, "patch",
+                                                                                      "command") is None):
+            if key is not None and tool in (None, "read_file"):
+                read = None if failed or not finished else whole_read(details, output)
+                if read is not None:
+                    self._forget(key)
+                    self.files[key] = read
+                elif not failed:  # a part of it was shown: it may not be what was remembered
+                    self._forget(key)
+            return
+        self.files.clear()  # apply_patch, a command, or a tool of unknown effect
+
+    def _written(self, key: str, content: str | None, old: str | None, new: str | None,
+                 arguments: Mapping[str, object], details: object) -> None:
+        text = self.files.get(key)
+        self._forget(key)  # other spellings of the path now hold something stale
         if content is not None:
             self.files[key] = content
-        elif old is not None and new is not None:
-            if key in self.files:
-                every = arguments.get("replace_all") is True
-                text = self.files[key]
-                self.files[key] = text.replace(old, new) if every else text.replace(old, new, 1)
-        else:
-            read = whole_read(details, output)
-            if read is not None:
-                self.files[key] = read
+            return
+        assert old is not None and new is not None
+        fuzzy = isinstance(details, Mapping) and details.get("fuzzy") is True
+        if text is None or fuzzy or old not in text:  # the edit cannot be replayed on what is known
+            return
+        every = arguments.get("replace_all") is True
+        self.files[key] = text.replace(old, new) if every else text.replace(old, new, 1)
+
+    def _forget_read_many(self, arguments: Mapping[str, object], details: object) -> None:
+        names: list[str] = []
+        for group in (arguments.get("paths"), details.get("files") if isinstance(details, Mapping) else None):
+            if isinstance(group, list):
+                names.extend(p for p in group if isinstance(p, str))
+        if any(any(c in name for c in "*?[") for name in names):
+            self.files.clear()  # a pattern: which files it read is only partly known
+            return
+        for name in names:
+            self._forget(posixpath.normpath(name))
+
+    def _forget(self, key: str) -> None:
+        """Forget ``key`` and every other spelling that may name the same file (relative or absolute:
+        the same last component) — forgetting too much only costs a diff, keeping a stale one misleads."""
+        base = posixpath.basename(key)
+        for known in [k for k in self.files if posixpath.basename(k) == base]:
+            del self.files[known]
 
 
 def edit_diffs(arguments: Mapping[str, object], details: object = None,

@@ -289,8 +289,9 @@ class _Page:
         details = None if result is None else result.details
         body = ['<h4>input</h4>', self.json_block(call.arguments)]
         diffs = edit_diffs(call.arguments, details, self.history.before(call.arguments))
-        self.history.after(call.arguments, result is None or result.is_error, details,
-                           None if result is None else _plain(result.content))
+        self.history.after(call.arguments, result is not None and result.is_error, details,
+                           None if result is None else _plain(result.content), tool=call.name,
+                           finished=result is not None)
         for diff in diffs:
             body.append(f"<h4>diff {self.t(diff.path)} ({esc(diff.kind)})</h4>{self.diff_block(diff.text)}")
         if result is not None:

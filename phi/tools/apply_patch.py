@@ -6,16 +6,23 @@ that binary (``scripts/apply-patch-fuzz``; a slice runs in the test suite). The 
 parsed first (:mod:`.patch_parser`); file operations then run in patch order and, like codex, are not
 rolled back when a later one fails; an update's new text comes from :mod:`.patch_contents`.
 
-Two differences are intended (docs/tools.md):
+These differences are intended (docs/tools.md):
 
 * Confinement: every path the patch writes, deletes or moves to must lie inside the allowed
   roots (by default the environment's ``allowed_write_roots``, i.e. the working directory); this
   is checked for all paths before the first change. codex writes wherever the path points.
 * A move onto the file's own path (``*** Move to:`` naming the same file, e.g. ``./f`` for ``f``,
   or a path through a symlink to its directory) keeps the updated file. codex writes it and then deletes it as the move's source.
-* An update in place replaces the file only if it still holds exactly the bytes the update was
-  derived from, checked right before the rename (:mod:`phi.tools.file_state`): a change someone
-  else makes meanwhile fails the operation and is kept. codex writes over it.
+* An update replaces the file (or, for a move, deletes its source) only if it still holds exactly
+  the bytes the update was derived from, checked right before the rename (:mod:`phi.tools.file_state`):
+  a change someone else makes meanwhile fails the operation and is kept. codex writes over it.
+* Read before write, in the tool with a :class:`~phi.tools.tool_session.ToolSession` that requires
+  it (SPEC §9.1): ``*** Add File`` over an existing file, ``*** Move to:`` onto one and ``*** Delete
+  File`` need the model to have read that file, unchanged since, as ``write_file`` does; the whole
+  patch is refused before its first change when one of them fails (a path an earlier operation of
+  the same patch wrote is known). A file added or moved onto a missing path is created with
+  ``RENAME_NOREPLACE``, so a file someone else creates meanwhile is kept. Without such a session
+  (the command line, the differential fuzz) codex's behaviour is kept.
 
 Command line (codex's convention)::
 
@@ -36,8 +43,8 @@ from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import finish, get_env, object_schema
-from .environment import ExecutionEnvironment, write_verified
-from .file_state import Expected, FileStamp, stamp_of_bytes
+from .environment import ExecutionEnvironment, delete_verified, write_verified
+from .file_state import Expected, FileRecord, FileStamp, stamp_of_bytes
 from .patch_contents import PatchApplyError, derive_new_contents
 from .patch_parser import AddFile, DeleteFile, Hunk, UpdateFile, parse_patch
 from .paths import check_write_allowed
@@ -85,39 +92,87 @@ def _read_for_update(env: ExecutionEnvironment, path: str) -> tuple[str, Expecte
         raise PatchApplyError(f"Failed to read file to update {resolved}: the file is not valid UTF-8") from None
 
 
-def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots: Sequence[str]) -> None:
+def _guard(files: FileRecord | None, env: ExecutionEnvironment, path: str) -> Expected | None:
+    """Read before write (SPEC §9.1) for the existing file at ``path`` that an operation replaces or
+    deletes: what it must still be then, or None without a record (or with the check off)."""
+    if files is None:
+        return None
+    try:
+        return files.check(env, env.resolve_path(path), path)
+    except ToolError as exc:
+        raise PatchApplyError(str(exc)) from None
+
+
+def _check_all_first(hunks: Sequence[Hunk], env: ExecutionEnvironment, files: FileRecord) -> None:
+    """Refuse, before the first change, a patch that would replace or delete a file the model has
+    not read (or that changed since). A path an earlier operation of the patch touched is checked
+    when its own turn comes (by then the record knows what the patch left there)."""
+    touched: set[str] = set()
+    for hunk in hunks:
+        paths = [hunk.path]
+        replaced = [hunk.path]
+        if isinstance(hunk, UpdateFile):
+            replaced = []  # an update in place is checked against its context lines and the bytes it read
+            if hunk.move_path:
+                paths.append(hunk.move_path)
+                if not env.same_path(hunk.move_path, hunk.path):
+                    replaced = [hunk.move_path]
+        for path in replaced:
+            if env.resolve_path(path) not in touched:
+                _guard(files, env, path)
+        touched.update(env.resolve_path(path) for path in paths)
+
+
+def _apply_one(hunk: Hunk, env: ExecutionEnvironment, result: PatchResult, roots: Sequence[str],
+               files: FileRecord | None) -> None:
     if isinstance(hunk, AddFile):
         data = hunk.contents.encode("utf-8")
+        expected = _guard(files, env, hunk.path)  # absent: created with RENAME_NOREPLACE
         try:
-            env.write_file(hunk.path, data, roots=roots)
+            write_verified(env, hunk.path, data, roots, expected)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {hunk.path}: {exc.strerror or exc}") from None
+        except ToolError as exc:  # changed or created by someone else meanwhile (file_state.Expected)
+            raise PatchApplyError(str(exc)) from None
         result.written[hunk.path] = stamp_of_bytes(data)
+        if files is not None:
+            files.note(env.resolve_path(hunk.path), result.written[hunk.path])
         result.added.append(hunk.path)
         result.lines.append(f"A {hunk.path}")
     elif isinstance(hunk, DeleteFile):
+        expected = _guard(files, env, hunk.path)
         try:
             if env.is_dir(hunk.path):
                 raise IsADirectoryError(21, "Is a directory")
-            env.delete_file(hunk.path, roots=roots)
+            delete_verified(env, hunk.path, roots, expected)
         except OSError as exc:
             raise PatchApplyError(f"Failed to delete file {hunk.path}: {exc.strerror or exc}") from None
+        except ToolError as exc:
+            raise PatchApplyError(str(exc)) from None
+        if files is not None:
+            files.forget(env.resolve_path(hunk.path))
         result.deleted.append(hunk.path)
         result.lines.append(f"D {hunk.path}")
     else:
         original, source = _read_for_update(env, hunk.path)
         data = derive_new_contents(original, hunk.chunks, env.resolve_path(hunk.path)).encode("utf-8")
         destination = hunk.move_path or hunk.path
+        moved_away = bool(hunk.move_path) and not env.same_path(destination, hunk.path)
         try:
-            moved_away = bool(hunk.move_path) and not env.same_path(destination, hunk.path)
-            write_verified(env, destination, data, roots, None if moved_away else source)
             if moved_away:  # a move onto the file itself (even through a symlink) keeps it
-                env.delete_file(hunk.path, roots=roots)
+                write_verified(env, destination, data, roots, _guard(files, env, destination))
+                delete_verified(env, hunk.path, roots, source)  # still what the update was made from
+            else:
+                write_verified(env, destination, data, roots, source)
         except OSError as exc:
             raise PatchApplyError(f"Failed to write file {destination}: {exc.strerror or exc}") from None
         except ToolError as exc:  # changed by someone else meanwhile (file_state.Expected)
             raise PatchApplyError(str(exc)) from None
         result.written[destination] = stamp_of_bytes(data)
+        if files is not None:
+            if moved_away:
+                files.forget(env.resolve_path(hunk.path))
+            files.note(env.resolve_path(destination), result.written[destination])
         result.modified.append(destination)
         result.lines.append(f"M {destination}")
 
@@ -127,23 +182,29 @@ def apply_patch(
     env: ExecutionEnvironment,
     allowed_roots: Sequence[str] | None = None,
     ctx: ToolContext | None = None,
+    files: FileRecord | None = None,
 ) -> PatchResult:
     """Parse and apply ``patch`` in ``env``. Raises PatchParseError / PatchApplyError / ToolError.
 
     ``allowed_roots=None`` uses ``env.allowed_write_roots``. Operations that succeeded before a
     failure stay applied (as in codex); the error names the file and the hunk that failed.
+    ``files``: the session's record (the tool's :class:`~phi.tools.tool_session.ToolSession`); when
+    its check is on, a file the patch adds over, moves onto or deletes must have been read and be
+    unchanged since (SPEC §9.1), and each operation's result is noted in it as it is applied.
     """
     hunks = parse_patch(patch)
     if not hunks:
         raise PatchApplyError("No files were modified.")
     roots = list(allowed_roots) if allowed_roots is not None else list(env.allowed_write_roots)
     _check_paths(hunks, env, roots)
+    if files is not None and files.enabled:
+        _check_all_first(hunks, env, files)
     result = PatchResult()
     for hunk in hunks:
         if ctx is not None and ctx.cancelled:
             raise ToolCancelled()
         try:
-            _apply_one(hunk, env, result, roots)
+            _apply_one(hunk, env, result, roots, files)
         except PatchApplyError as exc:
             if result.lines:
                 done = ", ".join(result.lines)
@@ -178,14 +239,9 @@ class ApplyPatchTool:
         if ctx.cancelled:
             raise ToolCancelled()
         env = get_env(self.env)
-        result = apply_patch(args["patch"], env, self.allowed_roots, ctx)
-        files = tool_session(self.session).files  # the patch's context lines were checked against the files
-        for line in result.lines:  # in patch order: a path deleted, then added again, is known
-            kind, path = line[0], line[2:]
-            if kind == "D":
-                files.forget(env.resolve_path(path))
-            else:
-                files.note(env.resolve_path(path), result.written[path])
+        # the record is checked and kept up to date operation by operation (an update's context
+        # lines were checked against the file, so what it wrote counts as seen)
+        result = apply_patch(args["patch"], env, self.allowed_roots, ctx, tool_session(self.session).files)
         details = {"added": result.added, "modified": result.modified, "deleted": result.deleted}
         return finish(result.summary(), self.name, details, session=self.session)
 

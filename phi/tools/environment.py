@@ -67,6 +67,7 @@ __all__ = [
     "ExecResult", "DirEntry", "GrepOptions", "SearchError", "ExecutionEnvironment",
     "LocalExecutionEnvironment", "ReadOnlyEnvironment", "LoggingEnvironment", "filter_environment",
     "is_secret_variable", "ENV_POLICIES", "CORE_ENV_VARS", "DEFAULT_MAX_READ_BYTES", "write_verified",
+    "delete_verified",
 ]
 
 #: What ``read_bytes`` reads at most unless told otherwise (64 MiB).
@@ -134,7 +135,8 @@ class ExecutionEnvironment(Protocol):
     def open_read(self, path: str) -> BinaryIO: ...
     def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
                    verify: Verify | None = None) -> None: ...
-    def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None: ...
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None,
+                    verify: Verify | None = None) -> None: ...
     def file_exists(self, path: str) -> bool: ...
     def same_path(self, a: str, b: str) -> bool: ...
     def is_dir(self, path: str) -> bool: ...
@@ -284,10 +286,13 @@ class LocalExecutionEnvironment:
         data = content.encode("utf-8") if isinstance(content, str) else content
         write_beneath(root, parts, data, target, verify)
 
-    def delete_file(self, path: str, *, roots: Sequence[str] | None = None) -> None:
-        """Remove the file ``path`` (a symlink itself, not its target); directories are refused."""
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None,
+                    verify: Verify | None = None) -> None:
+        """Remove the file ``path`` (a symlink itself, not its target); directories are refused.
+        ``verify`` is called with the file about to be removed (open for reading) and what it raises
+        keeps the file (see :func:`phi.tools.fs_safe.delete_beneath`)."""
         root, parts, target = self._write_location(path, roots)
-        delete_beneath(root, parts, target)
+        delete_beneath(root, parts, target, verify)
 
     def file_exists(self, path: str) -> bool:
         return os.path.exists(self.resolve_path(path))
@@ -528,14 +533,15 @@ class LoggingEnvironment(_Wrapper):
                         len(content.encode("utf-8") if isinstance(content, str) else content))
         write_verified(self.inner, path, content, roots, verify)
 
-    def delete_file(self, path: str, **kwargs: Any) -> None:
+    def delete_file(self, path: str, *, roots: Sequence[str] | None = None,
+                    verify: Verify | None = None) -> None:
         self.logger.log(self.level, "delete: %s", path)
-        self.inner.delete_file(path, **kwargs)
+        delete_verified(self.inner, path, roots, verify)
 
 
-def _takes_verify(env: ExecutionEnvironment) -> bool:
+def _takes_verify(method: Callable[..., None]) -> bool:
     try:
-        parameters = inspect.signature(env.write_file).parameters.values()
+        parameters = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):
         return False
     return any(p.name == "verify" for p in parameters)
@@ -549,7 +555,7 @@ def write_verified(env: ExecutionEnvironment, path: str, content: str | bytes, r
     if verify is None:
         env.write_file(path, content, roots=roots)
         return
-    if _takes_verify(env):
+    if _takes_verify(env.write_file):
         env.write_file(path, content, roots=roots, verify=verify)
         return
     try:
@@ -560,6 +566,21 @@ def write_verified(env: ExecutionEnvironment, path: str, content: str | bytes, r
         with fh:
             verify(fh)
     env.write_file(path, content, roots=roots)
+
+
+def delete_verified(env: ExecutionEnvironment, path: str, roots: Sequence[str] | None,
+                    verify: Verify | None) -> None:
+    """``env.delete_file`` with ``verify`` run on the file right before it is removed (as
+    :func:`write_verified`: an environment without the parameter gets the check just before)."""
+    if verify is None:
+        env.delete_file(path, roots=roots)
+        return
+    if _takes_verify(env.delete_file):
+        env.delete_file(path, roots=roots, verify=verify)
+        return
+    with env.open_read(path) as fh:
+        verify(fh)
+    env.delete_file(path, roots=roots)
 
 
 def quote_command(argv: Sequence[str]) -> str:

@@ -11,6 +11,10 @@ the file with that stamp:
 
 * no record (the model never read the file): refused — a file may be *created* without a read, not
   overwritten;
+* a file that exists but cannot be read (no permission): refused — what cannot be checked is not
+  replaced;
+* a file the model read that is gone now (deleted by the user or a command): refused once, with a
+  message saying so, and forgotten — the model decides, and a write after that creates it;
 * a file up to the limit: its content is hashed *every time* and must have the recorded digest. Size
   and modification time prove nothing: ``touch -r``, ``cp -p``, ``rsync -a``, ``tar x`` and editors
   that restore the time leave a same-size edit with the old ones (a ``touch`` alone is still no
@@ -34,6 +38,7 @@ the size and the digest are compared.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import ToolError
+from .fs_safe import NotRegularFileError
 
 if TYPE_CHECKING:
     from .environment import ExecutionEnvironment
@@ -51,6 +57,8 @@ __all__ = ["DIGEST_LIMIT", "Expected", "FileStamp", "FileRecord", "fstat_of", "s
 #: Files up to this size are compared by a content digest (larger ones by their identity).
 DIGEST_LIMIT = 16 << 20
 _CHUNK = 1 << 20
+#: Errors of the path itself (not of the file): the write fails on them too and says why.
+_PATH_ERRORS = frozenset({errno.ELOOP, errno.ENAMETOOLONG, errno.EINVAL})
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,17 @@ class Expected:
                             "it was being written; your change was not applied and theirs is kept. Read it "
                             "again, then redo your change.")
 
+    def kept(self, error: BaseException, where: str) -> BaseException:
+        """``error`` saying also that a version someone else wrote while the file was replaced is kept
+        as the file ``where`` (absolute) beside it — called by the write instead of removing it."""
+        backup = os.path.join(os.path.dirname(self.shown), os.path.basename(where))
+        note = (f" Another version of {self.shown}, written by someone else while yours was being put in "
+                f"place, is kept beside it as {backup} so that nothing is lost: tell the user, and do not "
+                "delete it yourself.")
+        if isinstance(error, ToolError):
+            return ToolError(f"{error}{note}")
+        return error
+
 
 class FileRecord:
     """The stamps of the files one agent or session has read or written (thread-safe).
@@ -225,7 +244,9 @@ class FileRecord:
         """Raise :class:`ToolError` if replacing the file at the absolute ``path`` would overwrite
         something the model has not seen (see the module docstring). Returns what the file must
         still be when it is replaced (absent, for a missing file), or None when the check is off or
-        the path is no readable regular file (the write itself then reports why)."""
+        the path names no regular file (a directory, a FIFO...: the write itself refuses it and says
+        why). A file that cannot be read (no permission) is refused: it cannot be checked. A file the
+        model read that is gone now is refused once, and forgotten (the next write creates it)."""
         if not self.enabled:
             return None
         with self._lock:
@@ -233,9 +254,21 @@ class FileRecord:
         try:
             fh = env.open_read(path)
         except FileNotFoundError:
+            if known is not None:
+                self.forget(path)  # said once: a write after this creates the file anew
+                raise ToolError(f"{shown} was deleted by someone else (the user, another program or a command) "
+                                "since it was last read in this session; your change was not applied. Read the "
+                                "directory again (list it), and write the file again only if it is still "
+                                "wanted.") from None
             return Expected(path, shown, None)
-        except OSError:
-            return None
+        except (IsADirectoryError, NotADirectoryError, NotRegularFileError):
+            return None  # no regular file there: the write refuses it and says why
+        except OSError as exc:
+            if exc.errno in _PATH_ERRORS:
+                return None
+            raise ToolError(f"{shown} cannot be read ({exc.strerror or exc}), so it cannot be checked for "
+                            "changes made outside this conversation; it was not replaced. Make it readable "
+                            "and read it first if it should be written.") from None
         with fh:
             if known is None:
                 raise ToolError(f"{shown} already exists and has not been read in this session. Read it first "

@@ -10,12 +10,22 @@ it: the ``O_NOFOLLOW`` open fails instead.
 
 The file itself is replaced by writing a new file next to it and renaming it over the old name
 (:func:`write_beneath`). That never writes through a hard link or into a FIFO or device, keeps the
-old file's permission bits, and readers never see a half-written file. The price: a hard link to the
-old file keeps the old content (the link is broken, not written through), and the new file belongs
-to the writing user. A symlink at the path is written through: its target is replaced, the link
-stays. A caller's ``verify`` runs on the file about to be replaced once the new content is in the
-temporary file, right before the rename, so a change someone else made meanwhile can stop the write
-(:class:`phi.tools.file_state.Expected`); what remains is the time between that check and the rename.
+old file's permission bits (as they are right before the rename: a ``chmod`` made meanwhile is
+kept), and readers never see a half-written file. The price: a hard link to the old file keeps the
+old content (the link is broken, not written through), and the new file belongs to the writing user.
+A symlink at the path is written through: its target is replaced, the link stays. A file no one may
+write (no ``w`` bit at all, e.g. 0444) is not replaced: the directory's permission would allow the
+rename, but whoever made the file read-only did not mean it to change. A caller's ``verify`` runs
+on the file about to be replaced once the new content is in the temporary file, right before the
+rename, so a change someone else made meanwhile can stop the write
+(:class:`phi.tools.file_state.Expected`); with ``renameat2`` even a change landing after that check
+is caught (:func:`write_beneath`).
+
+Nothing someone else wrote is ever removed: a temporary file is deleted only while it is the one
+this write made and holds exactly the bytes written (compared byte for byte); anything else found
+there — the version an exchange displaced, a save that landed in phi's file — is kept beside the
+file as ``NAME.phi-kept-XXXXXX``, logged as a warning and named in the verify's error
+(``Expected.kept``).
 
 Reads that must stay beneath a root (a skill's files, SPEC §12.3) use :func:`open_beneath`, the same
 walk ending in an ``O_NOFOLLOW`` open. Other reads (:func:`open_regular`) are not confined. Both open
@@ -242,6 +252,7 @@ Verify = Callable[[BinaryIO | None], None]
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _SWAP_TRIES = 5
+_COMPARE_CHUNK = 1 << 20
 _renameat2: Any = None  # libc's renameat2, looked up on first use (False: there is none)
 
 
@@ -250,6 +261,11 @@ def _before_replace(path: str, checked: bool) -> None:
     the file it replaces is checked (``checked`` False) and again after that check, right before the
     rename (``checked`` True). Does nothing; tests replace it to act as a second writer at exactly
     those moments."""
+
+
+def _set_aside(path: str) -> None:
+    """Test seam: called once a file being deleted with a check has been renamed aside, before it is
+    checked. Does nothing; tests replace it to save the file by name at that moment."""
 
 
 def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verify: Verify | None = None) -> None:
@@ -261,8 +277,11 @@ def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verif
     it is. Where the kernel offers ``renameat2`` (Linux), the change that could still land between
     that check and the rename is caught as well: a file that is still missing is created with
     ``RENAME_NOREPLACE`` (someone else's new file is never replaced), and with an ``exact`` verify an
-    existing one is swapped with ``RENAME_EXCHANGE``, the file it displaced checked again and, if
-    that changed too, swapped back before the error is raised.
+    existing one is swapped with ``RENAME_EXCHANGE`` and the file it displaced checked again. If
+    that changed too, it is swapped back when the name still holds exactly what this write put
+    there; if someone saved again in between, their save stays at the name and the displaced
+    version is kept beside it (``NAME.phi-kept-XXXXXX``) — the error raised says so. A file with
+    no write permission for anyone is refused (PermissionError).
     """
     walk = _Walk(root)
     try:
@@ -275,6 +294,8 @@ def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verif
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if old is not None and not stat.S_ISREG(old.st_mode):
             raise NotRegularFileError(path, old.st_mode)
+        if old is not None:
+            _refuse_read_only(old.st_mode, path)
         _replace(walk.fd, name, data, stat.S_IMODE(old.st_mode) if old is not None else None, path, verify)
     finally:
         walk.close()
@@ -290,6 +311,24 @@ def _verify_target(dir_fd: int, name: str, path: str, verify: Verify) -> None:
         verify(fh)
 
 
+def _refuse_read_only(mode: int, path: str) -> None:
+    """A file no one may write is not replaced by renaming over it (which the directory's permission
+    alone would allow): whoever made it read-only meant it to stay as it is."""
+    if not mode & 0o222:
+        raise PermissionError(errno.EACCES, f"read-only: no one may write it, mode {stat.S_IMODE(mode):04o}; it "
+                              "was not replaced. Make it writable (chmod u+w) first if it should change", path)
+
+
+def _mode_now(dir_fd: int, name: str, path: str, mode: int | None) -> int | None:
+    """The permission bits the new file takes: those of the file it replaces as they are right now
+    (a ``chmod`` made while the new content was written is kept), else ``mode``."""
+    info = _lstat(dir_fd, name)
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return mode
+    _refuse_read_only(info.st_mode, path)
+    return stat.S_IMODE(info.st_mode)
+
+
 def _replace(dir_fd: int, name: str, data: bytes, mode: int | None, path: str, verify: Verify | None) -> None:
     temp = f".phi-{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
@@ -299,21 +338,25 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int | None, path: str, v
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            _before_replace(path, False)
+            if verify is not None:
+                _verify_target(dir_fd, name, path, verify)
+            _before_replace(path, True)
+            mode = _mode_now(dir_fd, name, path, mode)
             if mode is not None:
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        _before_replace(path, False)
-        if verify is not None:
-            _verify_target(dir_fd, name, path, verify)
-        _before_replace(path, True)
-        _swap_in(dir_fd, temp, name, path, verify)
-    except BaseException:
-        _discard_if_ours(dir_fd, temp, ours)  # after a swap the name may hold someone else's file
+        _swap_in(dir_fd, temp, name, path, verify, ours, data)
+    except BaseException as exc:
+        kept = _discard_if_ours(dir_fd, temp, name, ours, data, path)
+        explain = getattr(verify, "kept", None)
+        if kept is not None and callable(explain):
+            raise explain(exc, kept) from None
         raise
 
 
-def _swap_in(dir_fd: int, temp: str, name: str, path: str, verify: Verify | None) -> None:
+def _swap_in(dir_fd: int, temp: str, name: str, path: str, verify: Verify | None, ours: int, data: bytes) -> None:
     """Rename ``temp`` over ``name``; with ``verify``, as described in :func:`write_beneath`."""
     if verify is None:
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -331,25 +374,29 @@ def _swap_in(dir_fd: int, temp: str, name: str, path: str, verify: Verify | None
             _verify_target(dir_fd, name, path, verify)
             continue
         if exchanged:
-            _check_displaced(dir_fd, temp, name, path, verify)
+            _check_displaced(dir_fd, temp, name, path, verify, ours, data)
         elif not swapped:  # no renameat2 (or no exact check): the plain rename, after the check above
             os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return
     raise OSError(errno.EAGAIN, "the file kept changing while it was being replaced", path)
 
 
-def _check_displaced(dir_fd: int, temp: str, name: str, path: str, verify: Verify) -> None:
+def _check_displaced(dir_fd: int, temp: str, name: str, path: str, verify: Verify, ours: int, data: bytes) -> None:
     """After the exchange ``temp`` holds the file that was at ``name``: drop it if it is the version
-    ``verify`` expects, else put it back (and let verify's error through)."""
+    ``verify`` expects, else let verify's error through — having put it back at ``name`` when
+    ``name`` still holds exactly what this write made. When someone saved again after the exchange,
+    their newer save stays at ``name`` and the displaced version is kept by :func:`_discard_if_ours`,
+    which :func:`_replace` calls next: nothing is swapped back over a save, nothing removed that
+    someone else wrote."""
     try:
         _verify_target(dir_fd, temp, path, verify)
     except BaseException:
-        try:
-            if not _rename2(dir_fd, temp, name, _RENAME_EXCHANGE):
-                raise OSError(errno.ENOTSUP, "renameat2 stopped working", path)
-        except OSError as exc:
-            log.error("%s: could not put back the version written meanwhile (%s); it is kept as %s", path,
-                      exc, temp)
+        if _holds_ours(dir_fd, name, ours, data):
+            try:
+                if not _rename2(dir_fd, temp, name, _RENAME_EXCHANGE):
+                    raise OSError(errno.ENOTSUP, "renameat2 stopped working", path)
+            except OSError as exc:
+                log.error("%s: could not put back the version written meanwhile (%s)", path, exc)
         raise
     os.unlink(temp, dir_fd=dir_fd)
 
@@ -361,19 +408,69 @@ def _lstat(dir_fd: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _discard_if_ours(dir_fd: int, temp: str, ours: int) -> None:
-    """Remove ``temp`` if it is still the file this write made (inode ``ours``)."""
-    info = _lstat(dir_fd, temp)
-    if info is None:
-        return
-    if info.st_ino != ours:
-        log.warning("%s holds a version of a file someone else wrote while phi replaced it; it is kept",
-                    temp)
-        return
+def _holds_ours(dir_fd: int, name: str, ours: int, data: bytes) -> bool:
+    """Whether ``name`` is the file this write made (inode ``ours``) holding exactly ``data``: a save
+    someone made into it after it was swapped in makes it theirs."""
     try:
-        os.unlink(temp, dir_fd=dir_fd)
+        fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError:
-        pass
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if info.st_ino != ours or info.st_size != len(data):
+            return False
+        view, offset = memoryview(data), 0
+        while True:
+            chunk = fh.read(_COMPARE_CHUNK)
+            if not chunk:
+                return offset == len(data)
+            if view[offset:offset + len(chunk)] != chunk:
+                return False
+            offset += len(chunk)
+
+
+def _discard_if_ours(dir_fd: int, temp: str, name: str, ours: int, data: bytes, path: str) -> str | None:
+    """Remove ``temp`` if it is the file this write made, still holding exactly ``data``. Anything
+    else there (the displaced version of an exchange, or a save that landed in phi's file) is
+    someone's work: it is kept beside the file under a clear name, which is returned (and logged)."""
+    if _lstat(dir_fd, temp) is None:
+        return None
+    if _holds_ours(dir_fd, temp, ours, data):
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        return None
+    return _keep_beside(dir_fd, temp, name, path)
+
+
+def _put_back(dir_fd: int, aside: str, name: str) -> bool:
+    """Rename ``aside`` back to ``name`` unless a file is there now; whether it was put back."""
+    try:
+        if _rename2(dir_fd, aside, name, _RENAME_NOREPLACE):
+            return True
+        if _lstat(dir_fd, name) is not None:  # no renameat2: a narrow window stays here
+            return False
+        os.rename(aside, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return True
+    except OSError:
+        return False
+
+
+def _keep_beside(dir_fd: int, temp: str, name: str, path: str) -> str:
+    """Rename ``temp`` (someone else's version of ``name``) to a clear name beside ``name``; returns
+    its absolute path (the temporary one if that rename fails) and logs a warning."""
+    kept = temp
+    backup = f"{name}.phi-kept-{os.urandom(3).hex()}"
+    try:
+        if not _rename2(dir_fd, temp, backup, _RENAME_NOREPLACE):
+            os.rename(temp, backup, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        kept = backup
+    except OSError as exc:  # e.g. the name would be too long: it stays under the temporary name
+        log.warning("%s: could not rename %s to %s (%s)", path, temp, backup, exc)
+    where = os.path.join(os.path.dirname(path), kept)
+    log.warning("%s: a version of the file someone else wrote while phi changed it is kept as %s", path, where)
+    return where
 
 
 def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> bool:
@@ -402,17 +499,46 @@ def _load_renameat2() -> Any:
     return function
 
 
-def delete_beneath(root: str, parts: Sequence[str], path: str) -> None:
-    """Remove the file (or symlink itself) at ``parts`` beneath ``root``; directories are refused."""
+def delete_beneath(root: str, parts: Sequence[str], path: str, verify: Verify | None = None) -> None:
+    """Remove the file (or symlink itself) at ``parts`` beneath ``root``; directories are refused.
+
+    With ``verify`` a regular file is checked first; whatever it raises stops the removal. With an
+    ``exact`` verify the file is renamed aside first and checked there, so a save made by name from
+    then on makes a new file (kept): if ``verify`` raises, the file is put back — never over a file
+    saved meanwhile; then it is kept beside it and the verify's ``kept`` says where — and the error
+    goes through; else it is removed. A symlink is removed without a check (it holds no content).
+    """
     walk = _Walk(root)
     try:
         name = _resolve(walk, parts, path, follow_last=False, create_dirs=False)
         mode = os.stat(name, dir_fd=walk.fd, follow_symlinks=False).st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if verify is not None and stat.S_ISREG(mode) and getattr(verify, "exact", False):
+            _delete_verified(walk.fd, name, path, verify)
+            return
+        if verify is not None and stat.S_ISREG(mode):  # compared by identity, which a rename changes
+            _verify_target(walk.fd, name, path, verify)
         os.unlink(name, dir_fd=walk.fd)
     finally:
         walk.close()
+
+
+def _delete_verified(dir_fd: int, name: str, path: str, verify: Verify) -> None:
+    aside = f".phi-{os.urandom(6).hex()}.del"
+    os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    try:
+        _set_aside(path)
+        _verify_target(dir_fd, aside, path, verify)
+    except BaseException as exc:
+        if _put_back(dir_fd, aside, name):
+            raise
+        where = _keep_beside(dir_fd, aside, name, path)  # a new file was saved at the name meanwhile
+        explain = getattr(verify, "kept", None)
+        if callable(explain):
+            raise explain(exc, where) from None
+        raise
+    os.unlink(aside, dir_fd=dir_fd)
 
 
 def open_beneath(root: str, parts: Sequence[str], path: str) -> BinaryIO:
