@@ -31,10 +31,12 @@ from .result import SessionFork
 
 if TYPE_CHECKING:
     from ..evaluation.model import ParallelLoopOutcome
-    from ..session import SessionRecorder, SessionStore
+    from ..session import Session, SessionRecorder, SessionStore
     from ..session.store import Claim
 
 log = get_logger(__name__)
+
+CLAIM_ATTEMPTS = 8  # saves a store without ``claim`` is tried with before a claim gives up
 
 
 def recorded_tools(tools: list[AgentTool], recorder: SessionRecorder | None,
@@ -126,11 +128,15 @@ def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, sess
         log.error("could not claim loop ids %s in the recorder", ", ".join(loop_ids), exc_info=True)
         prepare_recording(recorder, loop_ids, history, after_loop_id)
         return {}, None
-    claim = getattr(store, "claim", None)
-    if claim is None:
+    if store is None:
         return names, None
+    from ..session.store import claimant
+
+    for record in claimed.loops:  # the placeholders say who claimed them (SessionFork leaves dead claims out)
+        record.extra["claimed_by"] = claimant()
+    claim = getattr(store, "claim", None)
     try:
-        stored: Claim = claim(claimed, held)
+        stored: Claim = claim(claimed, held) if claim is not None else claim_by_saving(store, claimed, held)
     except Exception:
         log.error("could not claim loop ids %s in session %s (the run is saved when it ends)",
                   ", ".join(names.values()), session_id, exc_info=True)
@@ -145,6 +151,38 @@ def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, sess
     fork = SessionFork(session_id, first, follows, others)
     log.info("%s", fork.describe())
     return final, fork
+
+
+def claim_by_saving(store: SessionStore, session: Session, avoid: Collection[str]) -> Claim:
+    """``claim`` for a store that has none: load the session, pick free ids, save the placeholders;
+    a save that meets another writer's (``SessionConflict``) is tried again past its ids. Safe as
+    long as the store's ``save`` refuses a loop another writer stored (SPEC SESS-6)."""
+    from ..session import NotFound, SessionConflict
+    from ..session.model import replace_loops
+    from ..session.store import Claim, claimant_dead, follows_of_record, plan_claim, renamed_loops
+
+    tried = set(avoid)
+    for _attempt in range(CLAIM_ATTEMPTS):
+        try:
+            stored = store.load(session.session_id).loops
+        except NotFound:
+            stored = []
+        names = plan_claim([record.loop_id for record in session.loops], {r.loop_id for r in stored} | tried)
+        try:
+            store.save(replace_loops(session, renamed_loops(session.loops, names)))
+        except SessionConflict:
+            tried.update(names.values())
+            continue
+        others = {}
+        for record in session.loops:
+            follows = follows_of_record(record)
+            if follows is not None:
+                others[names[record.loop_id]] = tuple(
+                    r.loop_id for r in stored if follows_of_record(r) == follows
+                    and not (r.status.is_open and claimant_dead(r.extra.get("claimed_by"))))
+        return Claim(names, others)
+    raise SessionConflict(f"could not claim loop ids in session {session.session_id}: other writers kept taking "
+                          "them", session_id=session.session_id)
 
 
 def prepare_recording(recorder: SessionRecorder | None, loop_ids: Sequence[str], history: Sequence[AgentMessage],

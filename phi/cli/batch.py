@@ -14,6 +14,7 @@ after SIGTERM (both stop the run, end the ``--json`` stream with its ``AgentEnd`
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -146,12 +147,16 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     finally:
         session.close()
         try:
-            if sessions.save():
+            if sessions.save() or os.path.exists(sessions.path_of(session.id)):  # runs save themselves
                 from .recent import remember
 
                 remember(sessions, options.cwd, session.id)
         except Exception as error:
             err.write(f"phi: could not save the session: {error}\n")
+        fork = session.agent.last_fork
+        if fork is not None:  # said on stderr: stdout holds only the answer (or --json's events)
+            err.write(f"phi: another phi continued this session from the same point; this run continues as branch "
+                      f"{fork.loop_id} of it (both are kept)\n")
     if lines.closed:
         _silence(out)
         return EXIT_FAILED

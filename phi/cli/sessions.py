@@ -114,7 +114,8 @@ class CliSessions:
         if warn is not None:
             for link in dangling_links(self.store, stored):
                 warn(str(link))
-        self.recorder.continue_session(stored)
+        if not self.recorder.continue_session(stored):
+            self.recorder.absorb(stored)  # held already: take in what other writers stored since
         if at is None:
             latest = stored.latest_loop()
             at = latest.loop_id if latest is not None else None

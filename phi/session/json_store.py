@@ -75,6 +75,7 @@ class _LogState:
     header: dict[str, Any] | None = None
     digests: dict[str, bytes] = field(default_factory=dict)
     follows: dict[str, str | None] = field(default_factory=dict)  # loop -> the loop it continues
+    claims: dict[str, Any] = field(default_factory=dict)  # loop still a claim's placeholder -> claimed_by
 
 
 @dataclass
@@ -153,6 +154,8 @@ class JsonDirStore:
         state.header = header
         state.digests.update({loop.loop_id: loop.digest for loop in loops})
         state.follows.update({loop.loop_id: loop.follows for loop in loops})
+        for loop in loops:
+            _note_claim(state.claims, loop.loop_id, loop.claimant)
         self._ledger.learn(session_id, {loop.loop_id: loop.digest for loop in loops})
 
     # ------------------------------------------------------------------ claim
@@ -182,7 +185,7 @@ class JsonDirStore:
         header = encode_header(merge_header(old, session))
         self._append(fd, path, session.session_id, prefix + _line(header, [loop.text for loop in encoded]), state,
                      durable=False)
-        others = claimed_others(encoded, state.follows)
+        others = claimed_others(encoded, state.follows, state.claims)
         self._wrote(state, session.session_id, header, encoded)
         return Claim(names, others)
 
@@ -285,6 +288,8 @@ class JsonDirStore:
                 state.header = {key: value for key, value in record.items() if key != "loops"}
                 state.digests.update(loop_digests(loops))
                 state.follows.update({loop["loop_id"]: follows_of(loop) for loop in loops})
+                for loop in loops:
+                    _note_claim(state.claims, loop["loop_id"], loop.get("claimed_by"))
             if lines.torn:
                 os.ftruncate(fd, state.offset + lines.end)
                 log.warning("%s: cut off the torn last line of a save that was interrupted", path)
@@ -317,8 +322,10 @@ class JsonDirStore:
         self._ledger.learn(session_id, digests)
         if info is not None:
             follows = {record.loop_id: follows_of_record(record) for record in session.loops}
+            claims = {record.loop_id: record.extra["claimed_by"] for record in session.loops
+                      if "claimed_by" in record.extra}
             self._states[session_id] = _LogState((info.st_dev, info.st_ino), lines.end, session_json_header(lines),
-                                                 digests, follows)
+                                                 digests, follows, claims)
         return session
 
     def _read_legacy(self, session_id: str) -> Session | None:
@@ -397,6 +404,13 @@ class JsonDirStore:
 
 
 # --------------------------------------------------------------------------- file helpers
+
+
+def _note_claim(claims: dict[str, Any], loop_id: str, claimed_by: Any) -> None:
+    if claimed_by is None:
+        claims.pop(loop_id, None)
+    else:
+        claims[loop_id] = claimed_by
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -100,6 +100,29 @@ class SessionRecorder(RecorderState):
                 self._agents[copy.agent_id] = (copy.session_id, copy.last_active_at)
             return True
 
+    def absorb(self, session: Session) -> int:
+        """Take in the loops of ``session`` (loaded from a store) that the recorder, holding a
+        session of that id already, does not hold — what other writers stored since (SPEC SESS-6) —
+        so :meth:`branch_from` reaches them. They are not handed out again (they are stored).
+        Returns how many were taken in; 0 if the recorder does not hold the session."""
+        taken = 0
+        with self._lock:
+            held = self._sessions.get(session.session_id)
+            if held is None:
+                return 0
+            for record in session.loops:
+                if record.loop_id in self._loops:
+                    continue
+                copy = record.copy()
+                self._loops[copy.loop_id] = copy
+                insert_by_start(held.loops, copy)
+                parent = self._loops.get(copy.parent_loop_id) if copy.parent_loop_id is not None else None
+                if parent is not None and parent.session_id == held.session_id \
+                        and copy.loop_id not in parent.children_loop_ids:
+                    parent.children_loop_ids.append(copy.loop_id)
+                taken += 1
+        return taken
+
     def loop_ids(self, session_id: str) -> set[str]:
         """The ids of the loops the recorder holds in ``session_id``."""
         with self._lock:

@@ -200,7 +200,8 @@ class SqliteStore:
                     f"SELECT loop_id FROM {_LOOPS} WHERE session_id = ? AND substr(loop_id, 1, ?) = ?",
                     (sid, len(key) + 1, key + ".")))
         names = plan_claim(proposed, taken)
-        follows = self._later_follows(connection, sid, {f for f in (follows_of_record(r) for r in session.loops) if f})
+        follows, claims = self._later_follows(connection, sid,
+                                              {f for f in (follows_of_record(r) for r in session.loops) if f})
         encoded = encode_loops(replace_loops(session, renamed_loops(session.loops, names)))
         old = decode_session(header, self._where(sid), sid, loops_required=False) if header else None
         (position,) = connection.execute(f"SELECT COALESCE(MAX(position), -1) + 1 FROM {_LOOPS} WHERE session_id = ?",
@@ -210,22 +211,28 @@ class SqliteStore:
                                "VALUES (?, ?, ?, ?, ?)", (sid, loop.loop_id, position, loop.digest, loop.text))
             position += 1
         self._write_header(connection, session, encode_header(merge_header(old, session)))
-        return Claim(names, claimed_others(encoded, follows)), {loop.loop_id: loop.digest for loop in encoded}
+        return Claim(names, claimed_others(encoded, follows, claims)), {loop.loop_id: loop.digest for loop in encoded}
 
     @staticmethod
-    def _later_follows(connection: Connection, sid: str, points: set[str]) -> dict[str, str | None]:
-        """The loop each loop stored after any of ``points`` continues: the only loops that can
-        continue them (a loop is stored after what it continues), so a claim that continues the
-        latest loop reads next to nothing."""
+    def _later_follows(connection: Connection, sid: str, points: set[str]) -> tuple[dict[str, str | None],
+                                                                                   dict[str, Any]]:
+        """The loop each loop stored after any of ``points`` continues, and the ``claimed_by`` of
+        those still a claim's placeholder: the only loops that can continue them (a loop is stored
+        after what it continues), so a claim that continues the latest loop reads next to nothing."""
         found: dict[str, str | None] = {}
+        claims: dict[str, Any] = {}
         for point in points:
             row = connection.execute(f"SELECT position FROM {_LOOPS} WHERE session_id = ? AND loop_id = ?",
                                      (sid, point)).fetchone()
             after = row[0] if row is not None else -1
-            found.update(connection.execute(
-                f"SELECT loop_id, COALESCE(json_extract(data, '$.parent_loop_id'), json_extract(data, "
-                f"'$.history.after_loop_id')) FROM {_LOOPS} WHERE session_id = ? AND position > ?", (sid, after)))
-        return found
+            for loop_id, follows, claimed_by in connection.execute(
+                    f"SELECT loop_id, COALESCE(json_extract(data, '$.parent_loop_id'), json_extract(data, "
+                    f"'$.history.after_loop_id')), json_extract(data, '$.claimed_by') FROM {_LOOPS} "
+                    "WHERE session_id = ? AND position > ?", (sid, after)):
+                found[loop_id] = follows
+                if claimed_by is not None:
+                    claims[loop_id] = decode_json(claimed_by, f"session {sid} loop {loop_id}", sid)
+        return found, claims
 
     def _write_header(self, connection: Connection, session: Session, header: dict[str, Any]) -> None:
         from .codec import parse_time

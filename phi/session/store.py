@@ -106,6 +106,7 @@ class EncodedLoop:
     text: str
     digest: bytes
     follows: str | None = None
+    claimant: Any = None  # ``claimed_by`` of a claim's placeholder record (see :func:`claimant`)
 
 
 def encode_loops(session: Session) -> list[EncodedLoop]:
@@ -120,7 +121,7 @@ def encode_loops(session: Session) -> list[EncodedLoop]:
         ids.add(record.loop_id)
         data = loop_to_json(record)
         text = _encode(data, session.session_id, f"loop {record.loop_id}")
-        out.append(EncodedLoop(record.loop_id, text, core_digest(data), follows_of(data)))
+        out.append(EncodedLoop(record.loop_id, text, core_digest(data), follows_of(data), data.get("claimed_by")))
     return out
 
 
@@ -367,14 +368,54 @@ def renamed_loops(loops: Sequence[LoopRecord], names: Mapping[str, str]) -> list
     return out
 
 
-def claimed_others(claimed: Sequence[EncodedLoop], follows: Mapping[str, str | None]) -> dict[str, tuple[str, ...]]:
-    """For each claimed loop, the stored loops (not claimed with it) that continue the loop it follows."""
+def claimed_others(claimed: Sequence[EncodedLoop], follows: Mapping[str, str | None],
+                   claims: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """For each claimed loop, the stored loops (not claimed with it) that continue the loop it
+    follows — leaving out the placeholders of claims whose process is known to be dead (``claims``:
+    loop -> ``claimed_by`` of loops whose stored version is still a claim's placeholder)."""
     mine = {loop.loop_id for loop in claimed}
     out = {}
     for loop in claimed:
         if loop.follows is not None:
-            out[loop.loop_id] = tuple(i for i, f in follows.items() if f == loop.follows and i not in mine)
+            out[loop.loop_id] = tuple(i for i, f in follows.items() if f == loop.follows and i not in mine
+                                      and not claimant_dead(claims.get(i)))
     return out
+
+
+def claimant() -> dict[str, Any]:
+    """Who is claiming (stored as a placeholder's ``claimed_by``): host, process id and the
+    process's start time (Linux; 0 elsewhere), so a reader can tell a writer that died."""
+    import socket
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "start": _process_start(os.getpid())}
+
+
+def claimant_dead(info: Any) -> bool:
+    """True only when ``info`` (a ``claimed_by``) names a process of this host that is gone: its pid
+    is free, or now belongs to a process started at another time."""
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int) or not isinstance(info.get("host"), str):
+        return False
+    import socket
+
+    if info["host"] != socket.gethostname():
+        return False  # another machine's writer: assumed alive
+    try:
+        os.kill(info["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass  # alive, someone else's
+    start = info.get("start")
+    return isinstance(start, int) and start != 0 and _process_start(info["pid"]) not in (start, 0)
+
+
+def _process_start(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[19])  # starttime, field 22 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def follows_of_record(record: LoopRecord) -> str | None:

@@ -165,3 +165,126 @@ def test_a_judge_resumed_in_a_new_process_does_not_take_the_stored_judges_loop_i
     stored = JsonDirStore(where).load(session_id)
     judges = sorted(r.loop_id.rsplit(".", 2)[-2:][1] for r in stored.loops if r.evaluates)
     assert judges == ["1", "2"] and len(stored.loops) == 6
+
+
+# --------------------------------------------------------------------------- findings of the review
+
+
+class PlainStore:
+    """A store of one's own: only the SessionStore protocol, no ``claim``."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def save(self, session) -> None:
+        self.store.save(session)
+
+    def load(self, session_id):
+        return self.store.load(session_id)
+
+    def list_ids(self):
+        return self.store.list_ids()
+
+    def delete(self, session_id) -> None:
+        self.store.delete(session_id)
+
+    def load_for_agent(self, agent_id):
+        return self.store.load_for_agent(agent_id)
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_store_without_claim_still_keeps_both_writers_and_tells_the_second(kind, tmp_path):
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=SessionRecorder(),
+                 store=PlainStore(open_store(kind, tmp_path)))
+    seed.run("seed question")
+    writers = []
+    for name in "AB":
+        agent = Agent(provider=ScriptedProvider([f"{name} answer", f"{name} answer 2"]), recorder=SessionRecorder(),
+                      store=PlainStore(open_store(kind, tmp_path)))
+        agent.restore(seed.checkpoint())
+        writers.append(agent)
+    a, b = writers
+    first = a.run("A question")
+    second = b.run("B question")
+    assert first.fork is None and second.fork is not None and second.fork.others == (a.last_loop_id,)
+    a.run("A question 2")
+    b.run("B question 2")
+    stored = open_store(kind, tmp_path).load(seed.session_id)
+    assert len({r.loop_id for r in stored.loops}) == len(stored.loops) == 5
+    for agent in writers:
+        assert texts(stored.conversation(at=agent.last_loop_id)) == texts(agent.messages)
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_finished_turn_is_saved_while_another_agent_sharing_the_recorder_still_runs(kind, tmp_path):
+    recorder, store = SessionRecorder(), open_store(kind, tmp_path)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(request):
+        started.set()
+        assert release.wait(60)
+        return "B answer"
+
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=recorder, store=store)
+    seed.run("seed question")
+    b = Agent(provider=ScriptedProvider([slow]), recorder=recorder, store=store)
+    b.restore(seed.checkpoint())
+    a = Agent(provider=ScriptedProvider(["A answer"]), recorder=recorder, store=store)
+    a.restore(seed.checkpoint())
+    running = b.prompt("B question")
+    try:
+        assert started.wait(60)
+        a.run("A question")
+        assert a.wait_for_saved(60)
+        stored = open_store(kind, tmp_path).load(seed.session_id)  # B is still running: A's turn is stored
+        said = [m.text for r in stored.loops for m in r.messages]
+        assert said.count("A question") == said.count("A answer") == 1
+    finally:
+        release.set()
+        running.result(timeout=60)
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_claim_of_a_killed_writer_is_no_fork_and_a_live_ones_is(tmp_path):
+    from phi.session import LoopRecord, LoopStatus
+    from phi.session.model import replace_loops
+    from phi.session.store import claimant
+
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    seed.run("seed question")
+    stored = JsonDirStore(tmp_path)
+    session = stored.load(seed.session_id)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        for n, pid in ((7, dead_pid()), (8, alive.pid)):
+            record = LoopRecord(f"{seed.session_id}.other.{n}", seed.session_id, seed.agent_id, seed.last_loop_id,
+                                status=LoopStatus.PENDING, started_at=session.loops[-1].ended_at + n)
+            record.extra["claimed_by"] = {**claimant(), "pid": pid, "start": 0}
+            stored.claim(replace_loops(session, [record]))
+        writer = Agent(provider=ScriptedProvider(["mine"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+        writer.restore(seed.checkpoint())
+        result = writer.run("mine")
+    finally:
+        alive.kill()
+        alive.wait()
+    assert result.fork is not None and result.fork.others == (f"{seed.session_id}.other.8",)  # not the dead one
+
+
+def test_resuming_a_session_the_recorder_holds_reaches_loops_another_writer_stored_since(tmp_path):
+    from phi.cli.sessions import CliSessions
+
+    mine = CliSessions(tmp_path)
+    agent = Agent(provider=ScriptedProvider(["one", "two"]))
+    mine.attach(agent)
+    agent.run("first")
+    other = Agent(provider=ScriptedProvider(["elsewhere"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    other.restore(agent.checkpoint())
+    other.run("from another phi")
+    assert mine.restore(agent.session_id, agent, at=other.last_loop_id) == 4  # /resume ID LOOP of the other's
+    assert texts(agent.messages) == ["first", "one", "from another phi", "elsewhere"]
+    assert mine.restore(agent.session_id, agent) == 4  # /resume ID: the latest, the other writer's
