@@ -213,7 +213,7 @@ def save_sessions(recorder: SessionRecorder | None, store: SessionStore | None) 
             recorder.requeue(session)
             continue
         try:
-            store.save(session)
+            save_whole(store, session)
         except SessionConflict as conflict:
             failed.add(session.session_id)
             log.error("session %s not saved: %s", session.session_id, conflict)
@@ -221,6 +221,20 @@ def save_sessions(recorder: SessionRecorder | None, store: SessionStore | None) 
             failed.add(session.session_id)
             log.error("could not save session %s (retried after the next run)", session.session_id, exc_info=True)
             recorder.requeue(session)
+
+
+def save_whole(store: SessionStore, session: Session) -> None:
+    """``store.save(session)``; a session holding a value that is not JSON data (a tool's details, a
+    metadata object) is saved with that value replaced by a marker naming its type, with a warning —
+    never left unsaved, which would hold back every later run of it (SPEC SESS-7)."""
+    from ..session import UnencodableSession
+    from ..session.store import jsonable_session
+
+    try:
+        store.save(session)
+    except UnencodableSession as error:
+        log.warning("%s; saved with that value replaced by a marker", error)
+        store.save(jsonable_session(session))
 
 
 def _all(sinks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:

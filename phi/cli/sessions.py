@@ -68,6 +68,7 @@ class CliSessions:
         """Append what changed in every settled session; returns their ids. Store errors propagate
         (what was not saved is handed out again by the next save)."""
         from ..session import SessionConflict
+        from ..agent.recording import save_whole
         from ..session.store import children_first
 
         for agent in self.agents:  # a run that just ended may still be saving what this would hand out
@@ -75,7 +76,7 @@ class CliSessions:
         saved = []
         for session in children_first(self.recorder.flush_changes()):
             try:
-                self.store.save(session)
+                save_whole(self.store, session)
             except SessionConflict:
                 raise  # another process continued this session from the same point: retrying cannot help
             except Exception:

@@ -20,7 +20,7 @@ Recording (``phi.session.recorder``)
 Storage (``phi.session.store``)
     SessionStore protocol: save (appends), load, list_ids, delete, load_for_agent
     JsonDirStore(directory), SqliteStore(path); errors SessionError, NotFound, CorruptSession,
-    InvalidSessionId, SessionConflict
+    InvalidSessionId, SessionConflict, UnencodableSession; ``claim`` (optional) for two writers
     dangling_links(store, session) -> [DanglingLink]: links to sessions or loops the store lacks
 """
 
@@ -32,6 +32,7 @@ from .errors import (
     NotFound,
     SessionConflict,
     SessionError,
+    UnencodableSession,
 )
 from .history import BranchPoint
 from .json_store import JsonDirStore
@@ -90,6 +91,7 @@ __all__ = [
     "SpawnRef",
     "SqliteStore",
     "StartingHistory",
+    "UnencodableSession",
     "dangling_links",
     "default_sessions_dir",
 ]

@@ -34,6 +34,16 @@ class CorruptSession(SessionError):
         self.field = field
 
 
+class UnencodableSession(SessionError):
+    """A session holds a value that is not JSON data (a set, an object, NaN, one nested too deeply:
+    in metadata or a tool result's details); nothing was written. ``field`` names where, when found."""
+
+    def __init__(self, message: str, path: str | None = None, session_id: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message, path, session_id)
+        self.field = field
+
+
 class InvalidSessionId(SessionError, ValueError):
     """A session id that cannot be stored: it must be usable as a plain file name."""
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import json
 import os
 import re
@@ -41,8 +42,8 @@ from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, runti
 
 from ..errors import DecodeError
 from .codec import header_to_json, loop_to_json, session_from_json
-from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError
-from .model import LoopRecord, Session
+from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError, UnencodableSession
+from .model import LoopRecord, Session, replace_loops
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")
 
@@ -153,8 +154,8 @@ def _encode(data: Any, session_id: str, what: str) -> str:
     except (TypeError, ValueError, RecursionError) as error:
         field = _culprit(data, "")
         where = f"{what}, field {field.lstrip('.')}" if field else what
-        raise SessionError(f"session {session_id} cannot be saved as JSON: {where}: {error}",
-                           session_id=session_id) from None
+        raise UnencodableSession(f"session {session_id} cannot be saved as JSON: {where}: {error}",
+                                 session_id=session_id, field=where) from None
 
 
 def _culprit(data: Any, path: str, depth: int = 8) -> str:
@@ -457,6 +458,37 @@ def spawned_sessions(session: Session) -> set[str]:
     """The ids of the sub-agent sessions ``session``'s loops link to."""
     return {ref.child_session_id for record in session.loops for ref in record.child_loop_refs
             if ref.child_session_id != session.session_id}
+
+
+UNENCODABLE = "<not JSON data: {}>"  # what stands for a value a save could not write (see :func:`jsonable`)
+DEEPEST = 200  # levels of nesting :func:`jsonable` keeps
+
+
+def jsonable(data: Any, depth: int = DEEPEST) -> Any:
+    """``data`` (a loop's JSON form) with every value that is not JSON data replaced by a marker
+    string naming its type (``<not JSON data: set>``), NaN and infinities too, and whatever lies
+    deeper than ``depth`` levels — so a session with one bad value can still be saved whole."""
+    if isinstance(data, str) or data is None or isinstance(data, bool) or isinstance(data, int):
+        return data
+    if isinstance(data, float):
+        return data if math.isfinite(data) else UNENCODABLE.format(repr(data))
+    if depth <= 0:
+        return UNENCODABLE.format("nested too deeply")
+    if isinstance(data, dict):
+        return {key if isinstance(key, str) else UNENCODABLE.format(type(key).__name__): jsonable(value, depth - 1)
+                for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [jsonable(value, depth - 1) for value in data]
+    return UNENCODABLE.format(type(data).__name__)
+
+
+def jsonable_session(session: Session) -> Session:
+    """``session`` with every loop passed through :func:`jsonable` (SPEC SESS-7: an Agent saves this
+    when the session itself cannot be written, rather than never saving it again)."""
+    from .codec import loop_from_json
+
+    loops = [loop_from_json(jsonable(loop_to_json(record)), "loop") for record in session.loops]
+    return replace_loops(session, loops)
 
 
 def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -288,3 +288,34 @@ def test_resuming_a_session_the_recorder_holds_reaches_loops_another_writer_stor
     assert mine.restore(agent.session_id, agent, at=other.last_loop_id) == 4  # /resume ID LOOP of the other's
     assert texts(agent.messages) == ["first", "one", "from another phi", "elsewhere"]
     assert mine.restore(agent.session_id, agent) == 4  # /resume ID: the latest, the other writer's
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_value_that_is_not_json_data_never_holds_back_the_later_turns(kind, tmp_path, caplog):
+    from phi import SubAgentTool
+    from phi.types import ToolResult
+
+    class Odd:
+        name, description, label = "odd", "returns details that are not JSON data", "odd"
+        parameters = {"type": "object", "properties": {}}
+
+        def execute(self, args, ctx):
+            return ToolResult.from_text("ok", details={"tags": {"a", "b"}})  # a set
+
+    call = {"blocks": [{"type": "toolCall", "id": "c0", "name": "helper", "arguments": {"task": "t"}}]}
+    odd_call = {"blocks": [{"type": "toolCall", "id": "o0", "name": "odd", "arguments": {}}]}
+    helper = SubAgentTool("helper", provider=ScriptedProvider([odd_call, "child done"]), tools=[Odd()])
+    agent = Agent(provider=ScriptedProvider([call, "one", "two", "three"]), tools=[helper], recorder=SessionRecorder(),
+                  store=open_store(kind, tmp_path))
+    with caplog.at_level(logging.WARNING, logger="phi"):
+        for text in ("q1", "q2", "q3"):
+            agent.run(text)
+    assert any("saved with that value replaced by a marker" in r.getMessage() for r in caplog.records)
+    store = open_store(kind, tmp_path)
+    stored = store.load(agent.session_id)
+    said = [m.text for r in stored.loops for m in r.messages]
+    assert [q for q in ("q1", "q2", "q3") if q in said] == ["q1", "q2", "q3"]
+    (ref,) = stored.loops[0].child_loop_refs
+    child = store.load(ref.child_session_id)  # the child is stored too: no dangling link
+    details = [m.details for r in child.loops for m in r.messages if getattr(m, "details", None)]
+    assert details == [{"tags": "<not JSON data: set>"}]
