@@ -191,12 +191,14 @@ class Relay:
         proof, index = _HELLO.unpack_from(peer.buffer)
         del peer.buffer[:_HELLO.size]
         valid = hmac.compare_digest(proof, hmac.new(self.key, peer.nonce, hashlib.sha256).digest())
-        if not valid or index in self._by_index:
-            log.warning("the parallel-evaluation relay refused a connection (%s)",
-                        f"branch {index} is connected already" if valid else "wrong key")
+        if not valid:
+            log.warning("the parallel-evaluation relay refused a connection (wrong key)")
             self._close(peer)
             return False
-        go = self._handler.hello(index)
+        # a second run of a branch whose first connection is still open (the executor took a frozen or
+        # unreachable worker for lost and runs the task again): the handler hears it too, as that is the
+        # executor's account that the first worker is gone, and the second run is told not to start
+        go = self._handler.hello(index) and index not in self._by_index
         self._send(peer, GO if go else STOP)
         if not go:
             self._close(peer)
@@ -263,6 +265,7 @@ class RelayLink:
         self._sock = sock
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
+        self._closing = False
         self.sent = 0
 
     def send(self, event: AgentEvent) -> None:
@@ -281,9 +284,11 @@ class RelayLink:
                     if byte == CANCEL:
                         cancel.cancel()
                     elif not byte:
-                        return
+                        break
             except OSError:
-                return
+                pass
+            if not self._closing:  # the caller is gone (or gave up on this branch): nobody reads the run
+                cancel.cancel()
 
         self._watcher = threading.Thread(target=body, name="phi-relay-watch", daemon=True)
         self._watcher.start()
@@ -291,6 +296,7 @@ class RelayLink:
     def close(self) -> None:
         """The branch's run is over: send the end marker after the last event, end the connection
         and the watcher."""
+        self._closing = True
         try:
             with self._lock:
                 self._sock.sendall(_END)

@@ -144,8 +144,8 @@ def test_a_killed_dask_worker_fails_its_branch_with_what_happened_not_as_never_s
     # the second run, as the branch had started, and says so
     assert isinstance(error, WorkerLost) and error.restarted and error.cause is None
     assert lost.outcome is RunOutcome.ERROR and "cancelled before it started" not in lost.error
-    assert f"the worker running branch {lost.loop_id} was lost: its process died, and the executor started the " \
-           "branch again on another worker, which phi refused" in lost.error
+    assert f"the worker running branch {lost.loop_id} was lost: the executor started the branch again (it took " \
+           "the worker running it for lost), which phi refused" in lost.error
     check_lost_branch(agent, recorder, store, lost.loop_id, error)
 
 
