@@ -14,7 +14,10 @@ Two runners:
 * :class:`RemoteRunner` — any other executor: each branch is pickled (:mod:`phi.evaluation.remote`)
   and streams its events back live through a :class:`~phi.evaluation.relay.Relay`, which also
   carries cancellation to it. A branch that has not started when it is cancelled never starts; one
-  whose worker dies while it runs fails with :class:`~phi.evaluation.model.WorkerLost` (never runs twice).
+  whose worker dies while it runs fails with :class:`~phi.evaluation.model.WorkerLost` (never runs twice),
+  and so does one that has not ended within its tool grace + ``CALLBACK_WAIT_S`` of an abort (its
+  worker is stopped or unreachable: EVAL-4 says the run still ends). One whose ``AgentEnd`` came
+  before its worker was lost has ended, as its events said.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 The caller of :func:`~phi.evaluation.parallel.agent_loop_parallel` listens on a TCP port (one
 :class:`Relay` per parallel run, served by one thread). A remote branch connects with
 :func:`open_link`, proves it knows the run's random key (HMAC-SHA256 of a nonce the relay sends)
-and names its branch; the relay answers *go* or *stop* (the branch was cancelled before it started).
+and names its branch; the relay answers *go* or *stop* (the branch was cancelled before it started,
+or it is a second run of a branch that started already — the executor ran the task again — which the
+owner is told of, whether the first run's connection is still open or not).
 After *go* the branch sends its events as length-prefixed pickles, in order, and the relay sends one
 byte, *cancel*, when the branch is to abort. When its run is over the branch sends the end marker (an
 empty frame) and closes the connection: end of file without the marker means the branch was cut off
