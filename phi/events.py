@@ -325,13 +325,19 @@ class ParallelLoopStart:
 @dataclass(slots=True)
 class ParallelLoopEnd:
     """Closes a parallel run once its strategy chose a branch (SPEC EVAL-1): the winner's loop id and
-    config index, and ``evaluation_usage``, what choosing cost (e.g. an LLM judge's calls)."""
+    config index, and ``evaluation_usage``, what choosing cost (e.g. an LLM judge's calls).
+    ``unended``: how each branch ended that emitted no ``AgentEnd`` of its own — it raised, its
+    worker was lost, or its executor failed it before it started (EVAL-8) — as the ``AgentEnd`` it
+    would have emitted (outcome ``error``, its new messages, a lost branch's final error reply saying
+    why), so a session recorder records it whole (SESS-3). It is not part of the event's JSON form
+    (the conformance schema's): a recorder fed decoded events ends such a branch without them."""
 
     session_id: str
     selected_loop_id: str
     selected_config_index: int
     evaluation_usage: Usage = field(default_factory=Usage)
     timestamp: float = field(default_factory=_now)
+    unended: list[AgentEnd] = field(default_factory=list)
     type: ClassVar[Literal["ParallelLoopEnd"]] = "ParallelLoopEnd"
 
 
@@ -395,6 +401,23 @@ def _messages(value: Any, path: str) -> list[AgentMessage]:
     return [message_from_json(item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 
+def _agent_ends(value: Any, path: str) -> list[AgentEnd]:
+    if not isinstance(value, list):
+        raise DecodeError(path, value, "a list of AgentEnd events")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or item.get("type") != "AgentEnd":
+            raise DecodeError(f"{path}[{i}].type", item.get("type") if isinstance(item, dict) else item,
+                              '"AgentEnd"')
+        try:
+            event = event_from_json(item)
+        except DecodeError as exc:  # named from the outer event: event.unended[0].messages...
+            raise DecodeError(f"{path}[{i}]{exc.field[len('event'):]}", exc.value, exc.expected) from None
+        assert isinstance(event, AgentEnd)
+        out.append(event)
+    return out
+
+
 # field name -> (encode, decode(value, path))
 _CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, str], Any]]] = {
     "timestamp": (format_timestamp, parse_timestamp),
@@ -409,17 +432,23 @@ _CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, str], Any]]] = {
     "triggered_by": (lambda t: t.value, lambda value, path: _enum(TurnTrigger, value, path)),
     "continuation_kind": (lambda k: k.to_json(), ContinuationKind.from_json),
     "outcome": (lambda o: o.value, lambda value, path: _enum(RunOutcome, value, path)),
+    "unended": (lambda ends: [event_to_json(e) for e in ends], _agent_ends),
 }
 
 # Field names of each event in JSON order (MessageUpdate is not a dataclass: see its docstring).
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {MessageUpdate: ("loop_id", "message", "delta")}
 
 
+# Fields an event carries only in the process that made it, never in its JSON form (the conformance
+# schema's shape, SPEC EVT-1): ParallelLoopEnd.unended is for a recorder fed the event directly.
+_IN_PROCESS_FIELDS = frozenset({"unended"})
+
+
 def event_field_names(cls: type) -> tuple[str, ...]:
     """The JSON field names of an event class, in order (``type`` not included)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls) if f.name not in _IN_PROCESS_FIELDS)
     return names
 
 

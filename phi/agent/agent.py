@@ -52,7 +52,6 @@ from .recording import (
     claim_run,
     continue_stored_session,
     record_raised_run,
-    record_unended_branches,
     recorded_tools,
     save_sessions,
 )
@@ -708,7 +707,6 @@ class Agent:
                 delivered.set()
 
         def decided(chosen: ParallelLoopResult) -> None:
-            record_unended_branches(recorder, chosen.outcomes)
             settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
             stream._know(chosen)
 

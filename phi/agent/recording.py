@@ -9,9 +9,9 @@ with the recorder's), so the recorded tree holds the children's sessions too.
 Before each run: if the store holds the agent's session and the recorder does not (a new process
 resuming it), the recorder continues the stored session and the agent's loop counters move past
 its loop ids (:func:`continue_stored_session`), and the recorder notes the history the run starts
-from (:func:`prepare_recording`). A run that raises, and a parallel branch that raised or whose
-worker was lost, is recorded as ended in an error (:func:`record_raised_run`,
-:func:`record_unended_branches`). After each run (:func:`save_sessions`) the
+from (:func:`prepare_recording`). A run that raises is recorded as ended in an error
+(:func:`record_raised_run`; a parallel branch that raised or whose worker was lost is, by the
+recorder itself, from ``ParallelLoopEnd.unended``, SPEC SESS-3). After each run (:func:`save_sessions`) the
 changes the run settled are saved — appended, at a cost that does not grow with the session. A
 store that fails is logged, never the end of the run; a failed save is retried after the next run,
 except a :class:`~phi.session.SessionConflict` (another process continued the same session from
@@ -30,7 +30,6 @@ from ..types import AgentMessage, AssistantMessage, ContinuationKind, RunOutcome
 from .result import SessionFork
 
 if TYPE_CHECKING:
-    from ..evaluation.model import ParallelLoopOutcome
     from ..session import Session, SessionRecorder, SessionStore
     from ..session.store import Claim
 
@@ -66,23 +65,6 @@ def record_raised_run(recorder: SessionRecorder | None, loop_ids: Sequence[str],
         record = recorder.get_loop(loop_id)
         if record is not None and record.status.is_open:
             recorder.on_event(AgentEnd(loop_id, list(messages), usage, outcome=RunOutcome.ERROR))
-
-
-def record_unended_branches(recorder: SessionRecorder | None, outcomes: Sequence[ParallelLoopOutcome]) -> None:
-    """A branch of a parallel run that raised, or whose worker was lost (SPEC EVAL-8), emits no
-    ``AgentEnd``: before ``ParallelLoopEnd`` the recorder alone is told it ended in an error, with
-    the branch's messages (a lost branch's final error reply says why), so its session settles."""
-    if recorder is None:
-        return
-    from ..evaluation.model import WorkerLost
-    from ..session import LoopStatus
-
-    for outcome in outcomes:
-        record = recorder.get_loop(outcome.loop_id)
-        lost = isinstance(outcome.exception, WorkerLost)  # it may have been cut off before its AgentStart
-        if record is not None and (record.status is LoopStatus.RUNNING or (lost and record.status.is_open)):
-            recorder.on_event(AgentEnd(outcome.loop_id, list(outcome.new_messages), outcome.usage,
-                                       outcome=RunOutcome.ERROR))
 
 
 def continue_stored_session(recorder: SessionRecorder | None, store: SessionStore | None,

@@ -36,6 +36,7 @@ def branch_owner() -> int | None:
 __all__ = ["Branch", "BranchReport", "Ended", "Posted", "NOT_STARTED"]
 
 NOT_STARTED = "cancelled before it started"
+NEVER_RAN = "it never started, its executor failed it"
 
 
 @dataclass(frozen=True)
@@ -132,19 +133,27 @@ class Branch:
             log.warning("remote parallel branch %s raised %s: %s\n%s", self.context.loop_id,
                         type(report.exception).__name__, report.exception, report.traceback)
 
-    def lose(self, error: WorkerLost, base: list[AgentMessage]) -> None:
+    def lose(self, error: WorkerLost, base: list[AgentMessage], prompts: list[AgentMessage]) -> None:
         """Its worker was lost while it ran (SPEC EVAL-8): the branch failed with ``error``. Its history
-        is what its events announced; unless its ``AgentEnd`` came, every tool call left unanswered
-        gets a result (its own if the call had finished, else ``Tool execution aborted.``, as LOOP-5
-        does) and a final error reply says what happened, so the history stays a valid conversation
-        and the reason is recorded with the loop."""
+        is what its events announced — starting with ``prompts`` when it was cut off before it announced
+        them (in a ``before_loop`` or ``before_turn`` hook, an input filter), as an in-process branch
+        that raised there keeps them (AGENT-8) — then every tool call left unanswered gets a result
+        (its own if the call had finished, else ``Tool execution aborted.``, as LOOP-5 does) and a
+        final error reply says what happened, so the history stays a valid conversation and the
+        reason is recorded with the loop."""
         self.started, self.lost, self.exception = True, True, error
-        new = list(self.announced)
-        if self.end is None:
-            new += unanswered_call_results(new, self.results)
-            model = self.config.model_config
-            new.append(AssistantMessage([], StopReason.ERROR, model.id, model.provider, error_message=str(error)))
+        new = list(self.announced) or list(prompts)
+        new += unanswered_call_results(new, self.results)
+        model = self.config.model_config
+        new.append(AssistantMessage([], StopReason.ERROR, model.id, model.provider, error_message=str(error)))
         self.context.messages = [*base, *new]
+
+    def finish_from_events(self, base: list[AgentMessage]) -> None:
+        """Its ``AgentEnd`` came but its report did not (its worker was lost after the run ended): the
+        branch ended as its events said — its messages, usage and outcome — as it was recorded."""
+        assert self.end is not None
+        self.started, self.returned = True, list(self.end.messages)
+        self.context.messages = [*base, *self.end.messages]
 
     def outcome(self, base: list[AgentMessage], prompts: list[AgentMessage]) -> ParallelLoopOutcome:
         end, context = self.end, self.context
@@ -163,11 +172,13 @@ class Branch:
         error = f"{type(self.exception).__name__}: {self.exception}" if self.exception is not None else None
         if error is None and not self.started:
             error = NOT_STARTED
+        elif not self.started:  # its executor failed it before it ran (e.g. a broken process pool)
+            error = f"{NEVER_RAN}: {error}"
         elif error is None and last is not None and last.stop_reason == StopReason.ERROR:
             error = last.error_message or "the model call failed"
         outcome = end.outcome if end is not None else None
-        if self.lost and end is None:
-            outcome = RunOutcome.ERROR  # as recorded (an Agent tells its recorder, SPEC SESS-7)
+        if (self.lost and end is None) or (not self.started and self.exception is not None):
+            outcome = RunOutcome.ERROR  # as recorded (ParallelLoopEnd.unended, SPEC SESS-3)
         if not self.started and self.exception is None:
             outcome = RunOutcome.ABORTED
         return ParallelLoopOutcome(

@@ -14,7 +14,10 @@ Two runners:
 * :class:`RemoteRunner` — any other executor: each branch is pickled (:mod:`phi.evaluation.remote`)
   and streams its events back live through a :class:`~phi.evaluation.relay.Relay`, which also
   carries cancellation to it. A branch that has not started when it is cancelled never starts; one
-  whose worker dies while it runs fails with :class:`~phi.evaluation.model.WorkerLost` (never runs twice).
+  whose worker dies while it runs fails with :class:`~phi.evaluation.model.WorkerLost` (never runs twice),
+  and so does one that has not ended within its tool grace + ``CALLBACK_WAIT_S`` of an abort (its
+  worker is stopped or unreachable: EVAL-4 says the run still ends). One whose ``AgentEnd`` came
+  before its worker was lost has ended, as its events said.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections import deque
 from typing import Any, Callable, Protocol
 
 from ..concurrency import sync
+from ..concurrency.cancel import CALLBACK_WAIT_S
 from ..errors import ConfigError
 from ..events import AgentEvent
 from ..log import get_logger
@@ -178,7 +182,7 @@ class _RemoteState:
     (cancelled before it started) or over (its end posted).
 
     Written by the relay's thread (``hello``, ``end``, ``eof``), the executor's (``future_done``),
-    cancel callbacks, the grace timer and the calling thread, under ``lock``; it posts the branch's
+    cancel callbacks, the timer and the calling thread, under ``lock``; it posts the branch's
     :class:`Ended` exactly once. No code of the application runs under the lock.
     """
 
@@ -193,16 +197,19 @@ class _RemoteState:
         self.eof_seen = False
         self.done = False
         self.started = False
-        self.restarted = False  # the executor started it a second time: its first worker was lost
-        self.waited = False  # the grace period passed
-        self.grace: threading.Timer | None = None
+        self.restarted = False  # the executor started it a second time: it took its first worker for lost
+        self.cancelled = False  # it was told to abort while it ran
+        self.unanswered = False  # ... and its connection was still open when phi stopped waiting for it
+        self.waited = False  # phi stopped waiting: the grace period passed, or the run was cancelled
+        self.abort_wait = EOF_GRACE_S  # how long an aborted branch may take to end (set by the runner)
+        self.timer: threading.Timer | None = None
 
     def hello(self) -> bool:
         with self.lock:
             if self.phase == "pending":
                 self.phase, self.started = "started", True
                 return True
-            if self.started:  # run again by the executor (Dask retries a task whose worker died)
+            if self.started:  # run again by the executor (Dask retries a task whose worker it took for lost)
                 self.restarted = True
             return False
 
@@ -221,13 +228,25 @@ class _RemoteState:
             self._end_if_over()
 
     def cancel(self) -> None:
+        """Abort the branch. A started one is told to abort and has ``abort_wait`` seconds to end — its
+        peer may never answer (a stopped process, a machine gone without closing its connections):
+        then it is lost (SPEC EVAL-4: cancelling, the run still ends). A wait for the executor's
+        account of a branch already cut off ends at once."""
+        give_up = False
         with self.lock:
             if self.phase == "started":
+                self.cancelled = True
                 self.relay.cancel(self.index)
+                if self.timer is not None or self.eof_seen:
+                    give_up = True
+                else:
+                    self._start_timer(self.abort_wait)
             future = self.future if self.phase == "pending" else None
             if self.phase == "pending":
                 self.phase = "never"
                 self._end_if_over()
+        if give_up:
+            self.give_up()
         if future is not None:
             future.cancel()  # frees the executor's queue; the handshake keeps it from starting if it runs
 
@@ -246,50 +265,77 @@ class _RemoteState:
         is done (its report). End of file without the marker means it was cut off — its worker
         died — and it is *lost*: as soon as its future is done too (the executor's account of the
         death), or after :data:`EOF_GRACE_S` seconds (an executor may retry the task, or not notice
-        a death for long). A future that failed first waits as long for the end of file: a dead
-        process's connection closes at once, a lost machine's may never."""
+        a death for long). A future that failed first, or a second run of the branch that phi
+        refused (the executor took its first worker for lost), waits as long for the end of file: a
+        dead process's connection closes at once, a frozen or lost machine's may never. A branch
+        whose run is over but whose report does not come waits as long for it."""
         if self.phase == "over" or self.post is None:
             return
         if self.phase == "never":
             ended = Ended(never_started=True)
-        elif self.phase == "pending" or (self.finished and self.eof_seen):
+        elif self.phase == "pending" or (self.finished and self.eof_seen and not self.waited):
             if not self.done:
+                if self.phase == "started":
+                    self._start_timer(EOF_GRACE_S)
                 return
             ended = Ended(future=self.future)
         elif self.eof_seen and (self.done or self.waited):
             ended = Ended(future=self.future, lost=True)
         else:
-            if self.eof_seen or (self.done and _failed(self.future)):
-                self._start_grace()
+            if self.eof_seen or (self.done and (_failed(self.future) or self.restarted)):
+                self._start_timer(EOF_GRACE_S)
             return
         self.phase = "over"
         self.post((self.index, ended))
 
-    def _start_grace(self) -> None:
-        if self.grace is None:
-            self.grace = threading.Timer(EOF_GRACE_S, self.give_up)
-            self.grace.name = f"phi-relay-grace-{self.index}"
-            self.grace.start()
+    def _start_timer(self, seconds: float) -> None:
+        """Under ``lock``: give up on the branch in ``seconds`` (unless a timer runs already)."""
+        if self.timer is None:
+            self.timer = threading.Timer(seconds, self.give_up)
+            self.timer.name = f"phi-relay-grace-{self.index}"
+            self.timer.daemon = True
+            self.timer.start()
 
     def give_up(self) -> None:
-        """The grace period passed: nothing more of the branch is read or awaited; it is lost."""
+        """Nothing more of the branch is read or awaited (the grace period or the abort's wait passed,
+        or the run was cancelled while phi waited for the executor's account): it is lost."""
         with self.lock:
             if self.phase != "started":
                 return
             if not self.eof_seen:
                 self.relay.drop(self.index)
                 self.eof_seen = True
+                self.unanswered = self.cancelled
             self.waited = True
             future = None if self.done else self.future
             self._end_if_over()
         if future is not None:
             future.cancel()  # should the executor run it again, the handshake keeps it from starting
 
+    def account(self, cause: BaseException | None) -> str:
+        """How the branch was lost, as far as phi knows (``cause``: what its future failed with)."""
+        if cause is not None:
+            return f"its process died ({type(cause).__name__}: {cause})"
+        if self.restarted:
+            return ("the executor started the branch again (it took the worker running it for lost), which phi "
+                    "refused (a branch never runs twice)")
+        if self.finished:  # its end marker came: only the report is missing
+            when = "before the run was cancelled" if self.cancelled else f"within {EOF_GRACE_S:g} s"
+            return f"its run ended, but its report did not come back {when} (its process is stopped, or died)"
+        if self.unanswered:
+            return (f"it did not answer the abort within {self.abort_wait:g} s (its process is stopped or its "
+                    "machine unreachable); nothing more of it is read")
+        if self.cancelled and self.waited:
+            return ("its connection to this process closed before the branch ended, and the run was cancelled "
+                    "before the executor said what happened (its process died, or the network failed)")
+        return (f"its connection to this process closed before the branch ended and the executor said nothing "
+                f"more within {EOF_GRACE_S:g} s (its process died, or the network failed)")
+
     def close(self) -> None:
-        grace = self.grace
-        if grace is not None:
-            grace.cancel()
-            grace.join()
+        timer = self.timer
+        if timer is not None:
+            timer.cancel()
+            timer.join()
 
 
 def _failed(future: concurrent.futures.Future[Any] | None) -> bool:
@@ -303,32 +349,36 @@ def _cause(future: object) -> BaseException | None:
     return future.exception()
 
 
-def _returned(future: concurrent.futures.Future[Any]) -> bool:
-    """The future is done and returned (a report: from a second run the handshake refused, or from a
-    worker whose phi sends no end marker, whose branch did end)."""
-    return future.done() and not future.cancelled() and future.exception() is None
+def _report(future: concurrent.futures.Future[Any] | None) -> tuple[BranchReport | None, BaseException | None]:
+    """The report a done future returned, or what it failed with (neither when it is not done)."""
+    if future is None or not future.done() or future.cancelled():
+        return None, None
+    error = future.exception()
+    if error is not None:
+        return None, error
+    try:
+        report = pickle.loads(future.result())
+    except Exception as exc:  # e.g. a class in its messages that this process cannot import
+        return None, exc
+    if not isinstance(report, BranchReport):
+        return None, RemoteBranchError(f"the worker returned {report!r}")
+    return report, None
 
 
-def _lost(loop_id: str, cause: BaseException | None, restarted: bool) -> WorkerLost:
+def _lost(loop_id: str, how: str, cause: BaseException | None, restarted: bool) -> WorkerLost:
     """The error of a branch whose worker was lost, saying what is known of how."""
-    if cause is not None:
-        how = f"its process died ({type(cause).__name__}: {cause})"
-    elif restarted:
-        how = ("its process died, and the executor started the branch again on another worker, which phi "
-               "refused (a branch never runs twice)")
-    else:
-        how = (f"its connection to this process closed before the branch ended and the executor said nothing "
-               f"more within {EOF_GRACE_S:g} s (its process died, or the network failed)")
     return WorkerLost(f"the worker running branch {loop_id} was lost: {how}", cause, restarted)
 
 
 class RemoteRunner:
     """Branches in other processes through ``remote.executor``, their events through a relay."""
 
-    def __init__(self, remote: RemoteBranches, payloads: list[bytes], base: list[AgentMessage]) -> None:
+    def __init__(self, remote: RemoteBranches, payloads: list[bytes], base: list[AgentMessage],
+                 prompts: list[AgentMessage]) -> None:
         self._remote = remote
         self._payloads = payloads
         self._base = base
+        self._prompts = prompts
         try:
             self._relay = Relay(remote.relay_host, remote.relay_port, self)
         except OSError as exc:
@@ -364,6 +414,9 @@ class RemoteRunner:
         self._posts[branch.index] = post
         with state.lock:
             state.post = post
+            # an aborted branch ends within its tool grace period, its callbacks within CALLBACK_WAIT_S:
+            # one that has not ended by then is not going to (its process is stopped or unreachable)
+            state.abort_wait = branch.config.tool_abort_grace_ms / 1000.0 + CALLBACK_WAIT_S
         self._unlink.append(branch.cancel.on_cancel(state.cancel))  # at once if it is cancelled already
         if state.phase != "pending":
             return
@@ -389,34 +442,29 @@ class RemoteRunner:
         future = ended.future
         assert isinstance(future, concurrent.futures.Future)
         state = self._states[branch.index]
-        if ended.lost and not _returned(future):  # cut off, and its worker returned no report
-            self._lose(branch, _cause(future), state.restarted)
+        report, error = _report(future)
+        if report is not None and (report.started or not state.started):
+            branch.apply_report(report, self._base)  # its run (or its refusal to start) as it reported it
             return
-        try:
-            payload = future.result()
-        except BaseException as exc:  # the worker failed: it died, or could not unpickle the task
-            if state.started:
-                self._lose(branch, exc, state.restarted)
-            else:
-                branch.started, branch.exception = False, exc
+        if not state.started:  # the worker failed before the branch started (an import error, a broken pool)
+            branch.started, branch.exception = False, error
             return
-        try:
-            report = pickle.loads(payload)
-        except Exception as exc:  # e.g. a class in its messages that this process cannot import
-            branch.started, branch.exception = state.started, exc
+        cause = _cause(future)
+        unreadable = error is not None and cause is None  # a report this process cannot read
+        if branch.end is not None:  # its AgentEnd came: its run is over, only its report is missing
+            how = f"its report could not be read ({type(error).__name__}: {error})" if unreadable \
+                else f"its worker was lost: {state.account(cause)}"
+            log.warning("parallel branch %s ended, but %s; its outcome is what its events said",
+                        branch.context.loop_id, how)
+            branch.finish_from_events(self._base)
+            return
+        if unreadable:
+            branch.started, branch.exception = True, error
             branch.context.messages = [*self._base, *branch.announced]  # the history as far as its events told
             return
-        if not isinstance(report, BranchReport):
-            report = BranchReport(state.started, exception=RemoteBranchError(f"the worker returned {report!r}"))
-        if state.started and not report.started:  # a second run, refused: the first one's worker was lost
-            self._lose(branch, None, True)
-            return
-        branch.apply_report(report, self._base)
-
-    def _lose(self, branch: Branch, cause: BaseException | None, restarted: bool) -> None:
-        error = _lost(branch.context.loop_id or "", cause, restarted)
-        log.warning("parallel branch %s failed: %s", branch.context.loop_id, error)
-        branch.lose(error, self._base)
+        lost = _lost(branch.context.loop_id or "", state.account(cause), cause, state.restarted)
+        log.warning("parallel branch %s failed: %s", branch.context.loop_id, lost)
+        branch.lose(lost, self._base, self._prompts)
 
     def close(self) -> None:
         for unlink in self._unlink:

@@ -156,10 +156,10 @@ class LlmJudgeEvaluation:
     def evaluate(self, prompts: list[AgentMessage], outcomes: list[ParallelLoopOutcome], sink: Sink,
                  cancel: CancellationToken) -> tuple[EvaluationDecision, Usage]:
         pool = candidate_indices(outcomes)
-        if len(pool) == 1:
-            return EvaluationDecision.select(pool[0], "the only successful branch"), Usage()
         if not outcomes[pool[0]].succeeded:
             return EvaluationDecision.select(pool[0], "no branch succeeded; nothing to judge"), Usage()
+        if len(pool) == 1:
+            return EvaluationDecision.select(pool[0], "the only successful branch"), Usage()
         if cancel.is_cancelled():
             return EvaluationDecision.select(pool[0], "cancelled before the judge ran"), Usage()
         prompt, warning = self.prompt_for(judge_input(prompts, outcomes, pool))

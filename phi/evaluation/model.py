@@ -35,7 +35,8 @@ class ParallelLoopOutcome:
     ``outcome`` is the branch's ``AgentEnd.outcome`` (None if the branch raised before its
     ``AgentEnd``; ``aborted`` for a remote branch cancelled before it started, which emitted
     nothing and whose ``new_messages`` are the prompts, SPEC EVAL-8; ``error`` for a remote branch
-    whose worker was lost, :class:`WorkerLost`); ``error`` says why a branch
+    whose worker was lost, :class:`WorkerLost`, and for a branch its executor failed before it
+    started, whose ``new_messages`` are the prompts too); ``error`` says why a branch
     failed (the exception, the final reply's ``error_message``, or that it never started);
     ``exception`` is what the branch raised, if it did. ``context`` is the
     branch's conversation as the run left it, with its identity, ready for ``agent_loop_continue``.
@@ -141,8 +142,9 @@ class WorkerLost(RemoteBranchError):
     process died (killed, out of memory, the machine gone), so its events stopped without the
     branch's end. ``cause`` (also ``__cause__``) is what the executor said, when it said something in
     time: ``BrokenProcessPool`` for a process pool, ``KilledWorker`` for Dask; ``restarted`` is true
-    when the executor started the branch a second time elsewhere (Dask does, after a worker died),
-    which phi refuses: a branch never runs twice."""
+    when the executor started the branch a second time (Dask does, when it takes a worker for lost),
+    which phi refuses: a branch never runs twice. A branch whose worker did not answer an abort is
+    lost too (``cause`` None)."""
 
     def __init__(self, message: str, cause: BaseException | None = None, restarted: bool = False) -> None:
         super().__init__(message)

@@ -18,13 +18,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
-from ..events import AgentEvent, ParallelLoopEnd, ParallelLoopStart
+from ..events import AgentEnd, AgentEvent, ParallelLoopEnd, ParallelLoopStart
 from ..ids import random_uuid
 from ..log import get_logger
 from ..loop.config import AgentContext, AgentLoopConfig
 from ..loop.identity import config_segment, next_loop_number
 from ..loop.run import check_can_continue
-from ..types import AgentMessage, Usage
+from ..types import AgentMessage, RunOutcome, Usage
 from .branch import Branch
 from .dispatch import (
     DEFAULT_MAX_WORKERS,
@@ -123,8 +123,18 @@ def agent_loop_parallel(prompts: Sequence[AgentMessage], base_context: AgentCont
     result = ParallelLoopResult(decision.index, selected.loop_id, outcomes, usage, decision.reason)
     if on_decided is not None:
         on_decided(result)
-    emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage))
+    emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage, unended=_unended(branches, outcomes)))
     return result
+
+
+def _unended(branches: list[Branch], outcomes: list[ParallelLoopOutcome]) -> list[AgentEnd]:
+    """How each branch ended that emitted no ``AgentEnd`` (it raised, its worker was lost, its executor
+    failed it before it started), for ``ParallelLoopEnd.unended`` (SPEC SESS-3). A branch cancelled
+    before it started is not among them: it ran nothing."""
+    return [AgentEnd(outcome.loop_id, list(outcome.new_messages), outcome.usage,
+                     outcome=outcome.outcome or RunOutcome.ERROR)
+            for branch, outcome in zip(branches, outcomes)
+            if branch.end is None and (branch.started or branch.exception is not None)]
 
 
 def _drop(event: AgentEvent) -> None:
@@ -175,7 +185,7 @@ def _runner(remote: RemoteBranches | None, executor: object, branches: list[Bran
         pool = executor if isinstance(executor, concurrent.futures.ThreadPoolExecutor) else None
         return LocalRunner(prompts, pool)
     payloads = make_tasks([b.config for b in branches], [b.context for b in branches], prompts)
-    return RemoteRunner(remote, payloads, base)
+    return RemoteRunner(remote, payloads, base, prompts)
 
 
 def _make_branches(prompts: list[AgentMessage], base: AgentContext, configs: Sequence[AgentLoopConfig],

@@ -4,7 +4,9 @@
 The caller of :func:`~phi.evaluation.parallel.agent_loop_parallel` listens on a TCP port (one
 :class:`Relay` per parallel run, served by one thread). A remote branch connects with
 :func:`open_link`, proves it knows the run's random key (HMAC-SHA256 of a nonce the relay sends)
-and names its branch; the relay answers *go* or *stop* (the branch was cancelled before it started).
+and names its branch; the relay answers *go* or *stop* (the branch was cancelled before it started,
+or it is a second run of a branch that started already — the executor ran the task again — which the
+owner is told of, whether the first run's connection is still open or not).
 After *go* the branch sends its events as length-prefixed pickles, in order, and the relay sends one
 byte, *cancel*, when the branch is to abort. When its run is over the branch sends the end marker (an
 empty frame) and closes the connection: end of file without the marker means the branch was cut off
@@ -191,12 +193,14 @@ class Relay:
         proof, index = _HELLO.unpack_from(peer.buffer)
         del peer.buffer[:_HELLO.size]
         valid = hmac.compare_digest(proof, hmac.new(self.key, peer.nonce, hashlib.sha256).digest())
-        if not valid or index in self._by_index:
-            log.warning("the parallel-evaluation relay refused a connection (%s)",
-                        f"branch {index} is connected already" if valid else "wrong key")
+        if not valid:
+            log.warning("the parallel-evaluation relay refused a connection (wrong key)")
             self._close(peer)
             return False
-        go = self._handler.hello(index)
+        # a second run of a branch whose first connection is still open (the executor took a frozen or
+        # unreachable worker for lost and runs the task again): the handler hears it too, as that is the
+        # executor's account that the first worker is gone, and the second run is told not to start
+        go = self._handler.hello(index) and index not in self._by_index
         self._send(peer, GO if go else STOP)
         if not go:
             self._close(peer)
@@ -263,6 +267,7 @@ class RelayLink:
         self._sock = sock
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
+        self._closing = False
         self.sent = 0
 
     def send(self, event: AgentEvent) -> None:
@@ -281,9 +286,11 @@ class RelayLink:
                     if byte == CANCEL:
                         cancel.cancel()
                     elif not byte:
-                        return
+                        break
             except OSError:
-                return
+                pass
+            if not self._closing:  # the caller is gone (or gave up on this branch): nobody reads the run
+                cancel.cancel()
 
         self._watcher = threading.Thread(target=body, name="phi-relay-watch", daemon=True)
         self._watcher.start()
@@ -291,6 +298,7 @@ class RelayLink:
     def close(self) -> None:
         """The branch's run is over: send the end marker after the last event, end the connection
         and the watcher."""
+        self._closing = True
         try:
             with self._lock:
                 self._sock.sendall(_END)

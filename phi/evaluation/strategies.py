@@ -37,7 +37,9 @@ class PickFirstEvaluation:
 
     def evaluate(self, prompts: list[AgentMessage], outcomes: list[ParallelLoopOutcome], sink: Sink,
                  cancel: CancellationToken) -> tuple[EvaluationDecision, Usage]:
-        return EvaluationDecision.select(candidate_indices(outcomes)[0], "first successful branch"), Usage()
+        first = candidate_indices(outcomes)[0]
+        reason = "first successful branch" if outcomes[first].succeeded else "no branch succeeded: the first branch"
+        return EvaluationDecision.select(first, reason), Usage()
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,10 @@ class RecorderState:
                 self._open_groups[session_id] = remaining
             else:
                 self._open_groups.pop(session_id, None)
+        members = set(group)
+        for end in event.unended:  # a branch that emitted no AgentEnd: recorded as it ended (SESS-3)
+            if end.loop_id in members:
+                self._on_agent_end(end)
         ended = exact_time(event.timestamp)
         for loop_id in group:
             record = self._loops.get(loop_id)

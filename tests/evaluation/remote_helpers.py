@@ -102,13 +102,8 @@ def die(config: StreamConfig) -> dict[str, Any]:
     os._exit(3)
 
 
-@tool
-def wait_to_be_killed(marker: str) -> str:
-    """Write this process's id to the file ``marker``, then block until the process is killed.
-
-    Args:
-        marker: Where to write the process id (the test waits for the file, then kills the process).
-    """
+def _report_and_block(marker: str) -> None:
+    """Write this process's id to the file ``marker``, then block until the process is killed."""
     import os
     import threading
 
@@ -117,4 +112,27 @@ def wait_to_be_killed(marker: str) -> str:
         handle.write(str(os.getpid()))
     os.replace(partial, marker)  # the file appears whole
     threading.Event().wait(600)  # a bound, in case the test failed before its kill: never reached otherwise
+
+
+@tool
+def wait_to_be_killed(marker: str) -> str:
+    """Write this process's id to the file ``marker``, then block until the process is killed.
+
+    Args:
+        marker: Where to write the process id (the test waits for the file, then kills the process).
+    """
+    _report_and_block(marker)
     return "not killed"
+
+
+def block_turn(marker: str, messages: list[Any], turn_index: int) -> bool:
+    """A before_turn hook (bound to ``marker`` with functools.partial) that reports its process id and
+    blocks: the worker dies after the branch was told to go, before it announced its prompt."""
+    _report_and_block(marker)
+    return True
+
+
+def block_after_loop(marker: str, messages: list[Any], usage: Any) -> None:
+    """An after_loop hook (bound to ``marker``) that reports its process id and blocks: the worker dies
+    after the branch's AgentEnd was sent, before its end marker and its report."""
+    _report_and_block(marker)

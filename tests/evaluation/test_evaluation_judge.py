@@ -6,7 +6,7 @@ from __future__ import annotations
 from evaluation_helpers import branch, fresh_context, prompts, reply, run_parallel
 
 from phi.concurrency.cancel import CancellationToken
-from phi.evaluation import LlmJudgeEvaluation
+from phi.evaluation import LlmJudgeEvaluation, PickFirstEvaluation
 from phi.evaluation.judge import DEFAULT_JUDGE_SYSTEM_PROMPT, parse_choice
 from phi.types import AssistantMessage, TextContent, ToolResultMessage, Usage, UserMessage
 
@@ -157,6 +157,15 @@ def test_with_no_successful_branch_no_judge_runs():
                branch([{"error": {"kind": "api", "message": "y"}}], "b")]
     run = run_parallel(prompts("q"), configs, judge)
     assert judge.judge_config.provider.calls == [] and run.result.selected_config_index == 0
+    assert run.result.reason == "no branch succeeded; nothing to judge"
+
+
+def test_a_single_failed_branch_is_not_called_successful():
+    run = run_parallel(prompts("q"), [branch([{"error": {"kind": "api", "message": "x"}}], "a")], _judge("1"))
+    assert run.result.reason == "no branch succeeded; nothing to judge"
+    pick = run_parallel(prompts("q"), [branch([{"error": {"kind": "api", "message": "x"}}], "a")],
+                        PickFirstEvaluation())
+    assert pick.result.reason == "no branch succeeded: the first branch"
 
 
 def test_cancel_after_the_branches_skips_the_judge():

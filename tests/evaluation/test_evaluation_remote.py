@@ -218,7 +218,8 @@ def test_a_worker_that_cannot_reach_the_relay_fails_its_branch(executor):
                        executor=unreachable)
     outcome = run.result.outcomes[0]
     assert isinstance(outcome.exception, RemoteBranchError) and "could not reach the caller's relay" in outcome.error
-    assert outcome.outcome is None and [m.text for m in run.result.messages] == ["q"]
+    assert outcome.outcome is RunOutcome.ERROR and outcome.error.startswith("it never started, its executor failed it: ")
+    assert [m.text for m in run.result.messages] == ["q"]
 
 
 def test_agent_run_parallel_in_other_processes_keeps_the_winner_and_records_the_same(executor):
@@ -292,7 +293,11 @@ def test_a_worker_that_dies_fails_its_branch_not_the_run():
     assert (dead.outcome, dead.stop_reason) == (RunOutcome.ERROR, StopReason.ERROR)
     assert [m.text for m in dead.new_messages] == ["q", ""]  # what its events announced, then the error reply
     assert dead.new_messages[-1].error_message == str(dead.exception) and "process died" in dead.error
-    assert isinstance(later.exception, concurrent.futures.process.BrokenProcessPool) and later.outcome is None
+    # the pool is broken: the branch queued behind the dead one never starts, and says so
+    assert isinstance(later.exception, concurrent.futures.process.BrokenProcessPool)
+    assert later.outcome is RunOutcome.ERROR and not later.succeeded
+    assert later.error.startswith("it never started, its executor failed it: BrokenProcessPool: ")
+    assert [m.text for m in later.new_messages] == ["q"]
     assert phi_threads() == []
 
 
@@ -353,5 +358,5 @@ def test_a_tool_the_worker_cannot_import_fails_its_branch_with_the_import_error(
                        context=fresh_context(tools=[only_here.local_only]), executor=process_pool)
     outcome = run.result.outcomes[0]
     assert isinstance(outcome.exception, ModuleNotFoundError) and "only_here" in outcome.error
-    assert outcome.outcome is None and [m.text for m in outcome.new_messages] == ["q"]
+    assert outcome.outcome is RunOutcome.ERROR and [m.text for m in outcome.new_messages] == ["q"]
     assert run.types == ["ParallelLoopStart", "ParallelLoopEnd"]

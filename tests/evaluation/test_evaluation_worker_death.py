@@ -13,6 +13,7 @@ where a test checks that account, so a loaded machine cannot change what is repo
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import multiprocessing
 import os
 import signal
@@ -28,8 +29,10 @@ from history_checks import assert_valid_conversation
 from phi import Agent, ScriptedProvider
 from phi.evaluation import PickFirstEvaluation, WorkerLost
 from phi.evaluation import dispatch
+from phi.evaluation.parallel import agent_loop_parallel
+from phi.loop.config import AgentContext, AgentLoopConfig
 from phi.session import JsonDirStore, LoopStatus, SessionRecorder
-from phi.types import AssistantMessage, RunOutcome, StopReason, ToolResultMessage
+from phi.types import AssistantMessage, RunOutcome, StopReason, ToolResultMessage, UserMessage
 
 TIMEOUT = 120.0
 SPAWN = multiprocessing.get_context("spawn")
@@ -43,9 +46,10 @@ def blocked_call(marker: Path, call_id: str = "t1") -> dict[str, Any]:
             "usage": {"total_tokens": 3}}
 
 
-def kill_when_started(*markers: Path) -> threading.Thread:
-    """A thread that waits for each marker file (written by a branch that started its tool call) and
-    kills the process it names with SIGKILL."""
+def kill_when_started(*markers: Path, sig: int = signal.SIGKILL, pids: list[int] | None = None) -> threading.Thread:
+    """A thread that waits for each marker file (written by a branch that started its tool call or
+    hook) and sends the process it names ``sig`` (SIGKILL; SIGSTOP freezes it: the caller kills it
+    in its cleanup, ``pids`` lists the processes signalled)."""
     def body() -> None:
         for marker in markers:
             deadline = time.monotonic() + TIMEOUT
@@ -53,7 +57,10 @@ def kill_when_started(*markers: Path) -> threading.Thread:
                 if time.monotonic() > deadline:
                     return  # the test fails on what the run reports
                 time.sleep(0.02)
-            os.kill(int(marker.read_text()), signal.SIGKILL)
+            pid = int(marker.read_text())
+            os.kill(pid, sig)
+            if pids is not None:
+                pids.append(pid)
 
     thread = threading.Thread(target=body, name="test-killer", daemon=True)
     thread.start()
@@ -144,8 +151,8 @@ def test_a_killed_dask_worker_fails_its_branch_with_what_happened_not_as_never_s
     # the second run, as the branch had started, and says so
     assert isinstance(error, WorkerLost) and error.restarted and error.cause is None
     assert lost.outcome is RunOutcome.ERROR and "cancelled before it started" not in lost.error
-    assert f"the worker running branch {lost.loop_id} was lost: its process died, and the executor started the " \
-           "branch again on another worker, which phi refused" in lost.error
+    assert f"the worker running branch {lost.loop_id} was lost: the executor started the branch again (it took " \
+           "the worker running it for lost), which phi refused" in lost.error
     check_lost_branch(agent, recorder, store, lost.loop_id, error)
 
 
@@ -213,3 +220,229 @@ def test_a_recorder_given_the_events_directly_ends_every_branch_at_parallel_loop
     assert recorder.get_loop(raised.loop_id).status is LoopStatus.ERROR
     assert recorder.get_loop(fine.loop_id).status is LoopStatus.COMPLETED
     assert [s.session_id for s in recorder.flush()] == [run.result.selected.context.session_id]  # settled
+
+
+# --------------------------------------------------------------------------- a worker that never answers
+
+
+def thaw(pids: list[int]) -> None:
+    """Cleanup of a test that froze processes with SIGSTOP: kill them (SIGCONT lets the kill land)."""
+    for pid in pids:
+        for sig in (signal.SIGKILL, signal.SIGCONT):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+
+
+def phi_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("phi-relay")]
+
+
+def test_an_abort_ends_a_branch_whose_stopped_worker_never_answers(tmp_path):
+    """A SIGSTOPped pool worker keeps its connection open and its future pending: the abort is one
+    byte nobody reads. The run still ends (EVAL-4): the branch is lost once its abort's wait passed."""
+    agent, recorder, store = recording_agent(tmp_path)
+    marker, frozen = tmp_path / "pid", []
+    fine_ended = threading.Event()
+    agent.subscribe(lambda e: fine_ended.set() if e.type == "AgentEnd" and ".fine." in e.loop_id else None)
+    pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=SPAWN)
+    try:
+        freezer = kill_when_started(marker, sig=signal.SIGSTOP, pids=frozen)
+        stream = agent.prompt_parallel("go", [
+            {"provider": ScriptedProvider([blocked_call(marker)]), "config_id": "doomed"},
+            {"provider": ScriptedProvider(["fine"]), "config_id": "fine"}], PickFirstEvaluation(), executor=pool)
+        freezer.join()
+        assert frozen and fine_ended.wait(TIMEOUT)  # the doomed worker is stopped inside its tool call
+        agent.abort()
+        result = stream.result(timeout=30)  # bounded: before, it never came
+    finally:
+        thaw(frozen)
+        pool.shutdown()
+    lost, fine = result.outcomes
+    wait = agent.config.tool_abort_grace_ms / 1000 + 0.5
+    assert isinstance(lost.exception, WorkerLost) and lost.exception.cause is None and not lost.exception.restarted
+    assert f"was lost: it did not answer the abort within {wait:g} s (its process is stopped" in lost.error
+    assert fine.succeeded and result.selected_config_index == 1
+    assert not agent.is_streaming and phi_threads() == []
+    assert recorder.get_loop(lost.loop_id).status is LoopStatus.ERROR
+    assert {loop.loop_id: loop.status for loop in store.load(agent.session_id).loops} == \
+        {lost.loop_id: LoopStatus.ERROR, fine.loop_id: LoopStatus.COMPLETED}
+
+
+class RetryingExecutor(concurrent.futures.Executor):
+    """Runs each task in a process of its own; ``retry()`` runs the last task again in a new process
+    and completes its future with that run's result — what Dask does when it takes a worker that
+    stopped answering (a frozen machine, its connections still open) for lost."""
+
+    def __init__(self) -> None:
+        self.processes: list[Any] = []
+        self.task: tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]] | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        process = SPAWN.Process(target=fn, args=args, daemon=True)
+        process.start()
+        self.processes.append(process)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        self.task = (fn, args, future)
+        return future
+
+    def retry(self) -> None:
+        assert self.task is not None
+        fn, args, future = self.task
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+            future.set_result(pool.submit(fn, *args).result(TIMEOUT))
+
+
+def test_a_rerun_of_a_branch_whose_first_worker_froze_ends_it_as_lost(tmp_path, monkeypatch):
+    """The executor runs the branch again while its first worker, frozen, still holds its connection:
+    phi refuses the second run and takes it as the executor's account that the first worker is gone."""
+    monkeypatch.setattr(dispatch, "EOF_GRACE_S", 0.5)  # how long the frozen first run may still speak
+    agent, recorder, store = recording_agent(tmp_path)
+    marker, frozen = tmp_path / "pid", []
+    executor = RetryingExecutor()
+    try:
+        freezer = kill_when_started(marker, sig=signal.SIGSTOP, pids=frozen)
+        stream = agent.prompt_parallel("go", [{"provider": ScriptedProvider([blocked_call(marker)]),
+                                               "config_id": "doomed"}], PickFirstEvaluation(), executor=executor)
+        freezer.join()
+        assert frozen
+        executor.retry()  # the second run connects, is told not to start and returns at once
+        result = stream.result(timeout=30)  # bounded: before, it never came
+    finally:
+        thaw(frozen)
+    lost = result.outcomes[0]
+    assert isinstance(lost.exception, WorkerLost) and lost.exception.restarted and lost.exception.cause is None
+    assert lost.error == (f"WorkerLost: the worker running branch {lost.loop_id} was lost: the executor started the "
+                          "branch again (it took the worker running it for lost), which phi refused (a branch never "
+                          "runs twice)")
+    assert result.reason == "no branch succeeded: the first branch"
+    assert not agent.is_streaming and phi_threads() == []
+    check_recorded(recorder, store, agent, lost.loop_id, str(lost.exception))
+
+
+def check_recorded(recorder: SessionRecorder, store: JsonDirStore, agent: Agent, loop_id: str, reason: str) -> None:
+    record = recorder.get_loop(loop_id)
+    assert record.status is LoopStatus.ERROR and record.messages[0].text == "go"
+    assert record.messages[-1].error_message == reason
+    assert_valid_conversation(record.messages)
+    assert store.load(agent.session_id).loops[0].messages == record.messages
+    assert_valid_conversation(agent.messages)
+
+
+def test_an_abort_cuts_short_the_wait_for_an_executor_that_never_tells(tmp_path, monkeypatch):
+    """A worker killed under an executor that says nothing: phi waits EOF_GRACE_S for its account —
+    unless the run is cancelled, which ends that wait at once and says so."""
+    monkeypatch.setattr(dispatch, "EOF_GRACE_S", TIMEOUT)
+    agent, recorder, store = recording_agent(tmp_path)
+    marker = tmp_path / "pid"
+    executor = SilentExecutor()
+    killer = kill_when_started(marker)
+    stream = agent.prompt_parallel("go", [{"provider": ScriptedProvider([blocked_call(marker)]), "config_id": "x"}],
+                                   PickFirstEvaluation(), executor=executor)
+    killer.join()
+    executor.processes[0].join(TIMEOUT)  # dead: its connection is closed
+    agent.abort()
+    result = stream.result(timeout=30)  # before, the run waited the whole EOF_GRACE_S
+    lost = result.outcomes[0]
+    assert isinstance(lost.exception, WorkerLost)
+    assert "the run was cancelled before the executor said what happened" in lost.error
+    assert not agent.is_streaming and phi_threads() == []
+    check_recorded(recorder, store, agent, lost.loop_id, str(lost.exception))
+
+
+# --------------------------------------------------------------------------- what a lost branch keeps
+
+
+@pytest.mark.parametrize("kind", ["pool", "dask"])
+def test_a_worker_that_dies_before_the_branch_announced_its_prompt_keeps_the_prompt(tmp_path, monkeypatch, kind,
+                                                                                        request):
+    """Killed inside the first before_turn hook (after go, before the prompt's MessageEnd): the lost
+    branch's new messages, the agent's history and the recorded loop still hold the user's prompt."""
+    monkeypatch.setattr(dispatch, "EOF_GRACE_S", TIMEOUT / 2)
+    agent, recorder, store = recording_agent(tmp_path)
+    agent.config.provider = ScriptedProvider(["hello"])
+    agent.run("first question", timeout=TIMEOUT)
+    marker = tmp_path / "pid"
+    if kind == "dask":
+        executor = request.getfixturevalue("dask_client").get_executor()
+        pool = None
+    else:
+        executor = pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=SPAWN)
+    try:
+        killer = kill_when_started(marker)
+        result = agent.run_parallel("PLEASE KEEP THIS PROMPT", [
+            {"provider": ScriptedProvider(["answer"]), "config_id": "guarded",
+             "before_turn": functools.partial(remote_helpers.block_turn, str(marker))}],
+            PickFirstEvaluation(), timeout=TIMEOUT, executor=executor)
+        killer.join()
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    lost = result.outcomes[0]
+    assert isinstance(lost.exception, WorkerLost)
+    assert [(m.role, m.text) for m in lost.new_messages] == [("user", "PLEASE KEEP THIS PROMPT"), ("assistant", "")]
+    assert [m.text for m in agent.messages[:3]] == ["first question", "hello", "PLEASE KEEP THIS PROMPT"]
+    assert agent.messages[3].error_message == str(lost.exception)
+    stored = {loop.loop_id: loop for loop in store.load(agent.session_id).loops}[lost.loop_id]
+    assert stored.status is LoopStatus.ERROR and [m.role for m in stored.messages] == ["user", "assistant"]
+    assert stored.messages[0].text == "PLEASE KEEP THIS PROMPT"
+
+
+def test_a_branch_whose_agent_end_came_before_its_worker_died_is_a_finished_branch(tmp_path):
+    """Killed in after_loop (its AgentEnd sent, its end marker and report not): the branch ended, as
+    its events said — completed, selectable, recorded Completed — not lost."""
+    agent, recorder, store = recording_agent(tmp_path)
+    marker = tmp_path / "pid"
+    pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=SPAWN)
+    try:
+        killer = kill_when_started(marker)
+        result = agent.run_parallel("go", [
+            {"provider": ScriptedProvider(["doomed answer"]), "config_id": "doomed",
+             "after_loop": functools.partial(remote_helpers.block_after_loop, str(marker))},
+            {"provider": ScriptedProvider(["other answer"]), "config_id": "other"}],
+            PickFirstEvaluation(), timeout=TIMEOUT, executor=pool, max_workers=1)
+        killer.join()
+    finally:
+        pool.shutdown()
+    ended, other = result.outcomes
+    assert ended.exception is None and ended.outcome is RunOutcome.COMPLETED and ended.succeeded
+    assert [m.text for m in ended.new_messages] == ["go", "doomed answer"]
+    assert result.selected_config_index == 0 and result.reason == "first successful branch"
+    assert recorder.get_loop(ended.loop_id).status is LoopStatus.COMPLETED
+    assert [m.text for m in agent.messages] == ["go", "doomed answer"]
+    # the pool broke with its worker: the branch queued behind it never started, and says so (item 5)
+    assert isinstance(other.exception, concurrent.futures.process.BrokenProcessPool)
+    assert other.outcome is RunOutcome.ERROR and other.error.startswith("it never started, its executor failed it: ")
+    assert [m.text for m in other.new_messages] == ["go"]
+    stored = {loop.loop_id: loop for loop in store.load(agent.session_id).loops}
+    assert stored[ended.loop_id].status is LoopStatus.COMPLETED
+    assert stored[other.loop_id].status is LoopStatus.ERROR and [m.text for m in stored[other.loop_id].messages] == ["go"]
+
+
+def test_a_recorder_given_the_events_directly_records_a_lost_branch_whole(tmp_path):
+    """agent_loop_parallel with recorder.on_event as the sink (no Agent): the lost branch is recorded
+    with its messages and the reason, from ParallelLoopEnd.unended (SESS-3)."""
+    recorder = SessionRecorder()
+    marker = tmp_path / "pid"
+    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=SPAWN)
+    try:
+        killer = kill_when_started(marker)
+        config = AgentLoopConfig(provider=ScriptedProvider([blocked_call(marker)]), config_id="doomed")
+        ends: list[Any] = []
+        result = agent_loop_parallel([UserMessage.from_text("go")], AgentContext(tools=[remote_helpers.wait_to_be_killed]),
+                                     [config], PickFirstEvaluation(),
+                                     lambda e: (recorder.on_event(e), ends.append(e) if e.type == "ParallelLoopEnd" else None),
+                                     executor=pool)
+        killer.join()
+    finally:
+        pool.shutdown()
+    lost = result.outcomes[0]
+    assert isinstance(lost.exception, WorkerLost)
+    record = recorder.get_loop(lost.loop_id)
+    assert record.status is LoopStatus.ERROR and record.messages == lost.new_messages
+    assert [m.role for m in record.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert record.messages[-1].error_message == str(lost.exception)
+    assert_valid_conversation(record.messages)
+    assert [(e.loop_id, e.outcome) for e in ends[0].unended] == [(lost.loop_id, RunOutcome.ERROR)]

@@ -117,7 +117,7 @@ def test_a_shut_down_pool_fails_the_branches_not_the_run():
     configs = [branch([reply("a")], "a"), branch([reply("b")], "b")]
     run = run_parallel(prompts("q"), configs, PickFirstEvaluation(), executor=pool)
     assert run.error is None
-    assert [o.outcome for o in run.result.outcomes] == [None, None]
+    assert [o.outcome for o in run.result.outcomes] == [RunOutcome.ERROR, RunOutcome.ERROR]  # never started: failed
     assert all("cannot schedule new futures" in o.error for o in run.result.outcomes)
     assert [m.text for m in run.result.messages] == ["q"]  # the prompt is kept
     assert run.types == ["ParallelLoopStart", "ParallelLoopEnd"]

@@ -33,6 +33,7 @@ from phi.types import (
     ContinuationKind,
     ExtensionMessage,
     ImageContent,
+    RunOutcome,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -77,6 +78,7 @@ EVENTS = [
     InputRejected("s.c.1", "bad input"),
     ParallelLoopStart("s", ["s.a.1", "s.b.1"], TS),
     ParallelLoopEnd("s", "s.b.1", 1, USAGE, TS),
+    ParallelLoopEnd("s", "s.b.1", 1, USAGE, TS, [AgentEnd("s.a.1", [USER, FAILED], USAGE, TS, outcome=RunOutcome.ERROR)]),
 ]
 
 
@@ -188,6 +190,11 @@ BAD_EVENTS = [
      "event.continuation_kind"),
     ({"type": "ParallelLoopEnd", "session_id": "s", "selected_loop_id": "x", "selected_config_index": 0,
       "evaluation_usage": {"output": "many"}}, "event.evaluation_usage.output"),
+    ({"type": "ParallelLoopEnd", "session_id": "s", "selected_loop_id": "x", "selected_config_index": 0,
+      "unended": [{"type": "TurnStart", "loop_id": "x", "turn_index": 0}]}, "event.unended[0].type"),
+    ({"type": "ParallelLoopEnd", "session_id": "s", "selected_loop_id": "x", "selected_config_index": 0,
+      "unended": [{"type": "AgentEnd", "loop_id": "x", "messages": [{"role": "robot"}]}]},
+     "event.unended[0].messages[0].role"),
 ]
 
 

@@ -25,7 +25,8 @@ from phi.session import (
     SessionRecorderConfig,
     SpawnRef,
 )
-from phi.types import ContinuationKind, ToolResult, TurnTrigger, Usage, UserMessage
+from phi.types import (AssistantMessage, ContinuationKind, RunOutcome, StopReason, ToolResult, TurnTrigger, Usage,
+                       UserMessage)
 
 
 def agent_with(recorder: SessionRecorder, *script: object) -> Agent:
@@ -218,6 +219,31 @@ def test_a_branch_that_never_starts_is_aborted_when_the_group_ends():
     assert (a.status, a.started_at, a.agent_id) == (LoopStatus.COMPLETED, 101.0, "A")
     assert (b.status, b.started_at, b.ended_at) == (LoopStatus.ABORTED, 100.0, 103.0)
     assert b.parallel_group.is_selected is False and a.parallel_group.is_selected is True
+
+
+def test_parallel_loop_end_records_the_branches_that_emitted_no_agent_end_as_they_ended():
+    """SESS-3: a branch that raised or whose worker was lost (Running) and one its executor failed
+    before it started (Pending) are recorded from ParallelLoopEnd.unended: Error, with their messages;
+    one that ended by itself keeps its own end, and one merely cancelled before it started is Aborted."""
+    recorder = SessionRecorder()
+    ids = ["S.ok.1", "S.lost.1", "S.broken.1", "S.never.1"]
+    recorder.on_event(ParallelLoopStart("S", ids, timestamp=100.0))
+    for loop_id in ids[:2]:
+        recorder.on_event(AgentStart("A", "S", loop_id, timestamp=101.0))
+    recorder.on_event(AgentEnd("S.ok.1", [UserMessage.from_text("q")], timestamp=102.0))
+    reply = AssistantMessage([], StopReason.ERROR, "m", "p", error_message="the worker was lost")
+    lost = AgentEnd("S.lost.1", [UserMessage.from_text("q"), reply], Usage(output=3), 103.0, outcome=RunOutcome.ERROR)
+    broken = AgentEnd("S.broken.1", [UserMessage.from_text("q")], timestamp=103.0, outcome=RunOutcome.ERROR)
+    stray = AgentEnd("S.ok.1", [], timestamp=103.0, outcome=RunOutcome.ERROR)  # not unended: ignored
+    recorder.on_event(ParallelLoopEnd("S", "S.ok.1", 0, timestamp=104.0, unended=[lost, broken, stray]))
+    session = only(recorder.flush())
+    ok, lost_record, broken_record, never = (session.get_loop(i) for i in ids)
+    assert (ok.status, [m.text for m in ok.messages]) == (LoopStatus.COMPLETED, ["q"])
+    assert (lost_record.status, lost_record.messages, lost_record.usage) == (LoopStatus.ERROR, lost.messages,
+                                                                            Usage(output=3))
+    assert (broken_record.status, [m.text for m in broken_record.messages]) == (LoopStatus.ERROR, ["q"])
+    assert (never.status, never.messages) == (LoopStatus.ABORTED, [])
+    assert all(r.parallel_group is not None and r.ended_at is not None for r in (ok, lost_record, broken_record, never))
 
 
 def test_session_recorder_flush_between_child_agent_end_and_parent_tool_execution_end():
