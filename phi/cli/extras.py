@@ -138,10 +138,11 @@ def run_shell(repl: Repl, command: str) -> None:
     repl.renderer.line(repl.style("grey", f"exit status {done.returncode}"))
     if len(output) > SHELL_OUTPUT_CHARS:
         output = output[:SHELL_OUTPUT_CHARS // 2] + "\n[... output cut ...]\n" + output[-SHELL_OUTPUT_CHARS // 2:]
-    repl.renderer.write(repl.style("yellow", "add this output to your next message? [y]es, [n]o: "))
+    question = repl.style("yellow", "add this output to your next message? [y]es, [n]o: ")
+    repl.renderer.write(question)
     with repl.term.running():
         try:
-            answer = repl.term.read_key("yn")
+            answer = repl.term.read_key("yn", repl.kept_paste(question))
         except EOFError:
             answer = "n"
     repl.renderer.write(f"{answer}\n" if repl.term.tty else "\n")

@@ -9,10 +9,12 @@ terminal: a line typed meanwhile is sent as steering (``Session.steer``), a line
 is a command (:func:`phi.cli.commands.dispatch_running`), and an approval question from a tool's
 thread is asked here — the change it would make first, then one key answers.
 
-Nothing typed is dropped (CLI-10): a paste is a message even when it starts with ``/``; a line
-that starts with ``/`` but names no command is offered (:meth:`Repl.offer`) — Enter sends it as it
-is; and what was sent while phi worked but did not reach the model before the run ended (steering
-read too late, after an abort, or refused) comes back to the prompt. Ctrl+C during a run
+Nothing typed is dropped (CLI-9, CLI-10): a paste is a message even when it starts with ``/``, and
+a paste at a one-key question answers nothing — it is kept for after the question; a line that
+starts with ``/`` but names no command is offered (:meth:`Repl.offer`) — shown again at the prompt
+to send or edit, or, while phi works or with more lines behind it, sent with the next line; and what
+was sent while phi worked but did not reach the model before the run ended (steering read too late,
+after an abort, or refused, and lines still offered) comes back to the prompt. Ctrl+C during a run
 aborts that run only — the conversation stays and the prompt returns; at the prompt, Ctrl+C twice in
 a row (or Ctrl+D, or ``/quit``) exits.
 
@@ -102,7 +104,8 @@ class Repl:
         self.mcp: McpServers | None = None
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
         self._fork_shown: object = None  # the agent's last SessionFork the user was told of
-        self.offered: str | None = None  # a line offered as a message: Enter sends it (see offer)
+        self.offered: str | None = None  # lines offered as a message, not sent yet (see offer)
+        self._offer_shown = False  # ``offered`` is in the prompt's edit buffer, to send or edit
         self.steered: list[str] = []  # steering sent during this input's run
         self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
@@ -254,14 +257,22 @@ class Repl:
 
     def handle(self, text: str) -> bool:
         """One input: a slash command, a ``!`` shell command or a message for the model. False ends
-        the program. A paste (a :class:`Verbatim`) is a message; so is the line just offered, sent
-        back unchanged (or, without the line editor to show it, an empty line)."""
+        the program. A paste (a :class:`Verbatim`) is a message. Offered lines (see :meth:`offer`)
+        are sent when they come back unchanged from the edit buffer; when they were not shown there,
+        with an empty line, or ahead of the next message (a command runs and leaves them waiting)."""
         from .commands import dispatch, is_command
 
-        offered, self.offered = self.offered, None
-        if offered is not None and (text == offered or not text.strip() and not self.term.editing):
-            return self._message(offered)
+        offered, shown = self.offered, self._offer_shown
+        self.offered, self._offer_shown = None, False
         stripped = text.strip()
+        if offered is not None:
+            if text == offered or not stripped and not shown:
+                return self._message(Verbatim(offered))
+            if not shown:  # lines pasted or typed ahead behind it, or no line editor to show it in
+                if _is_message(text, running=False):
+                    return self._message(Verbatim(f"{offered}\n{text}"))
+                self.offered = offered  # a command runs first; another unknown /line joins it
+            # (shown: what comes back is the person's edit of it)
         if not stripped:
             return True
         if isinstance(text, Verbatim):
@@ -288,16 +299,22 @@ class Repl:
 
     def offer(self, line: str, running: bool = False) -> None:
         """``line`` starts with ``/`` but names no command (a path, compiler output, a typo): it is
-        not dropped. Enter sends it as it is — at the prompt it is put back to send or edit (without
-        the line editor, an empty line sends it); while phi works, an empty line steers with it."""
-        self.offered = line
-        if running:
-            how = "press Enter to send the line to phi as it is, or type something else"
-        elif self.term.editing:
+        not dropped. At the prompt, with nothing typed after it yet, it is put back in the edit buffer:
+        Enter sends it as it is, or edit it. Otherwise — while phi works, with more lines already
+        behind it (a paste the terminal did not mark), or without the line editor — it waits and goes
+        with the next line sent (an empty line sends it alone); lines offered one after another wait
+        together; a command typed meanwhile runs and leaves them waiting; at the end of a run they come
+        back to the prompt."""
+        pending = self.offered
+        self.offered = line if pending is None else f"{pending}\n{line}"
+        if not running and self.term.editing and pending is None and not self.term.waiting():
             self.term.put_back(line)
+            self._offer_shown = True
             how = "press Enter to send it as a message, or edit it"
+        elif running:
+            how = "press Enter to send the line to phi now, or it goes with the next line you type"
         else:
-            how = "press Enter on an empty line to send it as a message, or type something else"
+            how = "press Enter on an empty line to send it now, or it goes with your next message"
         name = line.split(maxsplit=1)[0]
         self.renderer.line(self.style("yellow", f"unknown command {name} — {how} (/help lists the commands)"))
 
@@ -362,23 +379,25 @@ class Repl:
                 line = self.term.poll_line(POLL_S)
                 if line is None:
                     continue
-                offered, self.offered = self.offered, None  # any line answers an offer
-                if not line.strip():
-                    if offered is None:
-                        continue
-                    line = Verbatim(offered)  # Enter: the offered line goes as it is
-                if stream.done:  # typed as the run ended: it is the next input
+                if stream.done:  # typed as the run ended: it is the next input (offered lines wait for it)
                     self.term.unread(line)
-                elif not isinstance(line, Verbatim) and line.lstrip().startswith("/"):
-                    from .commands import dispatch_running, is_command
+                elif not _is_message(line, running=True):
+                    if line.strip():
+                        from .commands import dispatch_running, is_command
 
-                    if not is_command(line.strip()):
-                        self.offer(line.strip(), running=True)
-                    elif dispatch_running(self, line.strip()) == "stop":
-                        return self._interrupt(stream)
-                else:
-                    self._steer(line.strip())
+                        if not is_command(line.strip()):
+                            self.offer(line.strip(), running=True)
+                        elif dispatch_running(self, line.strip()) == "stop":
+                            return self._interrupt(stream)  # (offered lines come back to the prompt)
+                    elif self.offered is not None:  # Enter alone: the offered lines go now, as they are
+                        self._steer(self._take_offered())
+                else:  # offered lines go first, with this one: never dropped
+                    self._steer("\n".join(filter(None, (self._take_offered(), line.strip()))))
         return stream.result()
+
+    def _take_offered(self) -> str:
+        offered, self.offered = self.offered, None
+        return offered or ""
 
     def _steer(self, text: str) -> None:
         try:
@@ -411,28 +430,29 @@ class Repl:
 
     def _return_unsent(self) -> None:
         """Steering that never reached the model (queued as the run ended or was aborted, or
-        refused), and a line offered while phi worked, come back to the prompt — never dropped.
-        Shown in the edit buffer with the line editor; otherwise an empty line sends them."""
+        refused), and lines offered while phi worked, come back to the prompt — never dropped.
+        Shown in the edit buffer with the line editor (unless lines typed meanwhile come first);
+        otherwise an empty line sends them, or they go with the next message."""
         texts, self.unsent = self.unsent, []
         if self.loader.ready():
             texts += self._take_back_steering()
-        if not texts:
-            if self.offered is not None and self.term.editing:  # unanswered while phi worked
-                self.term.put_back(self.offered)
-            return
         if self.offered is not None:
             texts.append(self.offered)
+        if not texts:
+            return
         text = "\n".join(texts)
         shown = _shown(text)
         if self.quit_requested:
+            self.offered = None
             self.renderer.line(self.style("yellow", f"↳ not sent to the model (you quit): {shown}"))
             return
-        self.offered = text
-        if self.term.editing:
+        self.offered, self._offer_shown = text, False
+        if self.term.editing and not self.term.waiting():
             self.term.put_back(Verbatim(text))
+            self._offer_shown = True
             how = "it is back at the prompt: press Enter to send it"
         else:
-            how = "press Enter on an empty line to send it"
+            how = "press Enter on an empty line to send it, or it goes with your next message"
         self.renderer.line(self.style("yellow", f"↳ not read by the model before the run ended: {shown} — {how}"))
 
     def _ask(self, question: Question) -> None:
@@ -441,9 +461,10 @@ class Repl:
         self.renderer.fresh_line()
         try:
             self._show_preview(question)
-            self.renderer.write(self.style("yellow", f"? allow {describe(question.request)} — "
-                                                     "[y]es, [n]o, [a]lways for this session: "))
-            reply = self.term.read_key("yna")
+            ask = self.style("yellow", f"? allow {describe(question.request)} — "
+                                       "[y]es, [n]o, [a]lways for this session: ")
+            self.renderer.write(ask)
+            reply = self.term.read_key("yna", self.kept_paste(ask))
         except KeyboardInterrupt:
             self.gate.answer(question, "n")
             raise
@@ -473,18 +494,32 @@ class Repl:
             shown = shown[page:]
             if not shown:
                 break
-            self.renderer.write(self.style("grey", f"… {len(shown)} more lines: [space] next page, [q] skip to "
-                                                   "the question "))
-            key = self.term.read_key(" q")
+            more = self.style("grey", f"… {len(shown)} more lines: [space] next page, [q] skip to the question ")
+            self.renderer.write(more)
+            key = self.term.read_key(" q", self.kept_paste(more))
             self.renderer.write("\r\x1b[2K" if self.renderer.live else "\n")
             if key == "q":
                 break
+
+    def kept_paste(self, question: str) -> Callable[[str], None]:
+        """What to do when a paste arrives at a one-key question: it does not answer it (SPEC CLI-9);
+        the terminal keeps it as one message for after the question — said here, then the question
+        is shown again."""
+
+        def notice(text: str) -> None:
+            self.renderer.line(self.style("yellow", "↳ a paste does not answer this question; it is kept and goes "
+                                                    f"to phi as one message after it: {_shown(text)}"))
+            self.renderer.write(question)
+
+        return notice
 
     def _interrupt(self, stream: SessionStream) -> SubmitResult:
         """Ctrl+C (or /abort, /quit) during a run: stop the run, keep the session."""
         from .batch import interrupt_turn
 
         self.gate.deny_all("the run was aborted")
+        # a paste kept at a question (or not read yet) is not sent unseen after an abort: it comes back
+        self.unsent.extend(line.strip() for line in self.term.take_pastes())
         interrupt_turn(self.session)
         while True:
             try:
@@ -550,6 +585,15 @@ class Repl:
             self.term.save_history()
             self.term.paste_mode(False)
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
+
+
+def _is_message(line: str, running: bool) -> bool:
+    """Whether ``line`` is text for the model: a paste, or a typed line that is not a ``/`` line
+    (nor, at the prompt, a ``!`` shell line). Empty lines are not."""
+    stripped = line.strip()
+    if isinstance(line, Verbatim):
+        return bool(stripped)
+    return bool(stripped) and not stripped.startswith("/") and (running or not stripped.startswith("!"))
 
 
 def _shown(text: str, limit: int = 200) -> str:

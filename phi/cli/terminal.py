@@ -19,6 +19,13 @@ mode: typed text is not echoed into the streaming reply, a complete line is hand
 is one key (:meth:`Terminal.read_key`), and Ctrl+C still interrupts. A line typed when the run ended
 meanwhile becomes the next input (:meth:`Terminal.unread`); a line still being typed when the run
 ends is put back into the prompt's edit buffer.
+
+Only a key answers a one-key question: a read holding one typed character. A paste — bracketed, or
+several characters in one read (a terminal that does not bracket) — is kept whole as one line for
+after the question. An end mark inside pasted text (``ESC[201~`` copied from a log) does not end the
+paste when another end mark follows it, with no start mark between, in what has arrived: a terminal
+sends one end mark per paste. After readline returns a line, what arrived behind it is read at once,
+so a paste readline ended at such a mark (taking a line break of it for Enter) comes back whole.
 """
 
 from __future__ import annotations
@@ -70,8 +77,22 @@ class LineAssembler:
         self._in_paste = False
         self._after_cr = False  # a "\n" right after a "\r" ends no second line
 
+    def decode(self, data: bytes) -> str:
+        """``data`` as text (a character split across reads waits for its rest)."""
+        return self._decoder.decode(data)
+
     def feed(self, data: bytes) -> None:
-        self.feed_text(self._decoder.decode(data))
+        self.feed_text(self.decode(data))
+
+    @property
+    def busy(self) -> bool:
+        """Inside a paste, or a sequence waits for its rest."""
+        return self._in_paste or bool(self._raw)
+
+    def end_line(self) -> None:
+        """The line being typed (or pasted) is complete now, as if Enter had been pressed."""
+        if self.line.strip():
+            self._end_line()
 
     def feed_text(self, text: str) -> None:
         self._raw += text
@@ -125,14 +146,15 @@ class LineAssembler:
                 self._add(char, pasted=False)
 
     def _take_paste(self) -> bool:
-        end = self._raw.find(PASTE_END)
+        end = _paste_end(self._raw)
         if end < 0:
             keep = next((n for n in range(len(PASTE_END) - 1, 0, -1) if self._raw.endswith(PASTE_END[:n])), 0)
             cut = len(self._raw) - keep
             self._add(self._raw[:cut].replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
             self._raw = self._raw[cut:]
             return False
-        self._add(self._raw[:end].replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
+        # (an end mark inside the pasted text is a control sequence, not text: it goes)
+        self._add(self._raw[:end].replace(PASTE_END, "").replace("\r\n", "\n").replace("\r", "\n"), pasted=True)
         self._raw = self._raw[end + len(PASTE_END):]
         self._in_paste = False
         self._after_cr = False
@@ -152,6 +174,29 @@ class LineAssembler:
 
     def next_line(self) -> str | None:
         return self.lines.pop(0) if self.lines else None
+
+
+def _paste_end(text: str) -> int:
+    """Where the paste that ``text`` continues ends (-1: not in ``text``). An end mark followed by
+    another one with no start mark between belongs to the pasted text itself (copied from a log or a
+    page): a terminal sends one end mark per start mark, so the paste goes on to the last of them."""
+    end = text.find(PASTE_END)
+    while end >= 0:
+        after = end + len(PASTE_END)
+        following, start = text.find(PASTE_END, after), text.find(PASTE_START, after)
+        if following < 0 or 0 <= start < following:
+            return end
+        end = following
+    return end
+
+
+def _one_key(text: str) -> str | None:
+    """The key a read of ``text`` is, when it is one typed character (Enter after it allowed);
+    "" when it holds no character (Enter alone, an arrow); None when it holds more: a paste."""
+    keys = _ESCAPE.sub("", text).rstrip("\r\n")
+    if len(keys) > 1 or PASTE_START in text:
+        return None
+    return keys
 
 
 class Terminal:
@@ -224,6 +269,17 @@ class Terminal:
         except OSError as error:
             log.warning("could not save the input history to %s: %s", self.history, error)
 
+    def waiting(self) -> bool:
+        """Whether complete lines already read wait to be returned (typed ahead, or a paste the
+        terminal did not mark): the next :meth:`prompt` returns them without showing the edit buffer."""
+        return bool(self._typed.lines)
+
+    def take_pastes(self) -> list[str]:
+        """The pastes read and not yet returned (one kept at a question), taken out of the input."""
+        pastes: list[str] = [line for line in self._typed.lines if isinstance(line, Verbatim)]
+        self._typed.lines = [line for line in self._typed.lines if not isinstance(line, Verbatim)]
+        return pastes
+
     def unread(self, line: str) -> None:
         """Give ``line`` back: the next :meth:`prompt` returns it."""
         self._typed.lines.insert(0, line)
@@ -248,13 +304,18 @@ class Terminal:
         if self.editing:
             # readline must not count escape sequences as printed characters
             text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-            self._put_back_typing()
             # not from a readline hook: readline drops exceptions raised there, a Ctrl+C among them
             self._prompt_shown()
-            try:
-                return self._edited(input(text))
-            finally:
-                self.paste_mode(True)  # readline switches the terminal's bracketed paste off after a line
+            while True:
+                self._put_back_typing()
+                try:
+                    line = self._edited(input(text))
+                finally:
+                    self.paste_mode(True)  # readline switches the terminal's bracketed paste off after a line
+                if not self._typed_ahead(line):
+                    return line
+                if self._typed.lines:  # the paste and an Enter after it
+                    return self._typed.lines.pop(0)
         self.out.write(text)
         self.out.flush()
         self._prompt_shown()
@@ -276,7 +337,7 @@ class Terminal:
         """A line without the line editor, read through the assembler: a bracketed paste in the
         input (a terminal without readline, or bytes piped in) is one line, and a Verbatim."""
         while not self._typed.lines:
-            chunk = self.stdin.readline()
+            chunk = self._read_together() if self.tty else self.stdin.readline()
             if not chunk:
                 self._typed.finish()
                 if not self._typed.lines:
@@ -284,6 +345,36 @@ class Terminal:
                 break
             self._typed.feed_text(chunk)
         return self._typed.lines.pop(0)
+
+    def _read_together(self) -> str:
+        """What the terminal has sent (one line at least, a line discipline being on): a paste of
+        several lines arrives whole, so an end mark inside it is told from the real one."""
+        assert self.fd is not None
+        data = os.read(self.fd, 65536)
+        while data and select.select([self.fd], [], [], 0)[0]:
+            more = os.read(self.fd, 65536)
+            if not more:
+                break
+            data += more
+        return self._typed.decode(data)
+
+    def _typed_ahead(self, line: str) -> bool:
+        """After readline returned ``line``: take what was sent after it (typed ahead, or the rest of
+        a paste) into the assembler. True when that goes on with a paste readline ended too early —
+        at an end mark the pasted text itself holds, a line break after it taken for Enter: the
+        paste, ``line`` first, is then being edited again (it waits for Enter)."""
+        if self.fd is None or not select.select([self.fd], [], [], 0)[0]:
+            return False
+        rest = self._read_together()
+        end, start = rest.find(PASTE_END), rest.find(PASTE_START)
+        typed = self._typed
+        if end >= 0 and not 0 <= start < end:
+            # (without paste marks, the input now holds a line break: pasted)
+            typed.line, typed.verbatim = line + "\n", isinstance(line, Verbatim) or not self._marks
+            typed.feed_text(PASTE_START + rest)
+            return True
+        typed.feed_text(rest)
+        return False
 
     def _prompt_shown(self) -> None:
         hook, self.on_prompt_shown = self.on_prompt_shown, None
@@ -353,8 +444,12 @@ class Terminal:
             self._read_available(timeout)
         return self._typed.next_line()
 
-    def read_key(self, keys: str) -> str:
+    def read_key(self, keys: str, on_paste: Callable[[str], None] | None = None) -> str:
         """One key of ``keys`` (case-insensitive), pressed after this call; other keys are ignored.
+        Only a read holding one typed character (Enter after it allowed) answers: a paste — bracketed,
+        or several characters arriving in one read (a terminal without bracketed paste) — never does.
+        It is kept whole as one line (a :class:`Verbatim`) that :meth:`poll_line` or :meth:`prompt`
+        returns after the question, and ``on_paste`` is called with it; the question stays asked.
         Without a terminal, the first letter of the next line of stdin that is one of them."""
         if not self.tty or self.fd is None:
             while True:
@@ -364,6 +459,8 @@ class Terminal:
                 answer = line.strip().lower()[:1]
                 if answer and answer in keys:
                     return answer
+        typed = self._typed
+        held_from: int | None = None  # the number of complete lines before the paste being held
         while True:
             ready, _, _ = select.select([self.fd], [], [], 0.2)
             if not ready:
@@ -371,12 +468,26 @@ class Terminal:
             chunk = os.read(self.fd, 65536)
             if not chunk:
                 raise EOFError
-            text = chunk.decode("utf-8", "replace")
-            found = next((i for i, char in enumerate(text) if char.lower() in keys), None)
-            if found is not None:
-                rest = text[found + 1:].lstrip("\r\n")  # "y" then Enter is one answer
-                self._typed.feed(rest.encode("utf-8"))
-                return text[found].lower()
+            text = typed.decode(chunk)
+            key = None if typed.busy else _one_key(text)
+            if key is not None:
+                if key and key.lower() in keys:
+                    return key.lower()
+                continue  # another key, Enter alone, an arrow: no answer
+            if held_from is None:
+                held_from = len(typed.lines)
+            bare = _ESCAPE.sub("", text)
+            if typed.busy or PASTE_START in text or "\x1b" in bare:
+                typed.feed_text(text)
+            else:  # several characters in one read: a paste the terminal did not mark
+                typed.feed_text(PASTE_START + bare + PASTE_END)
+            if typed.busy:
+                continue  # the rest of the paste is still to come
+            typed.end_line()
+            held = [line for line in typed.lines[held_from:] if line.strip()]
+            held_from = None
+            if held and on_paste is not None:
+                on_paste("\n".join(held))
 
     def read_answer(self, question: str) -> str:
         """A line answering ``question`` (the line typed; terminals: read while a run streams)."""

@@ -75,3 +75,72 @@ def test_mypy_output_pasted_while_phi_works_reaches_the_model(model, project, ph
         assert "unknown command" not in term.screen()
     finally:
         term.close()
+
+
+# ----------------------------------------------------------------------------- the review of item 8
+
+
+def test_mypy_output_pasted_at_an_approval_question_answers_nothing(model, project, phi_home, tmp_path):
+    """"app.py" holds an "a" (always) and a "y": the question stays, the file is not written, and the
+    paste reaches the model whole after the question (SPEC §15 CLI-9)."""
+    from coding.wire import Call
+
+    model.script("Write hello", Turn("", [Call("write_file", {"file_path": "hello.txt", "content": "hi\n"})]),
+                 *[looping_until("/home/me/app.py:3:5", "Got your output.")] * 400)
+    term = start(model, project, phi_home)
+    try:
+        term.wait_for_prompt()
+        term.keys("Write hello", "Enter")
+        term.wait_for("[a]lways for this session:")
+        paste(term, MYPY, tmp_path)
+        term.wait_for("a paste does not answer this question")
+        assert not (project / "hello.txt").exists()
+        term.keys("y")
+        term.wait_for("Got your output.")
+        term.wait_for_prompt()
+        assert (project / "hello.txt").read_text() == "hi\n"
+        assert requests_holding(model, "Write hello", MYPY)
+        assert "unknown command" not in term.screen()
+    finally:
+        term.close()
+
+
+def test_mypy_output_pasted_unbracketed_while_phi_works_reaches_the_model_whole(model, project, phi_home, tmp_path):
+    """``tmux paste-buffer`` without ``-p`` (a terminal without bracketed paste): each line arrives
+    as typed; the ``/home/...`` lines are offered and go with the line after them (SPEC §15 CLI-10)."""
+    whole = MYPY + "\nFound 1 error in 1 file"
+    model.script("Check the build", *[looping_until("Found 1 error", "Saw your mypy output.")] * 400)
+    model.slow("Check the build", chunk_size=200, delay=0.05)
+    term = start(model, project, phi_home)
+    try:
+        term.wait_for_prompt()
+        term.keys("Check the build", "Enter")
+        term.wait_for("✓ glob")
+        source = tmp_path / "paste.txt"
+        source.write_text(whole + "\n")
+        term.tmux("load-buffer", str(source))
+        term.tmux("paste-buffer")
+        term.wait_for("Saw your mypy output.")
+        term.wait_for_prompt()
+        assert requests_holding(model, "Check the build", whole)
+    finally:
+        term.close()
+
+
+def test_a_paste_holding_its_own_end_mark_runs_none_of_its_lines(model, project, phi_home, tmp_path):
+    """Text copied from a log that holds ``ESC[201~``: the lines after it are pasted text, not a typed
+    ``/quit`` (SPEC §15 CLI-10)."""
+    model.script("see this log line", Turn("A log line."))
+    term = start(model, project, phi_home)
+    try:
+        term.wait_for_prompt()
+        paste(term, "see this log line\x1b[201~\n/quit\n!touch pwned.txt", tmp_path)
+        term.wait_for("!touch pwned.txt")
+        term.keys("Enter")
+        term.wait_for("A log line.")
+        term.wait_for_prompt()
+        assert "EXITED" not in term.screen() and not (project / "pwned.txt").exists()
+        (request,) = requests_holding(model, "see this log line", "/quit")
+        assert user_texts("anthropic", request) == ["see this log line\n/quit\n!touch pwned.txt\n"]
+    finally:
+        term.close()
