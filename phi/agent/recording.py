@@ -116,12 +116,12 @@ def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, sess
 
     for record in claimed.loops:  # the placeholders say who claimed them (SessionFork leaves dead claims out)
         record.extra["claimed_by"] = claimant()
-    claim = getattr(store, "claim", None)
     try:
-        stored: Claim = claim(claimed, held) if claim is not None else claim_by_saving(store, claimed, held)
+        stored = claim_in_store(store, claimed, held)
     except Exception:
-        log.error("could not claim loop ids %s in session %s (the run is saved when it ends)",
-                  ", ".join(names.values()), session_id, exc_info=True)
+        log.error("could not claim loop ids %s in session %s (the run is saved when it ends; another writer "
+                  "continuing the same point meanwhile may take its loop id)", ", ".join(names.values()),
+                  session_id, exc_info=True)
         return names, None
     recorder.rename_claimed({given: stored.loop_ids.get(given, given) for given in names.values()})
     final = {proposed: stored.loop_ids.get(given, given) for proposed, given in names.items()}
@@ -133,6 +133,27 @@ def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, sess
     fork = SessionFork(session_id, first, follows, others)
     log.info("%s", fork.describe())
     return final, fork
+
+
+def claim_in_store(store: SessionStore, claimed: Session, avoid: Collection[str]) -> Claim:
+    """``store.claim`` (or :func:`claim_by_saving` for a store without it), tried again once when
+    it fails — a lock that timed out, a transient I/O error — and with the placeholders' values that
+    are not JSON data replaced by markers (a history the application edited) when they cannot be
+    written: a run whose loop id is not claimed could lose its turn to another writer."""
+    from ..session import UnencodableSession
+    from ..session.store import jsonable_session
+
+    claim = getattr(store, "claim", None)
+    for attempt in range(2):
+        try:
+            return claim(claimed, avoid) if claim is not None else claim_by_saving(store, claimed, avoid)
+        except UnencodableSession:
+            claimed = jsonable_session(claimed)
+        except Exception:
+            if attempt:
+                raise
+            log.warning("claiming loop ids in session %s failed; trying again", claimed.session_id, exc_info=True)
+    return claim(claimed, avoid) if claim is not None else claim_by_saving(store, claimed, avoid)
 
 
 def claim_by_saving(store: SessionStore, session: Session, avoid: Collection[str]) -> Claim:

@@ -103,7 +103,8 @@ class Repl:
         self.window_cap: int | None = None  # a smaller window than the profile's, learnt from an overflow
         self.mcp: McpServers | None = None
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
-        self._fork_shown: object = None  # the agent's last SessionFork the user was told of
+        self._fork_told: object = None  # the agent's last SessionFork the user was told of
+        self._branched_at: str | None = None  # the loop a `/resume ID LOOP` branched from, until the next reply
         self.offered: str | None = None  # lines offered as a message, not sent yet (see offer)
         self._offer_shown = False  # ``offered`` is in the prompt's edit buffer, to send or edit
         self.steered: list[str] = []  # steering sent during this input's run
@@ -205,6 +206,7 @@ class Repl:
             new.close()
             raise
         self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
+        self._branched_at = at  # a branch the user asked for is no news when its first run forks
         new.id = new.agent.session_id
         old, self.session = self.session, new
         old.close()
@@ -544,9 +546,9 @@ class Repl:
         agent = self.session.agent
         estimate = lambda: context_estimate(agent.messages, agent.system_prompt)  # noqa: E731
         self.renderer.line(self.renderer.status(self.context_window(), mode, estimate, self.compact_at))
-        fork = agent.last_fork
-        if fork is not None and fork is not self._fork_shown:
-            self._fork_shown = fork
+        fork, asked, self._branched_at = agent.last_fork, self._branched_at, None
+        if fork is not None and fork is not self._fork_told and fork.follows != asked:
+            self._fork_told = fork
             self.renderer.line(self.style("yellow", f"another phi continued this session from the same point; your "
                                           f"conversation continues as branch {fork.loop_id} of it (both are kept)"))
         self.save(quiet=True)

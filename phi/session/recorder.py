@@ -103,15 +103,25 @@ class SessionRecorder(RecorderState):
     def absorb(self, session: Session) -> int:
         """Take in the loops of ``session`` (loaded from a store) that the recorder, holding a
         session of that id already, does not hold — what other writers stored since (SPEC SESS-6) —
-        so :meth:`branch_from` reaches them. They are not handed out again (they are stored).
+        and the stored version of other writers' runs it holds as still open, so :meth:`branch_from`
+        reaches them as they are now. They are not handed out again (they are stored).
         Returns how many were taken in; 0 if the recorder does not hold the session."""
         taken = 0
         with self._lock:
             held = self._sessions.get(session.session_id)
             if held is None:
                 return 0
+            opened_here = self._open.get(session.session_id, set())
             for record in session.loops:
-                if record.loop_id in self._loops:
+                mine = self._loops.get(record.loop_id)
+                if mine is not None:
+                    if mine.status.is_open and record.loop_id not in opened_here and mine.session_id == held.session_id \
+                            and record != mine:  # another writer's run, in progress when read: as it is now
+                        index = next(i for i, r in enumerate(held.loops) if r is mine)
+                        held.loops[index] = self._loops[record.loop_id] = record.copy()
+                        self._conversations.pop(record.loop_id, None)
+                        held.loops.sort(key=lambda r: r.started_at)
+                        taken += 1
                     continue
                 copy = record.copy()
                 self._loops[copy.loop_id] = copy

@@ -319,3 +319,66 @@ def test_a_value_that_is_not_json_data_never_holds_back_the_later_turns(kind, tm
     child = store.load(ref.child_session_id)  # the child is stored too: no dangling link
     details = [m.details for r in child.loops for m in r.messages if getattr(m, "details", None)]
     assert details == [{"tags": "<not JSON data: set>"}]
+
+
+def test_a_claim_that_fails_once_is_tried_again_so_no_other_writer_takes_its_loop_id(tmp_path):
+    class Flaky(JsonDirStore):
+        failures = 1
+
+        def claim(self, session, avoid=()):
+            if Flaky.failures:
+                Flaky.failures -= 1
+                raise OSError(28, "No space left on device")
+            return super().claim(session, avoid)
+
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    seed.run("seed question")
+    a = Agent(provider=ScriptedProvider(["A answer", "A answer 2"]), recorder=SessionRecorder(), store=Flaky(tmp_path))
+    a.restore(seed.checkpoint())
+    b = Agent(provider=ScriptedProvider(["B answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    b.restore(seed.checkpoint())
+    a.run("A question")
+    assert b.run("B question").fork is not None  # A's loop id was claimed after all
+    a.run("A question 2")
+    stored = JsonDirStore(tmp_path).load(seed.session_id)
+    assert texts(stored.conversation(at=a.last_loop_id)) == texts(a.messages)
+    assert texts(stored.conversation(at=b.last_loop_id)) == texts(b.messages)
+
+
+def test_a_claim_whose_history_holds_a_value_that_is_not_json_is_claimed_with_a_marker(tmp_path):
+    from phi.types import ExtensionMessage
+
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    seed.run("seed question")
+    a = Agent(provider=ScriptedProvider(["A answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    a.restore(seed.checkpoint())
+    a.messages = [*a.messages, ExtensionMessage("note", {"handle": object()})]  # the application edited the history
+    b = Agent(provider=ScriptedProvider(["B answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    b.restore(seed.checkpoint())
+    a.run("A question")
+    assert b.run("B question").fork is not None
+    said = [getattr(m, "text", None) for r in JsonDirStore(tmp_path).load(seed.session_id).loops for m in r.messages]
+    assert said.count("A question") == said.count("B question") == 1
+
+
+def test_absorbing_a_stored_session_refreshes_another_writers_run_held_as_still_open(tmp_path):
+    from phi.session import LoopRecord, LoopStatus
+    from phi.session.model import replace_loops
+
+    seed = Agent(provider=ScriptedProvider(["seed answer"]), recorder=SessionRecorder(), store=JsonDirStore(tmp_path))
+    seed.run("seed question")
+    writer = JsonDirStore(tmp_path)  # another writer: claims a loop, finishes it later
+    stored = writer.load(seed.session_id)
+    loop_id = f"{seed.session_id}.other.1"
+    pending = LoopRecord(loop_id, seed.session_id, seed.agent_id, seed.last_loop_id, status=LoopStatus.PENDING,
+                         started_at=stored.loops[-1].ended_at + 1)
+    writer.claim(replace_loops(stored, [pending]))
+    recorder = SessionRecorder()
+    recorder.continue_session(JsonDirStore(tmp_path).load(seed.session_id))  # read while it runs
+    done = pending.copy()
+    done.status, done.ended_at = LoopStatus.COMPLETED, pending.started_at + 1
+    done.messages = [seed.messages[0], seed.messages[1]]
+    writer.save(replace_loops(stored, [done]))
+    assert recorder.absorb(JsonDirStore(tmp_path).load(seed.session_id)) == 1
+    assert recorder.get_loop(loop_id).status is LoopStatus.COMPLETED
+    assert texts(recorder.get_loop(loop_id).messages) == ["seed question", "seed answer"]
