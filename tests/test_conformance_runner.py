@@ -40,7 +40,7 @@ def phi_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def basic(fixture_id: str) -> dict[str, Any]:
     """basic-text-reply under another id."""
-    return {**BY_ID["basic-text-reply"], "id": fixture_id}
+    return {**{k: v for k, v in BY_ID["basic-text-reply"].items() if k != "_path"}, "id": fixture_id}
 
 
 def fake_driver(tmp_path: Path, body: str) -> str:

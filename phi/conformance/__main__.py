@@ -31,7 +31,9 @@ EXIT_HELP = """exit status:
   0  every fixture passed (unsupported fixtures do not count against a driver)
   1  a fixture failed or timed out; or, in a repository checkout running the whole suite on the
      reference driver, a requirement marked [tested] in SPEC.md has no fixture
-  2  bad usage, no fixture selected, or the driver could not be started"""
+  2  bad usage, no fixture selected, the driver could not be started, or a fixture is invalid (not
+     JSON, not valid against schema/fixture.schema.json, a repeated id, an unknown requirement id or
+     event type: each named with its file and JSON path; the valid fixtures still run)"""
 
 SELECTOR_HELP = ("a fixture id or glob (tool-*), a SPEC section (§4, 4.3) or a requirement id or family "
                  "(LOOP-8, LOOP); repeat the option or separate with commas")
@@ -61,7 +63,7 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
                      help='driver command, e.g. "node my-driver.mjs" (default: the phi reference driver)')
     _add_selection(run)
     run.add_argument("--list", action="store_true", help="list the chosen fixtures instead of running them")
-    run.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS,
+    run.add_argument("--jobs", "-j", type=_jobs, default=DEFAULT_JOBS,
                      help=f"driver processes at once (default {DEFAULT_JOBS})")
     run.add_argument("--mode", choices=MODES, default="auto",
                      help="auto (default): one persistent process per job when the driver announces it, "
@@ -88,13 +90,29 @@ def _fixtures_dir(arg: Path | None) -> Path:
 
 
 def _chosen(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The fixtures ``--fixtures``/``--only``/``--skip`` choose (raises on a missing directory)."""
+    """The fixtures ``--fixtures``/``--only``/``--skip`` choose (raises on a missing directory);
+    the problems of fixtures that cannot run are printed and kept in ``args.invalid``."""
+    from . import suite_files
+    from .validation import load_checked
+
     if args.fixtures is not None and not args.fixtures.is_dir():
         raise FileNotFoundError(f"no fixtures directory {args.fixtures}")
-    fixtures = load_fixtures(args.fixtures)
+    fixtures, args.invalid = load_checked(args.fixtures if args.fixtures is not None else suite_files() / "fixtures")
+    for problem in args.invalid:
+        print(f"INVALID     {problem}", file=sys.stderr)
     suite = args.fixtures.parent if args.fixtures is not None else None
     index = load_index(suite) if any(s for s in (args.only or []) + (args.skip or [])) else None
     return select(fixtures, args.only, args.skip, index)
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{jobs} driver processes: give 1 or more")
+    return jobs
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -106,8 +124,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max((len(f["id"]) for f in fixtures), default=0)
     for fixture in fixtures:
         print(f"{fixture['id']:<{width}}  {','.join(fixture.get('spec', [])):<28}  {fixture.get('title', '')}")
-    print(f"{len(fixtures)} fixtures")
-    return 0 if fixtures else 2
+    print(f"{len(fixtures)} fixtures" + (f", {len(args.invalid)} invalid (see above)" if args.invalid else ""))
+    return 0 if fixtures and not args.invalid else 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -119,7 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if not fixtures:
-        print("error: no fixtures selected", file=sys.stderr)
+        print("error: no fixtures selected" + (" (the others are invalid, see above)" if args.invalid else ""),
+              file=sys.stderr)
         return 2
     for path in args.report:
         if not path.parent.is_dir():
@@ -137,7 +156,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                    coverage_gaps=_coverage_gaps(args, fixtures))
     for path in args.report:
         write_report(path, info, fixtures, outcomes)
-    return _summary(outcomes, info, args.jobs)
+    status = _summary(outcomes, info, args.jobs)
+    if args.invalid:
+        print(f"{len(args.invalid)} problem(s) in fixtures that were not run (INVALID above)")
+        return 2
+    return status
 
 
 def _coverage_gaps(args: argparse.Namespace, fixtures: list[dict[str, Any]]) -> list[str]:
