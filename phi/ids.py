@@ -1,4 +1,5 @@
-"""Random identifiers: agent and session ids are UUID version 4 strings (SPEC LOOP-13).
+"""Identifiers: agent and session ids are random UUID version 4 strings; loop ids are
+``{session_id}.{config_id}.{N}`` (SPEC LOOP-13), split by :func:`loop_key` and :func:`loop_number`.
 
 Made here from ``os.urandom`` rather than with the ``uuid`` module, whose import (it loads
 ``platform``) would cost every ``import phi`` a few milliseconds for one function.
@@ -7,6 +8,17 @@ Made here from ``os.urandom`` rather than with the ``uuid`` module, whose import
 from __future__ import annotations
 
 import os
+
+
+def loop_key(loop_id: str) -> str:
+    """``{session_id}.{config_id}`` of a loop id ``{session_id}.{config_id}.{N}``."""
+    return loop_id.rpartition(".")[0]
+
+
+def loop_number(loop_id: str) -> int:
+    """N of a loop id (0 when its last part is not a number)."""
+    number = loop_id.rpartition(".")[2]
+    return int(number) if number.isdigit() else 0
 
 
 def random_uuid() -> str:

@@ -26,7 +26,7 @@ from ..concurrency.channel import EventChannel, EventStream
 from ..concurrency.queues import MessageQueue
 from ..errors import AlreadyRunning, ConfigError, RunTimeout
 from ..events import AgentEnd, ParallelLoopEnd
-from ..ids import random_uuid
+from ..ids import loop_key, loop_number, random_uuid
 from ..log import get_logger
 from ..loop.config import QUEUE_SOURCES, AgentContext, AgentLoopConfig, LoopSettings
 from ..loop.identity import config_segment, loop_ids_from
@@ -535,6 +535,11 @@ class Agent:
     def _next_loop_id(self, session_id: str, config: AgentLoopConfig | None = None) -> str:
         return self._next_of(f"{session_id}.{config_segment(config or self.config)}")
 
+    def _count_past(self, loop_id: str) -> None:
+        """The counter of ``loop_id``'s key moves past it (the lock is held)."""
+        key = loop_key(loop_id)
+        self._loop_counters[key] = max(self._loop_counters.get(key, 0), loop_number(loop_id))
+
     def _next_of(self, key: str) -> str:
         self._loop_counters[key] = self._loop_counters.get(key, 0) + 1
         return f"{key}.{self._loop_counters[key]}"
@@ -712,22 +717,13 @@ class Agent:
 
         def continue_stored() -> None:
             """A stored session only the store holds (a new process resuming it) is continued first, and
-            the run's loop ids are taken again if it already holds them (rarely: the first run)."""
-            nonlocal loop_ids
+            the agent's counters move past its loop ids."""
             stored = continue_stored_session(recorder, store, context.session_id)
             if not stored:
                 return
-            with self._lock:
+            with self._lock:  # the run's own ids, if the stored session holds them, are renumbered by its claim
                 for key, count in stored.items():
                     self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
-                session = context.session_id or ""  # the run's, whatever new_session() did since
-                if context.loop_id is not None and _loop_number(context.loop_id) <= stored.get(_loop_key(context.loop_id), 0):
-                    old, context.loop_id = context.loop_id, self._next_loop_id(session)
-                    if self.last_loop_id == old:
-                        self.last_loop_id = context.loop_id
-                if loop_ids is not None and parallel is not None:
-                    loop_ids[:] = [self._next_loop_id(session, c) if _loop_number(i) <= stored.get(_loop_key(i), 0)
-                                   else i for i, c in zip(loop_ids, parallel)]
 
         fork: SessionFork | None = None
 
@@ -748,8 +744,7 @@ class Agent:
                 return
             with self._lock:
                 for new in renamed.values():
-                    self._loop_counters[_loop_key(new)] = max(self._loop_counters.get(_loop_key(new), 0),
-                                                              _loop_number(new))
+                    self._count_past(new)
                 if context.loop_id in renamed:
                     old, context.loop_id = context.loop_id, renamed[context.loop_id]
                     if self.last_loop_id == old:
@@ -766,8 +761,7 @@ class Agent:
                                  None)
             given = names.get(proposed, proposed)
             with self._lock:
-                self._loop_counters[_loop_key(given)] = max(self._loop_counters.get(_loop_key(given), 0),
-                                                            _loop_number(given))
+                self._count_past(given)
             return given
 
         def work() -> None:
@@ -834,15 +828,6 @@ def _continuation_kind(kind: ContinuationKind | str | None) -> ContinuationKind 
     if make is None:
         raise ConfigError(f"unknown continuation kind {kind!r}: use one of {sorted(_CONTINUATIONS)}")
     return make()
-
-
-def _loop_key(loop_id: str) -> str:
-    return loop_id.rpartition(".")[0]
-
-
-def _loop_number(loop_id: str) -> int:
-    number = loop_id.rpartition(".")[2]
-    return int(number) if number.isdigit() else 0
 
 
 def _checked_timeout(timeout: float | None) -> float | None:

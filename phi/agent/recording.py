@@ -8,8 +8,9 @@ with the recorder's), so the recorded tree holds the children's sessions too.
 
 Before each run: if the store holds the agent's session and the recorder does not (a new process
 resuming it), the recorder continues the stored session and the agent's loop counters move past
-its loop ids (:func:`continue_stored_session`), and the recorder notes the history the run starts
-from (:func:`prepare_recording`). A run that raises is recorded as ended in an error
+its loop ids (:func:`continue_stored_session`); then the run's loop ids are claimed, with the
+history the run starts from (:func:`claim_run`, SPEC SESS-6: no other writer takes them, and a run
+continuing a point another writer continued becomes a branch). A run that raises is recorded as ended in an error
 (:func:`record_raised_run`; a parallel branch that raised or whose worker was lost is, by the
 recorder itself, from ``ParallelLoopEnd.unended``, SPEC SESS-3). After each run (:func:`save_sessions`) the
 changes the run settled are saved — appended, at a cost that does not grow with the session. A
@@ -20,6 +21,7 @@ the same point), which is logged with the loops that were not stored.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Collection, Sequence
 
@@ -114,8 +116,9 @@ def claim_run(recorder: SessionRecorder | None, store: SessionStore | None, sess
         return names, None
     from ..session.store import claimant
 
+    who = claimant()
     for record in claimed.loops:  # the placeholders say who claimed them (SessionFork leaves dead claims out)
-        record.extra["claimed_by"] = claimant()
+        record.extra["claimed_by"] = who
     try:
         stored = claim_in_store(store, claimed, held)
     except Exception:
@@ -143,17 +146,16 @@ def claim_in_store(store: SessionStore, claimed: Session, avoid: Collection[str]
     from ..session import UnencodableSession
     from ..session.store import jsonable_session
 
-    claim = getattr(store, "claim", None)
-    for attempt in range(2):
-        try:
-            return claim(claimed, avoid) if claim is not None else claim_by_saving(store, claimed, avoid)
-        except UnencodableSession:
-            claimed = jsonable_session(claimed)
-        except Exception:
-            if attempt:
-                raise
-            log.warning("claiming loop ids in session %s failed; trying again", claimed.session_id, exc_info=True)
-    return claim(claimed, avoid) if claim is not None else claim_by_saving(store, claimed, avoid)
+    claim = getattr(store, "claim", None) or functools.partial(claim_by_saving, store)
+    try:
+        stored: Claim = claim(claimed, avoid)
+        return stored
+    except UnencodableSession:
+        claimed = jsonable_session(claimed)
+    except Exception:
+        log.warning("claiming loop ids in session %s failed; trying again", claimed.session_id, exc_info=True)
+    stored = claim(claimed, avoid)  # what this raises is the caller's to log
+    return stored
 
 
 def claim_by_saving(store: SessionStore, session: Session, avoid: Collection[str]) -> Claim:

@@ -54,7 +54,7 @@ def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = Non
 
         directory = suite_files() / "fixtures"
     fixtures = []
-    for name, entry in _json_files(directory):
+    for name, entry in json_files(directory):
         data = json.loads(entry.read_text(encoding="utf-8"))
         data.setdefault("id", Path(name).stem)
         if pattern and not matches_fixture_glob(pattern, data["id"], Path(name).name):
@@ -64,13 +64,13 @@ def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = Non
     return fixtures
 
 
-def _json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, FixtureDir]]:
+def json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, FixtureDir]]:
     """``(relative name, entry)`` of every ``*.json`` below ``directory``, sorted by name."""
     found: list[tuple[str, FixtureDir]] = []
     for entry in directory.iterdir():
         name = f"{prefix}{entry.name}"
         if entry.is_dir():
-            found += _json_files(entry, name + "/")
+            found += json_files(entry, name + "/")
         elif entry.name.endswith(".json"):
             found.append((name, entry))
     return sorted(found, key=lambda item: item[0])

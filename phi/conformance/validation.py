@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator
 
-from .runner import FixtureDir, _json_files
+from .runner import FixtureDir, json_files
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def load_checked(directory: FixtureDir) -> tuple[list[dict[str, Any]], list[Fixt
     problems of the others."""
     fixtures: list[dict[str, Any]] = []
     problems: list[FixtureProblem] = []
-    for _name, entry in _json_files(directory):
+    for _name, entry in json_files(directory):
         path = str(entry)
         try:
             data = json.loads(entry.read_text(encoding="utf-8"))

@@ -23,15 +23,13 @@ parallel evaluation that was not selected, and same-session sub-agent runs. The 
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..ids import loop_key, loop_number
 from ..types import AgentMessage, message_to_json
 from .errors import SessionError
 from .model import LoopRecord, Session
-
-_NUMBERED = re.compile(r"\A(.*)\.(\d+)\Z")
 
 Step = tuple[LoopRecord, "int | None", tuple[AgentMessage, ...]]  # (loop, messages kept of the one before, added)
 
@@ -143,9 +141,10 @@ def loop_counters(session: Session) -> dict[str, int]:
     must continue so its next loop ids are new."""
     counters: dict[str, int] = {}
     for record in session.loops:
-        match = _NUMBERED.match(record.loop_id)
-        if match:
-            counters[match.group(1)] = max(counters.get(match.group(1), 0), int(match.group(2)))
+        number = loop_number(record.loop_id)
+        if number:
+            key = loop_key(record.loop_id)
+            counters[key] = max(counters.get(key, 0), number)
     return counters
 
 

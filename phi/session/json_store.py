@@ -179,7 +179,7 @@ class JsonDirStore:
     def _claim_locked(self, fd: int, path: str, session: Session, avoid: Collection[str]) -> Claim:
         state = self._sync(fd, path, session.session_id)
         prefix = self._migration(session.session_id, state) if state.header is None else ""
-        names = plan_claim([record.loop_id for record in session.loops], [*state.digests, *avoid])
+        names = plan_claim([record.loop_id for record in session.loops], state.digests.keys() | set(avoid))
         encoded = encode_loops(replace_loops(session, renamed_loops(session.loops, names)))
         old = decode_session(state.header, path, session.session_id, loops_required=False) if state.header else None
         header = encode_header(merge_header(old, session))

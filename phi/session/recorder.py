@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..concurrency import sync
 from ..events import EVENT_TYPES, AgentEnd, AgentEvent, MessageUpdate, event_to_json
 from ..log import get_logger
-from ..concurrency import sync
 from ..types import AgentMessage, ContinuationKind
 from .history import BranchPoint, branch_point, conversation
 from .model import LoopRecord, LoopStatus, Session, StartingHistory, exact_time, replace_loops
@@ -40,9 +40,10 @@ from .recorder_parts import (
     PerSessionId,
     SessionRecorderConfig,
     common_prefix,
+    insert_by_start,
+    resort,
     session_of_loop_id,
 )
-from .recorder_parts import insert_by_start
 from .recorder_state import CACHED_CONVERSATIONS, PENDING_HISTORIES, RecorderState
 from .store import plan_claim
 
@@ -118,9 +119,9 @@ class SessionRecorder(RecorderState):
                     if mine.status.is_open and record.loop_id not in opened_here and mine.session_id == held.session_id \
                             and record != mine:  # another writer's run, in progress when read: as it is now
                         index = next(i for i, r in enumerate(held.loops) if r is mine)
-                        held.loops[index] = self._loops[record.loop_id] = record.copy()
+                        held.loops[index] = self._loops[record.loop_id] = fresh = record.copy()
+                        resort(held.loops, fresh)
                         self._conversations.pop(record.loop_id, None)
-                        held.loops.sort(key=lambda r: r.started_at)
                         taken += 1
                     continue
                 copy = record.copy()
@@ -197,7 +198,10 @@ class SessionRecorder(RecorderState):
         with self._lock:
             for old, new in names.items():
                 record = self._loops.get(old)
-                if old == new or record is None or record.status is not LoopStatus.PENDING or new in self._loops:
+                if old == new or record is None or record.status is not LoopStatus.PENDING:
+                    continue
+                if new in self._loops:  # only a run recorded here without the store could hold it
+                    log.error("loop %s cannot take the id %s the store gave it: the recorder holds that id", old, new)
                     continue
                 del self._loops[old]
                 record.loop_id = new

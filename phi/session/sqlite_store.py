@@ -32,6 +32,7 @@ import time
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence, TypeVar
 
+from ..ids import loop_key
 from .errors import CorruptSession, NotFound, SessionError
 from .model import LoopRecord, Session, replace_loops
 from .store import (
@@ -43,7 +44,6 @@ from .store import (
     complete_children,
     encode_header,
     follows_of_record,
-    loop_key,
     merge_header,
     plan_claim,
     renamed_loops,

@@ -19,9 +19,9 @@ nothing; saves of different loops by several writers all land. ``list_ids`` and
 Two writers of one session: both stores also have ``claim(session, avoid)`` (see :class:`Claim`),
 which an Agent uses to store a run's ``Pending`` record as the run starts, so that concurrent
 writers never share a loop id and a run that continues a point another writer already continued
-becomes a branch beside it (SPEC SESS-6, SESS-7). A store of your own without ``claim`` still
-records every run, but then two writers continuing one session at once fall back to
-:class:`SessionConflict` (the second writer's colliding loop is logged and not stored).
+becomes a branch beside it (SPEC SESS-6, SESS-7). For a store of your own without ``claim`` an
+Agent loads the session and saves the placeholders instead, trying again past the ids of a save
+that meets another writer's (:class:`SessionConflict`).
 
 Session ids must work as plain file names in every store, so sessions move freely between them:
 1–200 characters from ``A-Z a-z 0-9 . _ -``, not starting with a dot.
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import json
+import math
 import os
 import re
 import threading
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import DecodeError
+from ..ids import loop_key, loop_number
 from .codec import header_to_json, loop_to_json, session_from_json
 from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError, UnencodableSession
 from .model import LoopRecord, Session, replace_loops
@@ -422,17 +423,6 @@ def _process_start(pid: int) -> int:
 def follows_of_record(record: LoopRecord) -> str | None:
     """:func:`follows_of` of a loop record."""
     return record.parent_loop_id or (record.history.after_loop_id if record.history is not None else None)
-
-
-def loop_key(loop_id: str) -> str:
-    """``{session_id}.{config_id}`` of a loop id ``{session_id}.{config_id}.{N}`` (SPEC LOOP-13)."""
-    return loop_id.rpartition(".")[0]
-
-
-def loop_number(loop_id: str) -> int:
-    """N of a loop id (0 when its last part is not a number)."""
-    number = loop_id.rpartition(".")[2]
-    return int(number) if number.isdigit() else 0
 
 
 def children_first(sessions: Sequence[Session]) -> list[Session]:
