@@ -54,13 +54,16 @@ class ScriptedBlock:
 @dataclass
 class ScriptedError:
     """A failure a scripted reply raises after ``after_chunks`` chunks: a ``ProviderError`` of
-    ``kind`` with ``message``, an optional HTTP ``status`` and ``retry_after_ms``."""
+    ``kind`` with ``message``, an optional HTTP ``status`` and ``retry_after_ms``. With ``started``
+    the reply's start is reported first, as a service does whose response began before it failed:
+    still nothing visible (SPEC EVT-7), so the attempt may be retried."""
 
     kind: str = "api"
     message: str = "scripted error"
     after_chunks: int = 0
     status: int | None = None
     retry_after_ms: int | None = None
+    started: bool = False
 
 
 class ReplyFields(TypedDict, total=False):
@@ -164,7 +167,7 @@ def _scripted_error(err: object, name: str) -> ScriptedError | None:
     if err.get("kind", "api") not in kinds:
         raise ConfigError(f"{name}.kind must be one of {kinds}, got {err.get('kind')!r}")
     return ScriptedError(err.get("kind", "api"), err.get("message", "scripted error"), int(err.get("after_chunks", 0)),
-                         err.get("status"), err.get("retry_after_ms"))
+                         err.get("status"), err.get("retry_after_ms"), bool(err.get("started", False)))
 
 
 class ScriptedProvider:
@@ -252,6 +255,8 @@ def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: Cancell
         """Before each chunk: fail, hang or stop as scripted. Returns a final message to end with."""
         if error is not None and sent == error.after_chunks:
             # after deltas the loop ends the message as an error, keeping what was sent
+            if error.started:
+                builder.start()
             raise ProviderError(error.kind, error.message, status=error.status, retry_after_ms=error.retry_after_ms)
         if response.throw is not None and sent == response.throw.after_chunks:
             raise RuntimeError(response.throw.message)
