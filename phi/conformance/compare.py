@@ -156,7 +156,8 @@ def _invariant_problems(fixture: dict[str, Any], output: DriverOutput) -> list[s
     result = final.get("messages") if final is not None and final["kind"] == "result" else None
     if fixture.get("entry") == "agent_loop_parallel":
         problems = invariants.check_parallel(output.events, result, raised=raised, context=output.context,
-                                             selected=final.get("selected_config_index") if final else None)
+                                             selected=final.get("selected_config_index") if final else None,
+                                             max_workers=fixture.get("max_workers"))
     else:
         problems = invariants.check(output.events, result, raised=raised, context=output.context)
     for loop_id, events in _by_loop(output.child_events).items():

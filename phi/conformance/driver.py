@@ -265,7 +265,8 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         if parallel is not None:
             from ..evaluation.parallel import agent_loop_parallel
 
-            outcome = agent_loop_parallel(prompts, context, *parallel, sink, cancel)
+            outcome = agent_loop_parallel(prompts, context, *parallel, sink, cancel,
+                                          max_workers=fixture.get("max_workers"))
             messages = outcome.messages
         elif entry == "agent_loop_continue":
             messages = agent_loop_continue(context, config, sink, cancel)

@@ -182,12 +182,16 @@ def _tools(events: list[dict[str, Any]]) -> list[str]:
 
 
 def check_parallel(everything: list[dict[str, Any]], result: list[Any] | None, raised: bool = False,
-                   context: list[Any] | None = None, selected: int | None = None) -> list[str]:
+                   context: list[Any] | None = None, selected: int | None = None,
+                   max_workers: int | None = None) -> list[str]:
     """A parallel run (SPEC EVAL-1): ``ParallelLoopStart`` first and ``ParallelLoopEnd`` last among
     the events of no branch; every branch, and a judge's run after all of them, a complete run by the
-    rules above (the selected branch's AgentEnd messages are the returned ones)."""
+    rules above (the selected branch's AgentEnd messages are the returned ones); with ``max_workers``,
+    never more branches between their AgentStart and AgentEnd at once (EVAL-7)."""
     events, branches = split_parallel(everything)
     problems: list[str] = []
+    if max_workers is not None:
+        problems += _at_most_running(everything, branches, max_workers)
     ends = [i for i, e in enumerate(everything) if e.get("type") == "AgentEnd" and e in (b[-1] for b in branches if b)]
     judge_start = next((i for i, e in enumerate(everything) if e.get("type") == "AgentStart" and e in events), None)
     if judge_start is not None and ends and judge_start < max(ends):
@@ -205,6 +209,25 @@ def check_parallel(everything: list[dict[str, Any]], result: list[Any] | None, r
     judge = [e for e in events if e.get("type") not in ("ParallelLoopStart", "ParallelLoopEnd")]
     problems += [f"judge: {p}" for p in check(judge, None, raised=raised)]
     return problems
+
+
+def _at_most_running(everything: list[dict[str, Any]], branches: list[list[dict[str, Any]]],
+                     max_workers: int) -> list[str]:
+    """Events are written in the order they happen, so a branch that starts before another's
+    AgentEnd was written ran beside it."""
+    ids = {branch[0].get("loop_id") for branch in branches if branch}
+    running: set[Any] = set()
+    for event in everything:
+        loop_id = event.get("loop_id")
+        if loop_id not in ids:
+            continue
+        if event.get("type") == "AgentStart":
+            running.add(loop_id)
+            if len(running) > max_workers:
+                return [f"invariant: {len(running)} branches ran at once, max_workers is {max_workers} (SPEC EVAL-7)"]
+        elif event.get("type") == "AgentEnd":
+            running.discard(loop_id)
+    return []
 
 
 def split_parallel(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:

@@ -23,6 +23,7 @@ from ..providers.mock import ScriptedProvider
 from ..types import (
     AgentMessage,
     AssistantMessage,
+    Message,
     ToolResult,
     Usage,
     UserMessage,
@@ -217,6 +218,7 @@ HOOK_ARGS: dict[str, Callable[..., list[Any]]] = {
     "after_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
     "get_api_key": lambda provider: [provider],
     "transform_context": lambda messages: [len(messages)],
+    "convert_to_llm": lambda messages: [len(messages)],
     "input_filter": lambda index, text: [index, text],
 }
 # hook name -> its arguments by name: what an action's ``{"hook": name, "where": {...}}`` matches
@@ -235,6 +237,7 @@ HOOK_FIELDS: dict[str, Callable[..., dict[str, Any]]] = {
                                                                 "text": text},
     "get_api_key": lambda provider: {"provider": provider},
     "transform_context": lambda messages: {"message_count": len(messages)},
+    "convert_to_llm": lambda messages: {"message_count": len(messages)},
     "input_filter": lambda index, text: {"index": index, "text": text},
 }
 _DEFAULTS = {"get_api_key": None}
@@ -260,6 +263,15 @@ def make_hook(name: str, spec: object, recorder: Recorder) -> Callable[..., obje
             return messages[-keep_last:] if keep_last else messages
 
         return transform
+    if name == "convert_to_llm":
+        from ..loop.llm_view import default_convert_to_llm
+
+        def convert(messages: list[AgentMessage]) -> list[Message]:
+            # a custom converter that converts as the default does: what it is given is the point
+            _called(recorder, name, (messages,))
+            return default_convert_to_llm(messages)
+
+        return convert
     returns = ScriptedReturns(spec if spec != {} else None, _DEFAULTS.get(name, True))
 
     def hook(*args: Any) -> object:
