@@ -25,14 +25,15 @@ class Mutant:
     edits: tuple[tuple[str, str], ...]
     what: str  # the SPEC statement the mutant breaks
     judge: str = "suite"  # or "session-tests"
+    cites: str = ""  # the requirement, when the key does not name it (a blind set's "blind-1/01")
 
     @property
     def requirement(self) -> str:
-        return re.sub(r"[a-z]+$", "", self.key)
+        return self.cites or re.sub(r"[a-z]+$", "", self.key)
 
     @property
     def section(self) -> str:
-        return _SECTION_OF[self.requirement.split("-")[0]]
+        return _SECTION_OF.get(self.requirement.split("-")[0], "")
 
 
 def m(key: str, file: str, old: str, new: str, what: str) -> Mutant:
@@ -62,6 +63,7 @@ MODEL = "evaluation/model.py"
 JUDGE = "evaluation/judge.py"
 RECORDER = "session/recorder.py"
 RECORDER_STATE = "session/recorder_state.py"
+JSON_STORE = "session/json_store.py"
 
 _TURN_CHECKS = ("                if self.cancel.is_cancelled():\n                    return RunOutcome.ABORTED\n"
                 "                if self.limit_reached():\n                    return RunOutcome.LIMIT\n"
@@ -864,8 +866,13 @@ MUTANTS: list[Mutant] = [
     m("SESS-2a", RECORDER_STATE, "        if record.continuation_kind is not None or session.parent_spawn_ref is not None:\n",
       "        if session.parent_spawn_ref is not None:\n",
       "only a parent in another session with no continuation_kind makes the child a sub-agent spawn"),
-    m("SESS-2b", RECORDER, "        if sid in self._awaiting or self._open_groups.get(sid):",
-      "        if self._open_groups.get(sid):", "a sub-agent session is held back until its spawn is named"),
+    m("SESS-2b", RECORDER_STATE, "        return not (session_id in self._awaiting or "
+                                 "self._open_groups.get(session_id) or self._open.get(session_id))",
+      "        return not (self._open_groups.get(session_id) or self._open.get(session_id))",
+      "a sub-agent session is held back (flush/drain) until its spawn is named"),
+    m("SESS-2c", RECORDER, "                if session_id not in self._dirty or session_id in self._awaiting:",
+      "                if session_id not in self._dirty:",
+      "a sub-agent session is held back (flush_changes) until its spawn is named"),
     m("SESS-3a", RECORDER_STATE, "                record.status, record.ended_at = LoopStatus.ABORTED, ended",
       "                record.ended_at = ended", "a branch that never started becomes Aborted"),
     m("SESS-3b", RECORDER_STATE, "event.evaluation_usage, loop_id == event.selected_loop_id)", "event.evaluation_usage, "
@@ -874,28 +881,30 @@ MUTANTS: list[Mutant] = [
     m("SESS-4a", RECORDER, "            for session in ready:\n                self._forget(session)\n            "
                            "return sorted(ready, key=_created)",
       "            return sorted(ready, key=_created)", "drain forgets what it hands out"),
-    m("SESS-4b", RECORDER, "                if record.status.is_open:\n                    record.status = "
+    m("SESS-4b", RECORDER, "                    if record is not None:\n                        record.status = "
                            "LoopStatus.ABORTED",
-      "                if record.status.is_open:\n                    pass", "finalize marks open loops Aborted"),
+      "                    if record is not None:\n                        pass", "finalize marks open loops Aborted"),
     m("SESS-5a", "session/codec.py", "    out.update(session.extra)", "    pass", "unknown keys are kept"),
-    m("SESS-6a", "session/json_store.py", "        found.sort()\n", "        found.sort(reverse=True)\n",
-      "list_ids is newest save first"),
-    m("SESS-6b", "session/json_store.py", "            os.replace(temp, path)", "            os.rename(temp, path + "
-                                                                                "'.new')",
-      "save replaces the stored session"),
+    m("SESS-6a", JSON_STORE, "sorted((-mtime, sid) for sid, mtime in newest.items())",
+      "sorted((mtime, sid) for sid, mtime in newest.items())", "list_ids is newest save first"),
+    m("SESS-6b", JSON_STORE, "            latest[loop_id] = (first[0], first[1], loop)",
+      "            latest[loop_id] = first",
+      "save rewrites (as a new record) the loops that changed: the stored session has the saved version"),
     m("SESS-7a", "agent/recording.py", "list(messages), usage, outcome=RunOutcome.ERROR))",
       "list(messages), usage, outcome=RunOutcome.COMPLETED))",
       "a run that raises is recorded as ended with outcome error"),
-    m("SESS-7b", "agent/recording.py", "            store.save(session)\n        except Exception:",
-      "            store.save(session)\n        except ArithmeticError:",
+    m("SESS-7b", "agent/recording.py", "        except Exception:\n            failed.add(session.session_id)\n"
+                                       "            log.error(\"could not save session",
+      "        except ArithmeticError:\n            failed.add(session.session_id)\n"
+      "            log.error(\"could not save session",
       "a failing store never changes the run's result"),
 
     # ================================================================ §13.3 parallel evaluation
-    m("EVAL-1a", PARALLEL, "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage))",
-      "emit(ParallelLoopEnd(session_id, selected.loop_id, 0, usage))", "ParallelLoopEnd names the selected config "
-                                                                       "index"),
-    m("EVAL-1b", PARALLEL, "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage))",
-      "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, Usage()))",
+    m("EVAL-1a", PARALLEL, "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage, unended=",
+      "emit(ParallelLoopEnd(session_id, selected.loop_id, 0, usage, unended=", "ParallelLoopEnd names the selected "
+                                                                               "config index"),
+    m("EVAL-1b", PARALLEL, "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, usage, unended=",
+      "emit(ParallelLoopEnd(session_id, selected.loop_id, decision.index, Usage(), unended=",
       "ParallelLoopEnd carries the evaluation's usage"),
     m("EVAL-1c", PARALLEL, '[b.context.loop_id or "" for b in branches]', '[b.context.loop_id or "" for b in '
                                                                           'branches][::-1]',

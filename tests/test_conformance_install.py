@@ -101,8 +101,11 @@ def test_the_wheel_holds_the_suite_as_package_data_and_the_script(built: tuple[P
     fixtures = {n for n in names if n.startswith("phi/conformance/suite/fixtures/")}
     assert len(fixtures) == len(load_fixtures())
     for data in ("README.md", "DRIVERS.md", "COVERAGE.md", "requirements.json", "schema/fixture.schema.json",
-                 "schema/event.schema.json"):
+                 "schema/event.schema.json", "blind/README.md"):
         assert f"phi/conformance/suite/{data}" in names, data
+    blind = ROOT / "phi" / "conformance" / "suite" / "blind"  # the blind mutant sets and their measurements
+    for path in blind.glob("*.json"):
+        assert f"phi/conformance/suite/blind/{path.name}" in names, path.name
     assert "phi-conformance = phi.conformance.__main__:main" in entry_points
     assert not [n for n in names if n.startswith(("tests/", "conformance/")) or n == "SPEC.md"]
 

@@ -195,7 +195,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     text = spec.read_text(encoding="utf-8")
     fixtures = load_fixtures(directory)
     mutants = coverage.load_mutants(directory.parent)
-    table = coverage.render(text, fixtures, mutants)
+    table = coverage.render(text, fixtures, mutants, coverage.load_blind_sets(directory.parent))
     if args.write:
         (directory.parent / "COVERAGE.md").write_text(table, encoding="utf-8")
     else:

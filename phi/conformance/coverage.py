@@ -6,7 +6,9 @@ MUST be listed in the ``spec`` array of at least one fixture. :func:`render` pro
 
 The table's last column comes from ``suite/mutants.json``, which ``scripts/mutants.py`` writes: the
 violations planted in phi's code for each requirement and the fixture (or unit test) that caught
-each one — the evidence that the fixtures test what they cite.
+each one — the evidence that the fixtures test what they cite. Blind sets (``suite/blind/*.json``:
+violations planted by someone who had not seen the fixtures, measured by ``scripts/mutants.py
+--set``) get a table of their own: each set's first measurement (the blind score) and its latest.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 _REQUIREMENT = re.compile(r"\*\*([A-Z]+-\d+)(\s+\[tested\])?\*\*")
 _TABLE_HEADER = "| Requirement | Tested | Fixtures | Mutants: what killed each |"
 MUTANTS_FILE = "mutants.json"
+BLIND_DIR = "blind"
+BLIND_GOAL = 0.9  # the blind score three consecutive sets should reach
 
 
 def spec_requirements(spec_text: str) -> dict[str, bool]:
@@ -72,12 +76,50 @@ def stale_mutant_killers(mutants: dict[str, Any] | None, fixtures: list[dict[str
                    for killer in entry.get("killed_by", []) if killer not in ids})
 
 
+def load_blind_sets(conformance_dir: Path) -> list[dict[str, Any]]:
+    """The blind mutant sets (``suite/blind/*.json``), by file name; [] when there are none."""
+    folder = conformance_dir / BLIND_DIR
+    if not folder.is_dir():
+        return []
+    sets = []
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            sets.append({**data, "_file": path.name})
+    return sets
+
+
+def _rate(measurement: dict[str, Any]) -> str:
+    return (f"{measurement.get('kill_rate', 0.0):.0%} ({measurement.get('killed', 0)} of "
+            f"{measurement.get('applied', 0)}; {str(measurement.get('date', '?'))[:10]}, "
+            f"{measurement.get('fixtures', '?')} fixtures)")
+
+
+def _blind_lines(sets: list[dict[str, Any]]) -> list[str]:
+    """The blind-set table: per set, its first measurement (the blind score) and its latest."""
+    if not sets:
+        return ["No blind mutant sets yet (`suite/blind/*.json`, measured by `scripts/mutants.py --set`).", ""]
+    lines = ["Blind mutant sets (`suite/blind/`, planted by someone who had not seen the fixtures; "
+             "`scripts/mutants.py --set` appends each measurement). The first measurement is the set's blind "
+             f"score; the goal is three consecutive sets at {BLIND_GOAL:.0%} or more.", "",
+             "| Set | Planted by | Mutants | First (blind) | Latest | Measurements |", "|---|---|---|---|---|---|"]
+    for blind in sets:
+        runs = [m for m in blind.get("measurements", []) if isinstance(m, dict)]
+        first = _rate(runs[0]) if runs else "not measured"
+        latest = _rate(runs[-1]) if len(runs) > 1 else "—"
+        lines.append(f"| {blind.get('set', blind['_file'])} | {blind.get('planted_by', '?')} | "
+                     f"{len(blind.get('mutants', []))} | {first} | {latest} | {len(runs)} |")
+    return lines + [""]
+
+
 def _mutant_cell(entries: list[dict[str, Any]]) -> str:
     """``a ← `fixture`; b ← `fixture`; c survives: why`` for one requirement's mutants."""
     cells = []
     for entry in entries:
         letter = entry["id"][len(entry["requirement"]):]
-        if entry["killed"]:
+        if entry.get("applied") is False:
+            cells.append(f"{letter} does not apply to the current code (update it)")
+        elif entry["killed"]:
             killer = entry["killed_by"][0] if entry["killed_by"] else "?"
             what = "unit tests" if entry.get("judge") == "session-tests" else f"`{killer}`"
             cells.append(f"{letter} ← {what}")
@@ -90,12 +132,15 @@ def _summary(mutants: dict[str, Any] | None) -> list[str]:
     if mutants is None:
         return ["No mutant table (`suite/mutants.json`): run `scripts/mutants.py`.", ""]
     totals = mutants.get("totals", {})
+    stale = totals.get("not_applied") or []
+    apart = f" {len(stale)} more do not apply to the current code: {', '.join(stale)}." if stale else ""
     return [f"Mutants (`scripts/mutants.py`, each a violation of one SPEC statement planted in phi's code; "
             f"the letter follows the requirement id): {totals.get('killed', 0)} of {totals.get('mutants', 0)} "
-            f"killed. A survivor is behaviour the driver protocol cannot observe; its reason is given.", ""]
+            f"killed. A survivor is behaviour the driver protocol cannot observe; its reason is given.{apart}", ""]
 
 
-def render(spec_text: str, fixtures: list[dict[str, Any]], mutants: dict[str, Any] | None = None) -> str:
+def render(spec_text: str, fixtures: list[dict[str, Any]], mutants: dict[str, Any] | None = None,
+           blind_sets: list[dict[str, Any]] | None = None) -> str:
     requirements = spec_requirements(spec_text)
     covered = fixture_map(fixtures)
     planted = mutant_map(mutants)
@@ -103,7 +148,8 @@ def render(spec_text: str, fixtures: list[dict[str, Any]], mutants: dict[str, An
         "# Conformance coverage",
         "",
         "Generated by `python -m phi.conformance coverage --write` from SPEC.md, the `spec` arrays of",
-        "`phi/conformance/suite/fixtures/*.json` and `phi/conformance/suite/mutants.json`. Do not edit by hand.",
+        "`phi/conformance/suite/fixtures/*.json`, `phi/conformance/suite/mutants.json` and",
+        "`phi/conformance/suite/blind/*.json`. Do not edit by hand.",
         "Every requirement marked **[tested]** in SPEC.md must have at least one fixture; the test run fails",
         "otherwise.",
         "",
@@ -111,6 +157,7 @@ def render(spec_text: str, fixtures: list[dict[str, Any]], mutants: dict[str, An
         f"{sum(requirements.values())} tested requirements covered.",
         "",
         *_summary(mutants),
+        *_blind_lines(blind_sets or []),
         _TABLE_HEADER,
         "|---|---|---|---|",
     ]

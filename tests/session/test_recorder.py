@@ -269,6 +269,26 @@ def test_session_recorder_flush_between_child_agent_end_and_parent_tool_executio
     assert (ref.child_loop_id, ref.child_session_id, ref.tool_call_id) == (child_loop_id, child_session.session_id, "call_0")
 
 
+def test_flush_changes_between_child_agent_end_and_parent_tool_execution_end():
+    """SESS-2 for flush_changes (what an Agent saves from): the child's loop has ended but its spawn
+    is not named yet, so its session hands out nothing — not even that ended loop."""
+    recorder = SessionRecorder()
+    in_window: list = []
+
+    def flush_now(child_loop_id: str) -> None:
+        assert recorder.get_loop(child_loop_id).status is LoopStatus.COMPLETED  # child's AgentEnd is in
+        in_window.append((child_loop_id, recorder.flush_changes()))
+
+    context = AgentContext(agent_id="lead", session_id="P", loop_id="P.main.1",
+                           tools=[delegate_tool("P.main.1", recorder, before_return=flush_now)])
+    run("delegate", context, ScriptedProvider([calls("x"), "ok"]), recorder)
+
+    ((child_loop_id, handed_out),) = in_window
+    assert [s.session_id for s in handed_out if s.get_loop(child_loop_id) is not None] == []
+    child_session = next(s for s in recorder.flush_changes() if s.get_loop(child_loop_id) is not None)
+    assert child_session.parent_spawn_ref == SpawnRef("P", "P.main.1", "call_0", "delegate")
+
+
 def test_a_child_whose_tool_call_never_names_it_is_released_when_the_parent_ends():
     recorder = SessionRecorder()
 
