@@ -186,7 +186,7 @@ class _Scheduler:
         with self.lock:
             sessions = list(self.sessions)
         for session in sessions:
-            session.discard()
+            session.abandon()
 
     def report_in_order(self, workers: list[threading.Thread]) -> None:
         with self.changed:
