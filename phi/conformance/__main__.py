@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
         return _dispatch(args)
+    except KeyboardInterrupt:  # run_all has ended every driver's process group
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the output went into `head` or a pager that quit: end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
