@@ -228,7 +228,9 @@ def test_the_event_schema_is_a_valid_2020_12_schema_and_its_lines_name_every_kin
 
 def jsonschema_valid(value: Any, pointer: str) -> bool:
     import jsonschema
-    from referencing import Registry, Resource
+
+    referencing = pytest.importorskip("referencing", reason="jsonschema before 4.18 has no registry")
+    Registry, Resource = referencing.Registry, referencing.Resource
 
     registry = Registry().with_resource(SCHEMA["$id"], Resource.from_contents(SCHEMA))
     return jsonschema.Draft202012Validator({"$ref": SCHEMA["$id"] + "#" + pointer}, registry=registry).is_valid(value)

@@ -85,7 +85,7 @@ def event_rules(item: dict[str, Any]) -> list[Issue]:
                      f"(ToolExecutionEnd repeats it, SPEC TOOL-12), got {show(own)}")]
     elif event["type"] == "MessageUpdate":
         delta, content = event["delta"], event["message"]["content"]
-        index = delta["index"]
+        index = int(delta["index"])  # an integer to the schema, which 1.0 is too
         if index >= len(content) or content[index].get("type") != delta["type"]:
             return [("/event/delta/index", f"the message snapshot has no {delta['type']} block {index} "
                      f"(SPEC EVT-6: index names a content block; the snapshot has {len(content)})")]
