@@ -349,7 +349,7 @@ def test_the_json_report_lists_every_fixture() -> None:
     assert report["counts"] == {"pass": 1, "fail": 1, "timeout": 0, "unsupported": 0}
     assert report["fixtures"][1] == {"id": "tool-error", "title": BY_ID["tool-error"]["title"],
                                      "spec": BY_ID["tool-error"]["spec"], "status": "fail", "seconds": 0.2,
-                                     "problems": ["x"], "stderr_tail": ["e"]}
+                                     "problems": ["x"], "warnings": [], "stderr_tail": ["e"]}
     json.dumps(report)
 
 

@@ -2,7 +2,8 @@
 
 Commands::
 
-    run [--driver CMD] [--only SEL] [--skip SEL] [--list] [--jobs N] [--mode M] [--report FILE] ...
+    run [--driver CMD] [--only SEL] [--skip SEL] [--list] [--jobs N] [--mode M] [--report FILE]
+        [--lenient-events] ...
     list [--only SEL] [--skip SEL]     the fixtures a run would choose
     coverage [--write]                 print (or write) suite/COVERAGE.md; exit 1 if a requirement is missing
     requirements [--write]             print (or write) suite/requirements.json (sections of SPEC.md)
@@ -29,8 +30,9 @@ from .selection import load_index, parse_spec, select
 
 EXIT_HELP = """exit status:
   0  every fixture passed (unsupported fixtures do not count against a driver)
-  1  a fixture failed or timed out; or, in a repository checkout running the whole suite on the
-     reference driver, a requirement marked [tested] in SPEC.md has no fixture
+  1  a fixture failed or timed out (a malformed driver output line fails its fixture unless
+     --lenient-events); or, in a repository checkout running the whole suite on the reference
+     driver, a requirement marked [tested] in SPEC.md has no fixture
   2  bad usage, no fixture selected, the driver could not be started, or a fixture is invalid (not
      JSON, not valid against schema/fixture.schema.json, a repeated id, an unknown requirement id or
      event type: each named with its file and JSON path; the valid fixtures still run)"""
@@ -72,6 +74,11 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
                      help="per-fixture time limit (default: the fixture's timeout_ms, else 10000)")
     run.add_argument("--report", type=Path, action="append", default=[], metavar="FILE",
                      help="also write a report: .xml JUnit XML, .json JSON, else Markdown (repeatable)")
+    run.add_argument("--lenient-events", action="store_true",
+                     help="a driver output line that is not valid against schema/event.schema.json (or breaks a "
+                          "rule of SPEC §3 it cannot state) is a warning, and the fixture is judged on its "
+                          "expectations only; by default such a line fails its fixture, named by line number, "
+                          "event type, JSON path and reason")
     run.add_argument("--verbose", "-v", action="store_true", help="show every problem, also of passing fixtures")
     listing = sub.add_parser("list", help="list the fixtures (id, requirements, title)")
     _add_selection(listing)
@@ -148,7 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         outcomes = run_all(args.driver, fixtures, max(1, args.jobs), args.timeout_ms, mode=mode,
-                           progress=lambda o: print(format_outcome(o, args.verbose), flush=True))
+                           progress=lambda o: print(format_outcome(o, args.verbose), flush=True),
+                           lenient_events=args.lenient_events)
     except DriverStartError as error:
         print(f"error: the driver could not be started: {error}", file=sys.stderr)
         return 2
@@ -181,6 +189,9 @@ def _summary(outcomes: list[Outcome], info: RunInfo, jobs: int) -> int:
         print(f"{n['unsupported']} unsupported by this driver")
     if n["timeout"]:
         print(f"{n['timeout']} timed out (counted as failed)")
+    warned = sum(bool(o.warnings) for o in outcomes)
+    if warned:
+        print(f"{warned} with malformed output lines (warnings: --lenient-events)")
     print(f"time: {info.seconds:.1f}s ({info.mode} driver, {jobs} job{'s' if jobs != 1 else ''})")
     print(f"{n['pass']} passed, {n['fail'] + n['timeout']} failed")
     return 1 if n["fail"] or n["timeout"] or info.coverage_gaps else 0
@@ -232,6 +243,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = _parser(prog).parse_args(argv)
     try:
         return _dispatch(args)
+    except KeyboardInterrupt:  # run_all has ended every driver's process group
+        print("interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the output went into `head` or a pager that quit: end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
-from .process import TIMEOUT, DriverProcess, DriverStartError, RawRun, split_command
+from .process import KEPT_OPEN, TIMEOUT, DriverProcess, DriverStartError, RawRun, split_command
 
 TIMED_OUT = "driver did not finish within"
 #: how long a persistent driver may take to start and write its hello line (not counted against a fixture)
@@ -111,12 +111,33 @@ class Mode:
 
 class DriverSession:
     """One worker's driver: runs fixtures one at a time, reusing a persistent process when the
-    driver offers one and replacing it after a timeout or a crash."""
+    driver offers one and replacing it after a timeout or a crash. :meth:`abandon` (Ctrl-C) ends
+    whatever process the session runs, from another thread."""
 
     def __init__(self, command: str, mode: Mode) -> None:
         self.argv = split_command(command)
         self.mode = mode
-        self.process: DriverProcess | None = None
+        self.process: DriverProcess | None = None  # the persistent process
+        self._running: DriverProcess | None = None  # the process of the fixture under way, either kind
+        self._abandoned = False
+        self._lock = threading.Lock()
+
+    def _track(self, process: DriverProcess) -> None:
+        """Every process this session starts; one started after :meth:`abandon` is ended at once."""
+        with self._lock:
+            self._running = process
+            abandoned = self._abandoned
+        if abandoned:
+            process.kill()
+
+    def abandon(self) -> None:
+        """End the session's processes (the run was interrupted); any it starts later is ended too."""
+        with self._lock:
+            self._abandoned = True
+            running = self._running
+        if running is not None:
+            running.kill()
+        self.discard()
 
     def run(self, fixture: dict[str, Any], limit_s: float) -> RawRun:
         persistent = self.mode.claim()
@@ -124,7 +145,8 @@ class DriverSession:
             return self._persistent(fixture, limit_s)
         probing = persistent is None
         try:
-            raw = run_once(self.argv, fixture, limit_s, offer_protocol=self.mode.forced != "per-fixture")
+            raw = run_once(self.argv, fixture, limit_s, offer_protocol=self.mode.forced != "per-fixture",
+                           started=self._track)
         except BaseException as error:  # no start, or a runner bug: never leave the other workers waiting
             self.mode.fail(str(error) or type(error).__name__)
             raise
@@ -139,6 +161,7 @@ class DriverSession:
     def _start(self) -> tuple[DriverProcess, str | None]:
         """A new persistent process and, when it did not say hello, why."""
         process = DriverProcess(self.argv)
+        self._track(process)
         line = process.read_line(time.monotonic() + STARTUP_S)
         if isinstance(line, str) and announces_persistence(line_kind(line)[1]):
             self.mode.confirm()
@@ -169,12 +192,14 @@ class DriverSession:
             line = process.read_line(deadline)
             if line is TIMEOUT:
                 self.discard()
-                return RawRun(lines, process.stderr_since(mark), f"{TIMED_OUT} {limit_s:g}s", timed_out=True)
+                return RawRun(lines, process.stderr_since(mark), _timed_out(process, limit_s), timed_out=True)
             if line is None:
                 status = process.wait(time.monotonic() + 1.0)
                 self.discard()
-                return RawRun(lines, process.stderr_since(mark, settle=0.5),
-                              f"driver exited (status {status}) before its 'done' line")
+                failure = f"driver exited (status {status}) before its 'done' line"
+                if process.kept_open:
+                    failure = f"{KEPT_OPEN} (exit status {status}, before its 'done' line); its process group was ended"
+                return RawRun(lines, process.stderr_since(mark, settle=0.5), failure)
             assert isinstance(line, str)
             kind, item = line_kind(line)
             if kind == "done":
@@ -207,9 +232,14 @@ class DriverSession:
             self.process = None
 
 
-def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_protocol: bool = True) -> RawRun:
-    """Protocol 1: a process of its own for ``fixture``, stdin closed after it."""
+def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_protocol: bool = True,
+             started: Callable[[DriverProcess], None] | None = None) -> RawRun:
+    """Protocol 1: a process of its own for ``fixture``, stdin closed after it (``started`` is
+    told of the process). A process the driver left running is ended with it; one that kept the
+    output open after the driver exited fails the fixture (:data:`.process.KEPT_OPEN`)."""
     process = DriverProcess(argv, offer_protocol)
+    if started is not None:
+        started(process)
     deadline = time.monotonic() + limit_s
     process.send(fixture_payload(fixture) + "\n", close=True)
     lines: list[str] = []
@@ -217,7 +247,7 @@ def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_pro
         line = process.read_line(deadline)
         if line is TIMEOUT:
             process.kill()
-            return RawRun(strip_handshake(lines)[0], process.stderr_since(0), f"{TIMED_OUT} {limit_s:g}s",
+            return RawRun(strip_handshake(lines)[0], process.stderr_since(0), _timed_out(process, limit_s),
                           timed_out=True)
         if line is None:
             break
@@ -231,7 +261,15 @@ def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_pro
     process.kill_leftovers()
     kept, hello = strip_handshake(lines)
     failure = None if status == 0 else f"driver exited with status {status}"
+    if process.kept_open:
+        failure = f"{KEPT_OPEN} (exit status {status}); its process group was ended"
     return RawRun(kept, process.stderr_since(0, settle=1.0), failure, hello=hello)
+
+
+def _timed_out(process: DriverProcess, limit_s: float) -> str:
+    if process.exited and not process.kept_open:  # its group was empty: the output's holder is outside it
+        return f"{TIMED_OUT} {limit_s:g}s: the driver exited, but a process outside its group kept its output open"
+    return f"{TIMED_OUT} {limit_s:g}s"
 
 
 def _not_started(fixture: dict[str, Any], raw: RawRun) -> str:

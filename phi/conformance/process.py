@@ -3,7 +3,14 @@
 A :class:`DriverProcess` starts the driver command with :data:`PROTOCOL_ENV` set (telling the driver
 the runner speaks protocol 2), feeds its stdin from a writer thread (a driver that never reads
 cannot block the runner) and reads stdout line by line and stderr on two reader threads, so every
-wait has a deadline. The driver gets its own process group, so a kill also ends whatever it started.
+wait has a deadline. The driver leads a process group of its own (``start_new_session``): every
+kill, and the clean-up after it exited, ends the whole group, so nothing it started outlives it.
+
+A driver can exit while its stdout stays open, because a process it started holds the pipe (a
+``sleep 1000 &`` of a shell script): the end of output never comes. A third thread waits for the
+driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S`, the
+group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
+ended (:data:`KEPT_OPEN`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ log = get_logger(__name__)
 PROTOCOL_ENV = "PHI_CONFORMANCE_PROTOCOL"
 PROTOCOL = 2
 _POSIX = os.name == "posix"
+#: after the driver exited, how long its output may stay open without a line before its group is ended
+EXIT_GRACE_S = 1.0
+#: why a fixture's output ended when a process the driver started held it open after the driver exited
+KEPT_OPEN = "driver exited, a child kept its output open"
 
 
 class DriverStartError(Exception):
@@ -37,6 +48,13 @@ class _Timeout:
 
 
 TIMEOUT = _Timeout()
+
+
+class _Exited:
+    """Put on the line queue when the driver process has exited (its last lines may still follow)."""
+
+
+_EXITED = _Exited()
 
 
 @dataclass
@@ -76,7 +94,10 @@ class DriverProcess:
                                          env=env, start_new_session=_POSIX)
         except OSError as error:
             raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
-        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.lines: queue.Queue[str | None | _Exited] = queue.Queue()
+        self.exited = False  # read_line has seen the driver's exit
+        self.kept_open = False  # ... and ended its group because a process of it held the output open
+        self._quiet_since = 0.0
         self._stderr: list[str] = []
         self._stderr_lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -84,6 +105,7 @@ class DriverProcess:
                          threading.Thread(target=self._read_stderr, daemon=True, name="driver-stderr")]
         for reader in self._readers:
             reader.start()
+        threading.Thread(target=self._wait_for_exit, daemon=True, name="driver-exit").start()
 
     # ------------------------------------------------------------------ reading
     def _read_stdout(self) -> None:
@@ -106,14 +128,62 @@ class DriverProcess:
         except (OSError, ValueError):
             pass
 
+    def _wait_for_exit(self) -> None:
+        self.proc.wait()
+        self.lines.put(_EXITED)
+
     def read_line(self, deadline: float) -> str | None | _Timeout:
         """The next stdout line; None at end of output; :data:`TIMEOUT` once ``deadline``
-        (a :func:`time.monotonic` value) has passed."""
-        left = deadline - time.monotonic()
+        (a :func:`time.monotonic` value) has passed. When the driver has exited and its output
+        stays open and quiet for :data:`EXIT_GRACE_S`, its process group is ended (then
+        :attr:`kept_open` is set) and the lines it wrote before still come, then None."""
+        while True:
+            now = time.monotonic()
+            until = deadline
+            if self.exited and not self.kept_open:
+                until = min(deadline, self._quiet_since + EXIT_GRACE_S)
+            try:
+                item = self.lines.get(timeout=until - now) if until > now else self.lines.get_nowait()
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return TIMEOUT
+                self._end_held_output()
+                continue
+            if isinstance(item, _Exited):
+                self.exited, self._quiet_since = True, time.monotonic()
+                continue
+            self._quiet_since = time.monotonic()
+            return item
+
+    def _end_held_output(self) -> None:
+        """The driver exited and its output stayed open and quiet: a process of its group holds it
+        (when the group is empty, someone outside it does, and only the deadline ends the wait)."""
+        self.kept_open = self._group_alive()
+        if self.kept_open:
+            log.info("driver %s exited, a process of its group keeps its output open: ending the group", self.proc.pid)
+            self._kill_group()
+        else:
+            self._quiet_since = float("inf")
+
+    def _group_alive(self) -> bool:
+        if not _POSIX:
+            return False
         try:
-            return self.lines.get(timeout=max(left, 0.0)) if left > 0 else self.lines.get_nowait()
-        except queue.Empty:
-            return TIMEOUT
+            os.killpg(self.proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def _kill_group(self) -> None:
+        """SIGKILL to the driver's process group — also after the driver itself exited, when only
+        what it started is left (a no-op when nothing is)."""
+        try:
+            if _POSIX:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            elif self.proc.poll() is None:
+                self.proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def pending(self) -> list[str]:
         """Lines already written and not yet read (without waiting)."""
@@ -123,6 +193,9 @@ class DriverProcess:
                 line = self.lines.get_nowait()
             except queue.Empty:
                 return found
+            if isinstance(line, _Exited):
+                self.exited, self._quiet_since = True, time.monotonic()
+                continue
             if line is None:
                 self.lines.put(None)
                 return found
@@ -173,15 +246,9 @@ class DriverProcess:
         return self.proc.poll() is None
 
     def kill(self) -> None:
-        """End the driver and everything in its process group."""
-        if self.proc.poll() is None:
-            try:
-                if _POSIX:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                else:
-                    self.proc.kill()
-            except (ProcessLookupError, PermissionError):
-                pass
+        """End the driver and everything in its process group (whether the driver is still running
+        or not: what it started may be)."""
+        self._kill_group()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -198,11 +265,7 @@ class DriverProcess:
     def kill_leftovers(self) -> None:
         """After the driver exited: end what it left running in its process group."""
         self._close_stdin()
-        if _POSIX:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        self._kill_group()
 
     def finish(self, grace: float = 1.0) -> None:
         """Close stdin (a persistent driver then exits) and kill the driver if it has not ended
@@ -214,4 +277,5 @@ class DriverProcess:
             self.kill_leftovers()
 
 
-__all__ = ["PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError", "RawRun", "split_command"]
+__all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError",
+           "RawRun", "split_command"]

@@ -72,6 +72,11 @@ def markdown(info: RunInfo, fixtures: list[dict[str, Any]], outcomes: list[Outco
             lines += [f"### `{outcome.fixture_id}` — {titles.get(outcome.fixture_id, '')}", "", "```"]
             lines += [p for p in outcome.problems[:30]]
             lines += ["```", ""]
+    warned = [o for o in outcomes if o.warnings]
+    if warned:
+        lines += ["", "## Malformed output lines (--lenient-events)", ""]
+        for outcome in warned:
+            lines += [f"### `{outcome.fixture_id}`", "", "```", *outcome.warnings[:30], "```", ""]
     unsupported = [o for o in outcomes if o.status == "unsupported"]
     if unsupported:
         lines += ["", "## Unsupported", ""]
@@ -90,7 +95,7 @@ def json_report(info: RunInfo, fixtures: list[dict[str, Any]], outcomes: list[Ou
         "coverage_gaps": info.coverage_gaps,
         "fixtures": [{"id": o.fixture_id, "title": by_id.get(o.fixture_id, {}).get("title", ""),
                       "spec": by_id.get(o.fixture_id, {}).get("spec", []), "status": o.status,
-                      "seconds": round(o.seconds, 3), "problems": o.problems,
+                      "seconds": round(o.seconds, 3), "problems": o.problems, "warnings": o.warnings,
                       "stderr_tail": o.stderr.strip().splitlines()[-20:] if o.status in ("fail", "timeout") else []}
                      for o in outcomes],
     }

@@ -4,7 +4,9 @@ Fixtures are read from the package's ``suite/fixtures`` through :mod:`importlib.
 directory). :func:`run_all` runs them on ``jobs`` driver sessions (:mod:`.drivers`) that take
 fixtures from a shared queue — one process per fixture, or one long-lived process per session when
 the driver announces persistent mode — and compares each fixture's output with its expectations
-(:mod:`.compare`). Outcomes come back in fixture order.
+(:mod:`.compare`). Every line a driver writes is checked against the shipped event schema first
+(:mod:`.lines`): a malformed line fails its fixture, or with ``lenient_events`` is only a warning.
+Outcomes come back in fixture order.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from .compare import DriverOutput, compare, parse_output
+from .compare import DriverOutput, compare, parse_output, sort_output
 from .drivers import TIMED_OUT, DriverSession, Mode, run_once
+from .lines import check_lines
 from .process import DriverStartError, RawRun, split_command
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stderr: str = ""
+    warnings: list[str] = field(default_factory=list)  # malformed lines of a lenient run
 
 
 def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
@@ -76,15 +80,20 @@ def json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, Fixtu
     return sorted(found, key=lambda item: item[0])
 
 
-def judge(fixture: dict[str, Any], raw: RawRun, seconds: float) -> Outcome:
-    """The outcome of one fixture from what its driver wrote."""
-    output = parse_output(fixture, raw.lines)
-    if output.unsupported is not None and not raw.timed_out:
-        return Outcome(fixture["id"], "unsupported", [output.unsupported], seconds, raw.stderr)
-    problems = ([raw.failure] if raw.failure else []) + compare(fixture, output)
+def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool = False) -> Outcome:
+    """The outcome of one fixture from what its driver wrote. A malformed line (:mod:`.lines`)
+    fails the fixture, even one the driver says it does not support; with ``lenient_events`` it
+    is a warning and the fixture is judged on its expectations alone."""
+    checked = check_lines(raw.lines)
+    malformed = [str(problem) for problem in checked.problems]
+    warnings, malformed = (malformed, []) if lenient_events else ([], malformed)
+    output = sort_output(fixture, checked.items)
+    if output.unsupported is not None and not raw.timed_out and not malformed:
+        return Outcome(fixture["id"], "unsupported", [output.unsupported], seconds, raw.stderr, warnings)
+    problems = ([raw.failure] if raw.failure else []) + malformed + compare(fixture, output)
     if raw.timed_out:
-        return Outcome(fixture["id"], "timeout", problems, seconds, raw.stderr)
-    return Outcome(fixture["id"], "fail" if problems else "pass", problems, seconds, raw.stderr)
+        return Outcome(fixture["id"], "timeout", problems, seconds, raw.stderr, warnings)
+    return Outcome(fixture["id"], "fail" if problems else "pass", problems, seconds, raw.stderr, warnings)
 
 
 def time_limit(fixture: dict[str, Any], timeout_ms: int | None) -> float:
@@ -97,11 +106,12 @@ def run_driver(command: str, fixture: dict[str, Any], timeout_s: float) -> tuple
     return raw.lines, raw.stderr, raw.failure
 
 
-def run_one(command: str, fixture: dict[str, Any], timeout_ms: int | None = None) -> Outcome:
+def run_one(command: str, fixture: dict[str, Any], timeout_ms: int | None = None,
+            lenient_events: bool = False) -> Outcome:
     """One fixture in a process of its own."""
     started = time.monotonic()
     raw = run_once(split_command(command), fixture, time_limit(fixture, timeout_ms))
-    return judge(fixture, raw, time.monotonic() - started)
+    return judge(fixture, raw, time.monotonic() - started, lenient_events)
 
 
 class _Scheduler:
@@ -109,8 +119,9 @@ class _Scheduler:
     reported (``progress``) in fixture order as soon as each one and all before it are in."""
 
     def __init__(self, fixtures: list[dict[str, Any]], timeout_ms: int | None,
-                 progress: Callable[[Outcome], None] | None) -> None:
+                 progress: Callable[[Outcome], None] | None, lenient_events: bool = False) -> None:
         self.fixtures, self.timeout_ms, self.progress = fixtures, timeout_ms, progress
+        self.lenient_events = lenient_events
         self.outcomes: list[Outcome | None] = [None] * len(fixtures)
         self.next_index = self.reported = 0
         self.error: BaseException | None = None
@@ -167,7 +178,7 @@ class _Scheduler:
         if strays:
             raw.failure = (raw.failure + "; " if raw.failure else "") + \
                 f"protocol: {len(strays)} line(s) after the 'done' line, e.g. {strays[0][:100]!r}"
-        self.put(index, judge(self.fixtures[index], raw, time.monotonic() - started))
+        self.put(index, judge(self.fixtures[index], raw, time.monotonic() - started, self.lenient_events))
 
     def abandon(self) -> None:
         """Kill every driver (the run was interrupted)."""
@@ -175,7 +186,7 @@ class _Scheduler:
         with self.lock:
             sessions = list(self.sessions)
         for session in sessions:
-            session.discard()
+            session.abandon()
 
     def report_in_order(self, workers: list[threading.Thread]) -> None:
         with self.changed:
@@ -192,15 +203,17 @@ class _Scheduler:
 
 
 def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JOBS, timeout_ms: int | None = None,
-            progress: Callable[[Outcome], None] | None = None, mode: str | Mode = "auto") -> list[Outcome]:
+            progress: Callable[[Outcome], None] | None = None, mode: str | Mode = "auto",
+            lenient_events: bool = False) -> list[Outcome]:
     """Run every fixture on ``jobs`` driver sessions; outcomes come back in fixture order.
 
     ``mode``: ``auto`` (persistent when the driver announces it, SPEC §10 protocol 2),
-    ``persistent`` or ``per-fixture``. Raises :class:`DriverStartError` when the driver cannot
-    be started (then no outcomes are returned), and whatever else stopped a worker."""
+    ``persistent`` or ``per-fixture``. ``lenient_events``: malformed output lines are warnings
+    instead of failures. Raises :class:`DriverStartError` when the driver cannot be started (then
+    no outcomes are returned), and whatever else stopped a worker."""
     shared = mode if isinstance(mode, Mode) else Mode(mode)
     split_command(command)  # bad quoting is a start error before any thread runs
-    scheduler = _Scheduler(fixtures, timeout_ms, progress)
+    scheduler = _Scheduler(fixtures, timeout_ms, progress, lenient_events)
     workers = [threading.Thread(target=scheduler.work, args=(command, shared), name=f"conformance-{n}", daemon=True)
                for n in range(max(1, min(jobs, len(fixtures))))]
     try:
@@ -220,19 +233,25 @@ def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JO
 
 _HEADS = {"pass": "PASS", "fail": "FAIL", "timeout": "TIMEOUT", "unsupported": "UNSUPPORTED"}
 _SHOWN_PROBLEMS = 16
+_SHOWN_WARNINGS = 4
 _LINE_LIMIT = 220
 
 
 def format_outcome(outcome: Outcome, verbose: bool = False) -> str:
     """``PASS id (0.01s)``; a failure adds its problems (the first differing event first, every
-    line cut short, at most a screenful) and the end of the driver's stderr."""
+    line cut short, at most a screenful) and the end of the driver's stderr; the warnings of a
+    lenient run (malformed lines) follow the head of any outcome."""
     text = f"{_HEADS[outcome.status]:<11} {outcome.fixture_id}  ({outcome.seconds:.2f}s)"
+    warned = outcome.warnings if verbose else outcome.warnings[:_SHOWN_WARNINGS]
+    warnings = [f"    warning: {_cut(w)}" for w in warned]
+    if len(warned) < len(outcome.warnings):
+        warnings.append(f"    ... {len(outcome.warnings) - len(warned)} more warning(s) (-v shows all)")
     if outcome.status == "unsupported":
-        return f"{text}  {outcome.problems[0]}"
+        return "\n".join([f"{text}  {outcome.problems[0]}", *warnings])
     if outcome.status not in ("fail", "timeout") and not verbose:
-        return text
+        return "\n".join([text, *warnings])
     shown = outcome.problems if verbose else outcome.problems[:_SHOWN_PROBLEMS]
-    details = [f"    {_cut(p)}" for p in shown]
+    details = warnings + [f"    {_cut(p)}" for p in shown]
     if len(shown) < len(outcome.problems):
         details.append(f"    ... {len(outcome.problems) - len(shown)} more (-v shows all; --report writes them)")
     if outcome.status in ("fail", "timeout") and outcome.stderr.strip():

@@ -159,11 +159,13 @@ async function runFixture(fixture, out) {
   }
 
   let turnIndex = 0;
+  // pi's events carry no time; SPEC EVT-1 gives these four an RFC 3339 UTC timestamp, so the adapter stamps them
+  const now = () => new Date().toISOString();
   function toPhiEvent(e) {
     switch (e.type) {
       case "agent_start":
         return { type: "AgentStart", agent_id: agentId, session_id: sessionId, loop_id: loopId, parent_loop_id: ctxSpec.parent_loop_id ?? null,
-          continuation_kind: isContinue ? (ctxSpec.continuation_kind ?? "Default") : null, metadata: cfg.metadata ?? null };
+          continuation_kind: isContinue ? (ctxSpec.continuation_kind ?? "Default") : null, timestamp: now(), metadata: cfg.metadata ?? null };
       case "agent_end": {
         const messages = e.messages.map(phiMessage);
         const usage = messages.filter((m) => m.role === "assistant").map((m) => m.usage).reduce(addUsage, phiUsage());
@@ -171,15 +173,15 @@ async function runFixture(fixture, out) {
         const last = [...messages].reverse().find((m) => m.role === "assistant");
         const outcome = last?.stopReason === "error" ? "error"
           : controller.signal.aborted || last?.stopReason === "aborted" ? "aborted" : "completed";
-        return { type: "AgentEnd", loop_id: loopId, messages, usage, rejection: null, outcome };
+        return { type: "AgentEnd", loop_id: loopId, messages, usage, timestamp: now(), rejection: null, outcome };
       }
       case "turn_start": {
         const kind = ctxSpec.continuation_kind;
         const first = isContinue ? (kind && kind.Branch ? "Branch" : "Continuation") : "User";
-        return { type: "TurnStart", loop_id: loopId, turn_index: turnIndex, triggered_by: turnIndex++ === 0 ? first : "Continuation" };
+        return { type: "TurnStart", loop_id: loopId, turn_index: turnIndex, triggered_by: turnIndex++ === 0 ? first : "Continuation", timestamp: now() };
       }
       case "turn_end":
-        return { type: "TurnEnd", loop_id: loopId, message: phiMessage(e.message), usage: phiUsage(e.message.usage), tool_results: e.toolResults.map(phiMessage) };
+        return { type: "TurnEnd", loop_id: loopId, message: phiMessage(e.message), usage: phiUsage(e.message.usage), tool_results: e.toolResults.map(phiMessage), timestamp: now() };
       case "message_start": return { type: "MessageStart", loop_id: loopId, message: phiMessage(e.message) };
       case "message_end": announced.push(e.message); return { type: "MessageEnd", loop_id: loopId, message: phiMessage(e.message) };
       case "message_update": {
