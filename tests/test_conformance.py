@@ -15,7 +15,7 @@ from phi.conformance.runner import REFERENCE_DRIVER, load_fixtures, run_all
 
 CONFORMANCE = default_conformance_dir()
 FIXTURES = load_fixtures(CONFORMANCE / "fixtures")
-SPEC = coverage.find_spec(CONFORMANCE)  # the repository's SPEC.md (an installed package has none)
+SPEC = coverage.find_spec(CONFORMANCE)  # the repository's SPEC.md (an installed package has only the suite's copy)
 
 
 def test_fixtures_follow_the_schema() -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from phi.conformance.runner import load_fixtures
+from test_conformance_docs import links, suite_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("PHI_TEST_CACHE") or Path.home() / ".cache" / "phi-test")
@@ -100,12 +101,17 @@ def test_the_wheel_holds_the_suite_as_package_data_and_the_script(built: tuple[P
         entry_points = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
     fixtures = {n for n in names if n.startswith("phi/conformance/suite/fixtures/")}
     assert len(fixtures) == len(load_fixtures())
-    for data in ("README.md", "DRIVERS.md", "COVERAGE.md", "requirements.json", "schema/fixture.schema.json",
+    for data in ("SPEC.md", "README.md", "DRIVERS.md", "COVERAGE.md", "requirements.json", "schema/fixture.schema.json",
                  "schema/event.schema.json", "blind/README.md"):
         assert f"phi/conformance/suite/{data}" in names, data
     blind = ROOT / "phi" / "conformance" / "suite" / "blind"  # the blind mutant sets and their measurements
     for path in blind.glob("*.json"):
         assert f"phi/conformance/suite/blind/{path.name}" in names, path.name
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("phi/conformance/suite/SPEC.md") == (ROOT / "SPEC.md").read_bytes()
+    linked = {(page.parent / target.partition("#")[0]).resolve().relative_to(ROOT).as_posix()
+              for page in suite_pages() for target in links(page) if target.partition("#")[0]}
+    assert linked and not linked - names, f"the suite's pages link files the wheel lacks: {sorted(linked - names)}"
     assert "phi-conformance = phi.conformance.__main__:main" in entry_points
     assert not [n for n in names if n.startswith(("tests/", "conformance/")) or n == "SPEC.md"]
 
@@ -144,6 +150,11 @@ def test_phi_conformance_runs_from_a_fresh_venv_outside_the_checkout(built: tupl
 
     helped = _run([script, "--help"], tmp_path, env=env)
     assert helped.returncode == 0 and "exit status:" in helped.stdout
+    suite = Path(where.stdout.strip()).parent / "suite"
+    assert str(suite) in helped.stdout
+    spec = _run([script, "spec"], tmp_path, env=env)
+    assert spec.returncode == 0 and Path(spec.stdout.strip()) == suite / "SPEC.md", spec.stdout + spec.stderr
+    assert (suite / "SPEC.md").read_bytes() == (ROOT / "SPEC.md").read_bytes()
 
     listed = _run([script, "list"], tmp_path, env=env)
     assert listed.returncode == 0, listed.stderr

@@ -6,7 +6,9 @@ Commands::
         [--lenient-events] ...
     list [--only SEL] [--skip SEL]     the fixtures a run would choose
     coverage [--write]                 print (or write) suite/COVERAGE.md; exit 1 if a requirement is missing
-    requirements [--write]             print (or write) suite/requirements.json (sections of SPEC.md)
+    requirements [--write]             print (or write) suite/requirements.json (sections of SPEC.md);
+                                       --write also copies SPEC.md into suite/
+    spec                               the path of SPEC.md as shipped with the suite
     record FIXTURE.json...             draft the expect block of fixtures from the reference driver
 
 ``run`` prints one line per fixture (the first difference on a failure) and ends with
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import coverage, default_conformance_dir, suite_files
+from . import coverage, default_conformance_dir, spec_file, suite_files
 from .drivers import MODES, Mode
 from .report import RunInfo, write_report
 from .runner import DEFAULT_JOBS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
@@ -56,7 +58,9 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog or _prog(), description="The phi agent-loop conformance suite "
-                                     "(SPEC §10): run its fixtures against a driver for any implementation.",
+                                     "(SPEC §10): run its fixtures against a driver for any implementation.\n"
+                                     "The suite (SPEC.md, README.md, DRIVERS.md, fixtures/) is in\n"
+                                     f"  {suite_files()}",
                                      epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run fixtures against a driver", epilog=EXIT_HELP,
@@ -86,7 +90,9 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     cov.add_argument("--fixtures", type=Path, default=None)
     cov.add_argument("--write", action="store_true", help="write phi/conformance/suite/COVERAGE.md")
     req = sub.add_parser("requirements", help="SPEC.md sections and requirement ids as JSON (needs SPEC.md)")
-    req.add_argument("--write", action="store_true", help="write phi/conformance/suite/requirements.json")
+    req.add_argument("--write", action="store_true",
+                     help="write phi/conformance/suite/requirements.json and copy SPEC.md next to it")
+    sub.add_parser("spec", help="print the path of SPEC.md as shipped with the suite")
     rec = sub.add_parser("record", help="draft expect blocks from the reference driver")
     rec.add_argument("paths", nargs="+", type=Path)
     return parser
@@ -173,7 +179,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _coverage_gaps(args: argparse.Namespace, fixtures: list[dict[str, Any]]) -> list[str]:
     """Tested requirements without a fixture — checked only for a whole-suite run of the reference
-    driver in a checkout (an installed package has no SPEC.md)."""
+    driver in a checkout (:func:`coverage.find_spec` looks for the repository's SPEC.md, which an installed
+    package does not have; its copy in ``suite/`` was checked against the fixtures in the repository)."""
     if args.only or args.skip or args.driver != REFERENCE_DRIVER:
         return []
     root = args.fixtures.parent if args.fixtures is not None else suite_files()
@@ -230,11 +237,24 @@ def cmd_requirements(args: argparse.Namespace) -> int:
     if spec is None:
         print("error: SPEC.md not found (requirements.json is generated in a repository checkout)", file=sys.stderr)
         return 2
-    text = parse_spec(spec.read_text(encoding="utf-8")).render()
+    source = spec.read_text(encoding="utf-8")
+    text = parse_spec(source).render()
     if args.write:
+        # the suite ships the specification it tests: the copy and the index are made from the same text
         (default_conformance_dir() / "requirements.json").write_text(text, encoding="utf-8")
+        (default_conformance_dir() / "SPEC.md").write_text(source, encoding="utf-8")
     else:
         print(text, end="")
+    return 0
+
+
+def cmd_spec() -> int:
+    """Print where the shipped SPEC.md is (a reader with only the installed package needs it)."""
+    spec = spec_file()
+    if not spec.is_file():
+        print(f"error: SPEC.md is missing from the suite at {suite_files()}", file=sys.stderr)
+        return 2
+    print(spec)
     return 0
 
 
@@ -260,6 +280,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_coverage(args)
     if args.command == "requirements":
         return cmd_requirements(args)
+    if args.command == "spec":
+        return cmd_spec()
     from .record import record
 
     record(args.paths, done=lambda path: print(f"recorded {path}"))

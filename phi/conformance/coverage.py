@@ -172,7 +172,9 @@ def render(spec_text: str, fixtures: list[dict[str, Any]], mutants: dict[str, An
 
 
 def find_spec(conformance_dir: Path) -> Path | None:
-    """SPEC.md of the checkout the suite lives in (it is not installed with the package)."""
+    """SPEC.md of the checkout the suite lives in, looked for in the folders above the suite — the
+    file being edited, never the copy shipped in ``suite/`` (an installed package has only that copy,
+    so this finds none there)."""
     for folder in list(conformance_dir.resolve().parents)[:4]:
         candidate = folder / "SPEC.md"
         if candidate.exists():
