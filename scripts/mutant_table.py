@@ -1060,6 +1060,106 @@ MUTANTS: list[Mutant] = [
     mm("LOOP-13l", IDENTITY, [("    if config.config_id:\n        return config.config_id\n", ""),
                              ("    segment = f\"{provider}", "    segment = config.config_id or f\"{provider}")],
        "a configured config_id is used as is: a thinking level adds .thinking only to {provider}.{model_slug}"),
+    # ================================================================ issue 32: §5 tools, §6 cancellation,
+    # §13.1 sub-agents, §13.3 parallel evaluation, clause by clause (each killed by a fixture of that round)
+    m("TOOL-2d", "providers/base.py", "    return value if isinstance(value, dict) and depth(value) <= MAX_DEPTH else",
+      "    return value if depth(value) <= MAX_DEPTH else",
+      "argument text that is JSON but not an object is kept as {__raw_arguments: text} and fails validation"),
+    m("TOOL-4e", TOOLS,
+      "        if self.config.after_tool_execution is not None:\n"
+      "            self.config.after_tool_execution(call.name, call.id, is_error)",
+      "        if self.config.after_tool_execution is not None and (call.name in self.tools or "
+      "_text_of(result) == ABORTED):\n            self.config.after_tool_execution(call.name, call.id, is_error)",
+      "a call to an unknown tool gets after_tool_execution after its ToolExecutionEnd, like any call"),
+    m("TOOL-4f", TOOLS,
+      "        if self.config.after_tool_execution is not None:\n"
+      "            self.config.after_tool_execution(call.name, call.id, is_error)",
+      "        if self.config.after_tool_execution is not None and not "
+      "_text_of(result).startswith(\"Invalid arguments for tool \"):\n"
+      "            self.config.after_tool_execution(call.name, call.id, is_error)",
+      "a call with invalid arguments gets after_tool_execution after its ToolExecutionEnd, like any call"),
+    m("TOOL-10e", TOOLS,
+      "            elif kind == _PROGRESS:\n"
+      "                self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))",
+      "            elif kind == _PROGRESS:\n"
+      "                if self.config.before_tool_execution_update is None or \\\n"
+      "                        self.config.before_tool_execution_update(ex.call.name, ex.call.id, payload) "
+      "is not False:\n"
+      "                    self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))",
+      "progress is not an update: the update hooks neither see nor drop it"),
+    m("TOOL-11e", TOOLS,
+      "                        on_message(_message_for(call, error_result(SKIPPED_FOR_STEERING), True))",
+      "                        if self.config.before_tool_execution is not None:\n"
+      "                            self.config.before_tool_execution(call.name, call.id, call.arguments)\n"
+      "                        on_message(_message_for(call, error_result(SKIPPED_FOR_STEERING), True))",
+      "calls skipped for steering run no tool hook"),
+    m("CANCEL-3i", TOOLS, "            if self.cancel.is_cancelled():\n"
+                          "                continue  # the remaining calls are answered as aborted by _start\n", "",
+      "once cancelled, the remaining calls are aborted: no steering read turns them into skipped calls"),
+    m("SUB-1i", SUBAGENT, '    "required": ["task"],\n', '    "required": [],\n',
+      "a sub-agent call without a task fails validation (TOOL-2)"),
+    m("SUB-1j", SUBAGENT, "        if not isinstance(task, str) or not task.strip():",
+      "        if not isinstance(task, str) or not task:", "a blank task is the error result"),
+    m("SUB-1k", SUBAGENT, "self.parent_loop_id or ctx.loop_id)", "ctx.loop_id or self.parent_loop_id)",
+      "the child's parent_loop_id is the configured one when one is configured"),
+    m("SUB-1l", SUBAGENT, "    max_turns: int = 10\n", "    max_turns: int = 25\n",
+      "the child's turn limit is 10 by default"),
+    m("SUB-2f", SUBAGENT, "                usage = usage.combine(message.usage)",
+      "                usage = message.usage",
+      "details.usage is the usage of all the child's replies"),
+    m("SUB-4f", SUBAGENT, '        if texts:\n            return "\\n".join(texts)\n',
+      '        if texts:\n            return "\\n".join(texts)\n        if not message.error_message:\n'
+      "            break\n",
+      "the final text is that of the last assistant message with text"),
+    m("SUB-4g", SUBAGENT, "                tool = replace(tool, depth=self.depth + 1, max_depth=self.max_depth,",
+      "                tool = replace(tool, depth=self.depth, max_depth=self.max_depth,",
+      "a nested sub-agent tool counts one level deeper"),
+    m("SUB-4h", SUBAGENT, "    max_depth: int = 1\n", "    max_depth: int = 2\n", "max_depth is 1 by default"),
+    m("EVAL-5f", STRATEGIES,
+      "    best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())",
+      "    best = pick(range(len(outcomes)), key=lambda i: outcomes[i].usage.tokens())",
+      "TokenEfficient and Elaborate rank only the successful branches while any succeeded"),
+    m("EVAL-5g", STRATEGIES, '        return _by_tokens(outcomes, min, "fewest tokens"), Usage()',
+      "        best = min(range(len(outcomes)), key=lambda i: outcomes[i].usage.tokens())\n"
+      '        return EvaluationDecision.select(best, "fewest tokens"), Usage()',
+      "TokenEfficient never selects a failed branch while one succeeded"),
+    m("EVAL-5h", STRATEGIES, '        return _by_tokens(outcomes, max, "most tokens"), Usage()',
+      "        best = max(range(len(outcomes)), key=lambda i: outcomes[i].usage.tokens())\n"
+      '        return EvaluationDecision.select(best, "most tokens"), Usage()',
+      "Elaborate never selects a failed branch while one succeeded"),
+    m("EVAL-5i", STRATEGIES, '        return _by_tokens(outcomes, max, "most tokens"), Usage()',
+      '        return _by_tokens(outcomes, min, "most tokens"), Usage()', "Elaborate selects the most tokens"),
+    m("EVAL-5j", STRATEGIES,
+      "    best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())",
+      "    best = pick(candidate_indices(outcomes)[::-1], key=lambda i: outcomes[i].usage.tokens())",
+      "a tie on tokens goes to the earlier branch"),
+    m("EVAL-5k", STRATEGIES,
+      "    best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())",
+      "    if not any(outcome.succeeded for outcome in outcomes):\n"
+      '        return EvaluationDecision.select(0, "no branch succeeded")\n'
+      "    best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())",
+      "every branch failed: TokenEfficient and Elaborate still rank them all by tokens"),
+    m("EVAL-5l", MODEL,
+      "        return self.exception is None and self.outcome == RunOutcome.COMPLETED",
+      "        return self.exception is None and self.outcome not in (RunOutcome.ERROR, RunOutcome.LIMIT, "
+      "RunOutcome.ABORTED)", "a branch vetoed by before_turn failed"),
+    m("EVAL-5m", MODEL,
+      "        return self.exception is None and self.outcome == RunOutcome.COMPLETED",
+      "        return self.exception is None and self.outcome not in (RunOutcome.ERROR, RunOutcome.LIMIT, "
+      "RunOutcome.VETOED)", "a branch whose reply ended aborted failed"),
+    m("EVAL-5n", STRATEGIES, "        if count != 1:", "        if count >= 1:", "Transparent runs exactly one config"),
+    m("EVAL-6e", JUDGE, "        pool = candidate_indices(outcomes)\n", "        pool = list(range(len(outcomes)))\n",
+      "the judge is shown only the successful branches"),
+    m("EVAL-6f", JUDGE, "            return EvaluationDecision.select(pool[choice],",
+      "            return EvaluationDecision.select(choice,", "the judge's number counts the responses it was shown"),
+    m("EVAL-6g", JUDGE, "        if len(pool) == 1:", "        if len(outcomes) == 1:",
+      "no judge runs for a single successful branch"),
+    m("EVAL-6h", JUDGE, "        if not outcomes[pool[0]].succeeded:", "        if False:",
+      "no judge runs when every branch failed"),
+    m("EVAL-6i", JUDGE, "        prior = base[:last]\n", "        prior = base\n",
+      "continue mode: the query is the last user message, the prior context what came before it"),
+    m("EVAL-6j", JUDGE, "        if needed <= budget:\n", "        if True:\n",
+      "a judge prompt that does not fit its budget even compacted gets a ProgressMessage"),
 ]
 
 # Survivors that are not gaps in the suite: behaviour the protocol cannot observe, with the reason.

@@ -165,3 +165,19 @@ def test_hook_and_tool_moments_fire_their_actions_where_they_happen() -> None:
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert not [line for line in lines if line["kind"] == "tool_executed"]
     assert lines[-1]["kind"] == "result" and lines[-1]["messages"][-1]["content"][0]["text"] == "Tool execution aborted."
+
+
+def test_a_sub_agent_fixture_without_limits_keeps_the_implementation_defaults() -> None:
+    """The reference driver passes a sub-agent's max_turns and max_depth only when the fixture gives them, so
+    fixtures that leave them out check SubAgentTool's own defaults (SPEC SUB-1: 10 turns; SUB-4: depth 1)."""
+    import io
+
+    from phi.conformance.scripted import Recorder, make_tool
+    from phi.subagent import SubAgentTool
+
+    spec = {"name": "helper", "description": "Delegate.", "sub_agent": {"provider": {"responses": []}}}
+    tool = make_tool(spec, Recorder(io.StringIO()))
+    assert isinstance(tool, SubAgentTool) and (tool.max_turns, tool.max_depth) == (10, 1)
+    given = make_tool({**spec, "sub_agent": {"provider": {"responses": []}, "max_turns": 3, "max_depth": 2}},
+                      Recorder(io.StringIO()))
+    assert isinstance(given, SubAgentTool) and (given.max_turns, given.max_depth) == (3, 2)

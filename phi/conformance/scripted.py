@@ -349,7 +349,9 @@ def make_tool(spec: dict[str, Any], recorder: Recorder) -> AgentTool:
         name, model_config=ModelConfig(id="mock-model", api=API_MOCK, provider="mock"),
         provider=ReportingProvider(child.get("provider", {}), recorder, "mock", child=name),
         system_prompt=child.get("system_prompt", ""), tools=[make_tool(t, recorder) for t in child.get("tools", [])],
-        max_turns=int(child.get("max_turns", 10)), max_depth=int(child.get("max_depth", 1)),
+        # limits the fixture leaves out are SubAgentTool's own defaults, so the suite checks those (SPEC SUB-1, SUB-4)
+        max_turns=int(child.get("max_turns", SubAgentTool.max_turns)),
+        max_depth=int(child.get("max_depth", SubAgentTool.max_depth)),
         parent_loop_id=child.get("parent_loop_id"), description=spec.get("description", ""),
         timeout_ms=spec.get("timeout_ms"),
         on_event=lambda event: recorder.write({"kind": "child_event", "tool": name, "event": event_to_json(event)}))
