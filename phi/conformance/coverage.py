@@ -92,7 +92,7 @@ def load_blind_sets(conformance_dir: Path) -> list[dict[str, Any]]:
 def _rate(measurement: dict[str, Any]) -> str:
     return (f"{measurement.get('kill_rate', 0.0):.0%} ({measurement.get('killed', 0)} of "
             f"{measurement.get('applied', 0)}; {str(measurement.get('date', '?'))[:10]}, "
-            f"{measurement.get('fixtures', '?')} fixtures)")
+            f"suite of {measurement.get('fixtures', '?')})")
 
 
 def _blind_lines(sets: list[dict[str, Any]]) -> list[str]:
