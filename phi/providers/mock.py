@@ -78,6 +78,7 @@ class ReplyFields(TypedDict, total=False):
     model: str
     error_message: str | None
     throw: ScriptedError | None
+    cancelled_as: str | None
 
 
 @dataclass
@@ -85,8 +86,9 @@ class ScriptedResponse:
     """One scripted model reply: content ``blocks`` streamed chunk by chunk, a ``stop_reason``
     (default: ``toolUse`` with tool calls, else ``stop``), ``usage``, and optionally an ``error``
     (raised as a ProviderError) or ``throw`` (a plain exception, as a buggy provider would raise),
-    a delay per chunk, a hang until cancelled after N chunks, and an ``error_message`` for the reply
-    (with ``stop_reason`` ``error``).
+    a delay per chunk, a hang until cancelled after N chunks, an ``error_message`` for the reply
+    (with ``stop_reason`` ``error``), and ``cancelled_as``: the error kind a cancellation surfaces as
+    (an HTTP stream whose socket was closed fails as ``network``) instead of an aborted reply.
     Build common ones with :meth:`text`, :meth:`tool_call` and :meth:`failure`."""
 
     blocks: list[ScriptedBlock] = field(default_factory=list)
@@ -98,6 +100,7 @@ class ScriptedResponse:
     model: str = ""
     error_message: str | None = None
     throw: ScriptedError | None = None  # a provider bug: a plain exception (not a ProviderError)
+    cancelled_as: str | None = None  # once cancelled, fail with this error kind instead of ending aborted
 
     @classmethod
     def text(cls, *chunks: str, **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
@@ -149,6 +152,7 @@ class ScriptedResponse:
             data.get("model", ""),
             data.get("error_message"),
             _scripted_error(data.get("throw"), "throw"),
+            _error_kind(data.get("cancelled_as"), "cancelled_as"),
         )
 
 
@@ -156,6 +160,13 @@ class ScriptedResponse:
 ScriptReply = Union[ScriptedResponse, str, dict[str, Any]]
 # A script item: a reply, or a function of the call's request that returns one.
 ScriptItem = Union[ScriptReply, Callable[[StreamConfig], ScriptReply]]
+
+
+def _error_kind(kind: object, name: str) -> str | None:
+    kinds = [k.value for k in ErrorKind]
+    if kind is not None and kind not in kinds:
+        raise ConfigError(f"{name} must be one of {kinds}, got {kind!r}")
+    return None if kind is None else str(kind)
 
 
 def _scripted_error(err: object, name: str) -> ScriptedError | None:
@@ -266,6 +277,8 @@ def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: Cancell
         if delay:
             cancel.wait(delay)
         if cancel.is_cancelled():
+            if response.cancelled_as is not None:
+                raise ProviderError(response.cancelled_as, "the stream was closed")
             return builder.finish(StopReason.ABORTED, "aborted")
         return None
 
