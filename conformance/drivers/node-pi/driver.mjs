@@ -28,7 +28,8 @@ class ScriptedFailure extends Error {}
 class FixtureError extends Error {}
 
 // ------------------------------------------------------------------ features pi does not have
-const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "after_turn", "transform_context", "get_api_key"]);
+const SUPPORTED_HOOKS = new Set(["before_tool_execution", "after_tool_execution", "after_turn", "transform_context", "convert_to_llm",
+  "get_api_key"]);
 const ADAPTER_ONLY = new Set(["LOOP-13", "EVT-2", "EVT-5"]);
 
 function unsupported(f) {
@@ -263,7 +264,12 @@ async function runFixture(fixture, out) {
       if (error && sent === (error.after_chunks || 0)) { finish("error", `${error.kind || "api"}: ${error.message || "scripted error"}`); return true; }
       if (spec.hang_after_chunks !== undefined && sent === spec.hang_after_chunks && !signal?.aborted)
         await new Promise((r) => signal?.addEventListener("abort", r, { once: true }));
-      if (signal?.aborted) { finish("aborted", "aborted"); return true; }
+      if (signal?.aborted) {
+        // cancelled_as: a provider whose closed stream reports the cancellation as an error of that kind
+        if (spec.cancelled_as) finish("error", `${spec.cancelled_as}: the stream was closed`);
+        else finish("aborted", "aborted");
+        return true;
+      }
       return false;
     };
     await push({ type: "start", partial: snap() });
@@ -335,6 +341,8 @@ async function runFixture(fixture, out) {
     };
   }
   const hooks = cfg.hooks || {};
+  // pi's convertToLlm is mandatory; the driver's default keeps what a model can read and drops app-only messages
+  const toLlm = (messages) => messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role));
   // A hook call: its hook line (arguments by position), then the actions bound to it (by name, README §1.5).
   const called = (name, named) => { out({ kind: "hook", name, args: Object.values(named) }); fire("hook", { hook: name, ...named }); };
   const config = {
@@ -342,13 +350,20 @@ async function runFixture(fixture, out) {
     // model settings: pi hands its config to the stream function as stream options
     reasoning: cfg.thinking_level && cfg.thinking_level !== "off" ? cfg.thinking_level : undefined,
     maxTokens: cfg.max_tokens ?? undefined, temperature: cfg.temperature ?? undefined,
-    convertToLlm: (messages) => messages.filter((m) => ["user", "assistant", "toolResult"].includes(m.role)),
+    convertToLlm: toLlm,
     toolExecution: cfg.tool_execution === "sequential" ? "sequential" : "parallel",
     // pi pulls queued messages through these and never hands any back, whether or not the fixture's
     // source could take them back (config.steering_put_back / follow_up_put_back)
     getSteeringMessages: async () => drain(queues.steer, cfg.steering_mode),
     getFollowUpMessages: async () => drain(queues.follow_up, cfg.follow_up_mode),
   };
+  if ("convert_to_llm" in hooks) {
+    // the fixture's custom converter converts as the default does; what it is given is the point (LOOP-11)
+    config.convertToLlm = async (messages) => {
+      called("convert_to_llm", { message_count: messages.length });
+      return toLlm(messages);
+    };
+  }
   if ("transform_context" in hooks) {
     const keep = hooks.transform_context?.keep_last || 0;
     config.transformContext = async (messages) => {
