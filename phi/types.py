@@ -241,7 +241,8 @@ class Usage:
         return self.cache_read / denominator if denominator else 0.0
 
     def tokens(self) -> int:
-        """The total used for limits: ``total_tokens`` if reported, else input + output."""
+        """The total used for limits and token strategies (SPEC LOOP-10, EVAL-5): ``total_tokens``
+        if reported, else input + output + cache reads and writes."""
         return self.total_tokens or (self.input + self.output + self.cache_read + self.cache_write)
 
     def to_json(self) -> dict[str, int]:
