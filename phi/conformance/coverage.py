@@ -102,13 +102,17 @@ def _blind_lines(sets: list[dict[str, Any]]) -> list[str]:
     lines = ["Blind mutant sets (`suite/blind/`, planted by someone who had not seen the fixtures; "
              "`scripts/mutants.py --set` appends each measurement). The first measurement is the set's blind "
              f"score; the goal is three consecutive sets at {BLIND_GOAL:.0%} or more.", "",
-             "| Set | Planted by | Mutants | First (blind) | Latest | Measurements |", "|---|---|---|---|---|---|"]
+             "A survivor listed as unobservable is behaviour no driver output can show; its set file says why "
+             "and which unit test catches it in phi.", "",
+             "| Set | Planted by | Mutants | First (blind) | Latest | Measurements | Unobservable survivors |",
+             "|---|---|---|---|---|---|---|"]
     for blind in sets:
         runs = [m for m in blind.get("measurements", []) if isinstance(m, dict)]
         first = _rate(runs[0]) if runs else "not measured"
         latest = _rate(runs[-1]) if len(runs) > 1 else "—"
+        unobservable = ", ".join(sorted(blind.get("unobservable", {}))) or "—"
         lines.append(f"| {blind.get('set', blind['_file'])} | {blind.get('planted_by', '?')} | "
-                     f"{len(blind.get('mutants', []))} | {first} | {latest} | {len(runs)} |")
+                     f"{len(blind.get('mutants', []))} | {first} | {latest} | {len(runs)} | {unobservable} |")
     return lines + [""]
 
 
