@@ -132,7 +132,7 @@ def test_a_blind_set_is_measured_and_the_measurement_appended(tmp_path: Path) ->
     assert stored["mutants"][0]["id"] == "t/01" and stored["set"] == "test-set"
 
     table = coverage.render("**LOOP-1 [tested]** x", [], None, [{**stored, "_file": "set-1.json"}])
-    assert "| test-set | a test | 3 | 0% (0 of 2; 2026-01-01, 1 fixtures) | 50% (1 of 2; " in table
+    assert "| test-set | a test | 3 | 0% (0 of 2; 2026-01-01, suite of 1) | 50% (1 of 2; " in table
 
 
 def test_no_record_measures_without_writing(tmp_path: Path) -> None:
