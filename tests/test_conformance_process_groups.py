@@ -204,3 +204,33 @@ def test_ctrl_c_ends_every_drivers_group(tmp_path: Path, mode: str) -> None:
     assert interrupted.is_set()
     driver, child, _ = pids(tmp_path)
     assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def test_a_persistent_driver_that_exited_after_done_has_its_group_ended_before_it_is_replaced(
+        tmp_path: Path) -> None:
+    from phi.conformance.drivers import DriverSession, Mode
+
+    command = python_driver(tmp_path, '''
+        def special(fixture):
+            return False
+        print(json.dumps(HELLO), flush=True)
+        fixture = json.loads(sys.stdin.readline())
+        reset_loop_numbers()
+        run_fixture(fixture)
+        child = subprocess.Popen(["sleep", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(PIDS, "w") as out:
+            out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        print(json.dumps({"kind": "done", "id": fixture["id"]}), flush=True)
+        os._exit(0)  # right after its done line, leaving the child in its group
+        ''')
+    session = DriverSession(command, Mode("persistent"))
+    try:
+        first = session.run(fixture("a"), 120.0)
+        assert first.failure is None
+        driver, child, group = pids(tmp_path)
+        assert group == driver
+        assert wait_until_gone(driver)  # exited: the session must notice, end its group, start anew
+        session.run(fixture("b"), 120.0)
+        assert wait_until_gone(child)
+    finally:
+        session.close()

@@ -178,7 +178,9 @@ class DriverSession:
     def _persistent(self, fixture: dict[str, Any], limit_s: float) -> RawRun:
         if self.process is not None and self.process.pending():
             self.discard()  # it wrote after its last "done": start clean
-        if self.process is None or not self.process.alive:
+        if self.process is not None and not self.process.alive:
+            self.discard()  # it exited after its last "done": end what it left running in its group
+        if self.process is None:
             process, problem = self._start()
             if problem is not None:
                 return RawRun(stderr=process.stderr_since(0, settle=0.5), failure=problem)
