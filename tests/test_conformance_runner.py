@@ -426,3 +426,20 @@ def test_the_stress_script_reports_fixtures_that_fail(tmp_path: Path) -> None:
     figures = json.loads(done.stdout.splitlines()[-1])
     assert (figures["runs"], figures["fixtures"], figures["flaky"], figures["always_failed"]) == (2, 2, {}, [])
     assert "every fixture passed every run" in done.stdout
+
+
+# --------------------------------------------------------------------------- limits (attack findings 4, 14)
+
+
+def test_a_huge_time_limit_is_cut_to_the_maximum_and_the_run_goes_on() -> None:
+    from phi.conformance.runner import MAX_TIMEOUT_MS, time_limit
+
+    for huge in (10_000_000_000_000, 1e300, float("inf")):
+        assert time_limit({"timeout_ms": huge}, None) == MAX_TIMEOUT_MS / 1000
+        assert time_limit({}, huge) == MAX_TIMEOUT_MS / 1000  # type: ignore[arg-type]
+    assert time_limit({"timeout_ms": 250}, None) == 0.25 and time_limit({"timeout_ms": 250}, 500) == 0.5
+    fixtures = [{**basic("huge"), "timeout_ms": 1e300}, {**basic("huger"), "timeout_ms": 10_000_000_000_000}]
+    for mode in ("per-fixture", "persistent"):
+        assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures, jobs=1, mode=mode)] == ["pass", "pass"]
+        assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures[:1], jobs=1, mode=mode,
+                                          timeout_ms=99_999_999_999_999)] == ["pass"]
