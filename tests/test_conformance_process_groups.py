@@ -234,3 +234,29 @@ def test_a_persistent_driver_that_exited_after_done_has_its_group_ended_before_i
         assert wait_until_gone(child)
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_to_the_runner_ends_every_drivers_group(tmp_path: Path, signame: str) -> None:
+    import json
+    import signal
+    import subprocess
+
+    command = python_driver(tmp_path, '''
+        leave_a_child()
+        __import__("threading").Event().wait()  # until killed
+        ''')
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "hang.json").write_text(json.dumps(fixture("hang")), encoding="utf-8")
+    runner = subprocess.Popen([sys.executable, "-m", "phi.conformance", "run", "--driver", command, "--mode",
+                               "per-fixture", "--fixtures", str(tmp_path / "fixtures")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        driver, child, _ = pids(tmp_path)
+        runner.send_signal(getattr(signal, signame))
+        _, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 128 + getattr(signal, signame), err
+    assert wait_until_gone(child) and wait_until_gone(driver)

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -258,17 +260,45 @@ def cmd_spec() -> int:
     return 0
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached the runner: raised in the main thread like Ctrl-C's
+    KeyboardInterrupt, so that run_all ends every driver's process group on the way out (the
+    drivers run in sessions of their own: a signal to the runner alone would orphan them)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _ending_signals() -> list[signal.Signals]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        return []
+    return [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (``phi-conformance``); returns the exit status (see :data:`EXIT_HELP`)."""
+    """The command line (``phi-conformance``); returns the exit status (see :data:`EXIT_HELP`):
+    130 after Ctrl-C, 128 + the signal's number after SIGTERM or SIGHUP (the drivers ended first)."""
     args = _parser(prog).parse_args(argv)
+    previous = {signum: signal.signal(signum, _raise_terminated) for signum in _ending_signals()}
     try:
         return _dispatch(args)
+    except Terminated as stop:  # run_all has ended every driver's process group
+        print(f"terminated ({stop})", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:  # run_all has ended every driver's process group
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the output went into `head` or a pager that quit: end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
