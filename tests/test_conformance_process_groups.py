@@ -260,3 +260,46 @@ def test_sigterm_or_sighup_to_the_runner_ends_every_drivers_group(tmp_path: Path
             runner.kill()
     assert runner.returncode == 128 + getattr(signal, signame), err
     assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def escape_helper() -> str:
+    """Driver code: ``escape()`` starts ``sleep 1000`` in a session of its own (out of the driver's
+    group) with the driver's stdout, and records its pid like ``leave_a_child``."""
+    return '''
+        def escape():
+            child = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+            with open(PIDS, "w") as out:
+                out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        '''
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="processes outside the group are found via /proc")
+def test_a_helper_that_left_the_group_but_holds_the_output_is_found_and_ended(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, escape_helper() + '''
+        escape()
+        run_fixture(json.load(sys.stdin))
+        sys.stdout.flush()
+        os._exit(0)
+        ''')
+    [outcome] = run_all(command, [fixture("a")], jobs=1, mode="per-fixture")
+    driver, child, group = pids(tmp_path)
+    assert group != driver  # it really left the driver's group
+    assert outcome.status == "fail" and outcome.problems[0].startswith(KEPT_OPEN), outcome.problems
+    assert outcome.problems[1:] == []
+    assert wait_until_gone(child)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="processes outside the group are found via /proc")
+def test_a_persistent_drivers_helper_that_left_the_group_is_ended_with_the_run(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, escape_helper() + '''
+        def special(fixture):
+            if fixture["id"] == "leave":
+                escape()
+            return False
+        serve_with(special)
+        ''')
+    outcomes = run_all(command, [fixture("a"), fixture("leave"), fixture("b")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass"] * 3
+    driver, child, group = pids(tmp_path)
+    assert group != driver
+    assert wait_until_gone(child) and wait_until_gone(driver)

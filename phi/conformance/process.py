@@ -11,6 +11,12 @@ A driver can exit while its stdout stays open, because a process it started hold
 driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S`, the
 group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
 ended (:data:`KEPT_OPEN`).
+
+A process can leave the group (``setsid``) and still hold the driver's stdout or stderr. On Linux
+:func:`pipe_writers` finds it through ``/proc/<pid>/fd`` (a link ``pipe:[inode]`` to the same pipe,
+opened for writing) and it is ended like the group: when the output stays open after the driver
+exited, and whenever the driver is killed or its leftovers are ended. Without ``/proc`` such a
+process is not found: the fixture then times out and the process outlives the run.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import queue
 import shlex
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -80,6 +87,45 @@ def split_command(command: str) -> list[str]:
     return argv
 
 
+def pipe_inode(fd: int) -> int | None:
+    """The inode naming the pipe ``fd`` is an end of (None when it is no pipe)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    return info.st_ino if stat.S_ISFIFO(info.st_mode) else None
+
+
+def pipe_writers(inodes: set[int]) -> list[int]:
+    """Linux: the processes, other than this one, holding the write end of one of the pipes
+    ``inodes`` names (the read end, which the runner holds and a process it is just starting may
+    hold for a moment, does not count). Empty where there is no ``/proc``."""
+    if not inodes or not os.path.isdir("/proc/self/fd"):
+        return []
+    links = {f"pipe:[{inode}]" for inode in inodes}
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if any(_writes_to(entry.name, fd.name, links) for fd in os.scandir(f"/proc/{entry.name}/fd")):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to look at
+            continue
+    return found
+
+
+def _writes_to(pid: str, fd: str, links: set[str]) -> bool:
+    try:
+        if os.readlink(f"/proc/{pid}/fd/{fd}") not in links:
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+            flags = next((line.split()[1] for line in info if line.startswith("flags:")), "0")
+    except (OSError, IndexError):
+        return False
+    return int(flags, 8) & os.O_ACCMODE != os.O_RDONLY
+
+
 class DriverProcess:
     """A running driver: send text, read stdout lines with a deadline, collect stderr, kill."""
 
@@ -94,6 +140,9 @@ class DriverProcess:
                                          env=env, start_new_session=_POSIX)
         except OSError as error:
             raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
+        # the output pipes, by inode: a process outside the group that holds one is found by it
+        self._pipes = {inode for stream in (self.proc.stdout, self.proc.stderr) if stream is not None
+                       if (inode := pipe_inode(stream.fileno())) is not None}
         self.lines: queue.Queue[str | None | _Exited] = queue.Queue()
         self.exited = False  # read_line has seen the driver's exit
         self.kept_open = False  # ... and ended its group because a process of it held the output open
@@ -156,14 +205,33 @@ class DriverProcess:
             return item
 
     def _end_held_output(self) -> None:
-        """The driver exited and its output stayed open and quiet: a process of its group holds it
-        (when the group is empty, someone outside it does, and only the deadline ends the wait)."""
-        self.kept_open = self._group_alive()
-        if self.kept_open:
+        """The driver exited and its output stayed open and quiet: a process of its group holds it,
+        or one that left the group (found on Linux only; when none is found, only the deadline ends
+        the wait)."""
+        in_group = self._group_alive()
+        outside = self._kill_writers()
+        self.kept_open = in_group or bool(outside)
+        if in_group:
             log.info("driver %s exited, a process of its group keeps its output open: ending the group", self.proc.pid)
             self._kill_group()
-        else:
+        if outside:
+            log.info("driver %s exited, processes %s outside its group keep its output open: ended them",
+                     self.proc.pid, outside)
+        if not self.kept_open:
             self._quiet_since = float("inf")
+
+    def _kill_writers(self) -> list[int]:
+        """SIGKILL to every process still holding the driver's stdout or stderr for writing —
+        after the group was ended these are the ones that left it (``setsid``)."""
+        if not any(reader.is_alive() for reader in self._readers):  # both pipes closed: nobody holds them
+            return []
+        found = pipe_writers(self._pipes)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return found
 
     def _group_alive(self) -> bool:
         if not _POSIX:
@@ -253,6 +321,7 @@ class DriverProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             log.warning("driver process %s did not end after SIGKILL", self.proc.pid)
+        self._kill_writers()
         self._close_stdin()
 
     def _close_stdin(self) -> None:
@@ -263,9 +332,11 @@ class DriverProcess:
             pass
 
     def kill_leftovers(self) -> None:
-        """After the driver exited: end what it left running in its process group."""
+        """After the driver exited: end what it left running in its process group, and what left
+        the group but holds its output."""
         self._close_stdin()
         self._kill_group()
+        self._kill_writers()
 
     def finish(self, grace: float = 1.0) -> None:
         """Close stdin (a persistent driver then exits) and kill the driver if it has not ended
@@ -278,4 +349,4 @@ class DriverProcess:
 
 
 __all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError",
-           "RawRun", "split_command"]
+           "RawRun", "pipe_inode", "pipe_writers", "split_command"]
