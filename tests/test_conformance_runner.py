@@ -443,3 +443,65 @@ def test_a_huge_time_limit_is_cut_to_the_maximum_and_the_run_goes_on() -> None:
         assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures, jobs=1, mode=mode)] == ["pass", "pass"]
         assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures[:1], jobs=1, mode=mode,
                                           timeout_ms=99_999_999_999_999)] == ["pass"]
+
+
+# --------------------------------------------------------------------------- output limits (attack finding 6)
+# Every flood here is bounded (a few MiB) and the limits are made small, so that a runner without
+# them would only read a few MiB too.
+
+FLOOD = '''
+        def flood(end="\\n"):
+            line = json.dumps({"kind": "hook", "name": "before_turn", "args": [0, 0]}) + end
+            for _ in range(4 * 1024 * 1024 // len(line)):
+                sys.stdout.write(line)
+            sys.stdout.flush()
+        '''
+
+
+@pytest.mark.parametrize("end", ["\\n", ""])
+def test_a_per_fixture_driver_that_writes_too_much_fails_with_output_too_large(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "OUTPUT_LIMIT", 256 * 1024)
+    command = fake_driver(tmp_path, FLOOD + f'''
+        json.load(sys.stdin)
+        flood({end!r})
+        ''')
+    [outcome] = run_all(command, [basic("flood")], jobs=1)  # auto: the first fixture probes the driver
+    assert outcome.status == "fail" and outcome.problems[0].startswith("output too large"), outcome.problems[:2]
+
+
+def test_a_persistent_driver_that_writes_too_much_fails_that_fixture_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "OUTPUT_LIMIT", 256 * 1024)
+    command = fake_driver(tmp_path, FLOOD + '''
+        def special(fixture):
+            if fixture["id"] == "flood":
+                flood()
+                return True
+            return False
+        serve_with(special)
+        ''')
+    outcomes = run_all(command, [basic("a"), basic("flood"), basic("b")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass", "fail", "pass"]
+    assert outcomes[1].problems[0].startswith("output too large")
+
+
+def test_only_a_tail_of_the_drivers_stderr_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "STDERR_TAIL", 64 * 1024)
+    command = fake_driver(tmp_path, '''
+        fixture = json.load(sys.stdin)
+        for n in range(3 * 1024):
+            sys.stderr.write(f"{n:05} " + "x" * 1017 + "\\n")
+        sys.stderr.write("the end\\n")
+        sys.stderr.flush()
+        run_fixture(fixture)
+        ''')
+    [outcome] = run_all(command, [basic("a")], jobs=1, mode="per-fixture")
+    assert outcome.status == "pass"
+    assert outcome.stderr.endswith("the end\n") and 0 < len(outcome.stderr) <= 64 * 1024 + 1024

@@ -18,7 +18,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from .process import KEPT_OPEN, TIMEOUT, DriverProcess, DriverStartError, RawRun, split_command
+from .process import (KEPT_OPEN, TIMEOUT, TOO_LARGE, TOO_LARGE_PROBLEM, DriverProcess, DriverStartError, RawRun,
+                      split_command)
 
 TIMED_OUT = "driver did not finish within"
 #: how long a persistent driver may take to start and write its hello line (not counted against a fixture)
@@ -151,7 +152,8 @@ class DriverSession:
             self.mode.fail(str(error) or type(error).__name__)
             raise
         if probing:
-            silent = raw.failure is not None and not raw.lines and raw.hello is None and not raw.timed_out
+            silent = (raw.failure is not None and raw.failure != TOO_LARGE_PROBLEM and not raw.lines
+                      and raw.hello is None and not raw.timed_out)
             self.mode.decide(raw.hello, _not_started(fixture, raw) if silent else None)
             if silent:
                 raise DriverStartError(_not_started(fixture, raw))
@@ -188,10 +190,14 @@ class DriverSession:
         process = self.process
         mark = process.stderr_mark()
         deadline = time.monotonic() + limit_s
+        process.new_budget()
         process.send(fixture_payload(fixture) + "\n")
         lines: list[str] = []
         while True:
             line = process.read_line(deadline)
+            if line is TOO_LARGE:  # what it wrote is not judged: the limit says nothing of where it went wrong
+                self.discard()
+                return RawRun([], process.stderr_since(mark), TOO_LARGE_PROBLEM)
             if line is TIMEOUT:
                 self.discard()
                 return RawRun(lines, process.stderr_since(mark), _timed_out(process, limit_s), timed_out=True)
@@ -247,6 +253,9 @@ def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_pro
     lines: list[str] = []
     while True:
         line = process.read_line(deadline)
+        if line is TOO_LARGE:
+            process.kill()
+            return RawRun([], process.stderr_since(0), TOO_LARGE_PROBLEM)
         if line is TIMEOUT:
             process.kill()
             return RawRun(strip_handshake(lines)[0], process.stderr_since(0), _timed_out(process, limit_s),

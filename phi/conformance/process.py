@@ -12,6 +12,10 @@ driver's exit; once it has exited and its output has been quiet for :data:`EXIT_
 group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
 ended (:data:`KEPT_OPEN`).
 
+What a driver writes is bounded: at most :data:`OUTPUT_LIMIT` of stdout per fixture (a flood fails
+the fixture with :data:`TOO_LARGE_PROBLEM` and the driver is killed), and only the last
+:data:`STDERR_TAIL` characters of stderr are kept.
+
 A process can leave the group (``setsid``) and still hold the driver's stdout or stderr. On Linux
 :func:`pipe_writers` finds it through ``/proc/<pid>/fd`` (a link ``pipe:[inode]`` to the same pipe,
 opened for writing) and it is ended like the group: when the output stays open after the driver
@@ -22,6 +26,7 @@ process is not found: the fixture then times out and the process outlives the ru
 from __future__ import annotations
 
 import os
+import collections
 import queue
 import shlex
 import signal
@@ -44,6 +49,16 @@ _POSIX = os.name == "posix"
 EXIT_GRACE_S = 1.0
 #: why a fixture's output ended when a process the driver started held it open after the driver exited
 KEPT_OPEN = "driver exited, a child kept its output open"
+#: the most stdout one fixture may produce, in characters; every line counts at least LINE_COST
+OUTPUT_LIMIT = 64 * 1024 * 1024
+#: what a line costs beyond its characters (so that a flood of empty lines is bounded in memory too)
+LINE_COST = 64
+#: how much of a driver's stderr is kept: the last this many characters
+STDERR_TAIL = 1024 * 1024
+#: how much is read from a pipe at once (a line without end is read in pieces this long)
+_CHUNK = 64 * 1024
+#: the problem of a fixture whose driver wrote more than OUTPUT_LIMIT
+TOO_LARGE_PROBLEM = f"output too large: more than {OUTPUT_LIMIT // (1024 * 1024)} MiB on stdout; the driver was killed"
 
 
 class DriverStartError(Exception):
@@ -55,6 +70,14 @@ class _Timeout:
 
 
 TIMEOUT = _Timeout()
+
+
+class _TooLarge:
+    """What :meth:`DriverProcess.read_line` returns once the fixture's output passed
+    :data:`OUTPUT_LIMIT` (then nothing more is read)."""
+
+
+TOO_LARGE = _TooLarge()
 
 
 class _Exited:
@@ -143,11 +166,15 @@ class DriverProcess:
         # the output pipes, by inode: a process outside the group that holds one is found by it
         self._pipes = {inode for stream in (self.proc.stdout, self.proc.stderr) if stream is not None
                        if (inode := pipe_inode(stream.fileno())) is not None}
-        self.lines: queue.Queue[str | None | _Exited] = queue.Queue()
+        self.lines: queue.Queue[str | None | _Exited | _TooLarge] = queue.Queue()
+        self._spent = 0  # stdout read since new_budget(), in characters plus LINE_COST a line
+        self._budget_lock = threading.Lock()
         self.exited = False  # read_line has seen the driver's exit
         self.kept_open = False  # ... and ended its group because a process of it held the output open
         self._quiet_since = 0.0
-        self._stderr: list[str] = []
+        self._stderr: collections.deque[str] = collections.deque()
+        self._stderr_size = 0  # characters in _stderr
+        self._stderr_dropped = 0  # pieces dropped from the front of _stderr (it keeps a tail)
         self._stderr_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._readers = [threading.Thread(target=self._read_stdout, daemon=True, name="driver-stdout"),
@@ -157,23 +184,51 @@ class DriverProcess:
         threading.Thread(target=self._wait_for_exit, daemon=True, name="driver-exit").start()
 
     # ------------------------------------------------------------------ reading
+    def new_budget(self) -> None:
+        """A new fixture begins: it may write :data:`OUTPUT_LIMIT` again."""
+        with self._budget_lock:
+            self._spent = 0
+
     def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
+        """Lines onto the queue, read in pieces of at most ``_CHUNK`` so that neither a line without
+        end nor a flood of lines can hold more than about :data:`OUTPUT_LIMIT` in memory: past it,
+        :data:`TOO_LARGE` is queued and reading stops (the driver then blocks until it is killed)."""
+        stream = self.proc.stdout
+        assert stream is not None
         try:
-            for line in self.proc.stdout:
-                self.lines.put(line.rstrip("\r\n"))
-            self.proc.stdout.close()
+            pieces: list[str] = []
+            while piece := stream.readline(_CHUNK):
+                ended = piece.endswith("\n")
+                with self._budget_lock:
+                    self._spent += len(piece) + (LINE_COST if ended else 0)
+                    over = self._spent > OUTPUT_LIMIT
+                if over:
+                    self.lines.put(TOO_LARGE)
+                    return
+                pieces.append(piece)
+                if ended:
+                    self.lines.put("".join(pieces).rstrip("\r\n"))
+                    pieces = []
+            if pieces:
+                self.lines.put("".join(pieces).rstrip("\r\n"))
+            stream.close()
         except (OSError, ValueError):  # the pipe was closed under us by kill()
             pass
         self.lines.put(None)
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
+        """stderr in pieces; only the last :data:`STDERR_TAIL` characters are kept."""
+        stream = self.proc.stderr
+        assert stream is not None
         try:
-            for line in self.proc.stderr:
+            while piece := stream.readline(_CHUNK):
                 with self._stderr_lock:
-                    self._stderr.append(line)
-            self.proc.stderr.close()
+                    self._stderr.append(piece)
+                    self._stderr_size += len(piece)
+                    while self._stderr_size > STDERR_TAIL and len(self._stderr) > 1:
+                        self._stderr_size -= len(self._stderr.popleft())
+                        self._stderr_dropped += 1
+            stream.close()
         except (OSError, ValueError):
             pass
 
@@ -181,8 +236,9 @@ class DriverProcess:
         self.proc.wait()
         self.lines.put(_EXITED)
 
-    def read_line(self, deadline: float) -> str | None | _Timeout:
-        """The next stdout line; None at end of output; :data:`TIMEOUT` once ``deadline``
+    def read_line(self, deadline: float) -> str | None | _Timeout | _TooLarge:
+        """The next stdout line; None at end of output; :data:`TOO_LARGE` (again and again) once
+        the fixture's output passed :data:`OUTPUT_LIMIT`; :data:`TIMEOUT` once ``deadline``
         (a :func:`time.monotonic` value) has passed. When the driver has exited and its output
         stays open and quiet for :data:`EXIT_GRACE_S`, its process group is ended (then
         :attr:`kept_open` is set) and the lines it wrote before still come, then None."""
@@ -201,6 +257,8 @@ class DriverProcess:
             if isinstance(item, _Exited):
                 self.exited, self._quiet_since = True, time.monotonic()
                 continue
+            if isinstance(item, _TooLarge):
+                self.lines.put(item)
             self._quiet_since = time.monotonic()
             return item
 
@@ -264,14 +322,16 @@ class DriverProcess:
             if isinstance(line, _Exited):
                 self.exited, self._quiet_since = True, time.monotonic()
                 continue
-            if line is None:
-                self.lines.put(None)
+            if line is None or isinstance(line, _TooLarge):
+                self.lines.put(line)
+                if line is not None:  # stands for the flood the reader stopped at
+                    found.append(f"(more than {OUTPUT_LIMIT} characters)")
                 return found
             found.append(line)
 
     def stderr_mark(self) -> int:
         with self._stderr_lock:
-            return len(self._stderr)
+            return self._stderr_dropped + len(self._stderr)
 
     def stderr_since(self, mark: int = 0, settle: float = 0.0) -> str:
         """stderr written since :meth:`stderr_mark` returned ``mark``; ``settle`` seconds are
@@ -279,7 +339,8 @@ class DriverProcess:
         if settle and self.proc.poll() is not None:
             self._readers[1].join(settle)
         with self._stderr_lock:
-            return "".join(self._stderr[mark:])
+            skip = max(mark - self._stderr_dropped, 0)
+            return "".join(piece for n, piece in enumerate(self._stderr) if n >= skip)
 
     # ------------------------------------------------------------------ writing and ending
     def send(self, text: str, close: bool = False) -> None:
@@ -348,5 +409,6 @@ class DriverProcess:
             self.kill_leftovers()
 
 
-__all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError",
+__all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "LINE_COST", "OUTPUT_LIMIT", "PROTOCOL", "PROTOCOL_ENV", "STDERR_TAIL",
+           "TIMEOUT", "TOO_LARGE", "TOO_LARGE_PROBLEM", "DriverProcess", "DriverStartError",
            "RawRun", "pipe_inode", "pipe_writers", "split_command"]
