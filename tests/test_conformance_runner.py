@@ -505,3 +505,12 @@ def test_only_a_tail_of_the_drivers_stderr_is_kept(tmp_path: Path, monkeypatch: 
     [outcome] = run_all(command, [basic("a")], jobs=1, mode="per-fixture")
     assert outcome.status == "pass"
     assert outcome.stderr.endswith("the end\n") and 0 < len(outcome.stderr) <= 64 * 1024 + 1024
+
+
+def test_a_time_limit_below_1_ms_is_bad_usage() -> None:
+    for bad in ("0", "-5", "1.5", "soon"):
+        done = cli("run", "--only", "basic-text-reply", "--timeout-ms", bad)
+        assert done.returncode == 2 and "--timeout-ms" in done.stderr, (bad, done.stderr)
+    with pytest.raises(ValueError):
+        run_all(REFERENCE_DRIVER, [basic("a")], timeout_ms=0)
+    assert cli("run", "--only", "basic-text-reply", "--timeout-ms", "99999999999999").returncode == 0

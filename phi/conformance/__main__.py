@@ -29,7 +29,7 @@ from typing import Any
 from . import coverage, default_conformance_dir, spec_file, suite_files
 from .drivers import MODES, Mode
 from .report import RunInfo, write_report
-from .runner import DEFAULT_JOBS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
+from .runner import DEFAULT_JOBS, MAX_TIMEOUT_MS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
 from .selection import load_index, parse_spec, select
 
 EXIT_HELP = """exit status:
@@ -76,8 +76,9 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=MODES, default="auto",
                      help="auto (default): one persistent process per job when the driver announces it, "
                           "else one process per fixture (see DRIVERS.md)")
-    run.add_argument("--timeout-ms", type=int, default=None,
-                     help="per-fixture time limit (default: the fixture's timeout_ms, else 10000)")
+    run.add_argument("--timeout-ms", type=_timeout_ms, default=None,
+                     help="per-fixture time limit in milliseconds, 1 or more (default: the fixture's timeout_ms, "
+                          f"else 10000; at most {MAX_TIMEOUT_MS}, a larger one is cut to that)")
     run.add_argument("--report", type=Path, action="append", default=[], metavar="FILE",
                      help="also write a report: .xml JUnit XML, .json JSON, else Markdown (repeatable)")
     run.add_argument("--lenient-events", action="store_true",
@@ -128,6 +129,16 @@ def _jobs(text: str) -> int:
     if jobs < 1:
         raise argparse.ArgumentTypeError(f"{jobs} driver processes: give 1 or more")
     return jobs
+
+
+def _timeout_ms(text: str) -> int:
+    try:
+        limit = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if limit < 1:
+        raise argparse.ArgumentTypeError(f"a time limit of {limit} ms: give 1 or more")
+    return limit
 
 
 def cmd_list(args: argparse.Namespace) -> int:

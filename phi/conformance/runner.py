@@ -215,9 +215,12 @@ def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JO
     """Run every fixture on ``jobs`` driver sessions; outcomes come back in fixture order.
 
     ``mode``: ``auto`` (persistent when the driver announces it, SPEC §10 protocol 2),
-    ``persistent`` or ``per-fixture``. ``lenient_events``: malformed output lines are warnings
+    ``persistent`` or ``per-fixture``. ``timeout_ms`` (positive) replaces every fixture's time
+    limit (:func:`time_limit`). ``lenient_events``: malformed output lines are warnings
     instead of failures. Raises :class:`DriverStartError` when the driver cannot be started (then
     no outcomes are returned), and whatever else stopped a worker."""
+    if timeout_ms is not None and not timeout_ms > 0:  # 0 used to mean "the default", -5 "time out at once"
+        raise ValueError(f"timeout_ms must be positive, not {timeout_ms}")
     shared = mode if isinstance(mode, Mode) else Mode(mode)
     split_command(command)  # bad quoting is a start error before any thread runs
     scheduler = _Scheduler(fixtures, timeout_ms, progress, lenient_events)
