@@ -514,3 +514,17 @@ def test_a_time_limit_below_1_ms_is_bad_usage() -> None:
     with pytest.raises(ValueError):
         run_all(REFERENCE_DRIVER, [basic("a")], timeout_ms=0)
     assert cli("run", "--only", "basic-text-reply", "--timeout-ms", "99999999999999").returncode == 0
+
+
+def test_a_persistent_driver_that_exits_after_done_costs_the_next_fixture_nothing(tmp_path: Path) -> None:
+    command = fake_driver(tmp_path, '''
+        print(json.dumps(HELLO), flush=True)
+        fixture = json.loads(sys.stdin.readline())
+        run_fixture(fixture)
+        print(json.dumps({"kind": "done", "id": fixture["id"]}), flush=True)
+        sys.stdin.readline()  # the next fixture has come: leave without a word, status 0
+        os._exit(0)
+        ''')
+    outcomes = run_all(command, [basic("a"), basic("b"), basic("c")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass"] * 3, [o.problems for o in outcomes]
+    assert starts(tmp_path) == 3  # every fixture went to a process of its own, none was failed for it

@@ -18,8 +18,11 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..log import get_logger
 from .process import (KEPT_OPEN, TIMEOUT, TOO_LARGE, TOO_LARGE_PROBLEM, DriverProcess, DriverStartError, RawRun,
                       split_command)
+
+log = get_logger(__name__)
 
 TIMED_OUT = "driver did not finish within"
 #: how long a persistent driver may take to start and write its hello line (not counted against a fixture)
@@ -182,6 +185,7 @@ class DriverSession:
             self.discard()  # it wrote after its last "done": start clean
         if self.process is not None and not self.process.alive:
             self.discard()  # it exited after its last "done": end what it left running in its group
+        fresh = self.process is None
         if self.process is None:
             process, problem = self._start()
             if problem is not None:
@@ -204,6 +208,11 @@ class DriverSession:
             if line is None:
                 status = process.wait(time.monotonic() + 1.0)
                 self.discard()
+                if status == 0 and not lines and not fresh and not process.kept_open:
+                    # it ended cleanly after its last "done" (its exit raced the sending of this
+                    # fixture): not this fixture's fault, which gets a new process (once: that one is fresh)
+                    log.info("persistent driver %s exited after its 'done'; starting another", process.proc.pid)
+                    return self._persistent(fixture, limit_s)
                 failure = f"driver exited (status {status}) before its 'done' line"
                 if process.kept_open:
                     failure = f"{KEPT_OPEN} (exit status {status}, before its 'done' line); its process group was ended"
