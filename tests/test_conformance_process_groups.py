@@ -303,3 +303,19 @@ def test_a_persistent_drivers_helper_that_left_the_group_is_ended_with_the_run(t
     driver, child, group = pids(tmp_path)
     assert group != driver
     assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def test_a_child_that_keeps_writing_after_the_driver_exited_is_ended_too(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, '''
+        fixture = json.load(sys.stdin)
+        run_fixture(fixture)
+        sys.stdout.flush()
+        chatter = "import time\\nwhile True:\\n    print('still here', flush=True)\\n    time.sleep(0.05)"
+        child = subprocess.Popen([sys.executable, "-c", chatter])  # in the driver's group, with its stdout
+        with open(PIDS, "w") as out:
+            out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        os._exit(0)
+        ''')
+    [outcome] = run_all(command, [fixture("a")], jobs=1, mode="per-fixture")
+    assert outcome.status == "fail" and outcome.problems[0].startswith(KEPT_OPEN), outcome.problems[:2]
+    assert wait_until_gone(pids(tmp_path)[1])

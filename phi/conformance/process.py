@@ -8,8 +8,8 @@ kill, and the clean-up after it exited, ends the whole group, so nothing it star
 
 A driver can exit while its stdout stays open, because a process it started holds the pipe (a
 ``sleep 1000 &`` of a shell script): the end of output never comes. A third thread waits for the
-driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S`, the
-group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
+driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S` (or
+has stayed open for :data:`EXIT_LIMIT_S`, however busy), the group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
 ended (:data:`KEPT_OPEN`).
 
 What a driver writes is bounded: at most :data:`OUTPUT_LIMIT` of stdout per fixture (a flood fails
@@ -47,6 +47,9 @@ PROTOCOL = 2
 _POSIX = os.name == "posix"
 #: after the driver exited, how long its output may stay open without a line before its group is ended
 EXIT_GRACE_S = 1.0
+#: after the driver exited, how long its output may stay open at most, lines or not (a child that
+#: keeps writing never lets EXIT_GRACE_S of quiet begin)
+EXIT_LIMIT_S = 5.0
 #: why a fixture's output ended when a process the driver started held it open after the driver exited
 KEPT_OPEN = "driver exited, a child kept its output open"
 #: the most stdout one fixture may produce, in characters; every line counts at least LINE_COST
@@ -172,6 +175,7 @@ class DriverProcess:
         self.exited = False  # read_line has seen the driver's exit
         self.kept_open = False  # ... and ended its group because a process of it held the output open
         self._quiet_since = 0.0
+        self._exited_at = 0.0
         self._stderr: collections.deque[str] = collections.deque()
         self._stderr_size = 0  # characters in _stderr
         self._stderr_dropped = 0  # pieces dropped from the front of _stderr (it keeps a tail)
@@ -246,21 +250,28 @@ class DriverProcess:
             now = time.monotonic()
             until = deadline
             if self.exited and not self.kept_open:
-                until = min(deadline, self._quiet_since + EXIT_GRACE_S)
+                end_by = min(self._quiet_since + EXIT_GRACE_S, self._exited_at + EXIT_LIMIT_S)
+                if now >= end_by and now < deadline:
+                    self._end_held_output()  # the lines already read still come
+                    continue
+                until = min(deadline, end_by)
             try:
                 item = self.lines.get(timeout=until - now) if until > now else self.lines.get_nowait()
             except queue.Empty:
                 if time.monotonic() >= deadline:
                     return TIMEOUT
-                self._end_held_output()
                 continue
             if isinstance(item, _Exited):
-                self.exited, self._quiet_since = True, time.monotonic()
+                self._note_exit()
                 continue
             if isinstance(item, _TooLarge):
                 self.lines.put(item)
             self._quiet_since = time.monotonic()
             return item
+
+    def _note_exit(self) -> None:
+        self.exited = True
+        self._quiet_since = self._exited_at = time.monotonic()
 
     def _end_held_output(self) -> None:
         """The driver exited and its output stayed open and quiet: a process of its group holds it,
@@ -275,8 +286,8 @@ class DriverProcess:
         if outside:
             log.info("driver %s exited, processes %s outside its group keep its output open: ended them",
                      self.proc.pid, outside)
-        if not self.kept_open:
-            self._quiet_since = float("inf")
+        if not self.kept_open:  # nothing found to end: only the deadline ends the wait
+            self._quiet_since = self._exited_at = float("inf")
 
     def _kill_writers(self) -> list[int]:
         """SIGKILL to every process still holding the driver's stdout or stderr for writing —
@@ -320,7 +331,7 @@ class DriverProcess:
             except queue.Empty:
                 return found
             if isinstance(line, _Exited):
-                self.exited, self._quiet_since = True, time.monotonic()
+                self._note_exit()
                 continue
             if line is None or isinstance(line, _TooLarge):
                 self.lines.put(line)
@@ -409,6 +420,6 @@ class DriverProcess:
             self.kill_leftovers()
 
 
-__all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "LINE_COST", "OUTPUT_LIMIT", "PROTOCOL", "PROTOCOL_ENV", "STDERR_TAIL",
+__all__ = ["EXIT_GRACE_S", "EXIT_LIMIT_S", "KEPT_OPEN", "LINE_COST", "OUTPUT_LIMIT", "PROTOCOL", "PROTOCOL_ENV", "STDERR_TAIL",
            "TIMEOUT", "TOO_LARGE", "TOO_LARGE_PROBLEM", "DriverProcess", "DriverStartError",
            "RawRun", "pipe_inode", "pipe_writers", "split_command"]
