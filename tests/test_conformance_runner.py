@@ -528,3 +528,13 @@ def test_a_persistent_driver_that_exits_after_done_costs_the_next_fixture_nothin
     outcomes = run_all(command, [basic("a"), basic("b"), basic("c")], jobs=1, mode="persistent")
     assert [o.status for o in outcomes] == ["pass"] * 3, [o.problems for o in outcomes]
     assert starts(tmp_path) == 3  # every fixture went to a process of its own, none was failed for it
+
+
+def test_many_jobs_start_persistent_drivers_a_few_at_a_time_and_the_summary_counts_jobs_used() -> None:
+    fixtures = [basic(f"many-{n}") for n in range(12)]
+    mode = Mode("persistent")
+    assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures, jobs=1000, mode=mode)] == ["pass"] * 12
+    assert mode.starting.acquire(blocking=False)  # every start gave its slot back
+    mode.starting.release()
+    done = cli("run", "--only", "basic-text-reply", "-j", "1000")
+    assert done.returncode == 0 and "1 job)" in done.stdout, done.stdout[-300:]

@@ -183,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    coverage_gaps=_coverage_gaps(args, fixtures))
     for path in args.report:
         write_report(path, info, fixtures, outcomes)
-    status = _summary(outcomes, info, args.jobs)
+    status = _summary(outcomes, info, min(args.jobs, len(fixtures)))  # run_all starts no more sessions than that
     if args.invalid:
         print(f"{len(args.invalid)} problem(s) in fixtures that were not run (INVALID above)")
         return 2

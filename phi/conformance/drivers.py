@@ -14,6 +14,7 @@ long-lived processes that are killed and replaced only on a timeout or a crash.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -25,7 +26,8 @@ from .process import (KEPT_OPEN, TIMEOUT, TOO_LARGE, TOO_LARGE_PROBLEM, DriverPr
 log = get_logger(__name__)
 
 TIMED_OUT = "driver did not finish within"
-#: how long a persistent driver may take to start and write its hello line (not counted against a fixture)
+#: how long a persistent driver may take to start and write its hello line (not counted against a fixture;
+#: at most one start per CPU runs at a time, see Mode.starting)
 STARTUP_S = 15.0
 MODES = ("auto", "persistent", "per-fixture")
 
@@ -82,6 +84,9 @@ class Mode:
         self.confirmed = False  # some process of this run has said a persistent hello
         self._probing = False
         self._lock = threading.Lock()
+        # persistent processes are started (up to their hello) a few at a time: with many jobs on
+        # few CPUs, starting them all at once let some miss STARTUP_S
+        self.starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
         self._decided = threading.Event()
         if self.persistent is not None:
             self._decided.set()
@@ -165,9 +170,10 @@ class DriverSession:
     # ------------------------------------------------------------------ protocol 2
     def _start(self) -> tuple[DriverProcess, str | None]:
         """A new persistent process and, when it did not say hello, why."""
-        process = DriverProcess(self.argv)
-        self._track(process)
-        line = process.read_line(time.monotonic() + STARTUP_S)
+        with self.mode.starting:
+            process = DriverProcess(self.argv)
+            self._track(process)
+            line = process.read_line(time.monotonic() + STARTUP_S)
         if isinstance(line, str) and announces_persistence(line_kind(line)[1]):
             self.mode.confirm()
             return process, None
