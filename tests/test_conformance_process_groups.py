@@ -204,3 +204,118 @@ def test_ctrl_c_ends_every_drivers_group(tmp_path: Path, mode: str) -> None:
     assert interrupted.is_set()
     driver, child, _ = pids(tmp_path)
     assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def test_a_persistent_driver_that_exited_after_done_has_its_group_ended_before_it_is_replaced(
+        tmp_path: Path) -> None:
+    from phi.conformance.drivers import DriverSession, Mode
+
+    command = python_driver(tmp_path, '''
+        def special(fixture):
+            return False
+        print(json.dumps(HELLO), flush=True)
+        fixture = json.loads(sys.stdin.readline())
+        reset_loop_numbers()
+        run_fixture(fixture)
+        child = subprocess.Popen(["sleep", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(PIDS, "w") as out:
+            out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        print(json.dumps({"kind": "done", "id": fixture["id"]}), flush=True)
+        os._exit(0)  # right after its done line, leaving the child in its group
+        ''')
+    session = DriverSession(command, Mode("persistent"))
+    try:
+        first = session.run(fixture("a"), 120.0)
+        assert first.failure is None
+        driver, child, group = pids(tmp_path)
+        assert group == driver
+        assert wait_until_gone(driver)  # exited: the session must notice, end its group, start anew
+        session.run(fixture("b"), 120.0)
+        assert wait_until_gone(child)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_to_the_runner_ends_every_drivers_group(tmp_path: Path, signame: str) -> None:
+    import json
+    import signal
+    import subprocess
+
+    command = python_driver(tmp_path, '''
+        leave_a_child()
+        __import__("threading").Event().wait()  # until killed
+        ''')
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "fixtures" / "hang.json").write_text(json.dumps(fixture("hang")), encoding="utf-8")
+    runner = subprocess.Popen([sys.executable, "-m", "phi.conformance", "run", "--driver", command, "--mode",
+                               "per-fixture", "--fixtures", str(tmp_path / "fixtures")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        driver, child, _ = pids(tmp_path)
+        runner.send_signal(getattr(signal, signame))
+        _, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 128 + getattr(signal, signame), err
+    assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def escape_helper() -> str:
+    """Driver code: ``escape()`` starts ``sleep 1000`` in a session of its own (out of the driver's
+    group) with the driver's stdout, and records its pid like ``leave_a_child``."""
+    return '''
+        def escape():
+            child = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+            with open(PIDS, "w") as out:
+                out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        '''
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="processes outside the group are found via /proc")
+def test_a_helper_that_left_the_group_but_holds_the_output_is_found_and_ended(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, escape_helper() + '''
+        escape()
+        run_fixture(json.load(sys.stdin))
+        sys.stdout.flush()
+        os._exit(0)
+        ''')
+    [outcome] = run_all(command, [fixture("a")], jobs=1, mode="per-fixture")
+    driver, child, group = pids(tmp_path)
+    assert group != driver  # it really left the driver's group
+    assert outcome.status == "fail" and outcome.problems[0].startswith(KEPT_OPEN), outcome.problems
+    assert outcome.problems[1:] == []
+    assert wait_until_gone(child)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="processes outside the group are found via /proc")
+def test_a_persistent_drivers_helper_that_left_the_group_is_ended_with_the_run(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, escape_helper() + '''
+        def special(fixture):
+            if fixture["id"] == "leave":
+                escape()
+            return False
+        serve_with(special)
+        ''')
+    outcomes = run_all(command, [fixture("a"), fixture("leave"), fixture("b")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass"] * 3
+    driver, child, group = pids(tmp_path)
+    assert group != driver
+    assert wait_until_gone(child) and wait_until_gone(driver)
+
+
+def test_a_child_that_keeps_writing_after_the_driver_exited_is_ended_too(tmp_path: Path) -> None:
+    command = python_driver(tmp_path, '''
+        fixture = json.load(sys.stdin)
+        run_fixture(fixture)
+        sys.stdout.flush()
+        chatter = "import time\\nwhile True:\\n    print('still here', flush=True)\\n    time.sleep(0.05)"
+        child = subprocess.Popen([sys.executable, "-c", chatter])  # in the driver's group, with its stdout
+        with open(PIDS, "w") as out:
+            out.write(f"{os.getpid()} {child.pid} {os.getpgid(child.pid)}\\n")
+        os._exit(0)
+        ''')
+    [outcome] = run_all(command, [fixture("a")], jobs=1, mode="per-fixture")
+    assert outcome.status == "fail" and outcome.problems[0].startswith(KEPT_OPEN), outcome.problems[:2]
+    assert wait_until_gone(pids(tmp_path)[1])

@@ -426,3 +426,115 @@ def test_the_stress_script_reports_fixtures_that_fail(tmp_path: Path) -> None:
     figures = json.loads(done.stdout.splitlines()[-1])
     assert (figures["runs"], figures["fixtures"], figures["flaky"], figures["always_failed"]) == (2, 2, {}, [])
     assert "every fixture passed every run" in done.stdout
+
+
+# --------------------------------------------------------------------------- limits (attack findings 4, 14)
+
+
+def test_a_huge_time_limit_is_cut_to_the_maximum_and_the_run_goes_on() -> None:
+    from phi.conformance.runner import MAX_TIMEOUT_MS, time_limit
+
+    for huge in (10_000_000_000_000, 1e300, float("inf")):
+        assert time_limit({"timeout_ms": huge}, None) == MAX_TIMEOUT_MS / 1000
+        assert time_limit({}, huge) == MAX_TIMEOUT_MS / 1000  # type: ignore[arg-type]
+    assert time_limit({"timeout_ms": 250}, None) == 0.25 and time_limit({"timeout_ms": 250}, 500) == 0.5
+    fixtures = [{**basic("huge"), "timeout_ms": 1e300}, {**basic("huger"), "timeout_ms": 10_000_000_000_000}]
+    for mode in ("per-fixture", "persistent"):
+        assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures, jobs=1, mode=mode)] == ["pass", "pass"]
+        assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures[:1], jobs=1, mode=mode,
+                                          timeout_ms=99_999_999_999_999)] == ["pass"]
+
+
+# --------------------------------------------------------------------------- output limits (attack finding 6)
+# Every flood here is bounded (a few MiB) and the limits are made small, so that a runner without
+# them would only read a few MiB too.
+
+FLOOD = '''
+        def flood(end="\\n"):
+            line = json.dumps({"kind": "hook", "name": "before_turn", "args": [0, 0]}) + end
+            for _ in range(4 * 1024 * 1024 // len(line)):
+                sys.stdout.write(line)
+            sys.stdout.flush()
+        '''
+
+
+@pytest.mark.parametrize("end", ["\\n", ""])
+def test_a_per_fixture_driver_that_writes_too_much_fails_with_output_too_large(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end: str) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "OUTPUT_LIMIT", 256 * 1024)
+    command = fake_driver(tmp_path, FLOOD + f'''
+        json.load(sys.stdin)
+        flood({end!r})
+        ''')
+    [outcome] = run_all(command, [basic("flood")], jobs=1)  # auto: the first fixture probes the driver
+    assert outcome.status == "fail" and outcome.problems[0].startswith("output too large"), outcome.problems[:2]
+
+
+def test_a_persistent_driver_that_writes_too_much_fails_that_fixture_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "OUTPUT_LIMIT", 256 * 1024)
+    command = fake_driver(tmp_path, FLOOD + '''
+        def special(fixture):
+            if fixture["id"] == "flood":
+                flood()
+                return True
+            return False
+        serve_with(special)
+        ''')
+    outcomes = run_all(command, [basic("a"), basic("flood"), basic("b")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass", "fail", "pass"]
+    assert outcomes[1].problems[0].startswith("output too large")
+
+
+def test_only_a_tail_of_the_drivers_stderr_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phi.conformance import process
+
+    monkeypatch.setattr(process, "STDERR_TAIL", 64 * 1024)
+    command = fake_driver(tmp_path, '''
+        fixture = json.load(sys.stdin)
+        for n in range(3 * 1024):
+            sys.stderr.write(f"{n:05} " + "x" * 1017 + "\\n")
+        sys.stderr.write("the end\\n")
+        sys.stderr.flush()
+        run_fixture(fixture)
+        ''')
+    [outcome] = run_all(command, [basic("a")], jobs=1, mode="per-fixture")
+    assert outcome.status == "pass"
+    assert outcome.stderr.endswith("the end\n") and 0 < len(outcome.stderr) <= 64 * 1024 + 1024
+
+
+def test_a_time_limit_below_1_ms_is_bad_usage() -> None:
+    for bad in ("0", "-5", "1.5", "soon"):
+        done = cli("run", "--only", "basic-text-reply", "--timeout-ms", bad)
+        assert done.returncode == 2 and "--timeout-ms" in done.stderr, (bad, done.stderr)
+    with pytest.raises(ValueError):
+        run_all(REFERENCE_DRIVER, [basic("a")], timeout_ms=0)
+    assert cli("run", "--only", "basic-text-reply", "--timeout-ms", "99999999999999").returncode == 0
+
+
+def test_a_persistent_driver_that_exits_after_done_costs_the_next_fixture_nothing(tmp_path: Path) -> None:
+    command = fake_driver(tmp_path, '''
+        print(json.dumps(HELLO), flush=True)
+        fixture = json.loads(sys.stdin.readline())
+        run_fixture(fixture)
+        print(json.dumps({"kind": "done", "id": fixture["id"]}), flush=True)
+        sys.stdin.readline()  # the next fixture has come: leave without a word, status 0
+        os._exit(0)
+        ''')
+    outcomes = run_all(command, [basic("a"), basic("b"), basic("c")], jobs=1, mode="persistent")
+    assert [o.status for o in outcomes] == ["pass"] * 3, [o.problems for o in outcomes]
+    assert starts(tmp_path) == 3  # every fixture went to a process of its own, none was failed for it
+
+
+def test_many_jobs_start_persistent_drivers_a_few_at_a_time_and_the_summary_counts_jobs_used() -> None:
+    fixtures = [basic(f"many-{n}") for n in range(12)]
+    mode = Mode("persistent")
+    assert [o.status for o in run_all(REFERENCE_DRIVER, fixtures, jobs=1000, mode=mode)] == ["pass"] * 12
+    assert mode.starting.acquire(blocking=False)  # every start gave its slot back
+    mode.starting.release()
+    done = cli("run", "--only", "basic-text-reply", "-j", "1000")
+    assert done.returncode == 0 and "1 job)" in done.stdout, done.stdout[-300:]

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from typing import Any
 from . import coverage, default_conformance_dir, spec_file, suite_files
 from .drivers import MODES, Mode
 from .report import RunInfo, write_report
-from .runner import DEFAULT_JOBS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
+from .runner import DEFAULT_JOBS, MAX_TIMEOUT_MS, REFERENCE_DRIVER, DriverStartError, Outcome, format_outcome, load_fixtures, run_all
 from .selection import load_index, parse_spec, select
 
 EXIT_HELP = """exit status:
@@ -74,8 +76,9 @@ def _parser(prog: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=MODES, default="auto",
                      help="auto (default): one persistent process per job when the driver announces it, "
                           "else one process per fixture (see DRIVERS.md)")
-    run.add_argument("--timeout-ms", type=int, default=None,
-                     help="per-fixture time limit (default: the fixture's timeout_ms, else 10000)")
+    run.add_argument("--timeout-ms", type=_timeout_ms, default=None,
+                     help="per-fixture time limit in milliseconds, 1 or more (default: the fixture's timeout_ms, "
+                          f"else 10000; at most {MAX_TIMEOUT_MS}, a larger one is cut to that)")
     run.add_argument("--report", type=Path, action="append", default=[], metavar="FILE",
                      help="also write a report: .xml JUnit XML, .json JSON, else Markdown (repeatable)")
     run.add_argument("--lenient-events", action="store_true",
@@ -128,6 +131,16 @@ def _jobs(text: str) -> int:
     return jobs
 
 
+def _timeout_ms(text: str) -> int:
+    try:
+        limit = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if limit < 1:
+        raise argparse.ArgumentTypeError(f"a time limit of {limit} ms: give 1 or more")
+    return limit
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     try:
         fixtures = _chosen(args)
@@ -170,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    coverage_gaps=_coverage_gaps(args, fixtures))
     for path in args.report:
         write_report(path, info, fixtures, outcomes)
-    status = _summary(outcomes, info, args.jobs)
+    status = _summary(outcomes, info, min(args.jobs, len(fixtures)))  # run_all starts no more sessions than that
     if args.invalid:
         print(f"{len(args.invalid)} problem(s) in fixtures that were not run (INVALID above)")
         return 2
@@ -258,17 +271,45 @@ def cmd_spec() -> int:
     return 0
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached the runner: raised in the main thread like Ctrl-C's
+    KeyboardInterrupt, so that run_all ends every driver's process group on the way out (the
+    drivers run in sessions of their own: a signal to the runner alone would orphan them)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _ending_signals() -> list[signal.Signals]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        return []
+    return [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (``phi-conformance``); returns the exit status (see :data:`EXIT_HELP`)."""
+    """The command line (``phi-conformance``); returns the exit status (see :data:`EXIT_HELP`):
+    130 after Ctrl-C, 128 + the signal's number after SIGTERM or SIGHUP (the drivers ended first)."""
     args = _parser(prog).parse_args(argv)
+    previous = {signum: signal.signal(signum, _raise_terminated) for signum in _ending_signals()}
     try:
         return _dispatch(args)
+    except Terminated as stop:  # run_all has ended every driver's process group
+        print(f"terminated ({stop})", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:  # run_all has ended every driver's process group
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the output went into `head` or a pager that quit: end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

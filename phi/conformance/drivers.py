@@ -14,14 +14,20 @@ long-lived processes that are killed and replaced only on a timeout or a crash.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Any, Callable
 
-from .process import KEPT_OPEN, TIMEOUT, DriverProcess, DriverStartError, RawRun, split_command
+from ..log import get_logger
+from .process import (KEPT_OPEN, TIMEOUT, TOO_LARGE, TOO_LARGE_PROBLEM, DriverProcess, DriverStartError, RawRun,
+                      split_command)
+
+log = get_logger(__name__)
 
 TIMED_OUT = "driver did not finish within"
-#: how long a persistent driver may take to start and write its hello line (not counted against a fixture)
+#: how long a persistent driver may take to start and write its hello line (not counted against a fixture;
+#: at most one start per CPU runs at a time, see Mode.starting)
 STARTUP_S = 15.0
 MODES = ("auto", "persistent", "per-fixture")
 
@@ -78,6 +84,9 @@ class Mode:
         self.confirmed = False  # some process of this run has said a persistent hello
         self._probing = False
         self._lock = threading.Lock()
+        # persistent processes are started (up to their hello) a few at a time: with many jobs on
+        # few CPUs, starting them all at once let some miss STARTUP_S
+        self.starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
         self._decided = threading.Event()
         if self.persistent is not None:
             self._decided.set()
@@ -151,7 +160,8 @@ class DriverSession:
             self.mode.fail(str(error) or type(error).__name__)
             raise
         if probing:
-            silent = raw.failure is not None and not raw.lines and raw.hello is None and not raw.timed_out
+            silent = (raw.failure is not None and raw.failure != TOO_LARGE_PROBLEM and not raw.lines
+                      and raw.hello is None and not raw.timed_out)
             self.mode.decide(raw.hello, _not_started(fixture, raw) if silent else None)
             if silent:
                 raise DriverStartError(_not_started(fixture, raw))
@@ -160,9 +170,10 @@ class DriverSession:
     # ------------------------------------------------------------------ protocol 2
     def _start(self) -> tuple[DriverProcess, str | None]:
         """A new persistent process and, when it did not say hello, why."""
-        process = DriverProcess(self.argv)
-        self._track(process)
-        line = process.read_line(time.monotonic() + STARTUP_S)
+        with self.mode.starting:
+            process = DriverProcess(self.argv)
+            self._track(process)
+            line = process.read_line(time.monotonic() + STARTUP_S)
         if isinstance(line, str) and announces_persistence(line_kind(line)[1]):
             self.mode.confirm()
             return process, None
@@ -178,7 +189,10 @@ class DriverSession:
     def _persistent(self, fixture: dict[str, Any], limit_s: float) -> RawRun:
         if self.process is not None and self.process.pending():
             self.discard()  # it wrote after its last "done": start clean
-        if self.process is None or not self.process.alive:
+        if self.process is not None and not self.process.alive:
+            self.discard()  # it exited after its last "done": end what it left running in its group
+        fresh = self.process is None
+        if self.process is None:
             process, problem = self._start()
             if problem is not None:
                 return RawRun(stderr=process.stderr_since(0, settle=0.5), failure=problem)
@@ -186,16 +200,25 @@ class DriverSession:
         process = self.process
         mark = process.stderr_mark()
         deadline = time.monotonic() + limit_s
+        process.new_budget()
         process.send(fixture_payload(fixture) + "\n")
         lines: list[str] = []
         while True:
             line = process.read_line(deadline)
+            if line is TOO_LARGE:  # what it wrote is not judged: the limit says nothing of where it went wrong
+                self.discard()
+                return RawRun([], process.stderr_since(mark), TOO_LARGE_PROBLEM)
             if line is TIMEOUT:
                 self.discard()
                 return RawRun(lines, process.stderr_since(mark), _timed_out(process, limit_s), timed_out=True)
             if line is None:
                 status = process.wait(time.monotonic() + 1.0)
                 self.discard()
+                if status == 0 and not lines and not fresh and not process.kept_open:
+                    # it ended cleanly after its last "done" (its exit raced the sending of this
+                    # fixture): not this fixture's fault, which gets a new process (once: that one is fresh)
+                    log.info("persistent driver %s exited after its 'done'; starting another", process.proc.pid)
+                    return self._persistent(fixture, limit_s)
                 failure = f"driver exited (status {status}) before its 'done' line"
                 if process.kept_open:
                     failure = f"{KEPT_OPEN} (exit status {status}, before its 'done' line); its process group was ended"
@@ -245,6 +268,9 @@ def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_pro
     lines: list[str] = []
     while True:
         line = process.read_line(deadline)
+        if line is TOO_LARGE:
+            process.kill()
+            return RawRun([], process.stderr_since(0), TOO_LARGE_PROBLEM)
         if line is TIMEOUT:
             process.kill()
             return RawRun(strip_handshake(lines)[0], process.stderr_since(0), _timed_out(process, limit_s),

@@ -8,17 +8,29 @@ kill, and the clean-up after it exited, ends the whole group, so nothing it star
 
 A driver can exit while its stdout stays open, because a process it started holds the pipe (a
 ``sleep 1000 &`` of a shell script): the end of output never comes. A third thread waits for the
-driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S`, the
-group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
+driver's exit; once it has exited and its output has been quiet for :data:`EXIT_GRACE_S` (or
+has stayed open for :data:`EXIT_LIMIT_S`, however busy), the group is ended, which closes the pipe, and :attr:`DriverProcess.kept_open` says why the output
 ended (:data:`KEPT_OPEN`).
+
+What a driver writes is bounded: at most :data:`OUTPUT_LIMIT` of stdout per fixture (a flood fails
+the fixture with :data:`TOO_LARGE_PROBLEM` and the driver is killed), and only the last
+:data:`STDERR_TAIL` characters of stderr are kept.
+
+A process can leave the group (``setsid``) and still hold the driver's stdout or stderr. On Linux
+:func:`pipe_writers` finds it through ``/proc/<pid>/fd`` (a link ``pipe:[inode]`` to the same pipe,
+opened for writing) and it is ended like the group: when the output stays open after the driver
+exited, and whenever the driver is killed or its leftovers are ended. Without ``/proc`` such a
+process is not found: the fixture then times out and the process outlives the run.
 """
 
 from __future__ import annotations
 
 import os
+import collections
 import queue
 import shlex
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -35,8 +47,21 @@ PROTOCOL = 2
 _POSIX = os.name == "posix"
 #: after the driver exited, how long its output may stay open without a line before its group is ended
 EXIT_GRACE_S = 1.0
+#: after the driver exited, how long its output may stay open at most, lines or not (a child that
+#: keeps writing never lets EXIT_GRACE_S of quiet begin)
+EXIT_LIMIT_S = 5.0
 #: why a fixture's output ended when a process the driver started held it open after the driver exited
 KEPT_OPEN = "driver exited, a child kept its output open"
+#: the most stdout one fixture may produce, in characters; every line counts at least LINE_COST
+OUTPUT_LIMIT = 64 * 1024 * 1024
+#: what a line costs beyond its characters (so that a flood of empty lines is bounded in memory too)
+LINE_COST = 64
+#: how much of a driver's stderr is kept: the last this many characters
+STDERR_TAIL = 1024 * 1024
+#: how much is read from a pipe at once (a line without end is read in pieces this long)
+_CHUNK = 64 * 1024
+#: the problem of a fixture whose driver wrote more than OUTPUT_LIMIT
+TOO_LARGE_PROBLEM = f"output too large: more than {OUTPUT_LIMIT // (1024 * 1024)} MiB on stdout; the driver was killed"
 
 
 class DriverStartError(Exception):
@@ -48,6 +73,14 @@ class _Timeout:
 
 
 TIMEOUT = _Timeout()
+
+
+class _TooLarge:
+    """What :meth:`DriverProcess.read_line` returns once the fixture's output passed
+    :data:`OUTPUT_LIMIT` (then nothing more is read)."""
+
+
+TOO_LARGE = _TooLarge()
 
 
 class _Exited:
@@ -80,6 +113,45 @@ def split_command(command: str) -> list[str]:
     return argv
 
 
+def pipe_inode(fd: int) -> int | None:
+    """The inode naming the pipe ``fd`` is an end of (None when it is no pipe)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    return info.st_ino if stat.S_ISFIFO(info.st_mode) else None
+
+
+def pipe_writers(inodes: set[int]) -> list[int]:
+    """Linux: the processes, other than this one, holding the write end of one of the pipes
+    ``inodes`` names (the read end, which the runner holds and a process it is just starting may
+    hold for a moment, does not count). Empty where there is no ``/proc``."""
+    if not inodes or not os.path.isdir("/proc/self/fd"):
+        return []
+    links = {f"pipe:[{inode}]" for inode in inodes}
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if any(_writes_to(entry.name, fd.name, links) for fd in os.scandir(f"/proc/{entry.name}/fd")):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to look at
+            continue
+    return found
+
+
+def _writes_to(pid: str, fd: str, links: set[str]) -> bool:
+    try:
+        if os.readlink(f"/proc/{pid}/fd/{fd}") not in links:
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+            flags = next((line.split()[1] for line in info if line.startswith("flags:")), "0")
+    except (OSError, IndexError):
+        return False
+    return int(flags, 8) & os.O_ACCMODE != os.O_RDONLY
+
+
 class DriverProcess:
     """A running driver: send text, read stdout lines with a deadline, collect stderr, kill."""
 
@@ -94,11 +166,19 @@ class DriverProcess:
                                          env=env, start_new_session=_POSIX)
         except OSError as error:
             raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
-        self.lines: queue.Queue[str | None | _Exited] = queue.Queue()
+        # the output pipes, by inode: a process outside the group that holds one is found by it
+        self._pipes = {inode for stream in (self.proc.stdout, self.proc.stderr) if stream is not None
+                       if (inode := pipe_inode(stream.fileno())) is not None}
+        self.lines: queue.Queue[str | None | _Exited | _TooLarge] = queue.Queue()
+        self._spent = 0  # stdout read since new_budget(), in characters plus LINE_COST a line
+        self._budget_lock = threading.Lock()
         self.exited = False  # read_line has seen the driver's exit
         self.kept_open = False  # ... and ended its group because a process of it held the output open
         self._quiet_since = 0.0
-        self._stderr: list[str] = []
+        self._exited_at = 0.0
+        self._stderr: collections.deque[str] = collections.deque()
+        self._stderr_size = 0  # characters in _stderr
+        self._stderr_dropped = 0  # pieces dropped from the front of _stderr (it keeps a tail)
         self._stderr_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._readers = [threading.Thread(target=self._read_stdout, daemon=True, name="driver-stdout"),
@@ -108,23 +188,51 @@ class DriverProcess:
         threading.Thread(target=self._wait_for_exit, daemon=True, name="driver-exit").start()
 
     # ------------------------------------------------------------------ reading
+    def new_budget(self) -> None:
+        """A new fixture begins: it may write :data:`OUTPUT_LIMIT` again."""
+        with self._budget_lock:
+            self._spent = 0
+
     def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
+        """Lines onto the queue, read in pieces of at most ``_CHUNK`` so that neither a line without
+        end nor a flood of lines can hold more than about :data:`OUTPUT_LIMIT` in memory: past it,
+        :data:`TOO_LARGE` is queued and reading stops (the driver then blocks until it is killed)."""
+        stream = self.proc.stdout
+        assert stream is not None
         try:
-            for line in self.proc.stdout:
-                self.lines.put(line.rstrip("\r\n"))
-            self.proc.stdout.close()
+            pieces: list[str] = []
+            while piece := stream.readline(_CHUNK):
+                ended = piece.endswith("\n")
+                with self._budget_lock:
+                    self._spent += len(piece) + (LINE_COST if ended else 0)
+                    over = self._spent > OUTPUT_LIMIT
+                if over:
+                    self.lines.put(TOO_LARGE)
+                    return
+                pieces.append(piece)
+                if ended:
+                    self.lines.put("".join(pieces).rstrip("\r\n"))
+                    pieces = []
+            if pieces:
+                self.lines.put("".join(pieces).rstrip("\r\n"))
+            stream.close()
         except (OSError, ValueError):  # the pipe was closed under us by kill()
             pass
         self.lines.put(None)
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
+        """stderr in pieces; only the last :data:`STDERR_TAIL` characters are kept."""
+        stream = self.proc.stderr
+        assert stream is not None
         try:
-            for line in self.proc.stderr:
+            while piece := stream.readline(_CHUNK):
                 with self._stderr_lock:
-                    self._stderr.append(line)
-            self.proc.stderr.close()
+                    self._stderr.append(piece)
+                    self._stderr_size += len(piece)
+                    while self._stderr_size > STDERR_TAIL and len(self._stderr) > 1:
+                        self._stderr_size -= len(self._stderr.popleft())
+                        self._stderr_dropped += 1
+            stream.close()
         except (OSError, ValueError):
             pass
 
@@ -132,8 +240,9 @@ class DriverProcess:
         self.proc.wait()
         self.lines.put(_EXITED)
 
-    def read_line(self, deadline: float) -> str | None | _Timeout:
-        """The next stdout line; None at end of output; :data:`TIMEOUT` once ``deadline``
+    def read_line(self, deadline: float) -> str | None | _Timeout | _TooLarge:
+        """The next stdout line; None at end of output; :data:`TOO_LARGE` (again and again) once
+        the fixture's output passed :data:`OUTPUT_LIMIT`; :data:`TIMEOUT` once ``deadline``
         (a :func:`time.monotonic` value) has passed. When the driver has exited and its output
         stays open and quiet for :data:`EXIT_GRACE_S`, its process group is ended (then
         :attr:`kept_open` is set) and the lines it wrote before still come, then None."""
@@ -141,29 +250,57 @@ class DriverProcess:
             now = time.monotonic()
             until = deadline
             if self.exited and not self.kept_open:
-                until = min(deadline, self._quiet_since + EXIT_GRACE_S)
+                end_by = min(self._quiet_since + EXIT_GRACE_S, self._exited_at + EXIT_LIMIT_S)
+                if now >= end_by and now < deadline:
+                    self._end_held_output()  # the lines already read still come
+                    continue
+                until = min(deadline, end_by)
             try:
                 item = self.lines.get(timeout=until - now) if until > now else self.lines.get_nowait()
             except queue.Empty:
                 if time.monotonic() >= deadline:
                     return TIMEOUT
-                self._end_held_output()
                 continue
             if isinstance(item, _Exited):
-                self.exited, self._quiet_since = True, time.monotonic()
+                self._note_exit()
                 continue
+            if isinstance(item, _TooLarge):
+                self.lines.put(item)
             self._quiet_since = time.monotonic()
             return item
 
+    def _note_exit(self) -> None:
+        self.exited = True
+        self._quiet_since = self._exited_at = time.monotonic()
+
     def _end_held_output(self) -> None:
-        """The driver exited and its output stayed open and quiet: a process of its group holds it
-        (when the group is empty, someone outside it does, and only the deadline ends the wait)."""
-        self.kept_open = self._group_alive()
-        if self.kept_open:
+        """The driver exited and its output stayed open and quiet: a process of its group holds it,
+        or one that left the group (found on Linux only; when none is found, only the deadline ends
+        the wait)."""
+        in_group = self._group_alive()
+        outside = self._kill_writers()
+        self.kept_open = in_group or bool(outside)
+        if in_group:
             log.info("driver %s exited, a process of its group keeps its output open: ending the group", self.proc.pid)
             self._kill_group()
-        else:
-            self._quiet_since = float("inf")
+        if outside:
+            log.info("driver %s exited, processes %s outside its group keep its output open: ended them",
+                     self.proc.pid, outside)
+        if not self.kept_open:  # nothing found to end: only the deadline ends the wait
+            self._quiet_since = self._exited_at = float("inf")
+
+    def _kill_writers(self) -> list[int]:
+        """SIGKILL to every process still holding the driver's stdout or stderr for writing —
+        after the group was ended these are the ones that left it (``setsid``)."""
+        if not any(reader.is_alive() for reader in self._readers):  # both pipes closed: nobody holds them
+            return []
+        found = pipe_writers(self._pipes)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return found
 
     def _group_alive(self) -> bool:
         if not _POSIX:
@@ -194,16 +331,18 @@ class DriverProcess:
             except queue.Empty:
                 return found
             if isinstance(line, _Exited):
-                self.exited, self._quiet_since = True, time.monotonic()
+                self._note_exit()
                 continue
-            if line is None:
-                self.lines.put(None)
+            if line is None or isinstance(line, _TooLarge):
+                self.lines.put(line)
+                if line is not None:  # stands for the flood the reader stopped at
+                    found.append(f"(more than {OUTPUT_LIMIT} characters)")
                 return found
             found.append(line)
 
     def stderr_mark(self) -> int:
         with self._stderr_lock:
-            return len(self._stderr)
+            return self._stderr_dropped + len(self._stderr)
 
     def stderr_since(self, mark: int = 0, settle: float = 0.0) -> str:
         """stderr written since :meth:`stderr_mark` returned ``mark``; ``settle`` seconds are
@@ -211,7 +350,8 @@ class DriverProcess:
         if settle and self.proc.poll() is not None:
             self._readers[1].join(settle)
         with self._stderr_lock:
-            return "".join(self._stderr[mark:])
+            skip = max(mark - self._stderr_dropped, 0)
+            return "".join(piece for n, piece in enumerate(self._stderr) if n >= skip)
 
     # ------------------------------------------------------------------ writing and ending
     def send(self, text: str, close: bool = False) -> None:
@@ -253,6 +393,7 @@ class DriverProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             log.warning("driver process %s did not end after SIGKILL", self.proc.pid)
+        self._kill_writers()
         self._close_stdin()
 
     def _close_stdin(self) -> None:
@@ -263,9 +404,11 @@ class DriverProcess:
             pass
 
     def kill_leftovers(self) -> None:
-        """After the driver exited: end what it left running in its process group."""
+        """After the driver exited: end what it left running in its process group, and what left
+        the group but holds its output."""
         self._close_stdin()
         self._kill_group()
+        self._kill_writers()
 
     def finish(self, grace: float = 1.0) -> None:
         """Close stdin (a persistent driver then exits) and kill the driver if it has not ended
@@ -277,5 +420,6 @@ class DriverProcess:
             self.kill_leftovers()
 
 
-__all__ = ["EXIT_GRACE_S", "KEPT_OPEN", "PROTOCOL", "PROTOCOL_ENV", "TIMEOUT", "DriverProcess", "DriverStartError",
-           "RawRun", "split_command"]
+__all__ = ["EXIT_GRACE_S", "EXIT_LIMIT_S", "KEPT_OPEN", "LINE_COST", "OUTPUT_LIMIT", "PROTOCOL", "PROTOCOL_ENV", "STDERR_TAIL",
+           "TIMEOUT", "TOO_LARGE", "TOO_LARGE_PROBLEM", "DriverProcess", "DriverStartError",
+           "RawRun", "pipe_inode", "pipe_writers", "split_command"]

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 DEFAULT_TIMEOUT_MS = 10_000
+#: the longest time limit a fixture gets (one day); a larger ``timeout_ms`` or ``--timeout-ms`` is cut to it
+MAX_TIMEOUT_MS = 86_400_000
 DEFAULT_JOBS = 4
 # this package's own name, so that a vendored copy runs its own driver
 REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m {__package__}.driver"
@@ -97,7 +99,12 @@ def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: 
 
 
 def time_limit(fixture: dict[str, Any], timeout_ms: int | None) -> float:
-    return float(timeout_ms or fixture.get("timeout_ms") or DEFAULT_TIMEOUT_MS) / 1000.0
+    """The fixture's time limit in seconds: ``timeout_ms`` (``--timeout-ms``) when given, else the
+    fixture's ``timeout_ms``, else :data:`DEFAULT_TIMEOUT_MS`; never more than :data:`MAX_TIMEOUT_MS`."""
+    chosen = timeout_ms if timeout_ms is not None else fixture.get("timeout_ms")
+    limit = float(chosen) if isinstance(chosen, (int, float)) and chosen > 0 else float(DEFAULT_TIMEOUT_MS)
+    # a limit beyond what a thread can wait for (1e300 ms) raised OverflowError deep in queue.get
+    return (limit if limit <= MAX_TIMEOUT_MS else float(MAX_TIMEOUT_MS)) / 1000.0
 
 
 def run_driver(command: str, fixture: dict[str, Any], timeout_s: float) -> tuple[list[str], str, str | None]:
@@ -208,9 +215,12 @@ def run_all(command: str, fixtures: list[dict[str, Any]], jobs: int = DEFAULT_JO
     """Run every fixture on ``jobs`` driver sessions; outcomes come back in fixture order.
 
     ``mode``: ``auto`` (persistent when the driver announces it, SPEC §10 protocol 2),
-    ``persistent`` or ``per-fixture``. ``lenient_events``: malformed output lines are warnings
+    ``persistent`` or ``per-fixture``. ``timeout_ms`` (positive) replaces every fixture's time
+    limit (:func:`time_limit`). ``lenient_events``: malformed output lines are warnings
     instead of failures. Raises :class:`DriverStartError` when the driver cannot be started (then
     no outcomes are returned), and whatever else stopped a worker."""
+    if timeout_ms is not None and not timeout_ms > 0:  # 0 used to mean "the default", -5 "time out at once"
+        raise ValueError(f"timeout_ms must be positive, not {timeout_ms}")
     shared = mode if isinstance(mode, Mode) else Mode(mode)
     split_command(command)  # bad quoting is a start error before any thread runs
     scheduler = _Scheduler(fixtures, timeout_ms, progress, lenient_events)
@@ -264,6 +274,6 @@ def _cut(line: str) -> str:
     return line if len(line) <= _LINE_LIMIT else line[:_LINE_LIMIT - 3] + "..."
 
 
-__all__ = ["DEFAULT_JOBS", "DEFAULT_TIMEOUT_MS", "REFERENCE_DRIVER", "STATUSES", "TIMED_OUT", "DriverOutput",
+__all__ = ["DEFAULT_JOBS", "DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "REFERENCE_DRIVER", "STATUSES", "TIMED_OUT", "DriverOutput",
            "DriverStartError", "Outcome", "compare", "format_outcome", "judge", "load_fixtures", "parse_output",
            "run_all", "run_driver", "run_one", "time_limit"]
