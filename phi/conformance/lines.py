@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from .jsoncheck import Issue, compile_schema, show
+from .jsoncheck import MAX_DEPTH, Issue, compile_schema, show, too_deep
 
 #: at most this many problems are listed per line; the rest are counted
 PER_LINE = 4
@@ -54,6 +54,10 @@ def check_lines(lines: list[str]) -> CheckedLines:
     out = CheckedLines()
     for number, text in enumerate(lines, 1):
         if not text.strip():
+            continue
+        if too_deep(text):
+            out.problems.append(LineProblem(number, "", "", f"nested more than {MAX_DEPTH} deep (README §2): "
+                                            f"{show(text, 80)}"))
             continue
         try:
             item = json.loads(text, parse_constant=_no_constant)

@@ -12,6 +12,7 @@ Outcomes come back in fixture order.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 import threading
@@ -35,6 +36,8 @@ REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m {__package__}.driver"
 STATUSES = ("pass", "fail", "timeout", "unsupported")
 
 FixtureDir = Union[Path, "Traversable"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -83,7 +86,18 @@ def json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, Fixtu
 def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool = False) -> Outcome:
     """The outcome of one fixture from what its driver wrote. A malformed line (:mod:`.lines`)
     fails the fixture, even one the driver says it does not support; with ``lenient_events`` it
-    is a warning and the fixture is judged on its expectations alone."""
+    is a warning and the fixture is judged on its expectations alone. Whatever goes wrong while
+    judging fails this fixture, naming the error: no fixture is ever left without an outcome."""
+    try:
+        return _judge(fixture, raw, seconds, lenient_events)
+    except Exception as error:  # a runner bug or a line no check foresaw: still this fixture's outcome
+        logger.debug("judging fixture %s failed", fixture.get("id"), exc_info=True)
+        problem = f"runner: judging this fixture's output raised {type(error).__name__}: {str(error)[:200]}"
+        return Outcome(str(fixture.get("id")), "timeout" if raw.timed_out else "fail",
+                       ([raw.failure] if raw.failure else []) + [problem], seconds, raw.stderr)
+
+
+def _judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool) -> Outcome:
     checked = check_lines(raw.lines)
     malformed = [str(problem) for problem in checked.problems]
     warnings, malformed = (malformed, []) if lenient_events else ([], malformed)
