@@ -74,3 +74,77 @@ def test_a_deep_line_of_the_last_fixture_still_fails_it(tmp_path: Path) -> None:
     [outcome] = run_all(driver, [FIXTURE], jobs=1, mode="per-fixture")
     assert outcome.status == "fail"
     assert outcome.problems[0].startswith(f"line 1: nested more than {MAX_DEPTH} deep")
+
+
+# --------------------------------------------------------------------------- findings 7 and 9: fixtures and lines JSON forgives
+
+
+def test_load_json_names_every_repeated_key_and_refuses_nan() -> None:
+    value, repeated = load_json('{"a": 1, "b": {"c": [{"x": 1, "x": 2}]}, "a": 3}')
+    assert value == {"a": 3, "b": {"c": [{"x": 2}]}}
+    assert repeated == [([], "a"), (["b", "c", 0], "x")]
+    for text in ("[NaN]", '{"a": Infinity}', "[-Infinity]"):
+        with pytest.raises(ValueError, match="is not JSON"):
+            load_json(text)
+
+
+def test_a_driver_line_with_a_repeated_key_is_refused() -> None:
+    line = '{"kind": "hook", "name": "before_turn", "args": [{"n": 1, "n": 2}], "name": "after_turn"}'
+    checked = check_lines([line])
+    assert checked.items == []
+    assert [str(p) for p in checked.problems] == [
+        "line 1 (hook): /name: this key appears more than once in its object",
+        "line 1 (hook): /args/0/n: this key appears more than once in its object"]
+
+
+def fixture_problems(tmp_path: Path, name: str, text: str) -> list[str]:
+    from phi.conformance.validation import load_checked
+
+    (tmp_path / f"{name}.json").write_text(text, encoding="utf-8")
+    fixtures, problems = load_checked(tmp_path)
+    assert not fixtures
+    return [f"{p.where}: {p.reason}" for p in problems]
+
+
+def spoiled(change: Any) -> dict[str, Any]:
+    fixture = json.loads(json.dumps({k: v for k, v in FIXTURE.items() if k != "_path"}))
+    change(fixture)
+    return fixture
+
+
+def test_a_fixture_with_a_repeated_key_is_invalid(tmp_path: Path) -> None:
+    text = json.dumps({k: v for k, v in FIXTURE.items() if k != "_path"})
+    assert text.endswith("}}")
+    text = text[:-1] + ', "expect": {}}'  # a second expect would silently check nothing
+    assert fixture_problems(tmp_path, "tool-single-call", text) == [
+        "$.expect: key 'expect' appears more than once in this object"]
+
+
+@pytest.mark.parametrize("name, change, expected", [
+    ("nan", lambda f: f["provider"]["responses"][0].update(usage={"input": float("nan")}),
+     "$: not a JSON file: NaN is not JSON"),
+    ("event-type", lambda f: f["expect"]["events"][2].update(type="TurnStrat"),
+     "$.expect.events[2].type: 'TurnStrat' is not an event type of schema/event.schema.json"),
+    ("grouped-event-type", lambda f: f["expect"].update(events=[{"unordered": [{"type": "ToolExecutionEnd"},
+                                                                               {"type": "Nope"}]}]),
+     "$.expect.events[0].unordered[1].type: 'Nope' is not an event type of schema/event.schema.json"),
+    ("wait-for", lambda f: f["tools"][0].update(default=[{"wait_for_event": {"type": "TurnStrat"}}]),
+     "$.tools[0].default[0].wait_for_event.type: 'TurnStrat' is not an event type of schema/event.schema.json"),
+    ("step-typo", lambda f: f["tools"][0].update(calls={"t1": [{"reslut": "ok"}]}),
+     "$.tools[0].calls.t1[0]: Additional properties are not allowed ('reslut' was unexpected)"),
+])
+def test_fixture_gaps_are_refused(tmp_path: Path, name: str, change: Any, expected: str) -> None:
+    assert fixture_problems(tmp_path, "tool-single-call", json.dumps(spoiled(change))) == [expected]
+
+
+def test_a_fixture_id_must_be_its_file_name(tmp_path: Path) -> None:
+    text = json.dumps({k: v for k, v in FIXTURE.items() if k != "_path"})
+    assert fixture_problems(tmp_path, "renamed", text) == [
+        "$.id: 'tool-single-call' is not the file name without .json ('renamed')"]
+
+
+def test_a_fixture_nested_too_deep_is_invalid(tmp_path: Path) -> None:
+    deep = spoiled(lambda f: f.update(notes=[]))
+    text = json.dumps(deep).replace('"notes": []', '"notes": ' + "[" * 100 + "]" * 100)
+    assert fixture_problems(tmp_path, "tool-single-call", text) == [
+        f"$: arrays and objects nested more than {MAX_DEPTH} deep"]

@@ -384,7 +384,11 @@ def load_json(text: str) -> tuple[Any, list[tuple[Path, str]]]:
         value = dict(items)
         if len(value) != len(items):
             seen: set[str] = set()
-            keys = [k for k, _ in items if k in seen or seen.add(k)]
+            keys = []
+            for key, _ in items:
+                if key in seen:
+                    keys.append(key)
+                seen.add(key)
             # the object itself is kept so that its id() is not reused while the paths are found
             repeated[id(value)] = (value, list(dict.fromkeys(keys)))
         return value
