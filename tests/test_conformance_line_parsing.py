@@ -148,3 +148,39 @@ def test_a_fixture_nested_too_deep_is_invalid(tmp_path: Path) -> None:
     text = json.dumps(deep).replace('"notes": []', '"notes": ' + "[" * 100 + "]" * 100)
     assert fixture_problems(tmp_path, "tool-single-call", text) == [
         f"$: arrays and objects nested more than {MAX_DEPTH} deep"]
+
+
+# --------------------------------------------------------------------------- finding 8: unsupported, unconfigured hooks
+
+
+def reference_lines(fixture: dict[str, Any]) -> list[str]:
+    import io
+
+    from phi.conformance.driver import reset_loop_numbers, run_fixture
+
+    reset_loop_numbers()
+    out = io.StringIO()
+    run_fixture({k: v for k, v in fixture.items() if k != "_path"}, out)
+    return out.getvalue().splitlines()
+
+
+UNSUPPORTED = '{"kind": "unsupported", "reason": "no tools here"}'
+
+
+def test_unsupported_must_be_the_only_line() -> None:
+    assert judge(FIXTURE, RawRun([UNSUPPORTED]), 0.0).status == "unsupported"
+    wrong = [line for line in reference_lines(FIXTURE) if '"ToolExecutionEnd"' not in line]
+    for lines in (wrong + [UNSUPPORTED], [UNSUPPORTED] + wrong):
+        outcome = judge(FIXTURE, RawRun(lines), 0.0)
+        assert outcome.status == "fail"
+        assert f"protocol: an 'unsupported' line must be the only line, not one of {len(lines)}" in outcome.problems
+
+
+def test_a_hook_line_for_a_hook_not_configured_fails() -> None:
+    assert "hooks" not in FIXTURE.get("config", {})
+    lines = reference_lines(FIXTURE)
+    assert judge(FIXTURE, RawRun(lines), 0.0).status == "pass"
+    stray = '{"kind": "hook", "name": "before_turn", "args": [1, 0]}'
+    outcome = judge(FIXTURE, RawRun([stray] + lines), 0.0)
+    assert outcome.status == "fail"
+    assert outcome.problems[0].startswith("protocol: a hook line for 'before_turn', which the fixture does not configure")
