@@ -184,3 +184,19 @@ def test_a_hook_line_for_a_hook_not_configured_fails() -> None:
     outcome = judge(FIXTURE, RawRun([stray] + lines), 0.0)
     assert outcome.status == "fail"
     assert outcome.problems[0].startswith("protocol: a hook line for 'before_turn', which the fixture does not configure")
+
+
+# --------------------------------------------------------------------------- finding 15: lenient relaxes shape only
+
+
+def test_lenient_excuses_a_wrong_shape_but_not_a_broken_protocol() -> None:
+    lines = reference_lines(FIXTURE)
+    shape = ['{"kind": "queues", "steering": [], "follow_up": [], "mood": "cheerful"}'] + lines
+    assert judge(FIXTURE, RawRun(shape), 0.0).status == "fail"
+    relaxed = judge(FIXTURE, RawRun(shape), 0.0, lenient_events=True)
+    assert relaxed.status == "pass" and relaxed.warnings
+    for broken in ("no JSON at all", "[1, 2]", nested_hook(MAX_DEPTH + 1),
+                   '{"kind": "hook", "kind": "hook", "name": "before_turn", "args": []}'):
+        outcome = judge(FIXTURE, RawRun([broken] + lines), 0.0, lenient_events=True)
+        assert (outcome.status, outcome.warnings) == ("fail", []), broken
+        assert outcome.problems[0].startswith("line 1"), outcome.problems

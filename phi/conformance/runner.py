@@ -85,8 +85,9 @@ def json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, Fixtu
 
 def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool = False) -> Outcome:
     """The outcome of one fixture from what its driver wrote. A malformed line (:mod:`.lines`)
-    fails the fixture, even one the driver says it does not support; with ``lenient_events`` it
-    is a warning and the fixture is judged on its expectations alone. Whatever goes wrong while
+    fails the fixture, even one the driver says it does not support; with ``lenient_events`` a
+    line that is JSON but not of the schema's shape is a warning and the fixture is judged on its
+    expectations alone. Whatever goes wrong while
     judging fails this fixture, naming the error: no fixture is ever left without an outcome."""
     try:
         return _judge(fixture, raw, seconds, lenient_events)
@@ -99,8 +100,10 @@ def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: 
 
 def _judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool) -> Outcome:
     checked = check_lines(raw.lines)
-    malformed = [str(problem) for problem in checked.problems]
-    warnings, malformed = (malformed, []) if lenient_events else ([], malformed)
+    # lenient relaxes the shape of a line only: a line that breaks the protocol itself (not JSON,
+    # a repeated key, nested too deep) still fails its fixture
+    warnings = [str(p) for p in checked.problems if lenient_events and not p.protocol]
+    malformed = [str(p) for p in checked.problems if not lenient_events or p.protocol]
     output = sort_output(fixture, checked.items)
     if output.unsupported is not None and not raw.timed_out and not malformed:
         return Outcome(fixture["id"], "unsupported", [output.unsupported], seconds, raw.stderr, warnings)
