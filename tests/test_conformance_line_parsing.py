@@ -200,3 +200,53 @@ def test_lenient_excuses_a_wrong_shape_but_not_a_broken_protocol() -> None:
         outcome = judge(FIXTURE, RawRun([broken] + lines), 0.0, lenient_events=True)
         assert (outcome.status, outcome.warnings) == ("fail", []), broken
         assert outcome.problems[0].startswith("line 1"), outcome.problems
+
+
+# --------------------------------------------------------------------------- findings 10 and 16: bytes as written
+
+
+def test_a_line_that_is_not_utf8_is_refused() -> None:
+    line = b'{"kind": "hook", "name": "before_turn", "args": ["caf\xe9"]}'.decode("utf-8", "surrogateescape")
+    [problem] = check_lines([line]).problems
+    assert str(problem).startswith("line 1: not UTF-8: byte 0xe9 at character 54, in ")
+    assert problem.protocol
+
+
+def bytes_driver(tmp_path: Path, spoil: str) -> str:
+    """The reference driver's output for the fixture as bytes, passed through ``spoil`` (an
+    expression over ``data``), written raw to stdout."""
+    return write_driver(tmp_path, f"""
+        import io, json, sys
+        from phi.conformance.driver import run_fixture
+        sink = io.StringIO()
+        run_fixture(json.load(sys.stdin), sink)
+        data = sink.getvalue().encode("utf-8")
+        sys.stdout.buffer.write({spoil})
+        sys.stdout.flush()
+    """)
+
+
+@pytest.fixture
+def phi_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    root = str(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+
+
+@pytest.mark.usefixtures("phi_importable")
+def test_driver_bytes_that_are_not_utf8_fail_the_fixture(tmp_path: Path) -> None:
+    driver = bytes_driver(tmp_path, 'data.replace(b\'"kind": "result"\', b\'"kind": "result", "x\\xff": 1\', 1)')
+    [outcome] = run_all(driver, [FIXTURE], jobs=1, mode="per-fixture")
+    assert outcome.status == "fail"
+    assert [p for p in outcome.problems if "not UTF-8: byte 0xff" in p], outcome.problems
+
+
+@pytest.mark.usefixtures("phi_importable")
+def test_a_bare_carriage_return_inside_a_line_does_not_split_it(tmp_path: Path) -> None:
+    driver = bytes_driver(tmp_path, 'data.replace(b\'"kind": \', b\'"kind":\\r\')')  # \r is JSON whitespace
+    [outcome] = run_all(driver, [FIXTURE], jobs=1, mode="per-fixture")
+    assert (outcome.status, outcome.problems) == ("pass", [])
+    crlf = bytes_driver(tmp_path, 'data.replace(b"\\n", b"\\r\\n")')  # CRLF line ends are still fine
+    [outcome] = run_all(crlf, [FIXTURE], jobs=1, mode="per-fixture")
+    assert (outcome.status, outcome.problems) == ("pass", [])

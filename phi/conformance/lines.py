@@ -15,6 +15,7 @@ field and the reason. The schema is compiled once per process (:mod:`.jsoncheck`
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from .jsoncheck import MAX_DEPTH, Issue, compile_schema, load_json, pointer, sho
 
 #: at most this many problems are listed per line; the rest are counted
 PER_LINE = 4
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,13 @@ def check_lines(lines: list[str]) -> CheckedLines:
     out = CheckedLines()
     for number, text in enumerate(lines, 1):
         if not text.strip():
+            continue
+        bad = _NOT_UTF8.search(text)  # the reader keeps bytes that are not UTF-8 as lone surrogates
+        if bad:
+            at = bad.start()
+            around = text[max(0, at - 30):at + 30].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            out.problems.append(LineProblem(number, "", "", f"not UTF-8: byte 0x{ord(bad.group()) - 0xDC00:02x} at "
+                                            f"character {at + 1}, in {show(around, 80)}", protocol=True))
             continue
         if too_deep(text):
             out.problems.append(LineProblem(number, "", "", f"nested more than {MAX_DEPTH} deep (README §2): "

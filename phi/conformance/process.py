@@ -15,6 +15,7 @@ ended (:data:`KEPT_OPEN`).
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import shlex
@@ -69,6 +70,15 @@ class RawRun:
     hello: dict[str, Any] | None = None
 
 
+def _exact_stdout(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``proc`` with its stdout read as the protocol has it (README §2): lines end at ``\n`` only,
+    so a bare ``\r`` inside a line does not split it, and bytes that are not UTF-8 are kept as
+    lone surrogates (``surrogateescape``) for :mod:`.lines` to refuse instead of being replaced."""
+    assert isinstance(proc.stdout, io.TextIOWrapper)
+    proc.stdout = io.TextIOWrapper(proc.stdout.detach(), encoding="utf-8", errors="surrogateescape", newline="\n")
+    return proc
+
+
 def split_command(command: str) -> list[str]:
     """The driver command as an argument list (POSIX shell quoting)."""
     try:
@@ -89,9 +99,9 @@ class DriverProcess:
         if offer_protocol:
             env[PROTOCOL_ENV] = str(PROTOCOL)
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                         env=env, start_new_session=_POSIX)
+            self.proc = _exact_stdout(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                                       errors="replace", env=env, start_new_session=_POSIX))
         except OSError as error:
             raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
         self.lines: queue.Queue[str | None | _Exited] = queue.Queue()
