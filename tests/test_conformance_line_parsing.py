@@ -250,3 +250,44 @@ def test_a_bare_carriage_return_inside_a_line_does_not_split_it(tmp_path: Path) 
     crlf = bytes_driver(tmp_path, 'data.replace(b"\\n", b"\\r\\n")')  # CRLF line ends are still fine
     [outcome] = run_all(crlf, [FIXTURE], jobs=1, mode="per-fixture")
     assert (outcome.status, outcome.problems) == ("pass", [])
+
+
+def done_driver(tmp_path: Path, done_id: str) -> str:
+    """A protocol 2 driver: the reference output of each fixture, closed by a ``done`` whose id
+    is the expression ``done_id`` (over ``fixture``)."""
+    return write_driver(tmp_path, f"""
+        import io, json, sys
+        from phi.conformance.driver import run_fixture
+        from phi.loop.identity import reset_loop_numbers
+        print(json.dumps({{"kind": "hello", "protocol": 2, "persistent": True}}), flush=True)
+        for text in sys.stdin:
+            fixture = json.loads(text)
+            reset_loop_numbers()
+            sink = io.StringIO()
+            run_fixture(fixture, sink)
+            sys.stdout.write(sink.getvalue())
+            print(json.dumps({{"kind": "done", "id": {done_id}}}), flush=True)
+    """)
+
+
+@pytest.mark.usefixtures("phi_importable")
+@pytest.mark.parametrize("done_id, first, later", [
+    ("None", "protocol: 'done' names fixture None, not 'tool-single-call'",
+     "protocol: 'done' without the fixture's id 'basic-text-reply'"),
+    ('"someone-else"', "protocol: 'done' names fixture 'someone-else', not 'tool-single-call'",
+     "protocol: 'done' names fixture 'someone-else', not 'basic-text-reply'"),
+])
+def test_a_done_line_must_name_its_fixture(tmp_path: Path, done_id: str, first: str, later: str) -> None:
+    """The first fixture (the process that said hello) and the later ones (persistent) alike."""
+    other = next(f for f in load_fixtures() if f["id"] == "basic-text-reply")
+    outcomes = run_all(done_driver(tmp_path, done_id), [FIXTURE, other], jobs=1)
+    assert [o.status for o in outcomes] == ["fail", "fail"]
+    assert first in outcomes[0].problems
+    assert later in outcomes[1].problems
+
+
+@pytest.mark.usefixtures("phi_importable")
+def test_a_done_line_naming_its_fixture_passes(tmp_path: Path) -> None:
+    other = next(f for f in load_fixtures() if f["id"] == "basic-text-reply")
+    outcomes = run_all(done_driver(tmp_path, 'fixture["id"]'), [FIXTURE, other], jobs=1)
+    assert [(o.status, o.problems) for o in outcomes] == [("pass", []), ("pass", [])]

@@ -82,6 +82,8 @@ def sort_output(fixture: dict[str, Any], items: list[dict[str, Any]]) -> DriverO
             output.final = item
         elif kind == "unsupported" and len(items) == 1:
             output.unsupported = str(item.get("reason", "unsupported"))
+        elif kind == "done" and item.get("id") != fixture.get("id"):
+            output.problems.append(f"protocol: 'done' names fixture {item.get('id')!r}, not {fixture.get('id')!r}")
         elif kind != "unsupported":  # hello or done: the runner takes them out where protocol 2 has them
             output.problems.append(f"protocol: a {kind!r} line inside a fixture's output")
     return output
