@@ -291,3 +291,17 @@ def test_a_done_line_naming_its_fixture_passes(tmp_path: Path) -> None:
     other = next(f for f in load_fixtures() if f["id"] == "basic-text-reply")
     outcomes = run_all(done_driver(tmp_path, 'fixture["id"]'), [FIXTURE, other], jobs=1)
     assert [(o.status, o.problems) for o in outcomes] == [("pass", []), ("pass", [])]
+
+
+@pytest.mark.usefixtures("phi_importable")
+def test_lines_after_the_last_done_are_not_lost(tmp_path: Path) -> None:
+    """A driver that writes once its stdin ends, after the last fixture's done: that fixture fails."""
+    driver = done_driver(tmp_path, 'fixture["id"]')
+    script = Path(driver.split(" ", 1)[1])
+    script.write_text(script.read_text(encoding="utf-8") + 'print(\'{"kind": "result", "messages": []}\')\n',
+                      encoding="utf-8")
+    other = next(f for f in load_fixtures() if f["id"] == "basic-text-reply")
+    outcomes = run_all(driver, [FIXTURE, other], jobs=1)
+    # the first went to the process that said hello, whose stdin ends after one fixture
+    assert [o.status for o in outcomes] == ["fail", "fail"]
+    assert outcomes[1].problems[0].startswith("protocol: 1 line(s) after the 'done' line, e.g. '{\"kind\": \"result\"")

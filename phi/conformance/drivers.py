@@ -225,6 +225,21 @@ class DriverSession:
             self.discard()
         return found
 
+    def last_strays(self, grace: float = 1.0) -> list[str]:
+        """:meth:`strays` once there are no fixtures left: stdin is closed and what the driver
+        writes until its output ends (at most ``grace`` seconds) is read, so lines written just
+        after the last ``done`` are not lost with the process."""
+        process = self.process
+        if process is None:
+            return []
+        process.close_input()
+        found, deadline = [], time.monotonic() + grace
+        while isinstance(line := process.read_line(deadline), str):
+            found.append(line)
+        if found:
+            self.discard()
+        return found
+
     def discard(self) -> None:
         if self.process is not None:
             self.process.kill()

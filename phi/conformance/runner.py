@@ -187,7 +187,7 @@ class _Scheduler:
             held = None
         finally:
             if held is not None:
-                self._settle(held, session.strays())
+                self._settle(held, session.last_strays())
             session.close()
 
     def _settle(self, held: tuple[int, RawRun, float], strays: list[str]) -> None:
