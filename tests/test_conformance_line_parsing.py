@@ -305,3 +305,14 @@ def test_lines_after_the_last_done_are_not_lost(tmp_path: Path) -> None:
     # the first went to the process that said hello, whose stdin ends after one fixture
     assert [o.status for o in outcomes] == ["fail", "fail"]
     assert outcomes[1].problems[0].startswith("protocol: 1 line(s) after the 'done' line, e.g. '{\"kind\": \"result\"")
+
+
+def test_a_lone_surrogate_escape_is_refused_in_lines_and_fixtures(tmp_path: Path) -> None:
+    """JSON lets ``"\\ud800"`` through, but no UTF-8 output (a report, the terminal) can hold it."""
+    checked = check_lines(['{"kind": "bogus\\ud800"}', '{"kind": "hook", "name": "x", "args": ["\\ud83d\\ude00"]}'])
+    assert str(checked.problems[0]) == \
+        "line 1: /kind: a \\u escape of half a surrogate pair: not a Unicode character (not UTF-8)"
+    assert not [p for p in checked.problems[1:] if "surrogate" in p.reason]  # a whole pair is a character
+    text = json.dumps({k: v for k, v in FIXTURE.items() if k != "_path"}).replace('"title": "', '"title": "\\udc00', 1)
+    assert fixture_problems(tmp_path, "tool-single-call", text) == [
+        "$.title: a \\u escape of half a surrogate pair: not a Unicode character"]

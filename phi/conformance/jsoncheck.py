@@ -408,6 +408,33 @@ def load_json(text: str) -> tuple[Any, list[tuple[Path, str]]]:
     return value, found
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogates(text: str, value: Any) -> list[Path]:
+    """Where ``value`` (parsed from ``text``) holds a string or key with a ``\\uD800``-style escape
+    that is not half of a pair: not a Unicode character, so it cannot be written out as UTF-8
+    (RFC 8259 §8.2). Only a text with such an escape is searched."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return []
+    found: list[Path] = []
+    stack: list[tuple[Any, Path]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                found.append(path)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if _SURROGATE.search(key):
+                    found.append([*path, key])
+                stack.append((inner, [*path, key]))
+        elif isinstance(item, list):
+            stack += [(inner, [*path, i]) for i, inner in enumerate(item)]
+    return sorted(found, key=str)
+
+
 def json_path(path: Path) -> str:
     """``$.expect.events[0]``, as jsonschema names a place in a fixture."""
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" if re.fullmatch(r"[A-Za-z_][\w-]*", p)
@@ -423,5 +450,5 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-__all__ = ["MAX_DEPTH", "Issue", "Path", "SchemaError", "compile_schema", "escape", "json_path", "load_json",
+__all__ = ["MAX_DEPTH", "Issue", "Path", "SchemaError", "compile_schema", "escape", "json_path", "load_json", "lone_surrogates",
            "pointer", "show", "too_deep"]

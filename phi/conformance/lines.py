@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from .jsoncheck import MAX_DEPTH, Issue, compile_schema, load_json, pointer, show, too_deep
+from .jsoncheck import MAX_DEPTH, Issue, compile_schema, load_json, lone_surrogates, pointer, show, too_deep
 
 #: at most this many problems are listed per line; the rest are counted
 PER_LINE = 4
@@ -83,6 +83,12 @@ def check_lines(lines: list[str]) -> CheckedLines:
             out.problems += [LineProblem(number, _label(item), pointer([*where, key]),
                                          "this key appears more than once in its object", protocol=True)
                              for where, key in repeated]
+            continue
+        unpaired = lone_surrogates(text, item)
+        if unpaired:  # nothing could print or report such a string
+            out.problems += [LineProblem(number, "", pointer(where).encode("ascii", "backslashreplace").decode(),
+                                         "a \\u escape of half a surrogate pair: not a Unicode character (not UTF-8)",
+                                         protocol=True) for where in unpaired[:PER_LINE]]
             continue
         issues = check(item) or event_rules(item)
         label = _label(item)

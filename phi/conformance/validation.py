@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from .jsoncheck import MAX_DEPTH, json_path, load_json, too_deep
+from .jsoncheck import MAX_DEPTH, json_path, load_json, lone_surrogates, too_deep
 from .runner import FixtureDir, json_files
 
 
@@ -49,6 +49,12 @@ def load_checked(directory: FixtureDir) -> tuple[list[dict[str, Any]], list[Fixt
         if repeated:  # JSON would keep only the last value: a second "expect" silently replaces the first
             problems += [FixtureProblem(path, json_path([*where, key]), f"key {key!r} appears more than once "
                                         "in this object") for where, key in repeated]
+            continue
+        unpaired = lone_surrogates(text, data)
+        if unpaired:
+            problems += [FixtureProblem(path, json_path(where).encode("ascii", "backslashreplace").decode(),
+                                        "a \\u escape of half a surrogate pair: not a Unicode character")
+                         for where in unpaired]
             continue
         try:
             found = list(_problems(data, path, Path(_name).stem))
