@@ -76,7 +76,7 @@ def test_a_deep_line_of_the_last_fixture_still_fails_it(tmp_path: Path) -> None:
     assert outcome.problems[0].startswith(f"line 1: nested more than {MAX_DEPTH} deep")
 
 
-# --------------------------------------------------------------------------- findings 7 and 9: fixtures and lines JSON forgives
+# --------------------------------------------------------------------------- findings 7 and 9: what JSON forgives
 
 
 def test_load_json_names_every_repeated_key_and_refuses_nan() -> None:
@@ -183,7 +183,8 @@ def test_a_hook_line_for_a_hook_not_configured_fails() -> None:
     stray = '{"kind": "hook", "name": "before_turn", "args": [1, 0]}'
     outcome = judge(FIXTURE, RawRun([stray] + lines), 0.0)
     assert outcome.status == "fail"
-    assert outcome.problems[0].startswith("protocol: a hook line for 'before_turn', which the fixture does not configure")
+    assert outcome.problems[0].startswith("protocol: a hook line for 'before_turn', which the fixture does not "
+                                          "configure")
 
 
 # --------------------------------------------------------------------------- finding 15: lenient relaxes shape only

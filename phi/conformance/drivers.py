@@ -213,8 +213,9 @@ class DriverSession:
         said = done.get("id")
         if said != fixture.get("id"):  # a done without id (or null) cannot show which output it closes
             self.discard()
-            return RawRun(lines, stderr, f"protocol: 'done' names fixture {said!r}, not {fixture.get('id')!r}"
-                          if isinstance(said, str) else f"protocol: 'done' without the fixture's id {fixture.get('id')!r}")
+            wanted = fixture.get("id")
+            return RawRun(lines, stderr, f"protocol: 'done' names fixture {said!r}, not {wanted!r}"
+                          if isinstance(said, str) else f"protocol: 'done' without the fixture's id {wanted!r}")
         return RawRun(lines, stderr)
 
     def strays(self) -> list[str]:

@@ -450,5 +450,5 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-__all__ = ["MAX_DEPTH", "Issue", "Path", "SchemaError", "compile_schema", "escape", "json_path", "load_json", "lone_surrogates",
-           "pointer", "show", "too_deep"]
+__all__ = ["MAX_DEPTH", "Issue", "Path", "SchemaError", "compile_schema", "escape", "json_path", "load_json",
+           "lone_surrogates", "pointer", "show", "too_deep"]

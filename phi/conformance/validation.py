@@ -116,7 +116,7 @@ def _event_patterns(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         where, tool = tools.pop(0)
         child = tool.get("sub_agent", {})
         tools += [(f"{where}.sub_agent.tools[{i}]", t) for i, t in enumerate(child.get("tools", []))]
-        scripts = [(f"{where}.calls[{json.dumps(k)}]", v) for k, v in tool.get("calls", {}).items()]
+        scripts = [(where + json_path([k])[1:], v) for k, v in tool.get("calls", {}).items()]
         for script_where, steps in scripts + [(f"{where}.default", tool.get("default", []))]:
             for i, step in enumerate(steps):
                 if "wait_for_event" in step:
