@@ -51,6 +51,9 @@ CASES = [
     ("unknown event type", changed(actions=[{"when": {"event": "AgentStarted"}, "do": "abort"}]),
      "$.actions[0].when.event"),
     ("not JSON", '{"id": "broken", "title": ', "$"),
+    ("id not the file name", changed(id="broken-too"), "$.id"),
+    ("repeated key", changed()[:-1] + ', "expect": {}}', "$.expect"),
+    ("NaN", changed(timeout_ms=float("nan")), "$"),
 ]
 
 
@@ -65,10 +68,15 @@ def test_a_malformed_fixture_is_refused_by_file_and_path_and_the_others_still_ru
 
 
 def test_a_repeated_id_is_refused_naming_both_files(tmp_path):
-    fixtures = suite_with(tmp_path, "copy.json", json.dumps(good()))
+    # an id is its file's name (README §1.1), so only files in two folders can share one
+    fixtures = suite_with(tmp_path, "more", "")
+    (fixtures / "more").unlink()
+    (fixtures / "more").mkdir()
+    (fixtures / "more" / f"{GOOD}.json").write_text(json.dumps(good()), encoding="utf-8")
     done = run("run", "--fixtures", str(fixtures))
     assert done.returncode == 2
-    assert f"{fixtures / f'{GOOD}.json'}: $.id: id '{GOOD}' is also the id of {fixtures / 'copy.json'}" in done.stderr
+    assert f"{fixtures / f'{GOOD}.json'}: $.id: id '{GOOD}' is also the id of {fixtures / 'more' / f'{GOOD}.json'}" \
+        in done.stderr
 
 
 @pytest.mark.parametrize("jobs", ["0", "-3", "many"])

@@ -48,8 +48,15 @@ def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
 def sort_output(fixture: dict[str, Any], items: list[dict[str, Any]]) -> DriverOutput:
     """Protocol lines (JSON objects with a known ``kind``), normalised, sorted into a :class:`DriverOutput`."""
     output = DriverOutput()
+    if any(item["kind"] == "unsupported" for item in items) and len(items) > 1:
+        # README §2: unsupported comes *instead of* running, so it cannot excuse a run that went wrong
+        output.problems.append(f"protocol: an 'unsupported' line must be the only line, not one of {len(items)}")
+    configured = configured_hooks(fixture)
     for item in normalize_lines(fixture, items):
         kind = item["kind"]
+        if kind == "hook" and item.get("name") not in configured:
+            output.problems.append(f"protocol: a hook line for {item.get('name')!r}, which the fixture does not "
+                                   "configure (only configured hooks and input filters are recorded, README §2)")
         if output.final is not None and kind != "unsupported":
             output.problems.append(f"protocol: {kind!r} line after the final {output.final['kind']!r} line")
         if kind == "event":
@@ -73,11 +80,28 @@ def sort_output(fixture: dict[str, Any], items: list[dict[str, Any]]) -> DriverO
             output.context = item.get("messages")
         elif kind in ("result", "error"):
             output.final = item
-        elif kind == "unsupported":
+        elif kind == "unsupported" and len(items) == 1:
             output.unsupported = str(item.get("reason", "unsupported"))
-        else:  # hello or done: the runner takes them out where protocol 2 has them
+        elif kind == "done" and item.get("id") != fixture.get("id"):
+            output.problems.append(f"protocol: 'done' names fixture {item.get('id')!r}, not {fixture.get('id')!r}")
+        elif kind != "unsupported":  # hello or done: the runner takes them out where protocol 2 has them
             output.problems.append(f"protocol: a {kind!r} line inside a fixture's output")
     return output
+
+
+def configured_hooks(fixture: dict[str, Any]) -> set[str]:
+    """The hook names a driver may write ``hook`` lines for: the hooks of the fixture's config, a
+    branch's or the judge's (README §1.2, §1.7), and ``input_filter`` when there are input filters."""
+    strategy = fixture.get("strategy")
+    judge = strategy.get("llm_judge", {}) if isinstance(strategy, dict) else {}
+    configs = [fixture.get("config", {}), judge.get("config", {})]
+    configs += [branch.get("config", {}) for branch in fixture.get("branches", [])]
+    names: set[str] = set()
+    for config in configs:
+        names.update(config.get("hooks", {}))
+        if config.get("input_filters"):
+            names.add("input_filter")
+    return names
 
 
 def _events_before(fixture: dict[str, Any], events: list[dict[str, Any]]) -> int:

@@ -51,15 +51,18 @@ def line_kind(line: str) -> tuple[str | None, dict[str, Any] | None]:
     return (kind, item) if isinstance(kind, str) else (None, None)
 
 
-def strip_handshake(lines: list[str]) -> tuple[list[str], dict[str, Any] | None]:
-    """Take a leading ``hello`` line and a closing ``done`` line out of one fixture's output."""
+def strip_handshake(lines: list[str], fixture_id: str | None = None) -> tuple[list[str], dict[str, Any] | None]:
+    """Take a leading ``hello`` line and a closing ``done`` line out of one fixture's output; with
+    ``fixture_id``, only a ``done`` naming that fixture (any other is left in, and fails it)."""
     hello = None
     if lines:
         kind, item = line_kind(lines[0])
         if kind == "hello":
             hello, lines = item, lines[1:]
-    if hello is not None and lines and line_kind(lines[-1])[0] == "done":
-        lines = lines[:-1]
+    if hello is not None and lines:
+        kind, item = line_kind(lines[-1])
+        if kind == "done" and (fixture_id is None or (item or {}).get("id") == fixture_id):
+            lines = lines[:-1]
     return lines, hello
 
 
@@ -231,15 +234,32 @@ class DriverSession:
 
     def _done(self, fixture: dict[str, Any], lines: list[str], done: dict[str, Any], stderr: str) -> RawRun:
         said = done.get("id")
-        if said is not None and said != fixture.get("id"):
+        if said != fixture.get("id"):  # a done without id (or null) cannot show which output it closes
             self.discard()
-            return RawRun(lines, stderr, f"protocol: 'done' names fixture {said!r}, not {fixture.get('id')!r}")
+            wanted = fixture.get("id")
+            return RawRun(lines, stderr, f"protocol: 'done' names fixture {said!r}, not {wanted!r}"
+                          if isinstance(said, str) else f"protocol: 'done' without the fixture's id {wanted!r}")
         return RawRun(lines, stderr)
 
     def strays(self) -> list[str]:
         """Lines the persistent driver wrote after its last ``done`` (a protocol error: output of a
         fixture must end with ``done``); the process is replaced when there are any."""
         found = self.process.pending() if self.process is not None else []
+        if found:
+            self.discard()
+        return found
+
+    def last_strays(self, grace: float = 1.0) -> list[str]:
+        """:meth:`strays` once there are no fixtures left: stdin is closed and what the driver
+        writes until its output ends (at most ``grace`` seconds) is read, so lines written just
+        after the last ``done`` are not lost with the process."""
+        process = self.process
+        if process is None:
+            return []
+        process.close_input()
+        found, deadline = [], time.monotonic() + grace
+        while isinstance(line := process.read_line(deadline), str):
+            found.append(line)
         if found:
             self.discard()
         return found
@@ -285,7 +305,7 @@ def run_once(argv: list[str], fixture: dict[str, Any], limit_s: float, offer_pro
         return RawRun(strip_handshake(lines)[0], process.stderr_since(0), f"{TIMED_OUT} {limit_s:g}s",
                       timed_out=True)
     process.kill_leftovers()
-    kept, hello = strip_handshake(lines)
+    kept, hello = strip_handshake(lines, fixture.get("id"))
     failure = None if status == 0 else f"driver exited with status {status}"
     if process.kept_open:
         failure = f"{KEPT_OPEN} (exit status {status}); its process group was ended"

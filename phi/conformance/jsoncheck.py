@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 #: (JSON pointer of the value, reason) — the pointer is "" for the whole value
 Issue = tuple[str, str]
@@ -345,4 +345,110 @@ def _chain(guard: Callable[[Any, str, list[Issue]], bool] | None, checks: list[C
     return check
 
 
-__all__ = ["Issue", "SchemaError", "compile_schema", "escape", "show"]
+#: how deeply arrays and objects may nest in a fixture or a driver's line (README §2): the shipped
+#: fixtures reach 12, a driver's lines a few levels more; the runner's recursive steps (schema
+#: check, normalisation, matching) stay far below Python's recursion limit at this bound
+MAX_DEPTH = 64
+
+_DEPTH_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects more than ``limit`` deep; read without
+    recursion (strings are skipped), so that nothing recursive ever sees such a value."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for token in _DEPTH_TOKENS.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif mark in "]}":
+            depth -= 1
+    return False
+
+
+#: a path into a JSON value: keys and array indexes
+Path = list[Union[str, int]]
+
+
+def load_json(text: str) -> tuple[Any, list[tuple[Path, str]]]:
+    """``text`` parsed as strict JSON (RFC 8259: ``NaN`` and ``Infinity`` are refused with
+    :class:`ValueError`), and every key an object repeats, with the path of that object — a
+    repeated key would otherwise silently replace the value before it."""
+    repeated: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(items)
+        if len(value) != len(items):
+            seen: set[str] = set()
+            keys = []
+            for key, _ in items:
+                if key in seen:
+                    keys.append(key)
+                seen.add(key)
+            # the object itself is kept so that its id() is not reused while the paths are found
+            repeated[id(value)] = (value, list(dict.fromkeys(keys)))
+        return value
+
+    value = json.loads(text, object_pairs_hook=pairs, parse_constant=_refuse_constant)
+    if not repeated:
+        return value, []
+    found: list[tuple[Path, str]] = []
+    stack: list[tuple[Any, Path]] = [(value, [])]
+    while stack:  # depth-first without recursion, in document order
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            found += [(path, key) for key in repeated.get(id(item), (None, []))[1]]
+            stack += [(v, path + [k]) for k, v in reversed(item.items())]
+        elif isinstance(item, list):
+            stack += [(v, path + [i]) for i, v in reversed(list(enumerate(item)))]
+    return value, found
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogates(text: str, value: Any) -> list[Path]:
+    """Where ``value`` (parsed from ``text``) holds a string or key with a ``\\uD800``-style escape
+    that is not half of a pair: not a Unicode character, so it cannot be written out as UTF-8
+    (RFC 8259 §8.2). Only a text with such an escape is searched."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return []
+    found: list[Path] = []
+    stack: list[tuple[Any, Path]] = [(value, [])]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                found.append(path)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if _SURROGATE.search(key):
+                    found.append([*path, key])
+                stack.append((inner, [*path, key]))
+        elif isinstance(item, list):
+            stack += [(inner, [*path, i]) for i, inner in enumerate(item)]
+    return sorted(found, key=str)
+
+
+def json_path(path: Path) -> str:
+    """``$.expect.events[0]``, as jsonschema names a place in a fixture."""
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" if re.fullmatch(r"[A-Za-z_][\w-]*", p)
+                         else f"[{json.dumps(p)}]" for p in path)
+
+
+def pointer(path: Path) -> str:
+    """``/event/message``, as a line problem names a place in a line (RFC 6901)."""
+    return "".join(f"/{escape(str(p))}" for p in path)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+__all__ = ["MAX_DEPTH", "Issue", "Path", "SchemaError", "compile_schema", "escape", "json_path", "load_json",
+           "lone_surrogates", "pointer", "show", "too_deep"]

@@ -15,14 +15,16 @@ field and the reason. The schema is compiled once per process (:mod:`.jsoncheck`
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from .jsoncheck import Issue, compile_schema, show
+from .jsoncheck import MAX_DEPTH, Issue, compile_schema, load_json, lone_surrogates, pointer, show, too_deep
 
 #: at most this many problems are listed per line; the rest are counted
 PER_LINE = 4
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class LineProblem:
     label: str  # the event type (``child_event MessageEnd``) or the line's kind; "" when not an object
     where: str  # JSON pointer into the line; "" for the line as a whole
     reason: str
+    #: the line breaks the protocol itself (not JSON, not an object, ...) rather than the schema's
+    #: shape, so ``--lenient-events`` does not excuse it
+    protocol: bool = False
 
     def __str__(self) -> str:
         head = f"line {self.line}" + (f" ({self.label})" if self.label else "")
@@ -55,13 +60,35 @@ def check_lines(lines: list[str]) -> CheckedLines:
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
+        bad = _NOT_UTF8.search(text)  # the reader keeps bytes that are not UTF-8 as lone surrogates
+        if bad:
+            at = bad.start()
+            around = text[max(0, at - 30):at + 30].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            out.problems.append(LineProblem(number, "", "", f"not UTF-8: byte 0x{ord(bad.group()) - 0xDC00:02x} at "
+                                            f"character {at + 1}, in {show(around, 80)}", protocol=True))
+            continue
+        if too_deep(text):
+            out.problems.append(LineProblem(number, "", "", f"nested more than {MAX_DEPTH} deep (README §2): "
+                                            f"{show(text, 80)}", protocol=True))
+            continue
         try:
-            item = json.loads(text, parse_constant=_no_constant)
+            item, repeated = load_json(text)
         except (ValueError, RecursionError) as error:
-            out.problems.append(LineProblem(number, "", "", f"not JSON ({error}): {show(text, 80)}"))
+            out.problems.append(LineProblem(number, "", "", f"not JSON ({error}): {show(text, 80)}", protocol=True))
             continue
         if not isinstance(item, dict):
-            out.problems.append(LineProblem(number, "", "", f"not a JSON object: {show(item, 80)}"))
+            out.problems.append(LineProblem(number, "", "", f"not a JSON object: {show(item, 80)}", protocol=True))
+            continue
+        if repeated:  # which of the values counts is up to each JSON reader: the line says nothing for sure
+            out.problems += [LineProblem(number, _label(item), pointer([*where, key]),
+                                         "this key appears more than once in its object", protocol=True)
+                             for where, key in repeated]
+            continue
+        unpaired = lone_surrogates(text, item)
+        if unpaired:  # nothing could print or report such a string
+            out.problems += [LineProblem(number, "", pointer(where).encode("ascii", "backslashreplace").decode(),
+                                         "a \\u escape of half a surrogate pair: not a Unicode character (not UTF-8)",
+                                         protocol=True) for where in unpaired[:PER_LINE]]
             continue
         issues = check(item) or event_rules(item)
         label = _label(item)
@@ -101,10 +128,6 @@ def _label(item: dict[str, Any]) -> str:
     if kind in ("event", "child_event") and isinstance(kind_of_event, str):
         return kind_of_event if kind == "event" else f"child_event {kind_of_event}"
     return kind
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 @lru_cache(maxsize=1)

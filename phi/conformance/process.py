@@ -25,6 +25,7 @@ process is not found: the fixture then times out and the process outlives the ru
 
 from __future__ import annotations
 
+import io
 import os
 import collections
 import queue
@@ -102,6 +103,15 @@ class RawRun:
     hello: dict[str, Any] | None = None
 
 
+def _exact_stdout(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``proc`` with its stdout read as the protocol has it (README §2): lines end at ``\n`` only,
+    so a bare ``\r`` inside a line does not split it, and bytes that are not UTF-8 are kept as
+    lone surrogates (``surrogateescape``) for :mod:`.lines` to refuse instead of being replaced."""
+    assert isinstance(proc.stdout, io.TextIOWrapper)
+    proc.stdout = io.TextIOWrapper(proc.stdout.detach(), encoding="utf-8", errors="surrogateescape", newline="\n")
+    return proc
+
+
 def split_command(command: str) -> list[str]:
     """The driver command as an argument list (POSIX shell quoting)."""
     try:
@@ -161,9 +171,9 @@ class DriverProcess:
         if offer_protocol:
             env[PROTOCOL_ENV] = str(PROTOCOL)
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                         env=env, start_new_session=_POSIX)
+            self.proc = _exact_stdout(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                                       errors="replace", env=env, start_new_session=_POSIX))
         except OSError as error:
             raise DriverStartError(f"cannot start the driver {shlex.join(argv)!r}: {error}") from error
         # the output pipes, by inode: a process outside the group that holds one is found by it

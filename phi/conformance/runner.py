@@ -12,6 +12,7 @@ Outcomes come back in fixture order.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 import threading
@@ -37,6 +38,8 @@ REFERENCE_DRIVER = f"{shlex.quote(sys.executable)} -m {__package__}.driver"
 STATUSES = ("pass", "fail", "timeout", "unsupported")
 
 FixtureDir = Union[Path, "Traversable"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,11 +87,25 @@ def json_files(directory: FixtureDir, prefix: str = "") -> list[tuple[str, Fixtu
 
 def judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool = False) -> Outcome:
     """The outcome of one fixture from what its driver wrote. A malformed line (:mod:`.lines`)
-    fails the fixture, even one the driver says it does not support; with ``lenient_events`` it
-    is a warning and the fixture is judged on its expectations alone."""
+    fails the fixture, even one the driver says it does not support; with ``lenient_events`` a
+    line that is JSON but not of the schema's shape is a warning and the fixture is judged on its
+    expectations alone. Whatever goes wrong while
+    judging fails this fixture, naming the error: no fixture is ever left without an outcome."""
+    try:
+        return _judge(fixture, raw, seconds, lenient_events)
+    except Exception as error:  # a runner bug or a line no check foresaw: still this fixture's outcome
+        logger.debug("judging fixture %s failed", fixture.get("id"), exc_info=True)
+        problem = f"runner: judging this fixture's output raised {type(error).__name__}: {str(error)[:200]}"
+        return Outcome(str(fixture.get("id")), "timeout" if raw.timed_out else "fail",
+                       ([raw.failure] if raw.failure else []) + [problem], seconds, raw.stderr)
+
+
+def _judge(fixture: dict[str, Any], raw: RawRun, seconds: float, lenient_events: bool) -> Outcome:
     checked = check_lines(raw.lines)
-    malformed = [str(problem) for problem in checked.problems]
-    warnings, malformed = (malformed, []) if lenient_events else ([], malformed)
+    # lenient relaxes the shape of a line only: a line that breaks the protocol itself (not JSON,
+    # a repeated key, nested too deep) still fails its fixture
+    warnings = [str(p) for p in checked.problems if lenient_events and not p.protocol]
+    malformed = [str(p) for p in checked.problems if not lenient_events or p.protocol]
     output = sort_output(fixture, checked.items)
     if output.unsupported is not None and not raw.timed_out and not malformed:
         return Outcome(fixture["id"], "unsupported", [output.unsupported], seconds, raw.stderr, warnings)
@@ -177,7 +194,7 @@ class _Scheduler:
             held = None
         finally:
             if held is not None:
-                self._settle(held, session.strays())
+                self._settle(held, session.last_strays())
             session.close()
 
     def _settle(self, held: tuple[int, RawRun, float], strays: list[str]) -> None:
