@@ -32,6 +32,10 @@ class Tmux:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p")
 
+    def history(self) -> str:
+        """The screen with everything scrolled off it (a long reply pushes earlier rows away)."""
+        return self.tmux("capture-pane", "-p", "-S", "-")
+
     def wait_for(self, text: str, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
