@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import coverage, default_conformance_dir, spec_file, suite_files
 from .drivers import MODES, Mode
@@ -121,24 +121,23 @@ def _chosen(args: argparse.Namespace) -> list[dict[str, Any]]:
     return select(fixtures, args.only, args.skip, index)
 
 
-def _jobs(text: str) -> int:
-    try:
-        jobs = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"{jobs} driver processes: give 1 or more")
-    return jobs
+def _at_least_one(what: str) -> Callable[[str], int]:
+    """An argparse type for a whole number of ``what`` that must be 1 or more (``-j``, ``--timeout-ms``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{value} {what}: give 1 or more")
+        return value
+
+    return parse
 
 
-def _timeout_ms(text: str) -> int:
-    try:
-        limit = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
-    if limit < 1:
-        raise argparse.ArgumentTypeError(f"a time limit of {limit} ms: give 1 or more")
-    return limit
+_jobs = _at_least_one("driver processes")
+_timeout_ms = _at_least_one("milliseconds")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
