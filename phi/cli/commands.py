@@ -2,8 +2,10 @@
 §16.9, §16.11).
 
 Each command is a function ``(repl, argument) -> bool`` (False ends the program) listed in
-:data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names. A line naming
-none (:func:`is_command` false) is not a command at all: the caller offers it as a message.
+:data:`COMMANDS` with its one-line help; :func:`dispatch` runs the one a line names. ``repl`` is
+typed as :class:`~phi.cli.repl_state.ReplState`, not as the REPL class: the REPL imports this
+module, and this module does not import it back. A line naming none (:func:`is_command` false) is
+not a command at all: the caller offers it as a message.
 
 While a run streams, :func:`dispatch_running` takes a line starting with ``/``: the commands of
 :data:`WHILE_RUNNING` act at once (``/quit`` and ``/abort`` stop the run, ``/model`` switches for
@@ -22,16 +24,17 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Callable
 
-from .options import APPROVAL_MODES, THINKING_LEVELS
+from .compact import apply_auto_compaction, compact_now
+from .options import APPROVAL_MODES, THINKING_LEVELS, make_profile
 
 if TYPE_CHECKING:
-    from .repl import Repl
+    from .repl_state import ReplState
 
-Command = Callable[["Repl", str], bool]
+Command = Callable[["ReplState", str], bool]
 EXECUTE_PROMPT = "Carry out the plan you just made."
 
 
-def _help(repl: Repl, arg: str) -> bool:
+def _help(repl: ReplState, arg: str) -> bool:
     width = max(len(name) + len(usage) for name, (_, usage, _) in COMMANDS.items()) + 2
     for name, (_, usage, text) in COMMANDS.items():
         repl.renderer.line(f"  {(name + ' ' + usage).ljust(width)} {text}")
@@ -42,11 +45,11 @@ def _help(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _quit(repl: Repl, arg: str) -> bool:
+def _quit(repl: ReplState, arg: str) -> bool:
     return False
 
 
-def _clear(repl: Repl, arg: str) -> bool:
+def _clear(repl: ReplState, arg: str) -> bool:
     repl.replace_session(carry=False)
     repl.renderer.calls.clear()
     trusted = ", ".join(sorted(repl.gate.trusted))
@@ -55,12 +58,10 @@ def _clear(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _model(repl: Repl, arg: str) -> bool:
+def _model(repl: ReplState, arg: str) -> bool:
     if not arg:
         repl.renderer.line(f"model: {repl.profile.model} ({repl.profile.id})")
         return True
-    from .options import make_profile
-
     try:
         profile = make_profile(repl.options, model=arg)
     except Exception as error:
@@ -71,7 +72,7 @@ def _model(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _thinking(repl: Repl, arg: str) -> bool:
+def _thinking(repl: ReplState, arg: str) -> bool:
     if arg in ("show", "hide"):
         repl.renderer.show_thinking = arg == "show"
     elif arg in THINKING_LEVELS:
@@ -85,7 +86,7 @@ def _thinking(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _plan(repl: Repl, arg: str) -> bool:
+def _plan(repl: ReplState, arg: str) -> bool:
     repl.set_plan_mode(True)
     message = "PLAN mode: only reading tools are offered; /execute carries the plan out"
     repl.renderer.line(repl.style("magenta", message))
@@ -94,7 +95,7 @@ def _plan(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _execute(repl: Repl, arg: str) -> bool:
+def _execute(repl: ReplState, arg: str) -> bool:
     was_planning = repl.plan_mode
     repl.set_plan_mode(False)
     repl.renderer.line("EXECUTE mode: every tool is offered again")
@@ -103,7 +104,7 @@ def _execute(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _approve(repl: Repl, arg: str) -> bool:
+def _approve(repl: ReplState, arg: str) -> bool:
     if arg and arg not in (*APPROVAL_MODES, "reset"):
         repl.renderer.line(repl.style("red", f"/approve takes one of {', '.join(APPROVAL_MODES)}, reset"))
         return True
@@ -121,7 +122,7 @@ def editor_command() -> list[str]:
     return shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
 
 
-def _editor(repl: Repl, arg: str) -> bool:
+def _editor(repl: ReplState, arg: str) -> bool:
     fd, path = tempfile.mkstemp(prefix="phi-", suffix=".md")
     os.close(fd)
     try:
@@ -146,7 +147,7 @@ def _editor(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _tools(repl: Repl, arg: str) -> bool:
+def _tools(repl: ReplState, arg: str) -> bool:
     offered = {t.name for t in repl.session.agent.tools}
     if repl.plan_mode:
         repl.renderer.line(repl.style("magenta", "plan mode offers only these (/execute offers every tool):"))
@@ -158,18 +159,14 @@ def _tools(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _compact(repl: Repl, arg: str) -> bool:
-    from .compact import compact_now
-
+def _compact(repl: ReplState, arg: str) -> bool:
     if arg.startswith("auto"):
         return _compact_auto(repl, arg[4:].strip())
     compact_now(repl, arg)
     return True
 
 
-def _compact_auto(repl: Repl, arg: str) -> bool:
-    from .compact import apply_auto_compaction
-
+def _compact_auto(repl: ReplState, arg: str) -> bool:
     if arg:
         try:
             value = float(arg.rstrip("%"))
@@ -185,7 +182,7 @@ def _compact_auto(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _mcp(repl: Repl, arg: str) -> bool:
+def _mcp(repl: ReplState, arg: str) -> bool:
     repl.session  # noqa: B018  (waits for start-up, which connects the servers)
     if repl.mcp is None:
         repl.renderer.line("no MCP servers (put them in ./.mcp.json or pass --mcp CONFIG)")
@@ -195,12 +192,12 @@ def _mcp(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _save(repl: Repl, arg: str) -> bool:
+def _save(repl: ReplState, arg: str) -> bool:
     repl.save()
     return True
 
 
-def _sessions(repl: Repl, arg: str) -> bool:
+def _sessions(repl: ReplState, arg: str) -> bool:
     try:
         rows = repl.sessions.summaries()
     except Exception as error:
@@ -217,7 +214,7 @@ def _sessions(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _resume(repl: Repl, arg: str) -> bool:
+def _resume(repl: ReplState, arg: str) -> bool:
     session_id, _, at = arg.partition(" ")
     if not session_id:
         repl.renderer.line("usage: /resume ID [LOOP_ID] (see /sessions; LOOP_ID: branch from that run)")
@@ -232,7 +229,7 @@ def _resume(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _export(repl: Repl, arg: str) -> bool:
+def _export(repl: ReplState, arg: str) -> bool:
     from ..export.command import main as export_main
 
     repl.save(quiet=True)
@@ -247,7 +244,7 @@ def _export(repl: Repl, arg: str) -> bool:
     return True
 
 
-def _show(repl: Repl, arg: str) -> bool:
+def _show(repl: ReplState, arg: str) -> bool:
     if not arg.isdigit():
         repl.renderer.line("usage: /show N (the number of a tool call line)")
         return True
@@ -294,7 +291,7 @@ def is_command(line: str) -> bool:
     return _split(line)[0] in COMMANDS
 
 
-def dispatch(repl: Repl, line: str) -> bool:
+def dispatch(repl: ReplState, line: str) -> bool:
     """Run the command ``line`` names; False when the program should end."""
     name, arg = _split(line)
     entry = COMMANDS.get(name)
@@ -304,7 +301,7 @@ def dispatch(repl: Repl, line: str) -> bool:
     return entry[0](repl, arg)
 
 
-def dispatch_running(repl: Repl, line: str) -> str:
+def dispatch_running(repl: ReplState, line: str) -> str:
     """A command typed while a run streams (see the module docstring): ``"stop"`` when the run is to
     be stopped (``/abort``, ``/quit``), else ``""``."""
     name, arg = _split(line)
@@ -324,9 +321,7 @@ def dispatch_running(repl: Repl, line: str) -> str:
     return ""
 
 
-def _model_next(repl: Repl, arg: str) -> str:
-    from .options import make_profile
-
+def _model_next(repl: ReplState, arg: str) -> str:
     try:
         repl.next_profile = make_profile(repl.options, model=arg)
     except Exception as error:

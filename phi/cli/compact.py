@@ -24,7 +24,7 @@ from ..log import get_logger
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
     from ..types import AgentMessage, Usage
-    from .repl import Repl
+    from .repl_state import ReplState
 
 log = get_logger(__name__)
 
@@ -72,7 +72,7 @@ def _estimate(messages: Sequence[AgentMessage], system_prompt: str = "") -> int:
     return context_estimate(messages, system_prompt)
 
 
-def recover_from_overflow(repl: Repl, text: str) -> bool:
+def recover_from_overflow(repl: ReplState, text: str) -> bool:
     """After a context overflow the loop's own retry could not fix: compact the conversation to a
     quarter, lower the window for this process, carry on in a new session. False when there is
     nothing left to compact."""
@@ -147,7 +147,7 @@ def summarize(profile: ProviderProfile, messages: Sequence[AgentMessage], focus:
     return result.text.strip(), result.usage
 
 
-def compact_now(repl: Repl, focus: str) -> None:
+def compact_now(repl: ReplState, focus: str) -> None:
     """``/compact [FOCUS]`` (see the module docstring)."""
     from ..types import UserMessage
 

@@ -17,12 +17,12 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .options import CliOptions
 
 if TYPE_CHECKING:
-    from .repl import Repl
+    from .repl_state import ReplState
 
 MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
 MAX_ATTACHED_BYTES = 256 * 1024
@@ -71,7 +71,7 @@ def _attachment(root: Path, name: str) -> tuple[str | None, str]:
     return f'<file path="{name}">\n{text}\n</file>', f"attached @{name} ({len(text.splitlines())} lines)"
 
 
-def expand_mentions(repl: Repl, text: str) -> str | None:
+def expand_mentions(repl: ReplState, text: str) -> str | None:
     """The message to send for ``text``: its mentioned files attached, a pending ``!`` output first."""
     root = Path(repl.options.cwd)
     attached: list[str] = []
@@ -86,12 +86,11 @@ def expand_mentions(repl: Repl, text: str) -> str | None:
     return "\n\n".join([*pending, text, *attached])
 
 
-def complete(root: Path, text: str) -> list[str]:
-    """Tab at the prompt: ``@`` + paths under ``root``, or ``/`` + command names."""
+def complete(root: Path, text: str, commands: Iterable[str]) -> list[str]:
+    """Tab at the prompt: ``@`` + paths under ``root``, or ``/`` + one of ``commands`` (the names
+    the REPL answers to, handed in by it: this module keeps no command table)."""
     if text.startswith("/"):
-        from .commands import ALIASES, COMMANDS
-
-        return sorted(name + " " for name in [*COMMANDS, *ALIASES] if name.startswith(text))
+        return sorted(name + " " for name in commands if name.startswith(text))
     if not text.startswith("@"):
         return []
     typed = text[1:]
@@ -117,7 +116,7 @@ def command_environment() -> dict[str, str]:
     return dict(filter_environment(os.environ, "inherit_all"))
 
 
-def run_shell(repl: Repl, command: str) -> None:
+def run_shell(repl: ReplState, command: str) -> None:
     """``!command`` (see the module docstring)."""
     if not command:
         repl.renderer.line("usage: !COMMAND (runs it here and offers its output to the conversation)")

@@ -21,7 +21,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError
 from ..log import get_logger
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from ..coding.registry import ToolRegistry
     from ..mcp import McpToolset
     from .options import CliOptions
-    from .repl import Repl
 
 log = get_logger(__name__)
 
@@ -168,32 +167,33 @@ class McpServers:
                     log.debug("closing MCP server %s failed", server.spec.name, exc_info=True)
 
 
-def _connect(spec: ServerSpec) -> McpToolset:
+def _connect(spec: ServerSpec, environment: Mapping[str, str]) -> McpToolset:
     from ..mcp import McpToolset
 
     if spec.url:
         return McpToolset.http(spec.url, spec.headers, prefix=spec.name)
     assert spec.command is not None
-    from .extras import command_environment
-
-    # the user's environment without credential-like variables, plus what the entry names
-    return McpToolset.stdio(spec.command, spec.args, {**command_environment(), **spec.env}, prefix=spec.name)
+    return McpToolset.stdio(spec.command, spec.args, {**environment, **spec.env}, prefix=spec.name)
 
 
-def connect_mcp(repl: Repl) -> McpServers | None:
-    """Start (or connect to) the configured servers; None when there are none."""
-    specs = load_specs(repl.options)
+def connect_mcp(options: CliOptions, environment: Mapping[str, str],
+                report: Callable[[str], None]) -> McpServers | None:
+    """Start (or connect to) the configured servers; None when there are none. A stdio server gets
+    ``environment`` (the user's without credential-like variables: the caller's to make, as for
+    ``!`` commands) plus its entry's ``env``; a server that does not start is passed to ``report``
+    as one sentence, and the others are used."""
+    specs = load_specs(options)
     if not specs:
         return None
     servers = []
     for spec in specs:
         try:
-            toolset = _connect(spec)
+            toolset = _connect(spec, environment)
             toolset.tools()
             servers.append(Server(spec, toolset))
         except Exception as error:  # reported, and phi goes on without it
             servers.append(Server(spec, None, f"{type(error).__name__}: {error}"))
-            repl.renderer.line(repl.style("red", f"! MCP server {spec.name} did not start: {error}"))
+            report(f"MCP server {spec.name} did not start: {error}")
     return McpServers(servers)
 
 

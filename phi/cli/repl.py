@@ -20,7 +20,12 @@ a row (or Ctrl+D, or ``/quit``) exits.
 
 Start-up (CLI-12): the first screen needs neither the providers nor the coding layer nor the session
 store, so they are loaded on a thread (:class:`~phi.cli.startup.Loader`) while the prompt waits for
-the first input; :attr:`Repl.session` waits for them.
+the first input; :attr:`Repl.session` waits for them. (So the modules the first screen does not need
+are imported where they are first used.)
+
+The REPL owns its state. The slash commands, ``@``/``!`` inputs and ``/compact`` act on it through
+:class:`~phi.cli.repl_state.ReplState`, and the start-up loader through what it is handed, so none of
+them imports this module back.
 """
 
 from __future__ import annotations
@@ -110,13 +115,14 @@ class Repl:
         self.steered: list[str] = []  # steering sent during this input's run
         self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
-        self.loader = Loader(self, profile, sessions)
+        self.loader = Loader(self.term, options, profile, sessions, self._first_session)
         self.loader.start(background)
 
     def _complete(self, text: str) -> list[str]:
+        from .commands import ALIASES, COMMANDS
         from .extras import complete
 
-        return complete(Path(self.options.cwd), text)
+        return complete(Path(self.options.cwd), text, [*COMMANDS, *ALIASES])
 
     # ------------------------------------------------------------------ what start-up loads
 
@@ -141,6 +147,16 @@ class Repl:
         self.loader.wait().session = session
 
     # ------------------------------------------------------------------ sessions
+
+    def _first_session(self, session_id: str) -> Session:
+        """On the start-up thread, once the profile and the store are loaded: the MCP servers first
+        (their tools go in the session's registry; one that fails is said on screen), then the session."""
+        from .extras import command_environment
+        from .mcp_servers import connect_mcp
+
+        self.mcp = connect_mcp(self.options, command_environment(),
+                               lambda text: self.renderer.line(self.style("red", f"! {text}")))
+        return self.new_session(session_id=session_id)
 
     def _tool_kind(self, name: str) -> str:
         registered = self.profile.tool_registry.get(name)

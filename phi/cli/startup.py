@@ -5,6 +5,10 @@ and the MCP servers are loaded by :class:`Loader` on a thread meanwhile (Python 
 while ``input()`` waits for the person). Whatever needs them — the first input, a command —
 :meth:`Loader.wait`\\ s; a failure there is raised again to that caller as :class:`StartupFailed`
 (``phi`` then exits 2 with the message, as it would have before the prompt).
+
+The loader is handed what it needs — the terminal, the options, and the REPL's own function making
+the first session (which also connects the MCP servers, whose tools that session offers) — and
+imports nothing of the REPL that owns it.
 """
 
 from __future__ import annotations
@@ -12,15 +16,16 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import PhiError
 from ..ids import random_uuid
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
-    from .repl import Repl
+    from .options import CliOptions
     from .sessions import CliSessions
+    from .terminal import Terminal
 
 
 #: how long the loading thread lets the main thread draw the prompt before it starts importing
@@ -39,10 +44,15 @@ class Loaded:
 
 
 class Loader:
-    """Makes the profile, the store and the first session, on a thread when any is given as a function."""
+    """Makes the profile, the store and the first session, on a thread when any is given as a function.
+    ``first_session(session_id)`` is called on that thread once the profile and the store are loaded
+    (:attr:`state` then has them)."""
 
-    def __init__(self, repl: Repl, profile: Any, sessions: Any) -> None:
-        self.repl = repl
+    def __init__(self, term: Terminal, options: CliOptions, profile: Any, sessions: Any,
+                 first_session: Callable[[str], Session]) -> None:
+        self.term = term
+        self.options = options
+        self._first_session = first_session
         self.session_id = random_uuid()  # the banner names it before the session exists
         self._profile = profile
         self._sessions = sessions
@@ -55,7 +65,7 @@ class Loader:
         """Load on a thread (when anything is to be made and ``background``) started as the first
         prompt is shown — so that it does not compete with the banner — else now."""
         if background and (callable(self._profile) or callable(self._sessions)):
-            self.repl.term.on_prompt_shown = self._start_thread
+            self.term.on_prompt_shown = self._start_thread
         else:
             self._load()
             self.wait()
@@ -66,16 +76,13 @@ class Loader:
             threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
 
     def _load(self) -> None:
-        if self.repl.term.tty:
+        if self.term.tty:
             time.sleep(PROMPT_FIRST_S)  # sleeping releases the GIL: the prompt is drawn first
         try:
             profile = self._profile() if callable(self._profile) else self._profile
             sessions = self._sessions() if callable(self._sessions) else self._sessions
-            from .mcp_servers import connect_mcp
-
-            self.repl.mcp = connect_mcp(self.repl)
             self.state = Loaded(profile, sessions)
-            self.state.session = self.repl.new_session(session_id=self.session_id)
+            self.state.session = self._first_session(self.session_id)
         except BaseException as error:  # handed to whoever waits
             self._error = error
         finally:
@@ -93,8 +100,8 @@ class Loader:
 
     def _start_thread_if_pending(self) -> None:
         """Something needs the session before any prompt was shown (``--resume``, a test)."""
-        if not self._done.is_set() and self.repl.term.on_prompt_shown == self._start_thread:
-            self.repl.term.on_prompt_shown = None
+        if not self._done.is_set() and self.term.on_prompt_shown == self._start_thread:
+            self.term.on_prompt_shown = None
             self._start_thread()
 
     def ready(self) -> bool:
@@ -106,7 +113,7 @@ class Loader:
             return self.state.profile.id, self.state.profile.model
         from .options import describe_choice
 
-        return describe_choice(self.repl.options)
+        return describe_choice(self.options)
 
 
 __all__ = ["Loader", "Loaded", "StartupFailed"]
