@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Union
+from typing import Any, Callable, ClassVar, Literal, Mapping, Union
 
 from .errors import DecodeError
 
@@ -127,7 +127,7 @@ class TextContent:
     """A text content block (SPEC DATA-1)."""
 
     text: str
-    type: ClassVar[str] = "text"
+    type: ClassVar[Literal["text"]] = "text"
 
 
 @dataclass(slots=True)
@@ -137,7 +137,7 @@ class ImageContent:
 
     data: str  # base64
     mime_type: str
-    type: ClassVar[str] = "image"
+    type: ClassVar[Literal["image"]] = "image"
 
 
 @dataclass(slots=True)
@@ -148,7 +148,7 @@ class ThinkingContent:
     thinking: str
     signature: str | None = None
     redacted: bool = False
-    type: ClassVar[str] = "thinking"
+    type: ClassVar[Literal["thinking"]] = "thinking"
 
 
 @dataclass(slots=True)
@@ -160,7 +160,7 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
-    type: ClassVar[str] = "toolCall"
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
 
 
 Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall]
@@ -278,7 +278,7 @@ class UserMessage:
 
     content: list[Content]
     timestamp: int = field(default_factory=now_ms)
-    role: ClassVar[str] = "user"
+    role: ClassVar[Literal["user"]] = "user"
 
     @classmethod
     def from_text(cls, text: str) -> UserMessage:
@@ -304,7 +304,7 @@ class AssistantMessage:
     usage: Usage = field(default_factory=Usage)
     timestamp: int = field(default_factory=now_ms)
     error_message: str | None = None
-    role: ClassVar[str] = "assistant"
+    role: ClassVar[Literal["assistant"]] = "assistant"
 
     @property
     def text(self) -> str:
@@ -313,6 +313,7 @@ class AssistantMessage:
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """The reply's tool calls, in order."""
         return [b for b in self.content if isinstance(b, ToolCall)]
 
 
@@ -328,10 +329,11 @@ class ToolResultMessage:
     is_error: bool = False
     timestamp: int = field(default_factory=now_ms)
     details: Any = None
-    role: ClassVar[str] = "toolResult"
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
 
     @property
     def text(self) -> str:
+        """All text blocks joined (no separator)."""
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
@@ -341,7 +343,13 @@ class ExtensionMessage:
 
     kind: str
     data: Any = None
-    role: ClassVar[str] = "extension"
+    role: ClassVar[Literal["extension"]] = "extension"
+
+    @property
+    def text(self) -> str:
+        """``data`` when it is a string, else ``""``: no model reads an extension message, but code
+        that joins a history's text can treat every message alike."""
+        return self.data if isinstance(self.data, str) else ""
 
 
 Message = Union[UserMessage, AssistantMessage, ToolResultMessage]

@@ -19,13 +19,13 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # docs/architecture.md "Which way imports go": a place imports only from lower levels (or itself)
 LEVELS: dict[str, int] = {
-    "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "types": 1, "events": 2,
+    "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "json_values": 0, "types": 1, "events": 2,
     "concurrency": 3, "providers": 4, "context": 5, "loop": 6, "tools": 7,
     "session": 8, "subagent": 8, "evaluation": 8, "agent": 9,
     "mcp": 10, "openapi": 10, "skills": 10, "observability": 10, "conformance": 11, "coding": 12, "export": 13, "cli": 14,
 }
 LEAF_LEVEL = LEVELS["mcp"]
-SUPPORT = {"__init__", "ids", "log", "lazy_exports"}
+SUPPORT = {"__init__", "ids", "log", "lazy_exports", "json_values"}
 
 
 def readme_table() -> list[tuple[str, list[str]]]:
