@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import threading
 from dataclasses import fields, is_dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, overload
 
 from ..concurrency import sync
 from ..concurrency.cancel import CALLBACK_WAIT_S, CancellationToken, current_work
@@ -84,6 +84,7 @@ _delivering = threading.local()  # .agent: the Agent whose subscribers this thre
 
 EventSink = Callable[["AgentEvent"], None]
 R = TypeVar("R")
+T = TypeVar("T")
 Prompt = Union[str, AgentMessage, Sequence[AgentMessage]]
 Images = Sequence[Union[ImageContent, tuple[str, str]]]
 
@@ -439,11 +440,19 @@ class Agent:
             return stream.result()
         return _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)[0]
 
-    def run_structured(self, prompt: str, schema: Any, max_retries: int = 2) -> Any:
-        """Ask for an answer matching ``schema`` (a JSON Schema dict, a dataclass or a TypedDict).
+    @overload
+    def run_structured(self, prompt: str, schema: type[T], max_retries: int = 2) -> T: ...
 
-        Returns the validated value (an instance for dataclasses). Raises
-        :class:`~phi.errors.StructuredOutputFailed` after ``max_retries`` invalid answers.
+    @overload
+    def run_structured(self, prompt: str, schema: dict[str, Any], max_retries: int = 2) -> Any: ...
+
+    def run_structured(self, prompt: str, schema: type[T] | dict[str, Any], max_retries: int = 2) -> T | Any:
+        """Ask for an answer matching ``schema``: a Python type (a dataclass, a TypedDict, ``list[int]``,
+        any annotation ``@tool`` accepts) or a JSON Schema dict.
+
+        Returns the validated value: of that type for a type (type checkers know it), the decoded JSON
+        value for a dict. Raises :class:`~phi.errors.StructuredOutputFailed` after ``max_retries``
+        invalid answers.
         """
         from .structured import run_structured
 

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 
-def run_structured(agent: Agent, prompt: str, schema: Any, max_retries: int = 2) -> Any:
+def run_structured(agent: Agent, prompt: str, schema: object, max_retries: int = 2) -> Any:
+    """The validated answer to ``prompt``: of type ``schema`` when it is a type, else a JSON value."""
     from .final_answer import final_answer_tool
 
     tool = final_answer_tool(schema)

@@ -42,9 +42,10 @@ import re
 import sys
 import threading
 import typing
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
 
 from ..errors import ConfigError, InvalidArgs
+from ..json_values import is_array
 from ..log import get_logger
 from ..loop.tool import ToolContext, to_tool_result
 from ..types import ImageContent, TextContent, ThinkingContent, ToolCall, ToolResult
@@ -66,7 +67,8 @@ log = get_logger(__name__)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MISSING: Any = object()
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,12 +80,13 @@ class _Param:
     is_context: bool
 
 
-class DecoratedTool:
-    """An AgentTool wrapping a typed function; still callable like the function itself."""
+class DecoratedTool(Generic[P, R]):
+    """An AgentTool wrapping a typed function; still callable like the function itself, with the same
+    signature for type checkers (``DecoratedTool[P, R]`` is ``Callable[P, R]`` and a tool)."""
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[P, R],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -97,7 +100,9 @@ class DecoratedTool:
         self.name = name if name is not None else getattr(fn, "__name__", "")
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise ConfigError(f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
-        if timeout_ms is not None and (not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0):
+        # checked at run time too: callers without a type checker pass anything
+        if timeout_ms is not None and (not isinstance(timeout_ms, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+                                       or isinstance(timeout_ms, bool) or timeout_ms <= 0):
             raise ConfigError(f"timeout_ms of tool {self.name} must be a positive integer, got {timeout_ms!r}")
         if inline and timeout_ms is not None:
             raise ConfigError(f"tool {self.name}: an inline tool runs on the loop's thread and cannot time out; "
@@ -122,7 +127,7 @@ class DecoratedTool:
         return (_remade_tool, (self.fn, self.name, self.description, self.label, self.timeout_ms, self.inline))
 
     # The original function, unchanged: no validation, no conversion.
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -131,7 +136,8 @@ class DecoratedTool:
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate and convert ``args``, call the function, normalise its return value."""
         positional, keywords = self.bind(args, ctx)
-        return _normalise_result(self.fn(*positional, **keywords))
+        fn: Callable[..., R] = self.fn  # arguments checked against the schema, not the static signature
+        return _normalise_result(fn(*positional, **keywords))
 
     def bind(self, args: Any, ctx: ToolContext | None) -> tuple[list[Any], dict[str, Any]]:
         """Validate and convert ``args`` into the function's call arguments; raise InvalidArgs."""
@@ -176,17 +182,17 @@ def _find(module: str, qualname: str) -> object:
     return found
 
 
-def _tool_by_reference(module: str, qualname: str) -> DecoratedTool:
+def _tool_by_reference(module: str, qualname: str) -> DecoratedTool[..., Any]:
     """Unpickling a module-level ``@tool``: import its module and take it from there."""
     importlib.import_module(module)
     found = _find(module, qualname)
     if not isinstance(found, DecoratedTool):
         raise ConfigError(f"unpickling tool {module}.{qualname}: that name is {found!r} here, not a @tool")
-    return found
+    return cast("DecoratedTool[..., Any]", found)
 
 
 def _remade_tool(fn: Callable[..., Any], name: str, description: str, label: str, timeout_ms: int | None,
-                 inline: bool) -> DecoratedTool:
+                 inline: bool) -> DecoratedTool[..., Any]:
     return DecoratedTool(fn, name=name, description=description, label=label, timeout_ms=timeout_ms, inline=inline)
 
 
@@ -194,9 +200,10 @@ def validate_args(validator: Any, args: Any, tool_name: str) -> None:
     """Raise :class:`InvalidArgs` naming the first schema violation of ``args`` (if any)."""
     if not isinstance(args, dict):
         raise InvalidArgs(f"Invalid arguments for tool {tool_name}: expected a JSON object, got {type(args).__name__}")
-    from jsonschema.exceptions import best_match
+    # types-jsonschema leaves best_match's result partly unannotated: a ValidationError or None
+    from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
 
-    error = best_match(validator.iter_errors(args))
+    error: Any = cast(Any, best_match(validator.iter_errors(args)))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         reason = f"{where}: {error.message}" if where else error.message
@@ -206,7 +213,7 @@ def validate_args(validator: Any, args: Any, tool_name: str) -> None:
 def _normalise_result(value: Any) -> ToolResult:
     if value is None or isinstance(value, (str, ToolResult, *_CONTENT_TYPES)):
         return to_tool_result(value)
-    if isinstance(value, list) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
+    if is_array(value) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
         return to_tool_result(value)
     try:
         jsonable = to_jsonable(value)
@@ -254,7 +261,7 @@ def _build_schema(params: list[_Param], docs: dict[str, str], name: str) -> dict
         if param.is_context:
             continue
         annotation = param.annotation
-        schema = dict(json_schema_for(annotation, where=f"parameter {param.name!r} of {name}()"))
+        schema: dict[str, Any] = dict(json_schema_for(annotation, where=f"parameter {param.name!r} of {name}()"))
         if param.default is None and not _allows_null(schema):
             schema = {"anyOf": [schema, {"type": "null"}]}
         if param.name in docs and docs[param.name] and "description" not in schema:
@@ -274,7 +281,7 @@ def _build_schema(params: list[_Param], docs: dict[str, str], name: str) -> dict
 
 
 @overload
-def tool(fn: F) -> DecoratedTool: ...
+def tool(fn: Callable[P, R]) -> DecoratedTool[P, R]: ...
 
 
 @overload
@@ -286,7 +293,7 @@ def tool(
     label: str | None = None,
     timeout_ms: int | None = None,
     inline: bool = False,
-) -> Callable[[F], DecoratedTool]: ...
+) -> Callable[[Callable[P, R]], DecoratedTool[P, R]]: ...
 
 
 def tool(
@@ -311,7 +318,7 @@ def tool(
         return DecoratedTool(fn, name=name, description=description, label=label, timeout_ms=timeout_ms,
                              inline=inline)
 
-    def decorate(inner: Callable[..., Any]) -> DecoratedTool:
+    def decorate(inner: Callable[P, R]) -> DecoratedTool[P, R]:
         return DecoratedTool(inner, name=name, description=description, label=label, timeout_ms=timeout_ms,
                              inline=inline)
 
