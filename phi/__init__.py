@@ -51,270 +51,80 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy_exports import export_names, lazy_exports
-
 __version__ = "0.1.0"
 
-# module (relative to this package) -> the names it gives ``phi``; repeated for type checkers below
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    # data model (SPEC §2)
-    ".types": ("AgentMessage", "AssistantMessage", "Content", "ContinuationKind", "ExtensionMessage", "ImageContent",
-               "Message", "QueueMode", "RunOutcome", "StopReason", "TextContent", "ThinkingContent",
-               "ThinkingLevel", "ToolCall", "ToolDefinition", "ToolResult", "ToolResultMessage", "TurnTrigger",
-               "Usage", "UserMessage", "message_from_json", "message_to_json", "messages_from_json"),
-    # events (SPEC §3)
-    ".events": ("AgentEnd", "AgentEvent", "AgentStart", "InputRejected", "MessageEnd", "MessageStart",
-                "MessageUpdate", "ParallelLoopEnd", "ParallelLoopStart", "ProgressMessage", "StreamDelta",
-                "ToolExecutionEnd", "ToolExecutionStart", "ToolExecutionUpdate", "TurnEnd", "TurnStart",
-                "event_from_json", "event_to_json"),
-    # errors
-    ".errors": ("AlreadyRunning", "ConfigError", "DecodeError", "InvalidArgs", "InvalidContinue", "InvalidPrompt",
-                "PhiError", "RunTimeout", "StructuredOutputFailed", "ToolCancelled", "ToolError"),
-    # the loop (SPEC §4-5)
-    ".loop.run": ("agent_loop", "agent_loop_continue"),
-    ".loop.llm_view": ("default_convert_to_llm",),
-    ".loop.config": ("AgentContext", "AgentLoopConfig", "ToolExecution"),
-    ".loop.tool": ("AgentTool", "FunctionTool", "ToolContext"),
-    ".loop.filters": ("FilterResult", "InputFilter"),
-    # concurrency (SPEC §6)
-    ".concurrency.cancel": ("CancellationToken",),
-    ".concurrency.channel": ("EventChannel", "EventStream"),
-    ".concurrency.queues": ("MessageQueue",),
-    # providers (SPEC §7)
-    ".providers.model_config": ("ModelConfig",),
-    ".providers.base": ("CacheConfig", "CacheStrategy", "ErrorKind", "ProviderError", "StreamConfig",
-                        "StreamProvider"),
-    ".providers.retry": ("RetryConfig",),
-    ".providers.mock": ("ScriptedProvider", "ScriptedResponse"),
-    # context management (SPEC §8)
-    ".context.config": ("ContextConfig", "ExecutionLimits"),
-    ".context.tracker": ("ContextTracker", "ExecutionTracker"),
-    ".context.compaction": ("compact_messages",),
-    # tools (SPEC §9)
-    ".tools": ("coding_tools", "default_tools"),
-    ".tools.function_tool": ("tool",),
-    # the Agent (SPEC §11)
-    ".agent.agent": ("Agent",),
-    ".agent.result": ("AgentResult",),
-    ".agent.snapshot": ("AgentSnapshot",),
-    ".agent.final_answer": ("final_answer_tool",),
-    # above a single run (SPEC §13)
-    ".subagent": ("SubAgentTool",),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .agent.agent import Agent as Agent
-    from .agent.final_answer import final_answer_tool as final_answer_tool
-    from .agent.result import AgentResult as AgentResult
-    from .agent.snapshot import AgentSnapshot as AgentSnapshot
-    from .concurrency.cancel import CancellationToken as CancellationToken
-    from .concurrency.channel import EventChannel as EventChannel
-    from .concurrency.channel import EventStream as EventStream
-    from .concurrency.queues import MessageQueue as MessageQueue
-    from .context.compaction import compact_messages as compact_messages
-    from .context.config import ContextConfig as ContextConfig
-    from .context.config import ExecutionLimits as ExecutionLimits
-    from .context.tracker import ContextTracker as ContextTracker
-    from .context.tracker import ExecutionTracker as ExecutionTracker
+    # data model (SPEC §2)
+    from .types import (
+        AgentMessage, AssistantMessage, Content, ContinuationKind, ExtensionMessage, ImageContent, Message,
+        message_from_json, message_to_json, messages_from_json, QueueMode, RunOutcome, StopReason,
+        TextContent, ThinkingContent, ThinkingLevel, ToolCall, ToolDefinition, ToolResult, ToolResultMessage,
+        TurnTrigger, Usage, UserMessage,
+    )
+    # events (SPEC §3)
+    from .events import (
+        AgentEnd, AgentEvent, AgentStart, event_from_json, event_to_json, InputRejected, MessageEnd,
+        MessageStart, MessageUpdate, ParallelLoopEnd, ParallelLoopStart, ProgressMessage, StreamDelta,
+        ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate, TurnEnd, TurnStart,
+    )
+    # errors
     from .errors import (
-        AlreadyRunning as AlreadyRunning,
+        AlreadyRunning, ConfigError, DecodeError, InvalidArgs, InvalidContinue, InvalidPrompt, PhiError,
+        RunTimeout, StructuredOutputFailed, ToolCancelled, ToolError,
     )
-    from .errors import (
-        ConfigError as ConfigError,
-    )
-    from .errors import (
-        DecodeError as DecodeError,
-    )
-    from .errors import (
-        InvalidArgs as InvalidArgs,
-    )
-    from .errors import (
-        InvalidContinue as InvalidContinue,
-    )
-    from .errors import (
-        InvalidPrompt as InvalidPrompt,
-    )
-    from .errors import (
-        PhiError as PhiError,
-    )
-    from .errors import (
-        RunTimeout as RunTimeout,
-    )
-    from .errors import (
-        StructuredOutputFailed as StructuredOutputFailed,
-    )
-    from .errors import (
-        ToolCancelled as ToolCancelled,
-    )
-    from .errors import (
-        ToolError as ToolError,
-    )
-    from .events import (
-        AgentEnd as AgentEnd,
-    )
-    from .events import (
-        AgentEvent as AgentEvent,
-    )
-    from .events import (
-        AgentStart as AgentStart,
-    )
-    from .events import (
-        InputRejected as InputRejected,
-    )
-    from .events import (
-        MessageEnd as MessageEnd,
-    )
-    from .events import (
-        MessageStart as MessageStart,
-    )
-    from .events import (
-        MessageUpdate as MessageUpdate,
-    )
-    from .events import (
-        ParallelLoopEnd as ParallelLoopEnd,
-    )
-    from .events import (
-        ParallelLoopStart as ParallelLoopStart,
-    )
-    from .events import (
-        ProgressMessage as ProgressMessage,
-    )
-    from .events import (
-        StreamDelta as StreamDelta,
-    )
-    from .events import (
-        ToolExecutionEnd as ToolExecutionEnd,
-    )
-    from .events import (
-        ToolExecutionStart as ToolExecutionStart,
-    )
-    from .events import (
-        ToolExecutionUpdate as ToolExecutionUpdate,
-    )
-    from .events import (
-        TurnEnd as TurnEnd,
-    )
-    from .events import (
-        TurnStart as TurnStart,
-    )
-    from .events import (
-        event_from_json as event_from_json,
-    )
-    from .events import (
-        event_to_json as event_to_json,
-    )
-    from .loop.config import (
-        AgentContext as AgentContext,
-    )
-    from .loop.config import (
-        AgentLoopConfig as AgentLoopConfig,
-    )
-    from .loop.config import (
-        ToolExecution as ToolExecution,
-    )
-    from .loop.filters import FilterResult as FilterResult
-    from .loop.filters import InputFilter as InputFilter
-    from .loop.llm_view import default_convert_to_llm as default_convert_to_llm
-    from .loop.run import agent_loop as agent_loop
-    from .loop.run import agent_loop_continue as agent_loop_continue
-    from .loop.tool import AgentTool as AgentTool
-    from .loop.tool import FunctionTool as FunctionTool
-    from .loop.tool import ToolContext as ToolContext
+    # the loop (SPEC §4-5)
+    from .loop.run import agent_loop, agent_loop_continue
+    from .loop.llm_view import default_convert_to_llm
+    from .loop.config import AgentContext, AgentLoopConfig, ToolExecution
+    from .loop.tool import AgentTool, FunctionTool, ToolContext
+    from .loop.filters import FilterResult, InputFilter
+    # concurrency (SPEC §6)
+    from .concurrency.cancel import CancellationToken
+    from .concurrency.channel import EventChannel, EventStream
+    from .concurrency.queues import MessageQueue
+    # providers (SPEC §7)
+    from .providers.model_config import ModelConfig
     from .providers.base import (
-        CacheConfig as CacheConfig,
+        CacheConfig, CacheStrategy, ErrorKind, ProviderError, StreamConfig, StreamProvider,
     )
-    from .providers.base import (
-        CacheStrategy as CacheStrategy,
-    )
-    from .providers.base import (
-        ErrorKind as ErrorKind,
-    )
-    from .providers.base import (
-        ProviderError as ProviderError,
-    )
-    from .providers.base import (
-        StreamConfig as StreamConfig,
-    )
-    from .providers.base import (
-        StreamProvider as StreamProvider,
-    )
-    from .providers.mock import ScriptedProvider as ScriptedProvider
-    from .providers.mock import ScriptedResponse as ScriptedResponse
-    from .providers.model_config import ModelConfig as ModelConfig
-    from .providers.retry import RetryConfig as RetryConfig
-    from .subagent import SubAgentTool as SubAgentTool
-    from .tools import coding_tools as coding_tools
-    from .tools import default_tools as default_tools
-    from .tools.function_tool import tool as tool
-    from .types import (
-        AgentMessage as AgentMessage,
-    )
-    from .types import (
-        AssistantMessage as AssistantMessage,
-    )
-    from .types import (
-        Content as Content,
-    )
-    from .types import (
-        ContinuationKind as ContinuationKind,
-    )
-    from .types import (
-        ExtensionMessage as ExtensionMessage,
-    )
-    from .types import (
-        ImageContent as ImageContent,
-    )
-    from .types import (
-        Message as Message,
-    )
-    from .types import (
-        QueueMode as QueueMode,
-    )
-    from .types import (
-        RunOutcome as RunOutcome,
-    )
-    from .types import (
-        StopReason as StopReason,
-    )
-    from .types import (
-        TextContent as TextContent,
-    )
-    from .types import (
-        ThinkingContent as ThinkingContent,
-    )
-    from .types import (
-        ThinkingLevel as ThinkingLevel,
-    )
-    from .types import (
-        ToolCall as ToolCall,
-    )
-    from .types import (
-        ToolDefinition as ToolDefinition,
-    )
-    from .types import (
-        ToolResult as ToolResult,
-    )
-    from .types import (
-        ToolResultMessage as ToolResultMessage,
-    )
-    from .types import (
-        TurnTrigger as TurnTrigger,
-    )
-    from .types import (
-        Usage as Usage,
-    )
-    from .types import (
-        UserMessage as UserMessage,
-    )
-    from .types import (
-        message_from_json as message_from_json,
-    )
-    from .types import (
-        message_to_json as message_to_json,
-    )
-    from .types import (
-        messages_from_json as messages_from_json,
-    )
+    from .providers.retry import RetryConfig
+    from .providers.mock import ScriptedProvider, ScriptedResponse
+    # context management (SPEC §8)
+    from .context.config import ContextConfig, ExecutionLimits
+    from .context.tracker import ContextTracker, ExecutionTracker
+    from .context.compaction import compact_messages
+    # tools (SPEC §9)
+    from .tools import coding_tools, default_tools
+    from .tools.function_tool import tool
+    # the Agent (SPEC §11)
+    from .agent.agent import Agent
+    from .agent.result import AgentResult
+    from .agent.snapshot import AgentSnapshot
+    from .agent.final_answer import final_answer_tool
+    # above a single run (SPEC §13)
+    from .subagent import SubAgentTool
+
+__all__ = [
+    "Agent", "AgentContext", "AgentEnd", "AgentEvent", "AgentLoopConfig", "AgentMessage", "AgentResult",
+    "AgentSnapshot", "AgentStart", "AgentTool", "AlreadyRunning", "AssistantMessage", "CacheConfig",
+    "CacheStrategy", "CancellationToken", "ConfigError", "Content", "ContextConfig", "ContextTracker",
+    "ContinuationKind", "DecodeError", "ErrorKind", "EventChannel", "EventStream", "ExecutionLimits",
+    "ExecutionTracker", "ExtensionMessage", "FilterResult", "FunctionTool", "ImageContent", "InputFilter",
+    "InputRejected", "InvalidArgs", "InvalidContinue", "InvalidPrompt", "Message", "MessageEnd",
+    "MessageQueue", "MessageStart", "MessageUpdate", "ModelConfig", "ParallelLoopEnd", "ParallelLoopStart",
+    "PhiError", "ProgressMessage", "ProviderError", "QueueMode", "RetryConfig", "RunOutcome", "RunTimeout",
+    "ScriptedProvider", "ScriptedResponse", "StopReason", "StreamConfig", "StreamDelta", "StreamProvider",
+    "StructuredOutputFailed", "SubAgentTool", "TextContent", "ThinkingContent", "ThinkingLevel", "ToolCall",
+    "ToolCancelled", "ToolContext", "ToolDefinition", "ToolError", "ToolExecution", "ToolExecutionEnd",
+    "ToolExecutionStart", "ToolExecutionUpdate", "ToolResult", "ToolResultMessage", "TurnEnd", "TurnStart",
+    "TurnTrigger", "Usage", "UserMessage", "agent_loop", "agent_loop_continue", "coding_tools",
+    "compact_messages", "default_convert_to_llm", "default_tools", "event_from_json", "event_to_json",
+    "final_answer_tool", "message_from_json", "message_to_json", "messages_from_json", "tool",
+]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from .lazy_exports import lazy_exports
+    from .removed import PACKAGE_NAMES, install_finder, removed_attribute
+
+    __getattr__, __dir__ = lazy_exports(globals(), lambda name: removed_attribute(__name__, name, PACKAGE_NAMES, __name__))
+    install_finder(__name__)  # `import phi.loop_config` says where it went

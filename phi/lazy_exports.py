@@ -1,44 +1,114 @@
 """Package namespaces that load their names on first use (PEP 562), so importing a package is cheap.
 
-A package lists its public names by the module that defines them, relative to the package, and
-repeats the same imports under ``if TYPE_CHECKING:`` so type checkers see every name with its real
-type (``tests/test_layout.py`` keeps the two equal)::
+A lazy package writes each public name once, as an import that only type checkers run, and lists the
+names in a literal ``__all__``; at run time the first use of a name runs that import::
 
-    _EXPORTS = {".run": ("agent_loop", "agent_loop_continue")}
-    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-    __all__ = export_names(_EXPORTS)
+    if TYPE_CHECKING:
+        from .run import agent_loop, agent_loop_continue
 
-Modules are resolved against the package's own ``__name__``, so a package copied under another name
-(``myapp._vendor.phi``) loads from its copy.
+    __all__ = ["agent_loop", "agent_loop_continue"]
+
+    if not TYPE_CHECKING:  # hidden from checkers, so a misspelt name is still an error for them
+        __getattr__, __dir__ = lazy_exports(globals())
+
+Which module gives a name is read from the package's own ``if TYPE_CHECKING:`` imports: from its source
+when there is one, else from its compiled code (a frozen or bytecode-only install). Modules resolve
+against the package's own ``__name__``, so a package copied under another name (``myapp._vendor.phi``)
+loads from its copy. ``tests/test_layout.py`` checks that every lazy package's imports and ``__all__``
+name the same things.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping, MutableMapping, Sequence
+import threading
+from typing import Any, Callable, Mapping, MutableMapping
 
-Exports = Mapping[str, Sequence[str]]
-
-
-def export_names(exports: Exports) -> list[str]:
-    """Every exported name, sorted (a package's ``__all__``)."""
-    return sorted(name for names in exports.values() for name in names)
+Origins = dict[str, tuple[str, str]]  # exported name -> (relative module, attribute there)
 
 
-def lazy_exports(package: str, exports: Exports,
-                 namespace: MutableMapping[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package`` for ``exports`` (module -> names)."""
-    where = {name: module for module, names in exports.items() for name in names}
+def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], AttributeError | None] | None = None
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of the package whose ``globals()`` is ``namespace``.
+
+    ``removed(name)`` gives the error for a name the package no longer has (one that says what replaced
+    it, :mod:`.removed`), or None for a name it never had.
+    """
+    package: str = namespace["__name__"]
+    exported: list[str] = list(namespace["__all__"])
+    origins: Origins = {}
+    lock = threading.Lock()
 
     def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
-        namespace[name] = value  # later lookups are plain attribute reads
-        return value
+        if name in exported:
+            with lock:
+                if not origins:
+                    origins.update(imports_for_type_checkers(namespace))
+            module, attribute = origins[name]
+            value = getattr(importlib.import_module(module, package), attribute)
+            namespace[name] = value  # later lookups are plain attribute reads
+            return value
+        error = removed(name) if removed is not None else None
+        if error is not None:
+            raise error
+        raise AttributeError(f"module {package!r} has no attribute {name!r}", name=name, obj=package)
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(where))
+        return sorted({*exported, *(n for n in ("__version__",) if n in namespace)})
 
     return __getattr__, __dir__
+
+
+def imports_for_type_checkers(namespace: Mapping[str, Any]) -> Origins:
+    """``name -> (module, attribute)`` for each name of ``__all__`` imported under ``if TYPE_CHECKING:``
+    at the top level of the package whose ``globals()`` is ``namespace``."""
+    spec = namespace["__spec__"]
+    exported = set(namespace["__all__"])
+    source = spec.loader.get_source(spec.name) if hasattr(spec.loader, "get_source") else None
+    found = _from_source(source) if source is not None else _from_code(spec.loader.get_code(spec.name))
+    origins = {name: origin for name, origin in found.items() if name in exported}
+    missing = exported - set(origins) - set(namespace)  # names the package defines itself are no imports
+    if missing:
+        raise ImportError(f"{spec.name}: __all__ names {sorted(missing)}, which no 'if TYPE_CHECKING:' import gives")
+    return origins
+
+
+def _from_source(source: str) -> Origins:
+    import ast
+
+    found: Origins = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom):
+                    module = "." * statement.level + (statement.module or "")
+                    for alias in statement.names:
+                        found[alias.asname or alias.name] = (module, alias.name)
+    return found
+
+
+def _from_code(code: Any) -> Origins:
+    """The same table from bytecode: ``from M import a as b`` compiles to ``IMPORT_NAME M`` (its level
+    loaded just before it), then ``IMPORT_FROM a`` and a store of ``b`` for each name."""
+    import dis
+
+    found: Origins = {}
+    module, level = "", 0
+    instructions = list(dis.get_instructions(code))
+    for at, instruction in enumerate(instructions):
+        if instruction.opname == "IMPORT_NAME":
+            module = instruction.argval or ""
+            level = _level_before(instructions, at)
+        elif instruction.opname == "IMPORT_FROM":
+            store = instructions[at + 1] if at + 1 < len(instructions) else None
+            bound = store.argval if store is not None and store.opname.startswith("STORE_") else instruction.argval
+            found[bound] = ("." * level + module, instruction.argval)
+    return found
+
+
+def _level_before(instructions: list[Any], at: int) -> int:
+    # IMPORT_NAME pops (level, fromlist): the level is the constant loaded two instructions before it
+    candidate = instructions[at - 2] if at >= 2 else None
+    if candidate is not None and candidate.opname == "LOAD_CONST" and isinstance(candidate.argval, int):
+        return int(candidate.argval)
+    return 0

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .errors import ConfigError, ToolError
 from .ids import random_uuid
 from .log import get_logger
+from .removed import removed_attribute
 from .loop.tool import AgentTool, ToolContext
 from .providers.model_config import ModelConfig
 from .types import (
@@ -106,6 +107,11 @@ class SubAgentTool:
     def clone(self, **changes: Any) -> SubAgentTool:
         """A copy with ``changes`` applied (any field), like ``Agent.clone``; this tool is unchanged."""
         return replace(self, **changes)
+
+    if not TYPE_CHECKING:  # hidden from checkers, so a misspelt attribute stays an error for them
+        def __getattr__(self, name: str) -> Any:
+            raise removed_attribute("SubAgentTool", name, {}, setter="tool.clone({0}=...)") or AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     # ------------------------------------------------------------------ running
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Literal, Mapping, Union
 
 from .errors import DecodeError
+from .json_values import is_array, is_object
 
 
 def now_ms() -> int:
@@ -108,9 +109,9 @@ class ContinuationKind:
     def from_json(cls, data: Any, path: str = "continuation_kind") -> ContinuationKind:
         if data == "Default":
             return cls("default")
-        if isinstance(data, dict) and len(data) == 1:
+        if is_object(data) and len(data) == 1:
             ((name, body),) = data.items()
-            if name in ("Rerun", "Branch") and isinstance(body, dict):
+            if name in ("Rerun", "Branch") and is_object(body):
                 return cls(name.lower(), _opt_str(body, "tag", path + "." + name))
         raise DecodeError(path, data, '"Default", {"Rerun": {"tag"}} or {"Branch": {"tag"}}')
 
@@ -159,7 +160,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict[str, Any])
     type: ClassVar[Literal["toolCall"]] = "toolCall"
 
 
@@ -179,21 +180,22 @@ def content_to_json(block: Content) -> dict[str, Any]:
         if block.redacted:
             out["redacted"] = True
         return out
-    if isinstance(block, ImageContent):
+    # checked, not assumed: callers without a type checker pass anything
+    if isinstance(block, ImageContent):  # pyright: ignore[reportUnnecessaryIsInstance]
         return {"type": "image", "data": block.data, "mimeType": block.mime_type}
     raise TypeError(f"not a content block: {block!r}")
 
 
 def content_from_json(data: Any, path: str = "content") -> Content:
     """Decode one content block; raises :class:`DecodeError` naming the bad field."""
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise DecodeError(path, data, "a content object")
     kind = data.get("type")
     if kind == "text":
         return TextContent(_str(data, "text", path))
     if kind == "toolCall":
         args = data.get("arguments", {})
-        if not isinstance(args, dict):
+        if not is_object(args):
             raise DecodeError(path + ".arguments", args, "an object")
         return ToolCall(_str(data, "id", path), _str(data, "name", path), args)
     if kind == "thinking":
@@ -257,9 +259,9 @@ class Usage:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "usage") -> Usage:
-        if not isinstance(data, dict):
+        if not is_object(data):
             raise DecodeError(path, data, "a usage object")
-        values = []
+        values: list[int] = []
         for name in ("input", "output", "reasoning", "cache_read", "cache_write", "total_tokens"):
             value = data.get(name, 0)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -297,7 +299,7 @@ class AssistantMessage:
     and ``provider`` that wrote it, its ``usage``, a ``timestamp`` in unix milliseconds and, for a
     failed or aborted reply, ``error_message``."""
 
-    content: list[Content] = field(default_factory=list)
+    content: list[Content] = field(default_factory=list[Content])
     stop_reason: StopReason = StopReason.STOP
     model: str = ""
     provider: str = ""
@@ -389,14 +391,15 @@ def message_to_json(message: AgentMessage) -> dict[str, Any]:
         if message.details is not None:
             out["details"] = message.details
         return out
-    if isinstance(message, ExtensionMessage):
+    # checked, not assumed: callers without a type checker pass anything
+    if isinstance(message, ExtensionMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
         return {"role": "extension", "kind": message.kind, "data": message.data}
     raise TypeError(f"not a message: {message!r}")
 
 
 def message_from_json(data: Any, path: str = "message") -> AgentMessage:
     """Decode one message; raises :class:`DecodeError` naming the bad field."""
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise DecodeError(path, data, "a message object")
     role = data.get("role")
     if role == "user":
@@ -436,7 +439,7 @@ def message_from_json(data: Any, path: str = "message") -> AgentMessage:
 def messages_from_json(data: Any, path: str = "messages") -> list[AgentMessage]:
     """Decode a JSON list of messages (SPEC DATA-6, DATA-7); raises :class:`DecodeError` naming the bad
     field, e.g. ``messages[2].content[0].type``."""
-    if not isinstance(data, list):
+    if not is_array(data):
         raise DecodeError(path, data, "a list of messages")
     return [message_from_json(item, f"{path}[{i}]") for i, item in enumerate(data)]
 
@@ -486,7 +489,7 @@ class ToolResult:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "result") -> ToolResult:
-        if not isinstance(data, dict):
+        if not is_object(data):
             raise DecodeError(path, data, "a tool result object")
         return cls(_contents(data, path), data.get("details"), _opt_str(data, "child_loop_id", path))
 
@@ -529,6 +532,6 @@ def _contents(data: Mapping[str, Any], path: str) -> list[Content]:
         raise DecodeError(path + ".content", None, "a list of content blocks (field is missing)")
     if isinstance(raw, str):  # pi-style shorthand for a single text block
         return [TextContent(raw)]
-    if not isinstance(raw, list):
+    if not is_array(raw):
         raise DecodeError(path + ".content", raw, "a list of content blocks")
     return [content_from_json(item, f"{path}.content[{i}]") for i, item in enumerate(raw)]

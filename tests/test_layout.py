@@ -1,6 +1,7 @@
 """The tree is SPEC.md's table of contents (issue 21): the SPEC ↔ tree table in README.md is true both
 ways, package docstrings name their section, imports only go down the layers of docs/architecture.md,
-and every lazy package shows type checkers exactly the names it exports."""
+every package's ``__all__`` is a literal, and every lazy package shows type checkers exactly the names it
+exports, each imported once."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # docs/architecture.md "Which way imports go": a place imports only from lower levels (or itself)
 LEVELS: dict[str, int] = {
-    "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "json_values": 0, "types": 1, "events": 2,
+    "errors": 0, "ids": 0, "log": 0, "lazy_exports": 0, "json_values": 0, "removed": 0, "types": 1, "events": 2,
     "concurrency": 3, "providers": 4, "context": 5, "loop": 6, "tools": 7,
     "session": 8, "subagent": 8, "evaluation": 8, "agent": 9,
     "mcp": 10, "openapi": 10, "skills": 10, "observability": 10, "conformance": 11, "coding": 12, "export": 13, "cli": 14,
 }
 LEAF_LEVEL = LEVELS["mcp"]
-SUPPORT = {"__init__", "ids", "log", "lazy_exports", "json_values"}
+SUPPORT = {"__init__", "ids", "log", "lazy_exports", "json_values", "removed"}
 
 
 def readme_table() -> list[tuple[str, list[str]]]:
@@ -127,28 +128,62 @@ def test_every_place_has_a_level() -> None:
 
 
 def lazy_packages() -> list[Path]:
-    return sorted(p for p in PHI.rglob("__init__.py") if "_EXPORTS" in p.read_text(encoding="utf-8"))
+    return sorted(p for p in PHI.rglob("__init__.py") if "lazy_exports(" in p.read_text(encoding="utf-8"))
+
+
+def literal_all(tree: ast.Module) -> list[str] | None:
+    """The package's ``__all__`` when it is a literal list of strings (None when there is none)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            value = ast.literal_eval(node.value)  # raises for anything but a literal
+            assert isinstance(value, list) and all(isinstance(n, str) for n in value), "__all__ must list strings"
+            return value
+    return None
+
+
+@pytest.mark.parametrize("init", sorted(PHI.rglob("__init__.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_package_writes_its_all_as_a_literal(init: Path) -> None:
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    names = literal_all(tree)
+    if names is None:  # a package without __all__ exports nothing by name (phi.providers, phi.cli)
+        return
+    assert len(names) == len(set(names)), f"{init}: a name listed twice in __all__"
+    package = importlib.import_module(".".join(init.relative_to(ROOT).parent.parts))
+    for name in names:
+        assert getattr(package, name) is not None
 
 
 @pytest.mark.parametrize("init", lazy_packages(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_a_lazy_package_shows_type_checkers_exactly_what_it_exports(init: Path) -> None:
-    tree = ast.parse(init.read_text(encoding="utf-8"))
-    exports = next(ast.literal_eval(node.value) for node in tree.body
-                   if isinstance(node, (ast.Assign, ast.AnnAssign))
-                   and getattr(node.targets[0] if isinstance(node, ast.Assign) else node.target, "id", "") == "_EXPORTS")
-    checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    seen: dict[str, set[str]] = {}
-    for node in checked.body:
-        assert isinstance(node, ast.ImportFrom)
-        if node.level != 1:  # a type the package's own signatures use, not one it exports
-            continue
+def test_a_lazy_package_imports_each_name_once_for_type_checkers(init: Path) -> None:
+    """Its ``if TYPE_CHECKING:`` imports give exactly the names of ``__all__`` it does not define itself,
+    each once, and the loader reads the same table from the source and from bytecode."""
+    from phi.lazy_exports import _from_code, _from_source, imports_for_type_checkers
+
+    source = init.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    names = literal_all(tree)
+    assert names is not None, f"{init}: a lazy package needs a literal __all__"
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    checked = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    assert len(checked) == 1, f"{init}: one `if TYPE_CHECKING:` block holds the imports"
+    imported: list[str] = []
+    for node in checked[0].body:
+        assert isinstance(node, ast.ImportFrom), f"{init}: only `from ... import` under TYPE_CHECKING"
         for alias in node.names:
-            assert alias.asname == alias.name, f"{alias.name}: write `{alias.name} as {alias.name}` (explicit re-export)"
-            seen.setdefault(f".{node.module}", set()).add(alias.name)
-    assert seen == {module: set(names) for module, names in exports.items()}
+            assert alias.asname is None, f"{init}: `{alias.name} as {alias.asname}`: __all__ re-exports, no alias needed"
+            if node.level == 1:
+                imported.append(alias.name)
+    assert len(imported) == len(set(imported)), f"{init}: a name imported twice"
+    assert set(names) - defined == {n for n in imported if n in names}, \
+        f"{init}: __all__ and the imports for type checkers differ"
+    visible = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in ast.walk(n) if isinstance(t, ast.Name)}
+    assert "__getattr__" not in visible | defined, \
+        f"{init}: define __getattr__ under `if not TYPE_CHECKING:`, or checkers accept any misspelt name"
     package = importlib.import_module(".".join(init.relative_to(ROOT).parent.parts))
-    for name in package.__all__:
-        assert getattr(package, name) is not None
+    by_source = _from_source(source)
+    by_code = _from_code(compile(source, str(init), "exec"))
+    assert {n: by_code[n] for n in by_source if n in names} == {n: by_source[n] for n in by_source if n in names}
+    assert set(imports_for_type_checkers(vars(package))) == set(names) - defined
 
 
 def test_package_docstrings_name_their_spec_section() -> None:

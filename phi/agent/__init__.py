@@ -12,19 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".agent": ("Agent",),
-    ".result": ("AgentResult", "SessionFork"),
-    ".snapshot": ("AgentSnapshot",),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .agent import Agent as Agent
-    from .result import AgentResult as AgentResult
-    from .result import SessionFork as SessionFork
-    from .snapshot import AgentSnapshot as AgentSnapshot
+    from .agent import Agent
+    from .result import AgentResult, SessionFork
+    from .snapshot import AgentSnapshot
+
+__all__ = ["Agent", "AgentResult", "AgentSnapshot", "SessionFork"]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -33,6 +33,9 @@ from ..loop.identity import config_segment, loop_ids_from
 from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
 from ..providers.model_config import API_MOCK, ModelConfig
+from ..removed import AGENT as REMOVED_AGENT_NAMES
+from ..removed import AGENT_SETTER
+from ..removed import removed_attribute
 from ..types import (
     AgentMessage,
     AssistantMessage,
@@ -213,6 +216,11 @@ class Agent:
             options.pop("model_config")  # the new model name picks its own protocol
         options.update(changes)
         return Agent(**options)
+
+    if not TYPE_CHECKING:  # hidden from checkers, so a misspelt attribute stays an error for them
+        def __getattr__(self, name: str) -> Any:
+            raise removed_attribute("Agent", name, REMOVED_AGENT_NAMES, setter=AGENT_SETTER) or AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "

@@ -29,46 +29,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".session": ("Session", "SessionClosed"),
-    ".session_stream": ("SessionStream", "SubmitResult"),
-    ".config": ("SessionConfig", "SessionState"),
-    ".events": ("EventKind", "SessionEvent"),
-    ".profiles": ("ProfileOptions", "ProviderProfile", "create_anthropic_profile", "create_gemini_profile",
-                  "create_openai_profile", "create_profile"),
-    ".registry": ("RegisteredTool", "ToolCallContext", "ToolRegistry"),
-    ".approval": ("ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "SmartApproval", "allow_all",
-                  "deny_changes"),
-    ".subagents": ("SubAgentHandle", "SubAgentResult"),
-    ".scoped_env": ("ScopedEnvironment",),
-    ".history": ("AssistantTurn", "SteeringTurn", "SystemTurn", "ToolResultsTurn", "UserTurn"),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .approval import (
-        ApprovalDecision as ApprovalDecision, ApprovalPolicy as ApprovalPolicy, ApprovalRequest as ApprovalRequest,
-        SmartApproval as SmartApproval, allow_all as allow_all, deny_changes as deny_changes,
-    )
-    from .config import SessionConfig as SessionConfig, SessionState as SessionState
-    from .events import EventKind as EventKind, SessionEvent as SessionEvent
-    from .history import (
-        AssistantTurn as AssistantTurn, SteeringTurn as SteeringTurn, SystemTurn as SystemTurn,
-        ToolResultsTurn as ToolResultsTurn, UserTurn as UserTurn,
-    )
+    from .session import Session, SessionClosed
+    from .session_stream import SessionStream, SubmitResult
+    from .config import SessionConfig, SessionState
+    from .events import EventKind, SessionEvent
     from .profiles import (
-        ProfileOptions as ProfileOptions, ProviderProfile as ProviderProfile,
-        create_anthropic_profile as create_anthropic_profile, create_gemini_profile as create_gemini_profile,
-        create_openai_profile as create_openai_profile, create_profile as create_profile,
+        create_anthropic_profile, create_gemini_profile, create_openai_profile, create_profile,
+        ProfileOptions, ProviderProfile,
     )
-    from .registry import (
-        RegisteredTool as RegisteredTool, ToolCallContext as ToolCallContext, ToolRegistry as ToolRegistry,
+    from .registry import RegisteredTool, ToolCallContext, ToolRegistry
+    from .approval import (
+        allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
-    from .scoped_env import ScopedEnvironment as ScopedEnvironment
-    from .session import Session as Session, SessionClosed as SessionClosed
-    from .session_stream import SessionStream as SessionStream, SubmitResult as SubmitResult
-    from .subagents import SubAgentHandle as SubAgentHandle, SubAgentResult as SubAgentResult
+    from .subagents import SubAgentHandle, SubAgentResult
+    from .scoped_env import ScopedEnvironment
+    from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
+
+__all__ = [
+    "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "EventKind", "ProfileOptions",
+    "ProviderProfile", "RegisteredTool", "ScopedEnvironment", "Session", "SessionClosed", "SessionConfig",
+    "SessionEvent", "SessionState", "SessionStream", "SmartApproval", "SteeringTurn", "SubAgentHandle",
+    "SubAgentResult", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolRegistry", "ToolResultsTurn",
+    "UserTurn", "allow_all", "create_anthropic_profile", "create_gemini_profile", "create_openai_profile",
+    "create_profile", "deny_changes",
+]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -16,19 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".cancel": ("CancellationToken",),
-    ".channel": ("EventChannel", "EventStream"),
-    ".queues": ("MessageQueue",),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .cancel import CancellationToken as CancellationToken
-    from .channel import EventChannel as EventChannel
-    from .channel import EventStream as EventStream
-    from .queues import MessageQueue as MessageQueue
+    from .cancel import CancellationToken
+    from .channel import EventChannel, EventStream
+    from .queues import MessageQueue
+
+__all__ = ["CancellationToken", "EventChannel", "EventStream", "MessageQueue"]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

@@ -29,37 +29,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".model": ("EvaluationDecision", "EvaluationError", "EvaluationStrategy", "ParallelLoopOutcome",
-               "ParallelLoopResult", "RemoteBranchError", "WorkerLost", "candidate_indices", "final_text"),
-    ".strategies": ("ElaborateEvaluation", "PickFirstEvaluation", "TokenEfficientEvaluation",
-                    "TransparentEvaluation"),
-    ".judge": ("LlmJudgeEvaluation",),
-    ".parallel": ("agent_loop_parallel", "branch_configs", "merge_selected"),
-    ".remote": ("RemoteBranches",),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .judge import LlmJudgeEvaluation as LlmJudgeEvaluation
-    from .model import EvaluationDecision as EvaluationDecision
-    from .model import EvaluationError as EvaluationError
-    from .model import EvaluationStrategy as EvaluationStrategy
-    from .model import ParallelLoopOutcome as ParallelLoopOutcome
-    from .model import ParallelLoopResult as ParallelLoopResult
-    from .model import RemoteBranchError as RemoteBranchError
-    from .model import WorkerLost as WorkerLost
-    from .model import candidate_indices as candidate_indices
-    from .model import final_text as final_text
-    from .parallel import agent_loop_parallel as agent_loop_parallel
-    from .parallel import branch_configs as branch_configs
-    from .parallel import merge_selected as merge_selected
-    from .remote import RemoteBranches as RemoteBranches
-    from .strategies import ElaborateEvaluation as ElaborateEvaluation
-    from .strategies import PickFirstEvaluation as PickFirstEvaluation
-    from .strategies import TokenEfficientEvaluation as TokenEfficientEvaluation
-    from .strategies import TransparentEvaluation as TransparentEvaluation
+    from .model import (
+        candidate_indices, EvaluationDecision, EvaluationError, EvaluationStrategy, final_text,
+        ParallelLoopOutcome, ParallelLoopResult, RemoteBranchError, WorkerLost,
+    )
+    from .strategies import (
+        ElaborateEvaluation, PickFirstEvaluation, TokenEfficientEvaluation, TransparentEvaluation,
+    )
+    from .judge import LlmJudgeEvaluation
+    from .parallel import agent_loop_parallel, branch_configs, merge_selected
+    from .remote import RemoteBranches
+
+__all__ = [
+    "ElaborateEvaluation", "EvaluationDecision", "EvaluationError", "EvaluationStrategy",
+    "LlmJudgeEvaluation", "ParallelLoopOutcome", "ParallelLoopResult", "PickFirstEvaluation",
+    "RemoteBranchError", "RemoteBranches", "TokenEfficientEvaluation", "TransparentEvaluation", "WorkerLost",
+    "agent_loop_parallel", "branch_configs", "candidate_indices", "final_text", "merge_selected",
+]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

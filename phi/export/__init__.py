@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".html": ("export_session_html", "render_html"),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .html import export_session_html as export_session_html
-    from .html import render_html as render_html
+    from .html import export_session_html, render_html
+
+__all__ = ["export_session_html", "render_html"]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

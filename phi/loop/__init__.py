@@ -13,44 +13,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy_exports import export_names, lazy_exports
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".run": ("agent_loop", "agent_loop_continue", "check_can_continue"),
-    ".config": ("AgentContext", "AgentLoopConfig", "ToolExecution"),
-    ".identity": ("config_segment",),
-    ".llm_view": ("LLMView", "default_convert_to_llm"),
-    ".tool": ("AgentTool", "FunctionTool", "ToolContext"),
-    ".filters": ("FilterResult", "InputFilter"),
-}
-
-__all__ = export_names(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-
 if TYPE_CHECKING:
-    from .config import (
-        AgentContext as AgentContext,
-    )
-    from .config import (
-        AgentLoopConfig as AgentLoopConfig,
-    )
-    from .config import (
-        ToolExecution as ToolExecution,
-    )
-    from .filters import FilterResult as FilterResult
-    from .filters import InputFilter as InputFilter
-    from .identity import config_segment as config_segment
-    from .llm_view import LLMView as LLMView
-    from .llm_view import default_convert_to_llm as default_convert_to_llm
-    from .run import (
-        agent_loop as agent_loop,
-    )
-    from .run import (
-        agent_loop_continue as agent_loop_continue,
-    )
-    from .run import (
-        check_can_continue as check_can_continue,
-    )
-    from .tool import AgentTool as AgentTool
-    from .tool import FunctionTool as FunctionTool
-    from .tool import ToolContext as ToolContext
+    from .run import agent_loop, agent_loop_continue, check_can_continue
+    from .config import AgentContext, AgentLoopConfig, ToolExecution
+    from .identity import config_segment
+    from .llm_view import default_convert_to_llm, LLMView
+    from .tool import AgentTool, FunctionTool, ToolContext
+    from .filters import FilterResult, InputFilter
+
+__all__ = [
+    "AgentContext", "AgentLoopConfig", "AgentTool", "FilterResult", "FunctionTool", "InputFilter", "LLMView",
+    "ToolContext", "ToolExecution", "agent_loop", "agent_loop_continue", "check_can_continue",
+    "config_segment", "default_convert_to_llm",
+]
+
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals())

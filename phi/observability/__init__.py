@@ -14,7 +14,17 @@ phi imports this package, so ``import phi`` never loads OpenTelemetry.
 
 from __future__ import annotations
 
+try:  # the extra this package needs, checked first so that its absence says which extra it is
+    from opentelemetry import trace as _otel_trace
+except ModuleNotFoundError as missing:
+    if (missing.name or "").partition(".")[0] != "opentelemetry":
+        raise
+    raise ModuleNotFoundError(f"phi.observability needs OpenTelemetry ({missing.name} is not installed), an "
+                              "optional extra: pip install 'phi-agent[otel]'", name=missing.name) from None
+
 from .otel import OtelTracer
 from .semconv import SEMCONV_VERSION
+
+del _otel_trace
 
 __all__ = ["OtelTracer", "SEMCONV_VERSION"]

@@ -17,32 +17,39 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..lazy_exports import export_names, lazy_exports
+if TYPE_CHECKING:
+    from ..loop.tool import AgentTool
+    from .apply_patch import ApplyPatchTool, apply_patch
+    from .deny import DEFAULT_DENY_PATTERNS
+    from .edit_file import CodingEditFileTool, EditFileTool
+    from .environment import (
+        DirEntry, ExecResult, ExecutionEnvironment, GrepOptions, LocalExecutionEnvironment, LoggingEnvironment,
+        ReadOnlyEnvironment, filter_environment,
+    )
+    from .find_files import GlobTool, ListDirTool, ListFilesTool
+    from .function_tool import tool
+    from .patch_parser import PatchError, PatchParseError, parse_patch
+    from .read_file import CodingReadFileTool, ReadFileTool
+    from .read_many_files import ReadManyFilesTool
+    from .search import GrepTool, SearchTool
+    from .shell import BashTool, ShellTool
+    from .tool_session import ToolSession
+    from .truncation import truncate_lines, truncate_output, truncate_tool_output
+    from .write_file import CodingWriteFileTool, WriteFileTool
 
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".environment": ("DirEntry", "ExecResult", "ExecutionEnvironment", "GrepOptions", "LocalExecutionEnvironment",
-                     "LoggingEnvironment", "ReadOnlyEnvironment", "filter_environment"),
-    ".truncation": ("truncate_lines", "truncate_output", "truncate_tool_output"),
-    ".shell": ("BashTool", "ShellTool"),
-    ".deny": ("DEFAULT_DENY_PATTERNS",),
-    ".read_file": ("CodingReadFileTool", "ReadFileTool"),
-    ".write_file": ("CodingWriteFileTool", "WriteFileTool"),
-    ".edit_file": ("CodingEditFileTool", "EditFileTool"),
-    ".search": ("GrepTool", "SearchTool"),
-    ".find_files": ("GlobTool", "ListDirTool", "ListFilesTool"),
-    ".read_many_files": ("ReadManyFilesTool",),
-    ".apply_patch": ("ApplyPatchTool", "apply_patch"),
-    ".patch_parser": ("PatchError", "PatchParseError", "parse_patch"),
-    ".function_tool": ("tool",),
-    ".tool_session": ("ToolSession",),
-}
+__all__ = [
+    "DEFAULT_DENY_PATTERNS", "ApplyPatchTool", "BashTool", "CodingEditFileTool", "CodingReadFileTool",
+    "CodingWriteFileTool", "DirEntry", "EditFileTool", "ExecResult", "ExecutionEnvironment", "GlobTool",
+    "GrepOptions", "GrepTool", "ListDirTool", "ListFilesTool", "LocalExecutionEnvironment", "LoggingEnvironment",
+    "PatchError", "PatchParseError", "ReadFileTool", "ReadManyFilesTool", "ReadOnlyEnvironment", "SearchTool",
+    "ShellTool", "ToolSession", "WriteFileTool", "apply_patch", "coding_tools", "default_tools",
+    "filter_environment", "parse_patch", "tool", "truncate_lines", "truncate_output", "truncate_tool_output",
+]
 
-__all__ = sorted([*export_names(_EXPORTS), "default_tools", "coding_tools"])
-__getattr__, _dir = lazy_exports(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
+    from ..lazy_exports import lazy_exports
 
-
-def __dir__() -> list[str]:
-    return sorted(set(_dir()) | {"default_tools", "coding_tools"})
+    __getattr__, __dir__ = lazy_exports(globals())
 
 
 class _ToolsPackage(types.ModuleType):
@@ -51,12 +58,13 @@ class _ToolsPackage(types.ModuleType):
     ``phi.tools.apply_patch`` the module) depending on import order: such an export wins."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS.get(f".{name}", ()) and isinstance(value, types.ModuleType) \
+        if name in _SAME_NAME_AS_MODULE and isinstance(value, types.ModuleType) \
                 and value.__name__ == f"{__name__}.{name}":
             value = getattr(value, name)
         super().__setattr__(name, value)
 
 
+_SAME_NAME_AS_MODULE = {"apply_patch"}  # exports named like the module that defines them
 sys.modules[__name__].__class__ = _ToolsPackage
 
 
@@ -143,27 +151,3 @@ def coding_tools(
     ]
 
 
-if TYPE_CHECKING:
-    from ..loop.tool import AgentTool
-    from .apply_patch import ApplyPatchTool as ApplyPatchTool, apply_patch as apply_patch
-    from .edit_file import CodingEditFileTool as CodingEditFileTool, EditFileTool as EditFileTool
-    from .environment import (
-        DirEntry as DirEntry, ExecResult as ExecResult, ExecutionEnvironment as ExecutionEnvironment,
-        GrepOptions as GrepOptions, LocalExecutionEnvironment as LocalExecutionEnvironment,
-        LoggingEnvironment as LoggingEnvironment, ReadOnlyEnvironment as ReadOnlyEnvironment,
-        filter_environment as filter_environment,
-    )
-    from .find_files import GlobTool as GlobTool, ListDirTool as ListDirTool, ListFilesTool as ListFilesTool
-    from .function_tool import tool as tool
-    from .patch_parser import PatchError as PatchError, PatchParseError as PatchParseError, parse_patch as parse_patch
-    from .read_file import CodingReadFileTool as CodingReadFileTool, ReadFileTool as ReadFileTool
-    from .read_many_files import ReadManyFilesTool as ReadManyFilesTool
-    from .search import GrepTool as GrepTool, SearchTool as SearchTool
-    from .deny import DEFAULT_DENY_PATTERNS as DEFAULT_DENY_PATTERNS
-    from .shell import BashTool as BashTool, ShellTool as ShellTool
-    from .truncation import (
-        truncate_lines as truncate_lines, truncate_output as truncate_output,
-        truncate_tool_output as truncate_tool_output,
-    )
-    from .tool_session import ToolSession as ToolSession
-    from .write_file import CodingWriteFileTool as CodingWriteFileTool, WriteFileTool as WriteFileTool
