@@ -13,6 +13,11 @@ The markers, in a fence's info string:
 
 Every other ``python`` block is compiled, so that an example cannot rot into a syntax error, except
 a ```` ```python fragment ```` (a signature such as ``f(a, *, b=1) -> str``, not a program).
+
+``scripts/typecheck-docs`` also holds every ``python`` block to ``mypy --strict`` and pyright's strict
+mode: a page's runnable blocks as one program, each other block alone — except a fragment and a
+```` ```python sketch ```` (a few lines that use names the prose around them gives, or a package phi's
+tests do not install; compiled, not type-checked). A sketch is never runnable.
 """
 
 from __future__ import annotations

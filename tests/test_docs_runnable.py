@@ -69,6 +69,7 @@ def test_every_python_block_compiles(page: Path) -> None:
     for block in blocks(page.read_text(encoding="utf-8")):
         if block.language == "python" and "fragment" not in block.info:
             compile("\n" * (block.line - 1) + block.code, str(page), "exec")
+        assert not (block.runnable and "sketch" in block.info), f"{page}:{block.line}: a sketch cannot be runnable"
 
 
 def test_guides_with_examples_mark_them_runnable() -> None:
