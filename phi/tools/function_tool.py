@@ -97,8 +97,9 @@ class DecoratedTool(Generic[P, R]):
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise ConfigError(f"@tool cannot wrap async function {fn.__name__}(): phi tools are synchronous")
         self.fn = fn
-        self.name = name if name is not None else getattr(fn, "__name__", "")
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+        self.name: str = name if name is not None else getattr(fn, "__name__", "")
+        # checked at run time too: a name given by a caller without a type checker may be anything
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
         # checked at run time too: callers without a type checker pass anything
         if timeout_ms is not None and (not isinstance(timeout_ms, int)  # pyright: ignore[reportUnnecessaryIsInstance]
