@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, ClassVar, Literal, Union, get_args
 
 from .errors import DecodeError
+from .json_values import is_array, is_object
 from .types import (
     AgentMessage,
     AssistantMessage,
@@ -43,7 +44,7 @@ class StreamDelta:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "delta") -> StreamDelta:
-        if not isinstance(data, dict) or data.get("type") not in ("text", "thinking", "toolCall"):
+        if not is_object(data) or data.get("type") not in ("text", "thinking", "toolCall"):
             raise DecodeError(path, data, '{"type": "text"|"thinking"|"toolCall", "delta", "index"}')
         delta, index = data.get("delta", ""), data.get("index", 0)
         if not isinstance(delta, str):
@@ -108,7 +109,7 @@ class TurnEnd:
     loop_id: str
     message: AgentMessage
     usage: Usage = field(default_factory=Usage)
-    tool_results: list[ToolResultMessage] = field(default_factory=list)
+    tool_results: list[ToolResultMessage] = field(default_factory=list[ToolResultMessage])
     timestamp: float = field(default_factory=_now)
     type: ClassVar[Literal["TurnEnd"]] = "TurnEnd"
 
@@ -161,6 +162,15 @@ class MessageUpdate:
     def message(self) -> AgentMessage:
         """A snapshot of the message up to and including this delta."""
         return self._segment.message_at(self)
+
+    def texts_back(self) -> list[str]:
+        """The delta texts of this update's segment up to this one, newest first."""
+        pieces: list[str] = []
+        node: MessageUpdate | None = self
+        while node is not None:
+            pieces.append(node._text)
+            node = node._prev
+        return pieces
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MessageUpdate):
@@ -222,11 +232,7 @@ class UpdateSegment:
         base = self.base
         content = list(base.content)
         if self.kind != "toolCall":
-            pieces = []
-            node: MessageUpdate | None = update
-            while node is not None:
-                pieces.append(node._text)
-                node = node._prev
+            pieces = update.texts_back()
             pieces.append(self.prefix)
             text = "".join(reversed(pieces))
             block = content[self.index]
@@ -337,7 +343,7 @@ class ParallelLoopEnd:
     selected_config_index: int
     evaluation_usage: Usage = field(default_factory=Usage)
     timestamp: float = field(default_factory=_now)
-    unended: list[AgentEnd] = field(default_factory=list)
+    unended: list[AgentEnd] = field(default_factory=list[AgentEnd])
     type: ClassVar[Literal["ParallelLoopEnd"]] = "ParallelLoopEnd"
 
 
@@ -384,9 +390,9 @@ def parse_timestamp(text: Any, path: str) -> float:
 
 
 def _tool_results(value: Any, path: str) -> list[ToolResultMessage]:
-    if not isinstance(value, list):
+    if not is_array(value):
         raise DecodeError(path, value, "a list of toolResult messages")
-    out = []
+    out: list[ToolResultMessage] = []
     for i, item in enumerate(value):
         message = message_from_json(item, f"{path}[{i}]")
         if not isinstance(message, ToolResultMessage):
@@ -396,18 +402,18 @@ def _tool_results(value: Any, path: str) -> list[ToolResultMessage]:
 
 
 def _messages(value: Any, path: str) -> list[AgentMessage]:
-    if not isinstance(value, list):
+    if not is_array(value):
         raise DecodeError(path, value, "a list of messages")
     return [message_from_json(item, f"{path}[{i}]") for i, item in enumerate(value)]
 
 
 def _agent_ends(value: Any, path: str) -> list[AgentEnd]:
-    if not isinstance(value, list):
+    if not is_array(value):
         raise DecodeError(path, value, "a list of AgentEnd events")
-    out = []
+    out: list[AgentEnd] = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict) or item.get("type") != "AgentEnd":
-            raise DecodeError(f"{path}[{i}].type", item.get("type") if isinstance(item, dict) else item,
+        if not is_object(item) or item.get("type") != "AgentEnd":
+            raise DecodeError(f"{path}[{i}].type", item.get("type") if is_object(item) else item,
                               '"AgentEnd"')
         try:
             event = event_from_json(item)
@@ -471,7 +477,7 @@ def event_to_json(event: AgentEvent) -> dict[str, Any]:
 
 def event_from_json(data: Any) -> AgentEvent:
     """Decode an event; raises :class:`DecodeError` naming the bad field."""
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise DecodeError("event", data, "an event object")
     kind = data.get("type")
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
@@ -518,7 +524,7 @@ def _check_plain(annotation: str, value: Any, path: str) -> None:
     elif annotation == "bool":
         ok = isinstance(value, bool)
     elif annotation == "list[str]":
-        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        ok = is_array(value) and all(isinstance(item, str) for item in value)
     else:
         return
     if not ok:
