@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import importlib
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,73 @@ def test_agent_keywords_are_exactly_the_loop_settings() -> None:
 
     fields = {f.name for f in dataclasses.fields(AgentLoopConfig)} - set(QUEUE_SOURCES)
     assert set(LoopSettings.__annotations__) == fields
+
+
+def circles_in(folder: Path) -> list[list[str]]:
+    """The import circles among the modules of one folder (lazy imports and imports for type checkers
+    count: each is a module needing another), as strongly connected components of two or more."""
+    package = ".".join(folder.relative_to(ROOT).parts)
+    modules = {f"{package}.{p.stem}" if p.name != "__init__.py" else package: p for p in folder.glob("*.py")}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, file in modules.items():
+        for _, target in imports_of(file):
+            if target != package and not target.startswith(package + "."):
+                continue  # another folder
+            head = target[len(package) + 1:].split(".")[0]
+            if target == package or (f"{package}.{head}" not in modules and not (folder / head).is_dir()):
+                needed = package  # a name the package's __init__ gives
+            elif f"{package}.{head}" in modules:
+                needed = f"{package}.{head}"  # a module of this folder (or a name from it)
+            else:
+                continue  # a subfolder: its own test
+            if needed != name:
+                edges[name].add(needed)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("folder", sorted({p.parent for p in PHI.rglob("*.py") if "__pycache__" not in p.parts}),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_import_circle_inside_a_folder(folder: Path) -> None:
+    """docs/architecture.md: inside a folder too, imports go one way (issue 33), so each module can be
+    read after the ones it uses."""
+    assert circles_in(folder) == []
+
+
+def test_the_circle_finder_sees_a_circle(tmp_path: Path) -> None:
+    folder = ROOT / "phi" / "_circle_probe"
+    try:
+        folder.mkdir()
+        (folder / "__init__.py").write_text("", encoding="utf-8")
+        (folder / "a.py").write_text("def f():\n    from .b import g\n", encoding="utf-8")
+        (folder / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+                                     encoding="utf-8")
+        assert circles_in(folder) == [["phi._circle_probe.a", "phi._circle_probe.b"]]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
