@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence, TypedDict
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..json_values import as_object, is_array, is_object
 from ..log import get_logger
 from .errors import McpConnectionClosed, McpProtocolError
 from .results import McpToolCallResult, McpToolInfo
@@ -93,7 +94,8 @@ class McpClient:
         are announced as the client's roots. ``close_grace`` is how long :meth:`close` waits after
         closing stdin before it terminates the server. ``name`` labels the server in errors and logs.
         """
-        if not isinstance(command, str) or not command:
+        # callers without a type checker pass anything
+        if not isinstance(command, str) or not command:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("connect_stdio needs a command (e.g. 'npx' or a path to the server)")
         if isinstance(args, str):
             raise ConfigError("connect_stdio args must be a list of strings, not one string")
@@ -141,7 +143,7 @@ class McpClient:
         result = self._session.request("initialize", {
             "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": capabilities,
             "clientInfo": {"name": "phi", "version": __version__}}, timeout=self.timeout)
-        if not isinstance(result, dict):
+        if not is_object(result):
             raise McpProtocolError(f"MCP server {self.label} answered initialize with {str(result)[:200]}")
         version = result.get("protocolVersion")
         if version not in SUPPORTED_PROTOCOL_VERSIONS:
@@ -195,17 +197,20 @@ class McpClient:
         seen: set[str] = set()
         for _ in range(MAX_LIST_PAGES):
             result = self.request("tools/list", {"cursor": cursor} if cursor else None, timeout=timeout)
-            items = result.get("tools") if isinstance(result, dict) else None
-            if not isinstance(items, list):
+            page = as_object(result) or {}
+            items = page.get("tools")
+            if not is_array(items):
                 raise McpProtocolError(f"MCP server {self.label} answered tools/list without a tools list: "
                                        f"{str(result)[:200]}")
             for item in items:
                 tools.append(McpToolInfo.from_json(item))
-            cursor = result.get("nextCursor")
-            if not cursor:
+            next_cursor = page.get("nextCursor")  # the server's JSON: checked before it becomes ``cursor``
+            if not next_cursor:
                 return tools
-            if not isinstance(cursor, str) or cursor in seen:
-                raise McpProtocolError(f"MCP server {self.label} sent a bad or repeated tools/list cursor {cursor!r}")
+            if not isinstance(next_cursor, str) or next_cursor in seen:
+                raise McpProtocolError(f"MCP server {self.label} sent a bad or repeated tools/list cursor "
+                                       f"{next_cursor!r}")
+            cursor = next_cursor
             seen.add(cursor)
         raise McpProtocolError(f"MCP server {self.label} paginated tools/list over {MAX_LIST_PAGES} pages")
 
@@ -255,7 +260,7 @@ class McpClient:
 
 
 def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+    return value if is_object(value) else {}
 
 
 def _root(root: str | os.PathLike[str]) -> dict[str, str]:

@@ -34,6 +34,7 @@ import urllib3.exceptions
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..json_values import JsonObject, is_array, is_object
 from ..log import get_logger
 from ..providers.secrets import check_headers, scrub
 from ..providers.sse import SSEEvent, iter_sse
@@ -60,7 +61,8 @@ class HttpTransport:
 
     def __init__(self, url: str, headers: Mapping[str, str] | None, *, name: str | None = None,
                  timeout: float = 30.0, listen: bool = True) -> None:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        # callers without a type checker pass anything
+        parts = urlsplit(url) if isinstance(url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"an MCP HTTP endpoint must be an http:// or https:// URL, got {str(url)[:80]!r}")
         self.url = url
@@ -236,7 +238,7 @@ class HttpTransport:
         except ValueError:
             raise McpProtocolError(f"MCP server {self.label} sent a JSON reply that does not parse: "
                                    f"{bytes(data[:200])!r}") from None
-        return self._pick(value if isinstance(value, list) else [value], request_id)
+        return self._pick(value if is_array(value) else [value], request_id)
 
     def _read_events(self, response: requests.Response, request_id: Any, stop: CancellationToken) -> Any:
         body = iter_body(response)
@@ -253,9 +255,9 @@ class HttpTransport:
 
     def _pick(self, values: list[Any], request_id: Any) -> Any:
         """The response to ``request_id`` among ``values``; the others go to the session."""
-        found = None
+        found: JsonObject | None = None
         for value in values:
-            if isinstance(value, dict) and value.get("id") == request_id and "method" not in value and found is None:
+            if is_object(value) and value.get("id") == request_id and "method" not in value and found is None:
                 found = value
             else:
                 self.session.receive(value)
@@ -272,7 +274,7 @@ class HttpTransport:
         text = body
         try:
             parsed = json.loads(body)
-            if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            if is_object(parsed) and is_object(parsed.get("error")):
                 text = str(parsed["error"].get("message", body))
         except ValueError:
             pass
@@ -295,8 +297,8 @@ class HttpTransport:
             log.info("MCP server %s forgot its session; initializing again", self.label)
             request = dict(self._initialize, id=f"phi-reinit-{next(_reinit_ids)}")
             reply, issued = self._exchange(request, stop, expect_reply=True, session_id=None, read_timeout=None)
-            result = reply.get("result") if isinstance(reply, dict) else None
-            if not isinstance(result, dict) or result.get("protocolVersion") != self.protocol_version:
+            result = reply.get("result") if is_object(reply) else None
+            if not is_object(result) or result.get("protocolVersion") != self.protocol_version:
                 raise McpProtocolError(f"MCP server {self.label} did not accept initialize again (protocol "
                                        f"{self.protocol_version}): {str(reply)[:200]}")
             self._exchange({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._closing,

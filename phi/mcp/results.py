@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..json_values import is_array, is_object
 from ..log import get_logger
 from ..types import Content, ImageContent, TextContent, ToolResult
 from .errors import McpProtocolError
@@ -43,20 +44,20 @@ class McpToolInfo:
     title: str | None = None
     output_schema: Any = None
     annotations: dict[str, Any] | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: dict[str, Any] = field(default_factory=dict[str, Any], repr=False)
 
     @classmethod
     def from_json(cls, data: Any) -> McpToolInfo:
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not data["name"]:
+        if not is_object(data) or not isinstance(data.get("name"), str) or not data["name"]:
             raise McpProtocolError(f"a tools/list entry has no name: {str(data)[:200]}")
         description = data.get("description")
         title = data.get("title")
         annotations = data.get("annotations")
-        if title is None and isinstance(annotations, dict):
+        if title is None and is_object(annotations):
             title = annotations.get("title")
         return cls(data["name"], description if isinstance(description, str) else "", data.get("inputSchema"),
                    title if isinstance(title, str) else None, data.get("outputSchema"),
-                   annotations if isinstance(annotations, dict) else None, data)
+                   annotations if is_object(annotations) else None, data)
 
 
 @dataclass
@@ -71,12 +72,12 @@ class McpToolCallResult:
 
     @classmethod
     def from_json(cls, data: Any, label: str = "?") -> McpToolCallResult:
-        if not isinstance(data, dict):
+        if not is_object(data):
             raise McpProtocolError(f"MCP server {label} answered tools/call with {str(data)[:200]}, not an object")
-        content = data.get("content", [])
+        content: Any = data.get("content", [])  # the server's JSON value
         if content is None:
             content = []
-        if not isinstance(content, list):
+        if not is_array(content):
             raise McpProtocolError(f"MCP server {label} answered tools/call with content that is not a list: "
                                    f"{str(content)[:200]}")
         return cls(content, data.get("isError") is True, data.get("structuredContent"), data.get("_meta"))
@@ -104,7 +105,7 @@ class McpToolCallResult:
     @property
     def text(self) -> str:
         """The text of the result: text blocks and text resources, one per line."""
-        parts = []
+        parts: list[str] = []
         for block in self.content:
             converted, _ = convert_block(block)
             if isinstance(converted, TextContent) and converted.text:
@@ -116,7 +117,7 @@ class McpToolCallResult:
 
 def convert_block(block: Any) -> tuple[Content, bool]:
     """One MCP content block as phi content; the flag says whether nothing was lost."""
-    if not isinstance(block, dict):
+    if not is_object(block):
         return TextContent(f"[malformed MCP content block: {str(block)[:100]}]"), False
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
@@ -125,7 +126,7 @@ def convert_block(block: Any) -> tuple[Content, bool]:
         return ImageContent(block["data"], block["mimeType"]), True
     if kind == "audio":
         return TextContent(f"[audio: {_mime(block)}, {_size(block.get('data'))}]"), False
-    if kind == "resource" and isinstance(block.get("resource"), dict):
+    if kind == "resource" and is_object(block.get("resource")):
         return _resource(block["resource"])
     if kind == "resource_link" and isinstance(block.get("uri"), str):
         return TextContent(_link_text(block)), False

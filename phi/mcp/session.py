@@ -23,6 +23,7 @@ import threading
 from typing import Any, Callable, Protocol
 
 from ..concurrency.cancel import CancellationToken
+from ..json_values import is_array, is_object
 from ..log import get_logger
 from .errors import (
     McpCancelled,
@@ -192,11 +193,11 @@ class Session:
 
     def receive(self, message: Any) -> None:
         """Handle one decoded JSON value from the server (MCP-2)."""
-        if isinstance(message, list):  # a JSON-RPC batch (protocol 2025-03-26)
+        if is_array(message):  # a JSON-RPC batch (protocol 2025-03-26)
             for item in message:
                 self.receive(item)
             return
-        if not isinstance(message, dict):
+        if not is_object(message):
             self.transport_noise(f"not a JSON object: {message!r}")
             return
         method = message.get("method")
@@ -247,9 +248,9 @@ class Session:
         if method == "notifications/tools/list_changed":
             with self._lock:
                 self.tools_version += 1
-        elif method == "notifications/progress" and isinstance(params, dict):
+        elif method == "notifications/progress" and is_object(params):
             self._progress(params)
-        elif method == "notifications/message" and isinstance(params, dict):
+        elif method == "notifications/message" and is_object(params):
             level = _LOG_LEVELS.get(str(params.get("level")), 20)
             server_log.log(level, "%s: %s", self.label, str(params.get("data"))[:2000])
         for callback in self._subscribers.get(method, ()) + self._subscribers.get("*", ()):
@@ -300,7 +301,7 @@ class Session:
 
 def rpc_error(error: Any, method: str, label: str) -> McpError:
     """The :class:`McpRpcError` for a JSON-RPC error object (or a protocol error if it is not one)."""
-    if not isinstance(error, dict):
+    if not is_object(error):
         return McpProtocolError(f"MCP server {label} answered {method} with a malformed error: {str(error)[:200]}")
     code = error.get("code")
     message = str(error.get("message", ""))

@@ -217,7 +217,7 @@ class StdioTransport:
 
     def diagnostics(self) -> str:
         """What to add to a timeout message: stray stdout lines, a write failure, the stderr tail."""
-        parts = []
+        parts: list[str] = []
         if self._noise:
             parts.append(f"it wrote {self._noise} line(s) to stdout that are not JSON-RPC "
                          f"(last: {self._last_noise[:120]!r})")

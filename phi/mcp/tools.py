@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, ToolCancelled, ToolError
+from ..json_values import is_object
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..types import ToolResult
@@ -112,7 +113,7 @@ def tool_parameters(schema: object, name: str = "?") -> dict[str, Any]:
     and picks the validator; an unknown one is dropped. A schema that is invalid under its
     metaschema is replaced by ``{"type": "object"}``, so calls still reach the server.
     """
-    if not isinstance(schema, dict):
+    if not is_object(schema):
         return {"type": "object"}
     checked: dict[str, Any] = dict(schema)
     kind = checked.setdefault("type", "object")

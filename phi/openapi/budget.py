@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..json_values import is_array, is_object
 from ..log import get_logger
 
 log = get_logger(__name__)
@@ -63,10 +64,10 @@ def fit_schema(parameters: dict[str, Any], limit: int | None, where: str) -> dic
 
 
 def _without_docs(node: Any, keep_top: bool = False) -> Any:
-    if isinstance(node, dict):
+    if is_object(node):
         return {k: (v if keep_top and k in _DOCS else _without_docs(v)) for k, v in node.items()
                 if keep_top or k not in _DOCS or not isinstance(v, str)}
-    if isinstance(node, list):
+    if is_array(node):
         return [_without_docs(v) for v in node]
     return node
 
@@ -84,10 +85,10 @@ def _inlined(parameters: dict[str, Any], hops: int, limit: int | None) -> dict[s
                 raise _TooBig
 
     def walk(node: Any, depth: int) -> Any:
-        if isinstance(node, list):
+        if is_array(node):
             spend(2)
             return [walk(v, depth) for v in node]
-        if not isinstance(node, dict):
+        if not is_object(node):
             spend(len(node) + 2 if isinstance(node, str) else 6)
             return node
         ref = node.get("$ref")
@@ -110,7 +111,7 @@ def _inlined(parameters: dict[str, Any], hops: int, limit: int | None) -> dict[s
 
 def _placeholder(key: str, target: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"description": f"{key} (schema omitted to keep this tool small)"}
-    if isinstance(target, dict) and isinstance(target.get("type"), (str, list)):
+    if is_object(target) and isinstance(target.get("type"), (str, list)):
         out["type"] = target["type"]
     return out
 
@@ -118,6 +119,6 @@ def _placeholder(key: str, target: Any) -> dict[str, Any]:
 def _merge(target: Any, rest: dict[str, Any]) -> Any:
     if not rest:
         return target
-    if isinstance(target, dict) and not set(target) & set(rest):
+    if is_object(target) and not set(target) & set(rest):
         return {**target, **rest}
     return {"allOf": [target], **rest}

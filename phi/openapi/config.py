@@ -57,7 +57,8 @@ class ApiKeyAuth:
     location: Literal["header", "query"] = "header"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
+        # callers without a type checker pass anything
+        if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("ApiKeyAuth name must be a non-empty header or query parameter name")
         if self.location not in ("header", "query"):
             raise ConfigError(f"ApiKeyAuth location must be 'header' or 'query', not {self.location!r}")
@@ -79,7 +80,8 @@ class BasicAuth:
     password: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.username, str) or ":" in self.username:
+        # callers without a type checker pass anything
+        if not isinstance(self.username, str) or ":" in self.username:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("BasicAuth username must be a string without ':' (RFC 7617)")
         object.__setattr__(self, "password", _secret(self.password, "BasicAuth password"))
 
@@ -111,30 +113,34 @@ class OpenApiConfig:
 
     base_url: str | None = None
     auth: OpenApiAuth | None = None
-    custom_headers: Mapping[str, str] = field(default_factory=dict)
+    custom_headers: Mapping[str, str] = field(default_factory=dict[str, str])
     max_response_bytes: int = 65536
     timeout_secs: float = 30.0
     name_prefix: str | None = None
-    server_variables: Mapping[str, str] = field(default_factory=dict)
+    server_variables: Mapping[str, str] = field(default_factory=dict[str, str])
     max_description_chars: int = 1024
     max_schema_bytes: int | None = 32768
 
     def __post_init__(self) -> None:
-        if self.auth is not None and not isinstance(self.auth, (BearerAuth, ApiKeyAuth, BasicAuth)):
+        # every check stays: callers without a type checker pass anything
+        if self.auth is not None and not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
+                self.auth, (BearerAuth, ApiKeyAuth, BasicAuth)):
             raise ConfigError(f"auth must be BearerAuth, ApiKeyAuth or BasicAuth, not {type(self.auth).__name__}")
-        if isinstance(self.max_response_bytes, bool) or not isinstance(self.max_response_bytes, int) \
-                or self.max_response_bytes < 1:
+        if (isinstance(self.max_response_bytes, bool)
+                or not isinstance(self.max_response_bytes, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or self.max_response_bytes < 1):
             raise ConfigError(f"max_response_bytes must be a positive integer, not {self.max_response_bytes!r}")
-        if isinstance(self.timeout_secs, bool) or not isinstance(self.timeout_secs, (int, float)) \
-                or not 0 < self.timeout_secs < float("inf"):
+        if (isinstance(self.timeout_secs, bool)
+                or not isinstance(self.timeout_secs, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not 0 < self.timeout_secs < float("inf")):
             raise ConfigError(f"timeout_secs must be a positive number of seconds, not {self.timeout_secs!r}")
         if self.max_description_chars < 16:
             raise ConfigError("max_description_chars must be at least 16")
         if self.max_schema_bytes is not None and self.max_schema_bytes < 256:
             raise ConfigError("max_schema_bytes must be at least 256 (or None for no limit)")
-        headers = {}
+        headers: dict[str, str] = {}
         for name, value in dict(self.custom_headers).items():
-            if not isinstance(name, str) or not name.strip():
+            if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigError(f"custom header names must be non-empty strings, not {name!r}")
             headers[name.strip()] = check_secret(str(value), f"custom header {name!r}") or ""
         self.custom_headers = headers
@@ -183,7 +189,7 @@ class OperationFilter:
     def by_path_prefix(cls, prefix: str) -> OperationFilter:
         """Operations whose path template starts with ``prefix`` (plain string prefix: ``/pet``
         also matches ``/pets``; write ``/pet/`` for the sub-paths of ``/pet`` only)."""
-        if not isinstance(prefix, str):
+        if not isinstance(prefix, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"by_path_prefix takes a string, not {type(prefix).__name__}")
         return cls("path_prefix", (prefix,))
 
@@ -201,6 +207,6 @@ def _strings(values: Iterable[str], what: str) -> tuple[str, ...]:
     if isinstance(values, str):
         return (values,)
     out = tuple(values)
-    if not all(isinstance(v, str) for v in out):
+    if not all(isinstance(v, str) for v in out):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
         raise ConfigError(f"{what} takes strings")
     return out

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NoReturn, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
+from yaml.nodes import Node
 
+from ..json_values import JsonObject, is_array, is_object
 from .config import OpenApiError
 
 if TYPE_CHECKING:
@@ -34,7 +36,18 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag not in _DROPPED_TAGS]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _YAML12_BOOL, list("tTfF"))
+_Loader.add_implicit_resolver(  # pyright: ignore[reportUnknownMemberType]  # untyped in PyYAML's stubs
+    "tag:yaml.org,2002:bool", _YAML12_BOOL, list("tTfF"))
+
+
+class _Constructor(Protocol):
+    """The loader's ``construct_object``, typed (PyYAML's stubs leave ``node`` unannotated)."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any: ...
+
+
+def _construct(loader: _Constructor, node: Node) -> Any:
+    return loader.construct_object(node, deep=False)
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
@@ -42,10 +55,10 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[str
     yield data
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=False)
+        key = _construct(loader, key_node)
         if not isinstance(key, str):
             key = json.dumps(key) if isinstance(key, (bool, type(None))) else str(key)
-        data[key] = loader.construct_object(value_node, deep=False)
+        data[key] = _construct(loader, value_node)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
@@ -58,7 +71,7 @@ def _no_constant(name: str) -> NoReturn:
 def parse_document(text: str, source: str) -> dict[str, Any]:
     """The OpenAPI document in ``text``: JSON when the first non-blank character is ``{`` or ``[``,
     else YAML. Raises :class:`OpenApiError` naming ``source`` and what is wrong."""
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers of from_str
         raise OpenApiError(f"{source}: the spec must be text (str), not {type(text).__name__}")
     text = text.lstrip("\ufeff")
     stripped = text.lstrip()
@@ -86,7 +99,7 @@ def _yaml_reason(exc: yaml.YAMLError) -> str:
 
 def check_version(data: Any, source: str) -> dict[str, Any]:
     """``data`` if it is an OpenAPI 3.x document with a ``paths`` mapping (or none)."""
-    if not isinstance(data, dict):
+    if not is_object(data):
         found = "empty" if data is None else f"a {type(data).__name__}"
         raise OpenApiError(f"{source}: an OpenAPI document is a mapping at the top level; this one is {found}")
     version = data.get("openapi")
@@ -98,7 +111,7 @@ def check_version(data: Any, source: str) -> dict[str, Any]:
     if not str(version).startswith("3."):
         raise OpenApiError(f"{source}: OpenAPI version {version!r} is not supported; phi reads OpenAPI 3.x")
     paths = data.get("paths")
-    if paths is not None and not isinstance(paths, dict):
+    if paths is not None and not is_object(paths):
         raise OpenApiError(f"{source}: 'paths' must be a mapping, not {type(paths).__name__}")
     return data
 
@@ -108,7 +121,7 @@ def check_version(data: Any, source: str) -> dict[str, Any]:
 
 def resolve_pointer(document: Mapping[str, Any], ref: str) -> Any:
     """The value a local ``$ref`` (``#/a/b~1c``) points at, or :class:`OpenApiError`."""
-    if not isinstance(ref, str) or not ref.startswith("#"):
+    if not ref.startswith("#"):
         raise OpenApiError(f"unresolvable $ref {ref!r}: only local references (#/...) are supported; "
                            "bundle the document into one file first")
     fragment = unquote(ref[1:])
@@ -119,9 +132,9 @@ def resolve_pointer(document: Mapping[str, Any], ref: str) -> Any:
     node: Any = document
     for token in fragment[1:].split("/"):
         key = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
+        if is_object(node) and key in node:
             node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        elif is_array(node) and key.isdigit() and int(key) < len(node):
             node = node[int(key)]
         else:
             raise OpenApiError(f"unresolvable $ref {ref!r}: {key!r} not found")
@@ -131,7 +144,7 @@ def resolve_pointer(document: Mapping[str, Any], ref: str) -> Any:
 def deref(document: Mapping[str, Any], node: Any, what: str) -> Any:
     """Follow ``$ref`` chains of a non-schema object (parameter, request body, path item)."""
     seen: set[str] = set()
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+    while is_object(node) and isinstance(node.get("$ref"), str):
         ref = node["$ref"]
         if ref in seen:
             raise OpenApiError(f"{what}: $ref cycle through {ref!r}")
@@ -149,20 +162,20 @@ def server_url(servers: Any, variables: Mapping[str, str], spec_url: str | None,
     """The base URL from ``servers[0]``: variables filled (``variables`` over each ``default``),
     a relative URL resolved against ``spec_url``, trailing ``/`` removed. None when there is no
     usable server entry; :class:`OpenApiError` when one cannot be resolved."""
-    if not isinstance(servers, list) or not servers:
+    if not is_array(servers) or not servers:
         return None
     server = servers[0]
-    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+    if not is_object(server) or not isinstance(server.get("url"), str):
         raise OpenApiError(f"{where}: servers[0] has no 'url' string")
     given = server.get("variables")
-    declared: dict[str, Any] = given if isinstance(given, dict) else {}
+    declared: JsonObject = given if is_object(given) else {}
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in variables:
             return variables[name]
         spec = declared.get(name)
-        if isinstance(spec, dict) and spec.get("default") is not None:
+        if is_object(spec) and spec.get("default") is not None:
             return str(spec["default"])
         raise OpenApiError(f"{where}: server variable {name!r} of {server['url']!r} has no default; "
                            f"pass it in OpenApiConfig(server_variables={{{name!r}: ...}})")

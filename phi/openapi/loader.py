@@ -90,7 +90,8 @@ def from_url(url: str, config: OpenApiConfig | None = None, filter: OperationFil
 
 def fetch_spec(url: str, timeout: float, client: HttpClient) -> tuple[str, str]:
     """The document's text and its final URL (after redirects)."""
-    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+    if (not isinstance(url, str)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers of from_url
+            or urlsplit(url).scheme not in ("http", "https")):
         raise OpenApiError(f"from_url needs an http(s) URL, not {url!r}")
     stop = CallStop(CancellationToken(), timeout)
     try:
@@ -124,7 +125,8 @@ def _get(url: str, timeout: float, client: HttpClient, stop: CallStop) -> reques
 
 
 def _spec_text(response: requests.Response, url: str, stop: CallStop) -> str:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     try:
         for chunk in iter_body(response):
             size += len(chunk)

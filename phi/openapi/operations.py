@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Mapping
 
+from ..json_values import JsonObject, is_array, is_object
 from ..log import get_logger
 from .budget import fit_schema
 from .config import OpenApiConfig, OpenApiError, OperationFilter
@@ -97,14 +98,15 @@ def describe(operation: Mapping[str, Any], method: str, path: str, limit: int) -
 
 def iter_operations(document: Mapping[str, Any]) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """``(path, method, operation, path_item)`` for every operation under ``paths``."""
-    for path, item in (document.get("paths") or {}).items():
+    paths: JsonObject = document.get("paths") or {}
+    for path, item in paths.items():
         item = deref(document, item, f"paths[{path!r}]")
-        if not isinstance(item, dict):
+        if not is_object(item):
             log.warning("paths[%r] is not a path item object; skipped", path)
             continue
         for method in METHODS:
             operation = item.get(method)
-            if isinstance(operation, dict):
+            if is_object(operation):
                 yield path, method, operation, item
 
 
@@ -116,7 +118,7 @@ def build_operations(document: Mapping[str, Any], config: OpenApiConfig, selecti
     skipped: list[str] = []
     seen_ids: set[str] = set()
     servers = _Servers(document, config, spec_url)
-    out = []
+    out: list[Operation] = []
     for path, method, operation, item in iter_operations(document):
         operation_id = operation.get("operationId")
         if not isinstance(operation_id, str) or not operation_id.strip():
@@ -153,7 +155,7 @@ class _Servers:
         if self.config.base_url is not None:
             return str(self.config.base_url).strip().rstrip("/")
         for servers in (operation.get("servers"), item.get("servers"), self.document.get("servers")):
-            if isinstance(servers, list) and servers:
+            if is_array(servers) and servers:
                 if id(servers) not in self._cache:
                     self._cache[id(servers)] = server_url(servers, self.config.server_variables, self.spec_url, where)
                 found = self._cache[id(servers)]
@@ -176,7 +178,7 @@ def _operation(document: Mapping[str, Any], converter: SchemaConverter, config: 
     properties: dict[str, Any] = {}
     required: list[str] = []
     refs: set[str] = set()
-    params = []
+    params: list[Param] = []
     for raw in _merged_parameters(document, item, operation, path, where):
         param, schema, is_required = _parameter(converter, raw, set(properties), refs, where)
         if param is None:
@@ -219,7 +221,7 @@ def _merged_parameters(document: Mapping[str, Any], item: Mapping[str, Any], ope
     for source in (item.get("parameters"), operation.get("parameters")):
         for i, raw in enumerate(source or ()):
             param = deref(document, raw, f"{where} parameters[{i}]")
-            if not isinstance(param, dict) or not isinstance(param.get("name"), str) \
+            if not is_object(param) or not isinstance(param.get("name"), str) \
                     or not isinstance(param.get("in"), str):
                 log.warning("%s: parameters[%d] has no 'name' or 'in'; skipped", where, i)
                 continue
@@ -246,9 +248,9 @@ def _parameter(converter: SchemaConverter, raw: dict[str, Any], taken: set[str],
         return None, None, False
     schema_source, as_json = raw.get("schema"), False
     content = raw.get("content")
-    if schema_source is None and isinstance(content, dict) and content:
+    if schema_source is None and is_object(content) and content:
         media = next(iter(content.values()))
-        schema_source = media.get("schema") if isinstance(media, dict) else None
+        schema_source = media.get("schema") if is_object(media) else None
         as_json = True
     schema, found = converter.convert(schema_source if schema_source is not None else {}, f"{where} {name!r}")
     refs |= found
@@ -268,7 +270,7 @@ def _request_body(document: Mapping[str, Any], converter: SchemaConverter, opera
     """``(media type, schema, required)`` of a JSON request body; None without one; False when a
     required body has no JSON media type (the operation cannot be called)."""
     body = deref(document, operation.get("requestBody"), f"{where} requestBody")
-    if not isinstance(body, dict) or not isinstance(body.get("content"), dict):
+    if not is_object(body) or not is_object(body.get("content")):
         return None
     required = body.get("required") is True
     media_type = _json_media_type(body["content"])
@@ -278,14 +280,14 @@ def _request_body(document: Mapping[str, Any], converter: SchemaConverter, opera
         log.info("%s: request body types %s are not JSON; the tool sends no body", where, ", ".join(body["content"]))
         return None
     media = body["content"][media_type]
-    source = media.get("schema", {}) if isinstance(media, dict) else {}
+    source: Any = media.get("schema", {}) if is_object(media) else {}  # a schema: JSON of any shape
     schema, found = converter.convert(source, f"{where} requestBody")
     refs |= found
     return media_type, _annotated(schema, body.get("description"), None), required
 
 
 def _json_media_type(content: Mapping[str, Any]) -> str | None:
-    types = [t for t in content if isinstance(t, str)]
+    types = list(content)  # document keys are strings: parse_document makes YAML's other keys text
     for media_type in types:
         if media_type.split(";")[0].strip().lower() == "application/json":
             return media_type
@@ -300,7 +302,7 @@ def _annotated(schema: Any, description: Any, deprecated: Any) -> Any:
     """A copy of ``schema`` (shared with other tools) with the parameter's own annotations."""
     if not isinstance(description, str) and deprecated is not True:
         return schema
-    out = ({} if schema else {"not": {}}) if isinstance(schema, bool) else dict(schema)
+    out: JsonObject = ({} if schema else {"not": {}}) if isinstance(schema, bool) else dict(schema)
     if isinstance(description, str) and description.strip() and "description" not in out:
         out["description"] = description.strip()
     if deprecated is True:

@@ -26,6 +26,7 @@ import re
 from typing import Any, Callable, Mapping, TypeGuard
 from urllib.parse import urljoin
 
+from ..json_values import is_array, is_object
 from ..log import get_logger
 from .config import OpenApiError
 from .document import resolve_pointer
@@ -103,7 +104,7 @@ class SchemaConverter:
     def raw(self, schema: Any) -> Any:
         """``schema`` with ``$ref`` chains followed (for reading flags such as ``readOnly``)."""
         seen: set[str] = set()
-        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
+        while is_object(schema) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
             seen.add(schema["$ref"])
             schema = resolve_pointer(self.document, self._pointer(schema["$ref"]))
         return schema
@@ -167,7 +168,7 @@ class SchemaConverter:
     def _node(self, node: Any, refs: set[str], where: str, depth: int) -> Any:
         if isinstance(node, bool):
             return node
-        if not isinstance(node, dict):
+        if not is_object(node):
             log.debug("%s: a schema must be an object or a boolean, found %s; allowing anything",
                       where, type(node).__name__)
             return {}
@@ -191,15 +192,15 @@ class SchemaConverter:
             if name == "$ref":
                 if isinstance(value, str):
                     out.update(self._reference(value, refs, where))
-            elif name in _SCHEMA_MAPS and isinstance(value, dict):
+            elif name in _SCHEMA_MAPS and is_object(value):
                 out[name] = {k: child(v, f"{name}/{k}") for k, v in value.items()
                              if name != "patternProperties" or _compiles(k)}
             elif name in _SCHEMA_ONE:
                 out[name] = child(value, name)
-            elif name in _SCHEMA_LISTS and isinstance(value, list) and value:
+            elif name in _SCHEMA_LISTS and is_array(value) and value:
                 out[name] = [child(v, f"{name}/{i}") for i, v in enumerate(value)]
             elif name == "items":
-                if isinstance(value, list):
+                if is_array(value):
                     out["prefixItems"] = [child(v, f"items/{i}") for i, v in enumerate(value)]
                 else:
                     out["items"] = child(value, name)
@@ -242,7 +243,7 @@ class SchemaConverter:
             if _compiles(value):
                 out["pattern"] = value
         elif name == "dependentRequired":
-            if isinstance(value, dict) and all(_string_list(v) for v in value.values()):
+            if is_object(value) and all(_string_list(v) for v in value.values()):
                 out[name] = value
 
     @staticmethod
@@ -256,11 +257,11 @@ class SchemaConverter:
         if not _string_list(required):
             return
         given = node.get("properties")
-        properties: Mapping[str, Any] = given if isinstance(given, dict) else {}
-        kept = []
+        properties: Mapping[str, Any] = given if is_object(given) else {}
+        kept: list[str] = []
         for name in dict.fromkeys(required):
             schema = self.raw(properties.get(name))
-            if not (isinstance(schema, dict) and schema.get("readOnly") is True):
+            if not (is_object(schema) and schema.get("readOnly") is True):
                 kept.append(name)
         if kept:
             out["required"] = kept
@@ -274,32 +275,32 @@ def _index_ids(document: Mapping[str, Any]) -> tuple[dict[str, str], dict[tuple[
     stack: list[tuple[Any, str, str]] = [(document, "#", _BASE)]
     while stack:
         node, pointer, base = stack.pop()
-        if isinstance(node, dict):
+        if is_object(node):
             if isinstance(node.get("$id"), str):
                 base = urljoin(base, node["$id"]).partition("#")[0]
                 ids.setdefault(base, pointer)
             if isinstance(node.get("$anchor"), str):
                 anchors.setdefault((base, node["$anchor"]), pointer)
             items: Any = node.items()
-        elif isinstance(node, list):
+        elif is_array(node):
             items = enumerate(node)
         else:
             continue
         for key, value in items:
-            if isinstance(value, (dict, list)):
+            if is_object(value) or is_array(value):
                 token = str(key).replace("~", "~0").replace("/", "~1")
                 stack.append((value, f"{pointer}/{token}", base))
     return ids, anchors
 
 
 def _string_list(value: object) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return is_array(value) and all(isinstance(v, str) for v in value)
 
 
 def _types(value: Any) -> str | list[str] | None:
     if isinstance(value, str):
         return value if value in _TYPES else None
-    if isinstance(value, list):
+    if is_array(value):
         kinds = [v for v in dict.fromkeys(value) if isinstance(v, str) and v in _TYPES]
         return kinds or None
     return None

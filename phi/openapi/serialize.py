@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import ToolError
+from ..json_values import is_array, is_object
 from .operations import Param
 
 _RESERVED_KEPT = ":/?@!$'()*,;[]"
@@ -64,11 +65,11 @@ def _pairs(value: dict[str, Any]) -> list[tuple[str, str]]:
 def path_segment(param: Param, value: Any) -> str:
     """What replaces ``{name}`` in the path template."""
     value = _as_sent(param, value)
-    if isinstance(value, dict):
+    if is_object(value):
         pairs = [(encode(k), encode(v)) for k, v in _pairs(value)]
         items = [f"{k}={v}" for k, v in pairs] if param.explode else [part for pair in pairs for part in pair]
     else:
-        items = [encode(text_of(v)) for v in (value if isinstance(value, list) else [value])]
+        items = [encode(text_of(v)) for v in (value if is_array(value) else [value])]
     exploded = param.explode and isinstance(value, (list, dict))
     if param.style == "label":
         return "." + ("." if exploded else ",").join(items)
@@ -90,7 +91,7 @@ def query_items(param: Param, value: Any) -> list[str]:
     def enc(text: str) -> str:
         return encode(text, param.allow_reserved)
 
-    if isinstance(value, list):
+    if is_array(value):
         items = [enc(text_of(v)) for v in value]
         if not items:
             return []
@@ -101,7 +102,7 @@ def query_items(param: Param, value: Any) -> list[str]:
         if param.explode:
             return [f"{name}={v}" for v in items]
         return [f"{name}=" + ",".join(items)]
-    if isinstance(value, dict):
+    if is_object(value):
         pairs = [(encode(k), enc(v)) for k, v in _pairs(value)]
         if param.style == "deepObject":
             return [f"{name}[{k}]={v}" for k, v in pairs]
@@ -114,9 +115,9 @@ def query_items(param: Param, value: Any) -> list[str]:
 def header_value(param: Param, value: Any) -> str:
     """A header parameter's value (``simple`` style, not percent-encoded)."""
     value = _as_sent(param, value)
-    if isinstance(value, list):
+    if is_array(value):
         text = ",".join(text_of(v) for v in value)
-    elif isinstance(value, dict):
+    elif is_object(value):
         joiner = "=" if param.explode else ","
         text = ",".join(f"{k}{joiner}{v}" for k, v in _pairs(value))
     else:

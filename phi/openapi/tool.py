@@ -36,6 +36,7 @@ from requests.structures import CaseInsensitiveDict
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
+from ..json_values import is_object
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..providers.http import USER_AGENT, error_reason
@@ -95,7 +96,7 @@ def build_call(operation: Operation, config: OpenApiConfig, args: object) -> Htt
     """The request for one call of ``operation`` with ``args`` (OAPI-7)."""
     if args is None:
         args = {}
-    if not isinstance(args, dict):
+    if not is_object(args):
         raise ToolError(f"arguments of {operation.name} must be a JSON object, not {type(args).__name__}")
     by_path = {p.name: p for p in operation.params if p.location == "path"}
 

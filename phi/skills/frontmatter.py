@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -45,6 +45,12 @@ if TYPE_CHECKING:
     _Loader = yaml.SafeLoader  # the C loader, when there, has the same composer and constructor API
 else:
     _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Constructor(Protocol):
+    """The loader's ``construct_object``, typed (PyYAML's stubs leave ``node`` unannotated)."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,7 @@ def _is_null(node: Node) -> bool:
     return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
 
 
-def _typed(loader: _Loader, node: Node, fallback: Any) -> Any:
+def _typed(loader: _Constructor, node: Node, fallback: Any) -> Any:
     try:
         return loader.construct_object(node, deep=True)
     except (yaml.YAMLError, RecursionError, ValueError, TypeError):

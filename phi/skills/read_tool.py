@@ -192,7 +192,7 @@ def list_resources(skill: Skill, limit: int) -> tuple[list[str], bool]:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        subdirs = []
+        subdirs: list[tuple[str, int]] = []
         for entry in entries:
             child = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_dir(follow_symlinks=False):

@@ -54,7 +54,7 @@ def check_skill(skill: Skill) -> list[SkillWarning]:
 
 def _name_rules(skill: Skill) -> list[tuple[str, str]]:
     name = unicodedata.normalize("NFKC", skill.name)
-    found = []
+    found: list[tuple[str, str]] = []
     if len(name) > MAX_NAME_CHARS:
         found.append(("name-length", f"the name {name!r} has {len(name)} characters; the limit is {MAX_NAME_CHARS}"))
     if name != name.lower():

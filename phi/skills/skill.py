@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..json_values import is_array, is_object
 from ..tools.fs_safe import FileTooLargeError, open_regular, read_limited
 from .errors import InvalidFrontmatter, MissingField, SkillError
 from .frontmatter import (
@@ -46,9 +47,9 @@ class Skill:
     source: str = ""
     license: str | None = None
     compatibility: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    allowed_tools: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict[str, str])
+    allowed_tools: list[str] = field(default_factory=list[str])
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
 
     @classmethod
     def from_file(cls, path: str | Path, source: str = "file") -> Skill:
@@ -119,7 +120,7 @@ def _metadata(entries: dict[str, Entry], path: Path) -> dict[str, str]:
     entry = entries.get("metadata")
     if entry is None or entry.text is None:
         return {}
-    if not isinstance(entry.text, dict):
+    if not is_object(entry.text):
         raise InvalidFrontmatter(path, f"the field 'metadata' must be a mapping, not {_kind(entry.text)}")
     # str() of a nested list or mapping, as skills-ref coerces it
     return {key: value if isinstance(value, str) else str(value) for key, value in entry.text.items()}
@@ -131,7 +132,7 @@ def _allowed_tools(entries: dict[str, Entry], path: Path) -> list[str]:
         return []
     if isinstance(entry.text, str):
         return split_tool_list(entry.text)
-    if isinstance(entry.text, list):
+    if is_array(entry.text):
         items = (item if isinstance(item, str) else str(item) for item in entry.text)
         return [item.strip() for item in items if item.strip()]
     raise InvalidFrontmatter(path, "the field 'allowed-tools' must be a string or a list, not a mapping")

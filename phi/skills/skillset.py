@@ -217,7 +217,7 @@ def _subdirectories(directory: Path, depth: int, seen: set[str]) -> list[tuple[P
     except OSError as exc:
         log.warning("cannot list %s: %s", directory, exc.strerror or exc)
         return []
-    out = []
+    out: list[tuple[Path, int]] = []
     for name in names:
         real = os.path.realpath(directory / name)
         if real not in seen:
