@@ -37,17 +37,16 @@ from ..errors import ConfigError
 from ..json_values import JsonObject, is_array, is_object
 from ..log import get_logger
 from ..providers.secrets import check_headers, scrub
-from ..providers.sse import SSEEvent, iter_sse
+from ..providers.sse import iter_sse
 from ..providers.transport import HttpClient, abort_response, iter_body, socket_of
 from .errors import McpConnectionError, McpError, McpHttpError, McpProtocolError
-from .http_listen import Listener
+from .http_listen import CONNECT_TIMEOUT, Listener, decode_event
 from .session import Session
 from .stdio import MAX_MESSAGE_BYTES
 
 log = get_logger(__name__)
 
 ACCEPT = "application/json, text/event-stream"
-CONNECT_TIMEOUT = 10.0
 MAX_ERROR_BODY = 64 << 10
 STREAM_END_WAIT = 0.1  # seconds
 _TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
@@ -340,17 +339,6 @@ class HttpTransport:
 
 
 _GONE = object()  # a 404 about the session
-
-
-def decode_event(event: SSEEvent, session: Session) -> Any:
-    """The JSON message of one SSE event, or None for an empty (priming) or undecodable event."""
-    if event.event != "message" or not event.data.strip():
-        return None
-    try:
-        return json.loads(event.data)
-    except ValueError:
-        session.transport_noise(f"an SSE event that is not JSON: {event.data[:200]!r}")
-        return None
 
 
 def _either(a: CancellationToken, b: CancellationToken) -> tuple[CancellationToken, Callable[[], None]]:

@@ -11,21 +11,32 @@ backing off to 30 s on errors, with ``Last-Event-ID`` when events had ids), and 
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import requests
 import urllib3.exceptions
 
 from ..log import get_logger
-from ..providers.sse import iter_sse
+from ..providers.sse import SSEEvent, iter_sse
 from ..providers.transport import HttpClient, abort_response, iter_body
 from .session import Session
 
-if TYPE_CHECKING:
-    from .http import HttpTransport
-
 log = get_logger(__name__)
+
+CONNECT_TIMEOUT = 10.0  # seconds to connect, for every request of an MCP HTTP endpoint
+
+
+class Endpoint(Protocol):
+    """What the listener needs of its endpoint (an :class:`~phi.mcp.http.HttpTransport`)."""
+
+    url: str
+    label: str
+    session_id: str | None
+
+    def headers(self, session_id: str | None, *, accept: str = ..., content: bool = True,
+                version: bool = True) -> dict[str, str]: ...
 
 _RETRY_SECONDS = 1.0
 _MAX_BACKOFF = 30.0
@@ -35,7 +46,7 @@ _ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 class Listener:
     """One GET stream for one session id."""
 
-    def __init__(self, transport: HttpTransport, client: HttpClient, session: Session) -> None:
+    def __init__(self, transport: Endpoint, client: HttpClient, session: Session) -> None:
         self._transport = transport
         self._client = client
         self._session = session
@@ -61,8 +72,6 @@ class Listener:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        from .http import CONNECT_TIMEOUT
-
         delay = _RETRY_SECONDS
         while not self._stopped.is_set() and self._transport.session_id == self._session_id:
             headers = self._transport.headers(self._session_id, accept="text/event-stream", content=False)
@@ -88,8 +97,6 @@ class Listener:
 
     def _read(self, response: requests.Response) -> float | None:
         """Hand the stream's messages to the session until it ends; the server's retry delay, if any."""
-        from .http import decode_event
-
         with self._lock:
             if self._stopped.is_set():
                 response.close()
@@ -113,3 +120,14 @@ class Listener:
                 self._response = None
             response.close()
         return retry
+
+
+def decode_event(event: SSEEvent, session: Session) -> Any:
+    """The JSON message of one SSE event, or None for an empty (priming) or undecodable event."""
+    if event.event != "message" or not event.data.strip():
+        return None
+    try:
+        return json.loads(event.data)
+    except ValueError:
+        session.transport_noise(f"an SSE event that is not JSON: {event.data[:200]!r}")
+        return None

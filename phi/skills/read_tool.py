@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ToolError
 from ..loop.tool import ToolContext
@@ -36,8 +36,18 @@ from ..tools.fs_safe import ConfinementError, check_path_text, open_beneath
 from ..tools.paths import locate_beneath
 from ..types import TextContent, ToolResult
 from .errors import SkillError
-from .skill import Skill
-from .skillset import SKILL_FILE_NAMES, SkillSet
+from .skill import SKILL_FILE_NAMES, Skill
+
+
+class Skills(Protocol):
+    """What the tool reads of its :class:`~phi.skills.skillset.SkillSet`."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> Skill | None: ...
+
+    def __len__(self) -> int: ...
 
 __all__ = ["ReadSkillTool", "read_skill_tool"]
 
@@ -49,9 +59,9 @@ _MAX_NAMES_LISTED = 100
 
 @dataclass
 class ReadSkillTool:
-    """An AgentTool over a :class:`SkillSet`; see the module docstring."""
+    """An AgentTool over a :class:`~phi.skills.skillset.SkillSet`; see the module docstring."""
 
-    skills: SkillSet
+    skills: Skills
     name: str = "read_skill"
     max_bytes: int = 256 * 1024
     max_resources: int = 100
@@ -145,7 +155,7 @@ class ReadSkillTool:
         return os_error(exc, where)
 
 
-def read_skill_tool(skill_set: SkillSet, *, name: str = "read_skill", max_bytes: int = 256 * 1024,
+def read_skill_tool(skill_set: Skills, *, name: str = "read_skill", max_bytes: int = 256 * 1024,
                     max_resources: int = 100) -> ReadSkillTool:
     """The ``read_skill`` tool over ``skill_set`` (an AgentTool)."""
     return ReadSkillTool(skill_set, name=name, max_bytes=max_bytes, max_resources=max_resources)

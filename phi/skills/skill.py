@@ -28,7 +28,10 @@ from .frontmatter import (
     split_frontmatter,
 )
 
-__all__ = ["Skill", "SPEC_FIELDS", "MAX_SKILL_FILE_BYTES", "split_tool_list"]
+__all__ = ["Skill", "SPEC_FIELDS", "MAX_SKILL_FILE_BYTES", "SKILL_FILE_NAMES", "split_tool_list"]
+
+#: The file that makes a folder a skill, looked for in this order.
+SKILL_FILE_NAMES = ("SKILL.md", "skill.md")
 
 #: The frontmatter keys the Agent Skills specification defines.
 SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from ..log import get_logger
 from .errors import SkillError
 from .rules import SkillWarning, check_skill
-from .skill import Skill
+from .skill import SKILL_FILE_NAMES, Skill
 
 if TYPE_CHECKING:
     from .read_tool import ReadSkillTool
@@ -39,8 +39,6 @@ __all__ = ["SkillSet", "SKILL_FILE_NAMES", "MAX_DEPTH", "MAX_DIRS"]
 
 log = get_logger(__name__)
 
-#: Looked for in this order in a skill directory.
-SKILL_FILE_NAMES = ("SKILL.md", "skill.md")
 #: How deep below a root skill directories are searched (1: only its direct subdirectories).
 MAX_DEPTH = 4
 #: How many directories one root's search visits at most.
