@@ -62,5 +62,8 @@ class ElaborateEvaluation:
 
 def _by_tokens(outcomes: Sequence[ParallelLoopOutcome], pick: Callable[..., int], label: str) -> EvaluationDecision:
     """The candidate ``pick`` (min or max) chooses by ``Usage.tokens()``; both return the first of equals."""
-    best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())
+    def tokens(i: int) -> int:
+        return outcomes[i].usage.tokens()
+
+    best = pick(candidate_indices(outcomes), key=tokens)
     return EvaluationDecision.select(best, f"{label} ({outcomes[best].usage.tokens()})")
