@@ -231,6 +231,7 @@ class _Page:
         if isinstance(message, ToolResultMessage):
             head = f"tool result {self.t(message.tool_name)} ({self.t(message.tool_call_id)})"
             return f'<li class="msg msg-toolResult"><div class="role">{head}</div>{self.blocks(message.content)}</li>'
+        # an application's own message class (outside the AgentMessage union) falls through to the end
         if isinstance(message, ExtensionMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else: app class
             return (f'<li class="msg msg-extension"><div class="role">extension {self.t(message.kind)}</div>'
                     f"{self.json_block(message.data)}</li>")

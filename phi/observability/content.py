@@ -71,6 +71,7 @@ class ContentWriter:
                                                "response": self.blocks_text(message.content)}]}
         if isinstance(message, UserMessage):
             return {"role": "user", "parts": [self.part(block) for block in message.content]}
+        # an application's own message class (outside the AgentMessage union) falls through to the end
         if isinstance(message, ExtensionMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else: app class
             return {"role": "user", "parts": [{"type": message.kind, "content": self.arguments(message.data)}]}
         return {"role": "user", "parts": []}
