@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ..concurrency.cancel import CancellationToken
 from ..events import AgentEnd, AgentEvent
@@ -21,6 +21,9 @@ from ..loop.run import agent_loop, agent_loop_continue
 from ..loop.tool_execution import unanswered_call_results
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, ToolResultMessage, Usage
 from .model import ParallelLoopOutcome, WorkerLost
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 log = get_logger(__name__)
 
@@ -45,7 +48,7 @@ class Ended:
     report); ``never_started``: cancelled before it started; ``failure``: it could not be submitted;
     ``lost``: its worker was lost while it ran (its events stopped before its end)."""
 
-    future: object = None
+    future: concurrent.futures.Future[Any] | None = None
     never_started: bool = False
     failure: BaseException | None = None
     lost: bool = False
@@ -64,7 +67,7 @@ class BranchReport:
     started: bool
     returned: list[AgentMessage] | None = None
     exception: BaseException | None = None
-    messages: list[AgentMessage] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])
     kept_base: bool = True
     traceback: str = ""
 
@@ -80,14 +83,14 @@ class Branch:
     cancel: CancellationToken
     turn_usage: Usage = field(default_factory=Usage)
     end: AgentEnd | None = None
-    announced: list[AgentMessage] = field(default_factory=list)
+    announced: list[AgentMessage] = field(default_factory=list[AgentMessage])
     returned: list[AgentMessage] | None = None
     exception: BaseException | None = None
     started: bool = True
     finished: bool = False
     lost: bool = False
     owner: int | None = None  # ident of the thread that runs the parallel run (see branch_owner)
-    results: dict[str, ToolResultMessage] = field(default_factory=dict)  # finished calls, by id
+    results: dict[str, ToolResultMessage] = field(default_factory=dict[str, ToolResultMessage])  # finished calls, by id
 
     def observe(self, event: AgentEvent) -> None:
         if event.type == "TurnEnd":

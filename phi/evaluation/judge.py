@@ -87,7 +87,7 @@ def _text_of(content: Sequence[Content]) -> str:
 def transcript(messages: Sequence[AgentMessage]) -> str:
     """A readable transcript: one paragraph per message with text (tool calls, images, thinking and
     extension messages left out)."""
-    lines = []
+    lines: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
             label = "User"

@@ -54,7 +54,7 @@ class ParallelLoopOutcome:
     stop_reason: StopReason | None = None
     error: str | None = None
     exception: BaseException | None = None
-    base_messages: list[AgentMessage] = field(default_factory=list, repr=False)
+    base_messages: list[AgentMessage] = field(default_factory=list[AgentMessage], repr=False)
 
     @property
     def succeeded(self) -> bool:

@@ -146,7 +146,7 @@ def _check_arguments(configs: Sequence[AgentLoopConfig], strategy: object, loop_
     if not configs:
         raise ConfigError("agent_loop_parallel needs at least one AgentLoopConfig")
     for i, config in enumerate(configs):
-        if not isinstance(config, AgentLoopConfig):
+        if not isinstance(config, AgentLoopConfig):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"configs[{i}] is a {type(config).__name__}, not an AgentLoopConfig")
     if not callable(getattr(strategy, "evaluate", None)):
         raise ConfigError(f"strategy {strategy!r} has no evaluate(prompts, outcomes, sink, cancel) method")
@@ -193,7 +193,7 @@ def _make_branches(prompts: list[AgentMessage], base: AgentContext, configs: Seq
     """A context per config: the same identity and tools, a copy of the message list, its own loop id."""
     session = base.session_id or ""
     parent = base.parent_loop_id if prompts else (base.parent_loop_id or base.loop_id)
-    branches = []
+    branches: list[Branch] = []
     for i, config in enumerate(configs):
         if loop_ids is not None:
             loop_id = loop_ids[i]
@@ -224,10 +224,14 @@ def _decide(strategy: EvaluationStrategy, prompts: list[AgentMessage], outcomes:
             raise
         raise EvaluationError(f"evaluation strategy {type(strategy).__name__} raised {type(exc).__name__}: {exc}",
                               outcomes) from exc
-    if not isinstance(decision, EvaluationDecision) or not 0 <= decision.index < len(outcomes):
+    # the strategy may be the application's, written without a type checker: what it returns is checked
+    if (not isinstance(decision, EvaluationDecision)  # pyright: ignore[reportUnnecessaryIsInstance]  # app's strategy
+            or not 0 <= decision.index < len(outcomes)):
         raise EvaluationError(f"evaluation strategy {type(strategy).__name__} selected {decision!r}, "
                               f"not one of the {len(outcomes)} branches", outcomes)
-    return decision, usage if isinstance(usage, Usage) else Usage()
+    if not isinstance(usage, Usage):  # pyright: ignore[reportUnnecessaryIsInstance]  # app's strategy
+        usage = Usage()
+    return decision, usage
 
 
 # --------------------------------------------------------------------------- for an Agent
@@ -244,12 +248,12 @@ def branch_configs(base: AgentLoopConfig,
     known = {f.name for f in fields(AgentLoopConfig)}
     quiet = {name: None for name in ("get_steering_messages", "get_follow_up_messages",
                                      "put_back_steering_messages", "put_back_follow_up_messages")}
-    configs = []
+    configs: list[AgentLoopConfig] = []
     for i, variant in enumerate(variants):
         if isinstance(variant, AgentLoopConfig):
             configs.append(variant)
             continue
-        if not isinstance(variant, Mapping):
+        if not isinstance(variant, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"variants[{i}] must be an AgentLoopConfig or a mapping of settings, got {variant!r}")
         unknown = sorted(set(variant) - known)
         if unknown:

@@ -49,6 +49,7 @@ class RelayHandler(Protocol):
 
     def hello(self, index: int) -> bool:
         """Branch ``index`` connected: may it start?"""
+        ...
 
     def frame(self, index: int, payload: bytes) -> None:
         """Branch ``index`` sent an event (a pickle)."""

@@ -55,17 +55,23 @@ class RemoteBranches:
     advertise_host: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.executor, concurrent.futures.Executor):
-            raise ConfigError(f"RemoteBranches.executor must be a concurrent.futures.Executor, got {self.executor!r}")
-        if not isinstance(self.relay_host, str) or not self.relay_host:
-            raise ConfigError(f"RemoteBranches.relay_host must be a host name or address, got {self.relay_host!r}")
-        port = self.relay_port
-        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        # the fields are the caller's, who may pass anything: each is checked (hence the ignores)
+        executor, host, port = self.executor, self.relay_host, self.relay_port
+        if not isinstance(executor, concurrent.futures.Executor):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"RemoteBranches.executor must be a concurrent.futures.Executor, got {executor!r}")
+        if not isinstance(host, str) or not host:  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+            raise ConfigError(f"RemoteBranches.relay_host must be a host name or address, got {host!r}")
+        if (not isinstance(port, int)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+                or isinstance(port, bool) or not 0 <= port <= 65535):
             raise ConfigError(f"RemoteBranches.relay_port must be an integer from 0 to 65535, got {port!r}")
-        if self.advertise_host is not None and (not isinstance(self.advertise_host, str) or not self.advertise_host):
-            raise ConfigError(f"RemoteBranches.advertise_host must be a host name or address, got {self.advertise_host!r}")
+        advertise = self.advertise_host
+        if advertise is not None and (
+                not isinstance(advertise, str)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+                or not advertise):
+            raise ConfigError(f"RemoteBranches.advertise_host must be a host name or address, got {advertise!r}")
         timeout = self.connect_timeout
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        if (not isinstance(timeout, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+                or isinstance(timeout, bool) or not timeout > 0):
             raise ConfigError(f"RemoteBranches.connect_timeout must be a positive number of seconds, got {timeout!r}")
 
 

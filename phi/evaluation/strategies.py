@@ -5,7 +5,7 @@ run is kept. :class:`~phi.evaluation.judge.LlmJudgeEvaluation` (a model decides)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Protocol, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -60,7 +60,13 @@ class ElaborateEvaluation:
         return _by_tokens(outcomes, max, "most tokens"), Usage()
 
 
-def _by_tokens(outcomes: Sequence[ParallelLoopOutcome], pick: Callable[..., int], label: str) -> EvaluationDecision:
+class _Pick(Protocol):
+    """``min`` or ``max`` as :func:`_by_tokens` calls them (typed, so the key's index is an int)."""
+
+    def __call__(self, indices: Iterable[int], /, *, key: Callable[[int], int]) -> int: ...
+
+
+def _by_tokens(outcomes: Sequence[ParallelLoopOutcome], pick: _Pick, label: str) -> EvaluationDecision:
     """The candidate ``pick`` (min or max) chooses by ``Usage.tokens()``; both return the first of equals."""
     best = pick(candidate_indices(outcomes), key=lambda i: outcomes[i].usage.tokens())
     return EvaluationDecision.select(best, f"{label} ({outcomes[best].usage.tokens()})")

@@ -25,7 +25,9 @@ import difflib
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, cast
+
+from ..json_values import is_array
 
 _CONTEXT = 3
 _NUMBERED = re.compile(r" *(\d+) \| (.*)", re.S)  # a line of read_file's output (both wordings)
@@ -39,6 +41,11 @@ class FileDiff:
     path: str
     kind: str
     text: str
+
+
+def _mapping(value: object) -> Mapping[str, object] | None:
+    """``value`` when it is a mapping (a result's details, read by their string keys), else None."""
+    return cast("Mapping[str, object]", value) if isinstance(value, Mapping) else None
 
 
 def _first_str(args: Mapping[str, object], *names: str) -> str | None:
@@ -89,13 +96,14 @@ def whole_read(details: object, output: str | None) -> str | None:
     """The file's content when a read_file result shows all of it (its ``details`` name
     ``total_lines`` and ``output`` numbers every one of them from 1, nothing cut), else None. Line
     endings are not recorded: every line is taken to end with a newline."""
-    if not isinstance(details, Mapping) or output is None:
+    info = _mapping(details)
+    if info is None or output is None:
         return None
-    total = details.get("total_lines")
+    total = info.get("total_lines")
     if not isinstance(total, int) or isinstance(total, bool):
         return None
-    if details.get("truncated_output") is True:
-        full = details.get("full_output")
+    if info.get("truncated_output") is True:
+        full = info.get("full_output")
         if not isinstance(full, str):
             return None
         output = full
@@ -142,7 +150,9 @@ class FileHistory:
         self.files: dict[str, str] = {}
 
     def before(self, arguments: Mapping[str, object]) -> str | None:
-        key = _key(arguments) if isinstance(arguments, Mapping) else None
+        if not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # app-built ToolCalls
+            return None
+        key = _key(arguments)
         return None if key is None else self.files.get(key)
 
     def after(self, arguments: Mapping[str, object], failed: bool, details: object = None,
@@ -152,7 +162,7 @@ class FileHistory:
         ``output`` are its result's, which for a read may hold the whole file. Without ``tool`` the
         call is judged by its arguments alone (a call that is neither a write, an edit nor a read of
         one file forgets everything)."""
-        if not isinstance(arguments, Mapping):
+        if not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # app-built ToolCalls
             self.files.clear()
             return
         key = _key(arguments)
@@ -188,7 +198,8 @@ class FileHistory:
             self.files[key] = content
             return
         assert old is not None and new is not None
-        fuzzy = isinstance(details, Mapping) and details.get("fuzzy") is True
+        info = _mapping(details)
+        fuzzy = info is not None and info.get("fuzzy") is True
         if text is None or fuzzy or old not in text:  # the edit cannot be replayed on what is known
             return
         every = arguments.get("replace_all") is True
@@ -196,8 +207,9 @@ class FileHistory:
 
     def _forget_read_many(self, arguments: Mapping[str, object], details: object) -> None:
         names: list[str] = []
-        for group in (arguments.get("paths"), details.get("files") if isinstance(details, Mapping) else None):
-            if isinstance(group, list):
+        info = _mapping(details)
+        for group in (arguments.get("paths"), None if info is None else info.get("files")):
+            if is_array(group):
                 names.extend(p for p in group if isinstance(p, str))
         if any(any(c in name for c in "*?[") for name in names):
             self.files.clear()  # a pattern: which files it read is only partly known
@@ -217,9 +229,9 @@ def edit_diffs(arguments: Mapping[str, object], details: object = None,
                before: str | None = None) -> list[FileDiff]:
     """The diffs a tool call with these arguments made (``details``: its result's details;
     ``before``: the file's content before the call, when the session shows it)."""
-    if not isinstance(arguments, Mapping):
+    if not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # app-built ToolCalls
         return []
-    info = details if isinstance(details, Mapping) else {}
+    info = _mapping(details) or {}
     path = _first_str(arguments, "path", "file_path")
     old = _first_str(arguments, "old_text", "old_string")
     new = _first_str(arguments, "new_text", "new_string")
@@ -250,7 +262,7 @@ def patch_diffs(patch: str) -> list[FileDiff]:
         hunks = parse_patch(patch)
     except PatchParseError:
         return [FileDiff("(patch)", "patch", patch)]
-    out = []
+    out: list[FileDiff] = []
     for hunk in hunks:
         if isinstance(hunk, AddFile):
             out.append(FileDiff(hunk.path, "add", _all_added(hunk.contents, "/dev/null", hunk.path)))

@@ -231,13 +231,14 @@ class _Page:
         if isinstance(message, ToolResultMessage):
             head = f"tool result {self.t(message.tool_name)} ({self.t(message.tool_call_id)})"
             return f'<li class="msg msg-toolResult"><div class="role">{head}</div>{self.blocks(message.content)}</li>'
-        if isinstance(message, ExtensionMessage):
+        # an application's own message class (outside the AgentMessage union) falls through to the end
+        if isinstance(message, ExtensionMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else: app class
             return (f'<li class="msg msg-extension"><div class="role">extension {self.t(message.kind)}</div>'
                     f"{self.json_block(message.data)}</li>")
         return f'<li class="msg msg-extension"><div class="role">message</div>{self.t(message)}</li>'
 
     def assistant(self, message: AssistantMessage, scope: _LoopScope) -> str:
-        parts = []
+        parts: list[str] = []
         for block in message.content:
             if isinstance(block, ThinkingContent):
                 text = "(redacted thinking)" if block.redacted else block.thinking
@@ -256,7 +257,7 @@ class _Page:
         return f'<li class="msg msg-assistant"><div class="role">assistant</div>{"".join(parts)}{turn}</li>'
 
     def blocks(self, content: Iterable[Content]) -> str:
-        out = []
+        out: list[str] = []
         for block in content:
             if isinstance(block, TextContent):
                 out.append(f'<div class="text">{self.t(block.text)}</div>')
@@ -307,7 +308,7 @@ class _Page:
                 f'<div class="tool-body">{"".join(body)}</div></details></div>')
 
     def diff_block(self, text: str) -> str:
-        lines = []
+        lines: list[str] = []
         for line in self.r.text(text).split("\n"):
             cls = ("d-file" if line.startswith(("--- ", "+++ ")) else "d-hunk" if line.startswith("@@")
                    else "d-add" if line.startswith("+") else "d-del" if line.startswith("-") else "d-ctx")

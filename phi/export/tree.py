@@ -30,9 +30,9 @@ class ExportTree:
     loaded sessions that leads to a session or loop the store does not hold."""
 
     root: Session
-    sessions: dict[str, Session] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    dangling: list[DanglingLink] = field(default_factory=list)
+    sessions: dict[str, Session] = field(default_factory=dict[str, Session])
+    missing: dict[str, str] = field(default_factory=dict[str, str])
+    dangling: list[DanglingLink] = field(default_factory=list[DanglingLink])
 
     def dangling_child(self, loop_id: str, tool_call_id: str) -> DanglingLink | None:
         """The dangling sub-agent link of this loop and tool call, if it is one."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from ..json_values import is_array, is_object
 from ..types import (
     AgentMessage,
     AssistantMessage,
@@ -48,9 +49,9 @@ class ContentWriter:
     def _cut(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
+        if is_object(value):
             return {key: self._cut(item) for key, item in value.items()}
-        if isinstance(value, list):
+        if is_array(value):
             return [self._cut(item) for item in value]
         return value
 
@@ -70,7 +71,8 @@ class ContentWriter:
                                                "response": self.blocks_text(message.content)}]}
         if isinstance(message, UserMessage):
             return {"role": "user", "parts": [self.part(block) for block in message.content]}
-        if isinstance(message, ExtensionMessage):
+        # an application's own message class (outside the AgentMessage union) falls through to the end
+        if isinstance(message, ExtensionMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else: app class
             return {"role": "user", "parts": [{"type": message.kind, "content": self.arguments(message.data)}]}
         return {"role": "user", "parts": []}
 

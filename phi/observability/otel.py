@@ -38,7 +38,7 @@ import time
 import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, cast
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -166,7 +166,7 @@ class _Turn:
     first_chunk_ns: int | None = None
     reply: AssistantMessage | None = None
     reply_ns: int | None = None
-    inputs: list[AgentMessage] = field(default_factory=list)
+    inputs: list[AgentMessage] = field(default_factory=list[AgentMessage])
 
 
 @dataclass
@@ -179,8 +179,9 @@ class _Run:
     context: otel_context.Context
     turn: _Turn | None = None
     turns: int = 0
-    calls: dict[str, tuple[Span, str]] = field(default_factory=dict)  # tool_call_id -> (span, tool name)
-    messages: list[AgentMessage] = field(default_factory=list)  # announced so far (content capture only)
+    # tool_call_id -> (span, tool name)
+    calls: dict[str, tuple[Span, str]] = field(default_factory=dict[str, tuple[Span, str]])
+    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])  # announced so far (content capture only)
     last_reply: AssistantMessage | None = None
     described: bool = False  # the span names the model and provider of the first reply
 
@@ -189,7 +190,7 @@ class _Run:
 class _Workflow:
     span: Span
     loop_ids: list[str]
-    outcomes: dict[str, AgentEnd] = field(default_factory=dict)
+    outcomes: dict[str, AgentEnd] = field(default_factory=dict[str, AgentEnd])
 
 
 @dataclass
@@ -263,8 +264,16 @@ class OtelTracer:
         if parent_loop_id is not None:
             self._adopted[agent_id] = parent_loop_id
         # a long `phi --otel` session attaches every spawned child: forget each when it is gone
-        weakref.finalize(agent, _forget, weakref.ref(self), agent_id)
+        weakref.finalize(agent, OtelTracer._forget, weakref.ref(self), agent_id)
         return agent.subscribe(self, include_subagents=True)
+
+    @staticmethod
+    def _forget(tracer_ref: weakref.ReferenceType[OtelTracer], agent_id: str) -> None:
+        # static, and the tracer by a weak reference: the finalizer must keep neither it nor the agent alive
+        tracer = tracer_ref()
+        if tracer is not None:
+            tracer._attached.pop(agent_id, None)
+            tracer._adopted.pop(agent_id, None)
 
     def close(self) -> None:
         """End every span still open (a run that raised has no ``AgentEnd``, SPEC LOOP-5) with an
@@ -371,8 +380,10 @@ class OtelTracer:
     def _name_of(self, event: AgentStart) -> str | None:
         if self.agent_name:
             return self.agent_name
-        metadata = event.metadata
-        name = metadata.get("agent_name") if isinstance(metadata, Mapping) else None
+        metadata = event.metadata  # the application's value: only a mapping can name the agent
+        if not isinstance(metadata, Mapping):
+            return None
+        name = cast("Mapping[str, object]", metadata).get("agent_name")
         return name if isinstance(name, str) and name else None
 
     def _open_run(self, event: AgentStart, parent: otel_context.Context, name: str | None,
@@ -707,13 +718,6 @@ def _register_weakly(register: Callable[[Any], Callable[[], None]], method: Call
 
     stop = register(callback)
     return stop
-
-
-def _forget(tracer_ref: weakref.ReferenceType[OtelTracer], agent_id: str) -> None:
-    tracer = tracer_ref()
-    if tracer is not None:
-        tracer._attached.pop(agent_id, None)
-        tracer._adopted.pop(agent_id, None)
 
 
 def _first_reply(messages: Sequence[AgentMessage]) -> int:

@@ -34,6 +34,7 @@ import re
 from typing import Any, Callable, TypeVar
 
 from ..errors import DecodeError
+from ..json_values import is_array, is_object
 from ..types import ContinuationKind, Usage, message_to_json
 from .message_codec import messages_from_json, usage_from_json
 from .model import (
@@ -100,7 +101,7 @@ def parse_time(value: object, path: str) -> float:
 
 
 def _object(data: object, path: str, what: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise DecodeError(path, data, what)
     return data
 
@@ -134,14 +135,14 @@ def _int(data: dict[str, Any], name: str, path: str) -> int:
 
 def _str_list(data: dict[str, Any], name: str, path: str) -> list[str]:
     value = _required(data, name, path, "a list of strings")
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+    if not is_array(value) or not all(isinstance(item, str) for item in value):
         raise DecodeError(f"{path}.{name}", value, "a list of strings")
     return value
 
 
 def _list(data: dict[str, Any], name: str, path: str, decode: Callable[[object, str], T]) -> list[T]:
     value = _required(data, name, path, "a list")
-    if not isinstance(value, list):
+    if not is_array(value):
         raise DecodeError(f"{path}.{name}", value, "a list")
     return [decode(item, f"{path}.{name}[{i}]") for i, item in enumerate(value)]
 
@@ -202,13 +203,13 @@ def formation_to_json(formation: SessionFormation, kept: Preserved | None = None
 
 def formation_from_json(data: object, path: str, kept: Preserved | None = None) -> SessionFormation:
     kept = kept if kept is not None else Preserved()
-    if isinstance(data, dict) and len(data) == 1:
+    if is_object(data) and len(data) == 1:
         ((name, body),) = data.items()
         inner = f"{path}.{name}"
-        if name in ("FirstLoop", "Explicit") and isinstance(body, dict):
+        if name in ("FirstLoop", "Explicit") and is_object(body):
             kind = FirstLoop if name == "FirstLoop" else Explicit
             return kind(_time(body, "timestamp", inner, kept, "formation.timestamp"), _extra(body, _TIMESTAMP_ONLY))
-        if name == "InactivityTimeout" and isinstance(body, dict):
+        if name == "InactivityTimeout" and is_object(body):
             return InactivityTimeout(_int(body, "threshold_secs", inner), _nullable_str(body, "previous_session_id", inner),
                                      _time(body, "timestamp", inner, kept, "formation.timestamp"),
                                      _extra(body, _INACTIVITY_KEYS))
@@ -300,7 +301,7 @@ def _continuation_from_json(data: object, path: str, kept: Preserved) -> Continu
     """A continuation kind; its payload's unknown keys and a missing ``tag`` are kept beside it, since
     ``ContinuationKind`` (a public value type of phi.types) has no room for them."""
     kind = ContinuationKind.from_json(data, path)
-    if isinstance(data, dict):  # {"Rerun": {...}} or {"Branch": {...}}, checked by from_json
+    if is_object(data):  # {"Rerun": {...}} or {"Branch": {...}}, checked by from_json
         ((name, body),) = data.items()
         payload = overlay_of(body, None, frozenset({"tag"}), {}, {"tag": None})
         kept.keep(kind, None if payload is None else Overlay(children={name: payload}))
@@ -311,7 +312,7 @@ def _continuation_to_json(kind: ContinuationKind | None, kept: Preserved | None)
     if kind is None:
         return None
     out = kind.to_json()
-    return apply_overlay(kept, kind, out) if isinstance(out, dict) else out
+    return apply_overlay(kept, kind, out) if is_object(out) else out
 
 
 def _messages_to_json(messages: Any, kept: Preserved | None) -> list[dict[str, Any]]:

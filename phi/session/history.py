@@ -161,7 +161,7 @@ class BranchPoint:
     loop_counters: dict[str, int]
     last_loop_id: str | None
     system_prompt: str = ""  # a session does not record it: the agent keeps its own
-    model: dict[str, str] = field(default_factory=dict)
+    model: dict[str, str] = field(default_factory=dict[str, str])
 
     def conversation(self) -> list[AgentMessage]:
         """The messages as objects."""

@@ -31,8 +31,9 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterator
+from typing import Any, Collection, Generator
 
+from ..json_values import is_array, is_object
 from ..log import get_logger
 from .errors import CorruptSession, NotFound, SessionError
 from .model import Session, replace_loops
@@ -73,9 +74,9 @@ class _LogState:
     inode: tuple[int, int]
     offset: int = 0
     header: dict[str, Any] | None = None
-    digests: dict[str, bytes] = field(default_factory=dict)
-    follows: dict[str, str | None] = field(default_factory=dict)  # loop -> the loop it continues
-    claims: dict[str, Any] = field(default_factory=dict)  # loop still a claim's placeholder -> claimed_by
+    digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    follows: dict[str, str | None] = field(default_factory=dict[str, str | None])  # loop -> the loop it continues
+    claims: dict[str, Any] = field(default_factory=dict[str, Any])  # loop still a claim's placeholder -> claimed_by
 
 
 @dataclass
@@ -217,7 +218,7 @@ class JsonDirStore:
         state.offset += len(data)
 
     @contextlib.contextmanager
-    def _locked(self, path: str, session_id: str) -> Iterator[tuple[int, bool]]:
+    def _locked(self, path: str, session_id: str) -> Generator[tuple[int, bool], None, None]:
         """The session's file, created if missing, open and exclusively locked; (fd, created)."""
         try:
             os.makedirs(self.directory, exist_ok=True)
@@ -371,7 +372,7 @@ class JsonDirStore:
         self._sync_directory()
 
     def load_for_agent(self, agent_id: str) -> list[Session]:
-        out = []
+        out: list[Session] = []
         for session_id in self.list_ids():
             try:
                 session = self.load(session_id)
@@ -414,7 +415,8 @@ def _note_claim(claims: dict[str, Any], loop_id: str, claimed_by: Any) -> None:
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    chunks, left = [], size
+    chunks: list[bytes] = []
+    left = size
     while left > 0:
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
@@ -431,11 +433,11 @@ def _line(header: dict[str, Any], loops: list[str]) -> str:
 
 def _parse_lines(data: bytes, path: str, session_id: str) -> _Lines:
     end = data.rfind(b"\n") + 1
-    records = []
+    records: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(data[:end - 1].split(b"\n") if end else [], start=1):
         raw = decode_json(line, f"{path} line {number}", session_id)
-        if not isinstance(raw, dict) or raw.get("session_id") != session_id:
-            found = raw.get("session_id") if isinstance(raw, dict) else None
+        if not is_object(raw) or raw.get("session_id") != session_id:
+            found = raw.get("session_id") if is_object(raw) else None
             problem = f"holds session {found!r}, not {session_id!r}" if isinstance(found, str) else "is not a phi session"
             raise CorruptSession(f"{path} line {number} {problem}", path, session_id)
         records.append((number, raw))
@@ -451,7 +453,7 @@ def _checked_loops(record: dict[str, Any], where: str, session_id: str) -> list[
     ever appended after a record that cannot be read."""
     decode_session({**record, "loops": []}, where, session_id)
     loops = record.get("loops")
-    if not isinstance(loops, list):
+    if not is_array(loops):
         raise CorruptSession(f"{where} has no list of loops", where, session_id, "loops")
     for index, loop in enumerate(loops):
         decode_loop(loop, where, session_id, f"loops[{index}]")
@@ -463,11 +465,11 @@ def _fold(lines: _Lines, path: str, session_id: str) -> tuple[Session, dict[str,
     latest: dict[str, tuple[int, int, dict[str, Any]]] = {}
     for number, record in lines.records:
         loops = record.get("loops")
-        if not isinstance(loops, list):
+        if not is_array(loops):
             decode_session(record, f"{path} line {number}", session_id)  # raises, naming the field
             raise CorruptSession(f"{path} line {number} has no list of loops", path, session_id)
         for index, loop in enumerate(loops):
-            loop_id = loop.get("loop_id") if isinstance(loop, dict) else None
+            loop_id = loop.get("loop_id") if is_object(loop) else None
             if not isinstance(loop_id, str):
                 decode_loop(loop, f"{path} line {number}", session_id, f"loops[{index}]")
                 raise CorruptSession(f"{path} line {number} loops[{index}] has no loop id", path, session_id)

@@ -83,7 +83,7 @@ def remembering_loader(store: SessionStore, *known: Session) -> Callable[[str], 
 
 def find_dangling(session: Session, load: Callable[[str], Loaded]) -> list[DanglingLink]:
     """:func:`dangling_links` with ``load`` giving a linked session (or the error loading it raised)."""
-    found = []
+    found: list[DanglingLink] = []
     for record in session.loops:
         for ref in record.child_loop_refs:
             link = DanglingLink(session.session_id, record.loop_id, ref.tool_call_id, ref.tool_name,

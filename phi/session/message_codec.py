@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DecodeError
+from ..json_values import is_array, is_object
 from ..types import (
     AgentMessage,
     AssistantMessage,
@@ -59,7 +60,7 @@ def _missing(path: str, name: str, what: str) -> DecodeError:
 
 
 def _object(data: object, path: str, what: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
+    if not is_object(data):
         raise DecodeError(path, data, what)
     return data
 
@@ -149,9 +150,9 @@ def _contents(data: dict[str, Any], path: str, children: dict[str, Overlay]) -> 
     if "content" not in data:
         raise _missing(path, "content", "a list of content blocks")
     raw = data["content"]
-    if not isinstance(raw, list):
+    if not is_array(raw):
         raise DecodeError(path + ".content", raw, "a list of content blocks")
-    blocks = []
+    blocks: list[Content] = []
     for index, item in enumerate(raw):
         block, overlay = content_from_json(item, f"{path}.content[{index}]")
         blocks.append(block)
@@ -211,9 +212,9 @@ def messages_from_json(data: dict[str, Any], name: str, path: str, kept: Preserv
     if name not in data:
         raise _missing(path, name, "a list of messages")
     raw = data[name]
-    if not isinstance(raw, list):
+    if not is_array(raw):
         raise DecodeError(f"{path}.{name}", raw, "a list of messages")
-    out = []
+    out: list[AgentMessage] = []
     for index, item in enumerate(raw):
         message, overlay = message_from_json(item, f"{path}.{name}[{index}]")
         kept.keep(message, overlay)

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 def exact_time(seconds: float) -> float:
     """``seconds`` held to whole microseconds: the precision the JSON form keeps exactly."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+    if (isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+            or not math.isfinite(seconds)):
         raise ValueError(f"a timestamp must be a finite number of unix seconds, got {seconds!r}")
     return round(seconds * 1_000_000) / 1_000_000
 
@@ -51,7 +53,7 @@ class Explicit:
     """The session was created by the application (``Session.explicit`` or ``recorder.open_session``)."""
 
     timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)  # JSON keys phi does not know
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)  # JSON keys phi does not know
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -62,7 +64,7 @@ class FirstLoop:
     """The session was created when its ``session_id`` first appeared in an event."""
 
     timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -76,7 +78,7 @@ class InactivityTimeout:
     threshold_secs: int
     previous_session_id: str | None
     timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
     def __post_init__(self) -> None:
         _set_time(self, "timestamp")
@@ -137,7 +139,7 @@ class ChildLoopRef:
     tool_name: str
     child_loop_id: str
     child_session_id: str
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +153,7 @@ class SpawnRef:
     parent_loop_id: str
     tool_call_id: str = ""
     tool_name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +166,7 @@ class ParallelGroupRecord:
     selected_config_index: int
     evaluation_usage: Usage
     is_selected: bool
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "all_loop_ids", tuple(self.all_loop_ids))
@@ -178,7 +180,7 @@ class LoopConfigSnapshot:
     model: str
     provider: str
     config_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)  # e.g. phi-core's api, base_url, ...
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)  # e.g. phi-core's api, base_url, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,7 @@ class LoopEvent:
 
     sequence: int
     event: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
 
     def decode(self) -> AgentEvent:
         """The event as an object (``phi.events``); its timestamp keeps milliseconds (EVT-1)."""
@@ -229,14 +231,14 @@ class LoopRecord:
     status: LoopStatus = LoopStatus.RUNNING
     rejection: str | None = None
     config: LoopConfigSnapshot | None = None
-    messages: list[AgentMessage] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])
     usage: Usage = field(default_factory=Usage)
     metadata: Any = None
-    events: list[LoopEvent] = field(default_factory=list)
-    children_loop_ids: list[str] = field(default_factory=list)
-    child_loop_refs: list[ChildLoopRef] = field(default_factory=list)
+    events: list[LoopEvent] = field(default_factory=list[LoopEvent])
+    children_loop_ids: list[str] = field(default_factory=list[str])
+    child_loop_refs: list[ChildLoopRef] = field(default_factory=list[ChildLoopRef])
     parallel_group: ParallelGroupRecord | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # JSON keys phi does not know, kept as read
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])  # JSON keys phi does not know, kept as read
     history: StartingHistory | None = None  # phi's: what the run started from (JSON key omitted when None)
     evaluates: tuple[str, ...] = ()  # phi's: the judge's loop of the parallel group of these loops
     preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
@@ -284,8 +286,8 @@ class Session:
     last_active_at: float
     formation: SessionFormation
     parent_spawn_ref: SpawnRef | None = None
-    loops: list[LoopRecord] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # JSON keys phi does not know, kept as read
+    loops: list[LoopRecord] = field(default_factory=list[LoopRecord])
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])  # JSON keys phi does not know, kept as read
     preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
 
     def __post_init__(self) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from ..json_values import is_array, is_object
+
 Key = Union[str, int]
 
 
@@ -34,9 +36,9 @@ class Overlay:
     """
 
     tag: str | None = None
-    add: dict[str, Any] = field(default_factory=dict)
-    drop: dict[str, Any] = field(default_factory=dict)
-    children: dict[str, Overlay] = field(default_factory=dict)
+    add: dict[str, Any] = field(default_factory=dict[str, Any])
+    drop: dict[str, Any] = field(default_factory=dict[str, Any])
+    children: dict[str, Overlay] = field(default_factory=dict[str, "Overlay"])
 
     def __bool__(self) -> bool:
         return bool(self.add or self.drop or self.children)
@@ -62,10 +64,10 @@ def _child(out: dict[str, Any], name: str) -> dict[str, Any] | None:
     key, _, index = name.partition(".")
     node = out.get(key)
     if index:
-        if not isinstance(node, list) or int(index) >= len(node):
+        if not is_array(node) or int(index) >= len(node):
             return None
         node = node[int(index)]
-    return node if isinstance(node, dict) else None
+    return node if is_object(node) else None
 
 
 def overlay_of(data: dict[str, Any], tag: str | None, known: frozenset[str], omitted: dict[str, Any],
@@ -88,8 +90,8 @@ class Preserved:
     """Kept parts of one decoded record (a LoopRecord or a Session header); see the module docstring.
     Shared, unchanged, by copies of the record."""
 
-    overlays: dict[int, tuple[object, Overlay]] = field(default_factory=dict)
-    times: dict[str, tuple[float, Any]] = field(default_factory=dict)
+    overlays: dict[int, tuple[object, Overlay]] = field(default_factory=dict[int, tuple[object, Overlay]])
+    times: dict[str, tuple[float, Any]] = field(default_factory=dict[str, tuple[float, Any]])
 
     def keep(self, node: object, overlay: Overlay | None) -> None:
         if overlay is not None:

@@ -181,7 +181,7 @@ class SessionRecorder(RecorderState):
             session = self._session(session_id, agent_id, moment)
             session.agent_id = session.agent_id or agent_id
             names = plan_claim(loop_ids, self._loops.keys())
-            records = []
+            records: list[LoopRecord] = []
             for final in names.values():
                 record = LoopRecord(final, session_id, agent_id, parent_loop_id, continuation_kind, started_at=moment,
                                     status=LoopStatus.PENDING, history=history)
@@ -271,7 +271,7 @@ class SessionRecorder(RecorderState):
         on. A sub-agent session waiting for its spawn's tool call to be named hands out nothing.
         What ``drain``/``finalize`` hand out is whole."""
         with self._lock:
-            out = []
+            out: list[Session] = []
             for session_id, session in self._sessions.items():
                 if session_id not in self._dirty or session_id in self._awaiting:
                     continue

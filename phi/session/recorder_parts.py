@@ -25,7 +25,9 @@ class InactivityTimeoutPolicy:
 
     def __post_init__(self) -> None:
         threshold = self.threshold_secs
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+        if (isinstance(threshold, bool)
+                or not isinstance(threshold, int)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+                or threshold <= 0):
             raise ValueError(f"threshold_secs must be a positive integer, got {self.threshold_secs!r}")
 
 

@@ -33,6 +33,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence, TypeVar
 
 from ..ids import loop_key
+from ..json_values import is_object
 from .errors import CorruptSession, NotFound, SessionError
 from .model import LoopRecord, Session, replace_loops
 from .store import (
@@ -152,7 +153,7 @@ class SqliteStore:
         sid = session.session_id
         row = connection.execute(f"SELECT data FROM {_TABLE} WHERE session_id = ?", (sid,)).fetchone()
         header = decode_json(row[0], self._where(sid), sid) if row else None
-        if isinstance(header, dict) and "loops" in header:
+        if is_object(header) and "loops" in header:
             header = self._migrate(connection, sid, header)
         wanted = [loop.loop_id for loop in encoded if seen.get(loop.loop_id) != loop.digest]
         stored = self._digests(connection, sid, wanted)
@@ -190,7 +191,7 @@ class SqliteStore:
         sid = session.session_id
         row = connection.execute(f"SELECT data FROM {_TABLE} WHERE session_id = ?", (sid,)).fetchone()
         header = decode_json(row[0], self._where(sid), sid) if row else None
-        if isinstance(header, dict) and "loops" in header:
+        if is_object(header) and "loops" in header:
             header = self._migrate(connection, sid, header)
         proposed = [record.loop_id for record in session.loops]
         taken = set(avoid) | set(self._digests(connection, sid, proposed))

@@ -38,10 +38,11 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, cast, runtime_checkable
 
 from ..errors import DecodeError
 from ..ids import loop_key, loop_number
+from ..json_values import is_array, is_object
 from .codec import header_to_json, loop_to_json, session_from_json
 from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError, UnencodableSession
 from .model import LoopRecord, Session, replace_loops
@@ -114,7 +115,8 @@ class EncodedLoop:
 def encode_loops(session: Session) -> list[EncodedLoop]:
     """The session's loops as JSON text; :class:`SessionError` if some value (metadata, tool
     details) is not JSON data, a loop id repeats or a loop belongs to another session."""
-    out, ids = [], set()
+    out: list[EncodedLoop] = []
+    ids: set[str] = set()
     for record in session.loops:
         if record.loop_id in ids or record.session_id != session.session_id:
             problem = "twice" if record.loop_id in ids else f"of session {record.session_id!r}"
@@ -138,11 +140,11 @@ def core_digest(loop: dict[str, Any]) -> bytes:
 def follows_of(loop: Any) -> str | None:
     """The loop a stored loop (JSON) continues: its parent, else the loop its recorded history
     continues (SESS-8) — how two writers that continued the same point are told apart."""
-    if not isinstance(loop, dict):
+    if not is_object(loop):
         return None
     parent = loop.get("parent_loop_id")
     history = loop.get("history")
-    after = history.get("after_loop_id") if isinstance(history, dict) else None
+    after = history.get("after_loop_id") if is_object(history) else None
     found = parent if isinstance(parent, str) else after
     return found if isinstance(found, str) else None
 
@@ -162,7 +164,11 @@ def _encode(data: Any, session_id: str, what: str) -> str:
 def _culprit(data: Any, path: str, depth: int = 8) -> str:
     """The JSON path of the value that cannot be written, as far down as ``depth`` levels (found by
     encoding parts again: only ever done for a save that fails)."""
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(data, dict):
+        items = cast("dict[object, object]", data).items()  # any keys: not yet known to be JSON data
+    elif is_array(data):
+        items = enumerate(data)
     for key, value in items:
         try:
             dumps(value).encode("utf-8")
@@ -249,7 +255,7 @@ class SavePlan:
     header: dict[str, Any]
     header_changed: bool
     loops: list[EncodedLoop]
-    unchanged: dict[str, bytes] = field(default_factory=dict)  # loops found stored as given
+    unchanged: dict[str, bytes] = field(default_factory=dict[str, bytes])  # loops found stored as given
 
     @property
     def empty(self) -> bool:
@@ -261,12 +267,14 @@ def plan_save(session: Session, encoded: Sequence[EncodedLoop], stored_header: d
     """Decide what a save writes, or raise :class:`SessionConflict` (see the module docstring).
     ``stored``: the stored digest of (at least) every loop of ``encoded`` whose digest differs from
     ``seen``, the digests this store object last read or wrote."""
-    writes, unchanged, conflicts = [], {}, []
+    writes: list[EncodedLoop] = []
+    unchanged: dict[str, bytes] = {}
+    conflicts: list[str] = []
     for loop in encoded:
         if seen.get(loop.loop_id) == loop.digest:
             continue  # nothing new from this writer
         current = stored.get(loop.loop_id)
-        if current == loop.digest:
+        if current is not None and current == loop.digest:
             unchanged[loop.loop_id] = current
         elif current is None or seen.get(loop.loop_id) == current:
             writes.append(loop)
@@ -315,7 +323,7 @@ class Ledger:
 
 def loop_digests(loops: Sequence[Any]) -> dict[str, bytes]:
     """Digests (:func:`core_digest`) of loop JSON objects as parsed from storage."""
-    return {loop["loop_id"]: core_digest(loop) for loop in loops if isinstance(loop, dict) and "loop_id" in loop}
+    return {loop["loop_id"]: core_digest(loop) for loop in loops if is_object(loop) and "loop_id" in loop}
 
 
 def complete_children(loops: list[LoopRecord]) -> list[LoopRecord]:
@@ -348,7 +356,7 @@ def plan_claim(proposed: Sequence[str], taken: Collection[str]) -> dict[str, str
     """Proposed loop id -> a loop id not in ``taken`` and not given to another proposal: the
     proposed one when free, else ``{key}.{N}`` past the highest N of its key."""
     given: set[str] = set()
-    out = {}
+    out: dict[str, str] = {}
     for loop_id in proposed:
         final = loop_id
         if final in taken or final in given:
@@ -362,7 +370,7 @@ def plan_claim(proposed: Sequence[str], taken: Collection[str]) -> dict[str, str
 
 def renamed_loops(loops: Sequence[LoopRecord], names: Mapping[str, str]) -> list[LoopRecord]:
     """Copies of ``loops`` under the ids ``names`` gives them."""
-    out = []
+    out: list[LoopRecord] = []
     for record in loops:
         copy = record.copy()
         copy.loop_id = names.get(record.loop_id, record.loop_id)
@@ -376,7 +384,7 @@ def claimed_others(claimed: Sequence[EncodedLoop], follows: Mapping[str, str | N
     follows — leaving out the placeholders of claims whose process is known to be dead (``claims``:
     loop -> ``claimed_by`` of loops whose stored version is still a claim's placeholder)."""
     mine = {loop.loop_id for loop in claimed}
-    out = {}
+    out: dict[str, tuple[str, ...]] = {}
     for loop in claimed:
         if loop.follows is not None:
             out[loop.loop_id] = tuple(i for i, f in follows.items() if f == loop.follows and i not in mine
@@ -395,7 +403,7 @@ def claimant() -> dict[str, Any]:
 def claimant_dead(info: Any) -> bool:
     """True only when ``info`` (a ``claimed_by``) names a process of this host that is gone: its pid
     is free, or now belongs to a process started at another time."""
-    if not isinstance(info, dict) or not isinstance(info.get("pid"), int) or not isinstance(info.get("host"), str):
+    if not is_object(info) or not isinstance(info.get("pid"), int) or not isinstance(info.get("host"), str):
         return False
     import socket
 
@@ -465,10 +473,11 @@ def jsonable(data: Any, depth: int = DEEPEST) -> Any:
     if depth <= 0:
         return UNENCODABLE.format("nested too deeply")
     if isinstance(data, dict):
+        entries = cast("dict[object, object]", data)  # any keys: this is where the ones JSON cannot hold are found
         return {key if isinstance(key, str) else UNENCODABLE.format(type(key).__name__): jsonable(value, depth - 1)
-                for key, value in data.items()}
+                for key, value in entries.items()}
     if isinstance(data, (list, tuple)):
-        return [jsonable(value, depth - 1) for value in data]
+        return [jsonable(value, depth - 1) for value in cast("list[object] | tuple[object, ...]", data)]
     return UNENCODABLE.format(type(data).__name__)
 
 
