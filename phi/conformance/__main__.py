@@ -117,7 +117,9 @@ def _chosen(args: argparse.Namespace) -> list[dict[str, Any]]:
     for problem in args.invalid:
         print(f"INVALID     {problem}", file=sys.stderr)
     suite = args.fixtures.parent if args.fixtures is not None else None
-    index = load_index(suite) if any(s for s in (args.only or []) + (args.skip or [])) else None
+    only: list[str] = args.only or []
+    skip: list[str] = args.skip or []
+    index = load_index(suite) if any(s for s in only + skip) else None
     return select(fixtures, args.only, args.skip, index)
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..json_values import is_array, is_object
 from . import invariants
 from .lines import check_lines
 from .match import expand_length, is_matcher, matches, mismatches, sequence_mismatches
@@ -22,18 +23,18 @@ class DriverOutput:
     """A driver's protocol lines sorted by kind (phi/conformance/suite/README.md "Driver protocol"); ``final`` is
     the closing ``result`` or ``error`` line, ``problems`` the lines that broke the protocol."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
-    hooks: list[dict[str, Any]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    executed: list[str] = field(default_factory=list)
-    child_events: list[dict[str, Any]] = field(default_factory=list)
-    child_requests: list[dict[str, Any]] = field(default_factory=list)
-    branch_requests: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    hooks: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    executed: list[str] = field(default_factory=list[str])
+    child_events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    child_requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    branch_requests: dict[int, list[dict[str, Any]]] = field(default_factory=dict[int, list[dict[str, Any]]])
     queues: dict[str, Any] | None = None
     context: list[Any] | None = None
     final: dict[str, Any] | None = None
     unsupported: str | None = None
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list[str])
 
 
 def parse_output(fixture: dict[str, Any], lines: list[str]) -> DriverOutput:
@@ -93,8 +94,8 @@ def configured_hooks(fixture: dict[str, Any]) -> set[str]:
     """The hook names a driver may write ``hook`` lines for: the hooks of the fixture's config, a
     branch's or the judge's (README §1.2, §1.7), and ``input_filter`` when there are input filters."""
     strategy = fixture.get("strategy")
-    judge = strategy.get("llm_judge", {}) if isinstance(strategy, dict) else {}
-    configs = [fixture.get("config", {}), judge.get("config", {})]
+    judge: dict[str, Any] = strategy.get("llm_judge", {}) if is_object(strategy) else {}
+    configs: list[dict[str, Any]] = [fixture.get("config", {}), judge.get("config", {})]
     configs += [branch.get("config", {}) for branch in fixture.get("branches", [])]
     names: set[str] = set()
     for config in configs:
@@ -198,7 +199,7 @@ def _event_problems(expected: list[Any], actual: list[dict[str, Any]], what: str
     """A count line when the lengths differ, then the first differing event: its index, both sides
     (the actual event shown with only the fields the fixture checks), what differs in it, and the
     event types around it."""
-    problems = []
+    problems: list[str] = []
     if expand_length(expected) != len(actual):
         problems.append(f"{what}: expected {expand_length(expected)} events, got {len(actual)}")
     found = first_difference(expected, actual)
@@ -207,7 +208,7 @@ def _event_problems(expected: list[Any], actual: list[dict[str, Any]], what: str
     index, want, got = found
     if _is_group(want):
         group = want["unordered"]
-        window = got if isinstance(got, list) else []
+        window = got if is_array(got) else []
         problems.append(f"{what}[{index}..{index + len(group) - 1}]: no order of the unordered group matches")
         problems.append(f"  expected (any order): {compact(group, 400)}")
         problems.append(f"  actual:               {compact([_project_like(group, e) for e in window], 400)}")
@@ -217,7 +218,7 @@ def _event_problems(expected: list[Any], actual: list[dict[str, Any]], what: str
         problems.append(f"  expected: {compact(want)}")
         shown = project(want, got) if _type(want) == _type(got) else _without(got, ("timestamp", "loop_id"))
         problems.append(f"  actual:   {compact(shown)}")
-        if isinstance(want, dict) and isinstance(got, dict) and _type(want) == _type(got):
+        if is_object(want) and is_object(got) and _type(want) == _type(got):
             problems += [f"  {line}" for line in list(mismatches(want, got))[:3]]
     problems += _types_around(expected, actual, index)
     return problems
@@ -250,16 +251,16 @@ def first_difference(expected: list[Any], actual: list[Any]) -> tuple[int, Any, 
 def project(expected: Any, actual: Any) -> Any:
     """``actual`` cut down to the keys ``expected`` lists (recursively), so both sides of a
     difference line up; the event type is always kept."""
-    if isinstance(expected, dict) and isinstance(actual, dict) and not is_matcher(expected):
+    if is_object(expected) and is_object(actual) and not is_matcher(expected):
         keys = (["type"] if "type" in actual and "type" not in expected else []) + list(expected)
         return {k: project(expected.get(k), actual[k]) if k in actual else _MISSING for k in keys}
-    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+    if is_array(expected) and is_array(actual) and len(expected) == len(actual):
         return [project(e, a) for e, a in zip(expected, actual)]
     return actual
 
 
 def _without(value: Any, keys: tuple[str, ...]) -> Any:
-    return {k: v for k, v in value.items() if k not in keys} if isinstance(value, dict) else value
+    return {k: v for k, v in value.items() if k not in keys} if is_object(value) else value
 
 
 def _project_like(group: list[Any], actual: Any) -> Any:
@@ -277,13 +278,13 @@ def compact(value: Any, limit: int = 240) -> str:
 
 
 def _is_group(item: Any) -> bool:
-    return isinstance(item, dict) and set(item) == {"unordered"} and isinstance(item["unordered"], list)
+    return is_object(item) and set(item) == {"unordered"} and is_array(item["unordered"])
 
 
 def _type(item: Any) -> str:
     if item is None:
         return "nothing"
-    return str(item.get("type", "?")) if isinstance(item, dict) else "?"
+    return str(item.get("type", "?")) if is_object(item) else "?"
 
 
 def _types_around(expected: list[Any], actual: list[dict[str, Any]], index: int) -> list[str]:

@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..json_values import is_object
+
 _REQUIREMENT = re.compile(r"\*\*([A-Z]+-\d+)(\s+\[tested\])?\*\*")
 _TABLE_HEADER = "| Requirement | Tested | Fixtures | Mutants: what killed each |"
 MUTANTS_FILE = "mutants.json"
@@ -81,10 +83,10 @@ def load_blind_sets(conformance_dir: Path) -> list[dict[str, Any]]:
     folder = conformance_dir / BLIND_DIR
     if not folder.is_dir():
         return []
-    sets = []
+    sets: list[dict[str, Any]] = []
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict):
+        if is_object(data):
             sets.append({**data, "_file": path.name})
     return sets
 
@@ -107,7 +109,7 @@ def _blind_lines(sets: list[dict[str, Any]]) -> list[str]:
              "| Set | Planted by | Mutants | First (blind) | Latest | Measurements | Unobservable survivors |",
              "|---|---|---|---|---|---|---|"]
     for blind in sets:
-        runs = [m for m in blind.get("measurements", []) if isinstance(m, dict)]
+        runs = [m for m in blind.get("measurements", []) if is_object(m)]
         first = _rate(runs[0]) if runs else "not measured"
         latest = _rate(runs[-1]) if len(runs) > 1 else "—"
         unobservable = ", ".join(sorted(blind.get("unobservable", {}))) or "—"
@@ -118,7 +120,7 @@ def _blind_lines(sets: list[dict[str, Any]]) -> list[str]:
 
 def _mutant_cell(entries: list[dict[str, Any]]) -> str:
     """``a ← `fixture`; b ← `fixture`; c survives: why`` for one requirement's mutants."""
-    cells = []
+    cells: list[str] = []
     for entry in entries:
         letter = entry["id"][len(entry["requirement"]):]
         if entry.get("applied") is False:
@@ -136,7 +138,7 @@ def _summary(mutants: dict[str, Any] | None) -> list[str]:
     if mutants is None:
         return ["No mutant table (`suite/mutants.json`): run `scripts/mutants.py`.", ""]
     totals = mutants.get("totals", {})
-    stale = totals.get("not_applied") or []
+    stale: list[str] = totals.get("not_applied") or []
     apart = f" {len(stale)} more do not apply to the current code: {', '.join(stale)}." if stale else ""
     return [f"Mutants (`scripts/mutants.py`, each a violation of one SPEC statement planted in phi's code; "
             f"the letter follows the requirement id): {totals.get('killed', 0)} of {totals.get('mutants', 0)} "

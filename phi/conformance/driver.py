@@ -38,6 +38,7 @@ from ..concurrency.cancel import CancellationToken
 from ..concurrency.queues import MessageQueue
 from ..errors import ConfigError, PhiError
 from ..events import AgentEvent, event_to_json
+from ..json_values import is_object
 from ..loop.config import AgentContext, AgentLoopConfig, ToolExecution
 from ..loop.identity import reset_loop_numbers
 from ..loop.run import agent_loop, agent_loop_continue
@@ -114,7 +115,7 @@ class Actions:
         self.on_moment("event", event)
 
     def on_moment(self, kind: str, moment: dict[str, Any]) -> None:
-        due = []
+        due: list[object] = []
         with self.lock:
             for trigger in self.pending:
                 if trigger.kind == kind and trigger.remaining > 0 and matches(trigger.pattern, moment):
@@ -125,15 +126,15 @@ class Actions:
             self.apply(do)
 
     def apply(self, do: object) -> None:
-        if do == "abort" or (isinstance(do, dict) and do.get("abort")):
+        if do == "abort" or (is_object(do) and do.get("abort")):
             self.cancel.cancel()
-        elif isinstance(do, dict) and "steer" in do:
+        elif is_object(do) and "steer" in do:
             self.steering.push(message_of(do["steer"]))
-        elif isinstance(do, dict) and "follow_up" in do:
+        elif is_object(do) and "follow_up" in do:
             self.follow_up.push(message_of(do["follow_up"]))
-        elif isinstance(do, dict) and "advance_clock_ms" in do:
+        elif is_object(do) and "advance_clock_ms" in do:
             self.clock.advance(float(do["advance_clock_ms"]) / 1000.0)
-        elif isinstance(do, dict) and "raise" in do:
+        elif is_object(do) and "raise" in do:
             raise ScriptedFailure(str(do["raise"]))
         else:
             raise ConfigError(f"unknown action {do!r}")
@@ -204,7 +205,7 @@ def build_parallel(fixture: dict[str, Any], recorder: Recorder, steering: Messag
         "token_efficient": evaluation.TokenEfficientEvaluation, "elaborate": evaluation.ElaborateEvaluation}
     if isinstance(name, str) and name in simple:
         return configs, simple[name]()
-    if isinstance(name, dict) and set(name) == {"llm_judge"}:
+    if is_object(name) and set(name) == {"llm_judge"}:
         judge = name["llm_judge"]
         return configs, evaluation.LlmJudgeEvaluation(config_for(judge, None), judge.get("system_prompt"))
     raise ConfigError(f"unknown strategy {name!r}")
@@ -261,13 +262,14 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
 
     prompts = [message_of(p) for p in fixture.get("prompts", [])]
     entry = fixture.get("entry", "agent_loop")
+    selected: int | None = None  # a parallel run's chosen config, written with its result
     try:
         if parallel is not None:
             from ..evaluation.parallel import agent_loop_parallel
 
             outcome = agent_loop_parallel(prompts, context, *parallel, sink, cancel,
                                           max_workers=fixture.get("max_workers"))
-            messages = outcome.messages
+            messages, selected = outcome.messages, outcome.selected_config_index
         elif entry == "agent_loop_continue":
             messages = agent_loop_continue(context, config, sink, cancel)
         else:
@@ -276,8 +278,8 @@ def run_fixture(fixture: dict[str, Any], out: IO[str] | None = None) -> None:
         final: dict[str, Any] = {"kind": "error", "error": type(error).__name__, "message": str(error)}
     else:
         final = {"kind": "result", "messages": [message_to_json(m) for m in messages]}
-        if parallel is not None:
-            final["selected_config_index"] = outcome.selected_config_index
+        if selected is not None:
+            final["selected_config_index"] = selected
     recorder.write({"kind": "queues", "steering": [message_to_json(m) for m in steering.snapshot()],
                     "follow_up": [message_to_json(m) for m in follow_up.snapshot()]})
     recorder.write({"kind": "context", "messages": [message_to_json(m) for m in history]})
@@ -331,7 +333,7 @@ def serve(source: IO[str], sink: IO[str]) -> int:
         reset_loop_numbers()  # the fixture starts as in a process of its own (loop ids count from 1)
         try:
             fixture = json.loads(text)
-            fixture_id = fixture.get("id") if isinstance(fixture, dict) else None
+            fixture_id = fixture.get("id") if is_object(fixture) else None
             run_fixture(fixture, cast(IO[str], output))  # a TextIOBase, which typeshed does not count as IO[str]
         except Exception as error:  # a driver bug or a line that is not JSON: report it, serve on
             traceback.print_exc()

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..json_values import is_object
 from ..log import get_logger
 from .process import (KEPT_OPEN, TIMEOUT, TOO_LARGE, TOO_LARGE_PROBLEM, DriverProcess, DriverStartError, RawRun,
                       split_command)
@@ -45,7 +46,7 @@ def line_kind(line: str) -> tuple[str | None, dict[str, Any] | None]:
         item = json.loads(line)
     except ValueError:
         return None, None
-    if not isinstance(item, dict):
+    if not is_object(item):
         return None, None
     kind = item.get("kind")
     return (kind, item) if isinstance(kind, str) else (None, None)
@@ -257,7 +258,8 @@ class DriverSession:
         if process is None:
             return []
         process.close_input()
-        found, deadline = [], time.monotonic() + grace
+        found: list[str] = []
+        deadline = time.monotonic() + grace
         while isinstance(line := process.read_line(deadline), str):
             found.append(line)
         if found:

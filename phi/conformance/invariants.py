@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..json_values import is_array, is_object
 from .normalize import MALFORMED_TIMESTAMP
 
 
@@ -47,9 +48,9 @@ def check(events: list[dict[str, Any]], result: list[Any] | None, raised: bool =
 def _timestamps(events: list[dict[str, Any]]) -> list[str]:
     """Rule 7: the first malformed timestamp, if any (normalisation marked it)."""
     def malformed(value: Any) -> str | None:
-        if isinstance(value, dict):
+        if is_object(value):
             return next((found for item in value.values() if (found := malformed(item)) is not None), None)
-        if isinstance(value, list):
+        if is_array(value):
             return next((found for item in value if (found := malformed(item)) is not None), None)
         return value if isinstance(value, str) and value.startswith(MALFORMED_TIMESTAMP) else None
 
@@ -64,7 +65,7 @@ def _timestamps(events: list[dict[str, Any]]) -> list[str]:
 def _valid_conversation(messages: list[Any]) -> list[str]:
     waiting: list[str] = []  # call ids of the last assistant message still without a result
     for i, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
+        role = message.get("role") if is_object(message) else None
         if role == "extension":
             continue
         if role == "toolResult":
@@ -77,12 +78,13 @@ def _valid_conversation(messages: list[Any]) -> list[str]:
         if waiting:
             return [f"invariant: context[{i}] ({role}) comes before the results of tool calls {waiting}"]
         if role == "assistant" and message.get("stopReason") not in ("error", "aborted"):
-            waiting = [b.get("id") for b in message.get("content") or [] if b.get("type") == "toolCall"]
+            blocks: list[Any] = message.get("content") or []
+            waiting = [b.get("id") for b in blocks if b.get("type") == "toolCall"]
     return [f"invariant: the context ends with tool calls {waiting} unanswered"] if waiting else []
 
 
 def _bracketing(events: list[dict[str, Any]], raised: bool = False) -> list[str]:
-    problems = []
+    problems: list[str] = []
     types = [e.get("type") for e in events]
     if "AgentEnd" in types[:-1]:
         problems.append("invariant: an event follows AgentEnd")
@@ -126,7 +128,7 @@ def _messages(events: list[dict[str, Any]], result: list[Any] | None) -> list[st
             if open_message is None:
                 problems.append(f"invariant: events[{i}] MessageUpdate outside MessageStart/MessageEnd")
                 continue
-            delta = event.get("delta") or {}
+            delta: dict[str, Any] = event.get("delta") or {}
             if delta.get("type") in ("text", "thinking"):
                 key = (delta["type"], int(delta.get("index", 0)))
                 deltas[key] = deltas.get(key, "") + str(delta.get("delta", ""))
@@ -150,10 +152,10 @@ def _messages(events: list[dict[str, Any]], result: list[Any] | None) -> list[st
 
 
 def _deltas_concatenate(i: int, deltas: dict[tuple[str, int], str], message: dict[str, Any]) -> list[str]:
-    content = message.get("content") or []
+    content: object = message.get("content") or []
     for (kind, index), text in deltas.items():
-        block = content[index] if isinstance(content, list) and 0 <= index < len(content) else None
-        final = block.get(kind) if isinstance(block, dict) else None
+        block = content[index] if is_array(content) and 0 <= index < len(content) else None
+        final = block.get(kind) if is_object(block) else None
         if final != text:
             return [f"invariant: events[{i}] {kind} deltas of block {index} concatenate to {text!r}, "
                     f"but the final block has {final!r}"]
@@ -233,10 +235,10 @@ def _at_most_running(everything: list[dict[str, Any]], branches: list[list[dict[
 def split_parallel(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
     """A parallel run's events: those of no branch (ParallelLoopStart/End, a judge's run), and each
     branch's own, in the order ParallelLoopStart lists the branch loop ids."""
-    start = next((e for e in events if e.get("type") == "ParallelLoopStart"), {})
+    start = next((e for e in events if e.get("type") == "ParallelLoopStart"), None) or {}
     ids = [str(i) for i in start.get("loop_ids", [])]
     branches: list[list[dict[str, Any]]] = [[] for _ in ids]
-    rest = []
+    rest: list[dict[str, Any]] = []
     for event in events:
         loop_id = event.get("loop_id")
         if loop_id in ids:

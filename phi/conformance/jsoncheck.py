@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Union
+from typing import Any, Callable, Union, cast
+
+from ..json_values import is_array, is_object
 
 #: (JSON pointer of the value, reason) — the pointer is "" for the whole value
 Issue = tuple[str, str]
@@ -66,9 +68,9 @@ def _same(a: Any, b: Any) -> bool:
     """JSON equality: ``true`` is not ``1``, ``1.0`` is ``1``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
+    if is_object(a) and is_object(b):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
+    if is_array(a) and is_array(b):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b or _number(a) and _number(b) and a == b
 
@@ -77,7 +79,7 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _is_type(value: Any, name: str) -> bool:
+def _is_type(value: object, name: str) -> bool:
     kind = type(value)
     if name == "object":
         return kind is dict
@@ -86,7 +88,7 @@ def _is_type(value: Any, name: str) -> bool:
     if name == "array":
         return kind is list
     if name == "integer":
-        return kind is int or kind is float and value.is_integer()
+        return kind is int or type(value) is float and value.is_integer()
     if name == "number":
         return kind is int or kind is float
     if name == "boolean":
@@ -116,10 +118,11 @@ class _Compiler:
         node: Any = self.document
         for token in filter(None, target[1:].split("/")):
             token = token.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or token not in node:
+            if not is_object(node) or token not in node:
                 raise SchemaError(f"{where}: $ref {target!r} names nothing in the schema")
             node = node[token]
-        self.pending[target] = cell = [None]
+        cell: list[Check | None] = [None]
+        self.pending[target] = cell
         cell[0] = check = self.compile(node, target)
         del self.pending[target]
         self.refs[target] = check
@@ -131,7 +134,7 @@ class _Compiler:
             return None
         if node is False:
             return lambda value, path, issues: issues.append((path, "no value is allowed here"))
-        if not isinstance(node, dict):
+        if not is_object(node):
             raise SchemaError(f"{where}: a schema must be an object or a boolean")
         unknown = set(node) - _KNOWN
         if unknown:
@@ -170,7 +173,7 @@ class _Compiler:
             for name in required:
                 if name not in value:
                     issues.append((f"{path}/{escape(name)}", "required property missing"))
-            for key, item in value.items():
+            for key, item in cast("dict[str, Any]", value).items():  # decoded JSON: its keys are strings
                 known = properties.get(key)
                 if known is not None:
                     if known[0] is not None:
@@ -193,7 +196,8 @@ class _Compiler:
         exactly_one = keyword == "oneOf"
 
         def check(value: Any, path: str, issues: list[Issue]) -> None:
-            passed, reasons = 0, []
+            passed = 0
+            reasons: list[str] = []
             for branch in checks:
                 found: list[Issue] = []
                 if branch is not None:
@@ -212,9 +216,10 @@ class _Compiler:
         """A oneOf/anyOf whose branches all require one property with a distinct string ``const``,
         as a dispatch on that property; None when the branches are not of that shape."""
         resolved = [self._resolve(branch) for branch in branches]
-        if not resolved or not all(isinstance(b, dict) for b in resolved):
+        if not resolved or not all(is_object(b) for b in resolved):
             return None
-        common = set.intersection(*(set(b.get("required", ())) for b in resolved))
+        required: list[set[str]] = [set(b.get("required", ())) for b in resolved]
+        common = required[0].intersection(*required[1:])
         for tag in sorted(common):
             values = [b.get("properties", {}).get(tag, {}).get("const", _MISSING) for b in resolved]
             if all(isinstance(v, str) for v in values) and len(set(values)) == len(values):
@@ -225,11 +230,11 @@ class _Compiler:
     def _resolve(self, node: Any) -> Any:
         """A branch itself, or what a branch that is only a local ``$ref`` points to."""
         seen = 0
-        while isinstance(node, dict) and set(node) == {"$ref"} and str(node["$ref"]).startswith("#") and seen < 32:
+        while is_object(node) and set(node) == {"$ref"} and str(node["$ref"]).startswith("#") and seen < 32:
             target: Any = self.document
             for token in filter(None, node["$ref"][1:].split("/")):
                 token = token.replace("~1", "/").replace("~0", "~")
-                if not isinstance(target, dict) or token not in target:
+                if not is_object(target) or token not in target:
                     return None
                 target = target[token]
             node, seen = target, seen + 1
@@ -244,7 +249,7 @@ def _dispatch(tag: str, table: dict[str, Check | None]) -> Check:
         if type(value) is not dict:
             issues.append((path, f"expected an object, got {show(value)}"))
             return
-        said = value.get(tag, _MISSING)
+        said = cast("dict[str, Any]", value).get(tag, _MISSING)
         if said is _MISSING:
             issues.append((path + token, "required property missing"))
             return
@@ -260,7 +265,7 @@ def _dispatch(tag: str, table: dict[str, Check | None]) -> Check:
 def _items(item: Check) -> Check:
     def check(value: Any, path: str, issues: list[Issue]) -> None:
         if type(value) is list:
-            for i, element in enumerate(value):
+            for i, element in enumerate(cast("list[Any]", value)):
                 item(element, f"{path}/{i}", issues)
     return check
 
@@ -384,7 +389,7 @@ def load_json(text: str) -> tuple[Any, list[tuple[Path, str]]]:
         value = dict(items)
         if len(value) != len(items):
             seen: set[str] = set()
-            keys = []
+            keys: list[str] = []
             for key, _ in items:
                 if key in seen:
                     keys.append(key)
@@ -400,10 +405,11 @@ def load_json(text: str) -> tuple[Any, list[tuple[Path, str]]]:
     stack: list[tuple[Any, Path]] = [(value, [])]
     while stack:  # depth-first without recursion, in document order
         item, path = stack.pop()
-        if isinstance(item, dict):
-            found += [(path, key) for key in repeated.get(id(item), (None, []))[1]]
+        if is_object(item):
+            if id(item) in repeated:
+                found += [(path, key) for key in repeated[id(item)][1]]
             stack += [(v, path + [k]) for k, v in reversed(item.items())]
-        elif isinstance(item, list):
+        elif is_array(item):
             stack += [(v, path + [i]) for i, v in reversed(list(enumerate(item)))]
     return value, found
 
@@ -425,12 +431,12 @@ def lone_surrogates(text: str, value: Any) -> list[Path]:
         if isinstance(item, str):
             if _SURROGATE.search(item):
                 found.append(path)
-        elif isinstance(item, dict):
+        elif is_object(item):
             for key, inner in item.items():
                 if _SURROGATE.search(key):
                     found.append([*path, key])
                 stack.append((inner, [*path, key]))
-        elif isinstance(item, list):
+        elif is_array(item):
             stack += [(inner, [*path, i]) for i, inner in enumerate(item)]
     return sorted(found, key=str)
 

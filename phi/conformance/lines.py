@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+from ..json_values import is_object
 from .jsoncheck import MAX_DEPTH, Issue, compile_schema, load_json, lone_surrogates, pointer, show, too_deep
 
 #: at most this many problems are listed per line; the rest are counted
@@ -49,8 +50,8 @@ class CheckedLines:
     """A fixture's output read: ``items`` are the lines that are objects of a known kind (also
     when malformed otherwise, so a lenient run can still compare them), in order."""
 
-    items: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[LineProblem] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    problems: list[LineProblem] = field(default_factory=list[LineProblem])
 
 
 def check_lines(lines: list[str]) -> CheckedLines:
@@ -76,7 +77,7 @@ def check_lines(lines: list[str]) -> CheckedLines:
         except (ValueError, RecursionError) as error:
             out.problems.append(LineProblem(number, "", "", f"not JSON ({error}): {show(text, 80)}", protocol=True))
             continue
-        if not isinstance(item, dict):
+        if not is_object(item):
             out.problems.append(LineProblem(number, "", "", f"not a JSON object: {show(item, 80)}", protocol=True))
             continue
         if repeated:  # which of the values counts is up to each JSON reader: the line says nothing for sure
@@ -103,7 +104,7 @@ def check_lines(lines: list[str]) -> CheckedLines:
 def event_rules(item: dict[str, Any]) -> list[Issue]:
     """What SPEC asks of an event beyond its schema (the line is valid against the schema)."""
     event = item.get("event") if item.get("kind") in ("event", "child_event") else None
-    if not isinstance(event, dict):
+    if not is_object(event):
         return []
     if event["type"] == "ToolExecutionEnd":
         own, results = event.get("child_loop_id"), event["result"].get("child_loop_id")
@@ -124,7 +125,7 @@ def _label(item: dict[str, Any]) -> str:
     if not isinstance(kind, str):
         return ""
     event = item.get("event")
-    kind_of_event = event.get("type") if isinstance(event, dict) else None
+    kind_of_event = event.get("type") if is_object(event) else None
     if kind in ("event", "child_event") and isinstance(kind_of_event, str):
         return kind_of_event if kind == "event" else f"child_event {kind_of_event}"
     return kind

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any, Iterator, Sequence, TypeGuard
 
+from ..json_values import is_array, is_object
+
 MATCHERS = ("$any", "$absent", "$startswith", "$contains", "$regex", "$type")
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -33,7 +35,7 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def is_matcher(value: object) -> TypeGuard[dict[str, Any]]:
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in MATCHERS
+    return is_object(value) and len(value) == 1 and next(iter(value)) in MATCHERS
 
 
 def mismatches(expected: object, actual: object, path: str = "") -> Iterator[str]:
@@ -43,8 +45,8 @@ def mismatches(expected: object, actual: object, path: str = "") -> Iterator[str
         if not _matcher_ok(name, arg, actual):
             yield f"{path or '.'}: expected {name} {_short(arg)}, got {_short(actual)}"
         return
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
+    if is_object(expected):
+        if not is_object(actual):
             yield f"{path or '.'}: expected an object, got {_short(actual)}"
             return
         for key, value in expected.items():
@@ -56,8 +58,8 @@ def mismatches(expected: object, actual: object, path: str = "") -> Iterator[str
                 continue
             yield from mismatches(value, actual[key], sub)
         return
-    if isinstance(expected, list):
-        if not isinstance(actual, list):
+    if is_array(expected):
+        if not is_array(actual):
             yield f"{path or '.'}: expected a list, got {_short(actual)}"
             return
         if len(expected) != len(actual):
@@ -120,7 +122,7 @@ def expand_length(expected: Sequence[object]) -> int:
 
 
 def _is_group(item: object) -> TypeGuard[dict[str, list[Any]]]:
-    return isinstance(item, dict) and set(item) == {"unordered"} and isinstance(item["unordered"], list)
+    return is_object(item) and set(item) == {"unordered"} and is_array(item["unordered"])
 
 
 def sequence_mismatches(expected: Sequence[object], actual: Sequence[object], name: str) -> list[str]:
@@ -129,7 +131,7 @@ def sequence_mismatches(expected: Sequence[object], actual: Sequence[object], na
     if expand_length(expected) != len(actual):
         problems.append(f"{name}: expected {expand_length(expected)} items, got {len(actual)}")
     position = 0
-    for index, item in enumerate(expected):
+    for item in expected:
         if position >= len(actual):
             problems.append(f"{name}[{position}]: missing (expected {_short(item)})")
             break

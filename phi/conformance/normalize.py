@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..json_values import is_array, is_object
+
 GENERATED_ID_FIELDS = ("agent_id", "session_id")
 TIMESTAMP = "<timestamp>"
 MALFORMED_TIMESTAMP = "<malformed timestamp: "
@@ -36,7 +38,7 @@ class Normalizer:
 
     def learn(self, value: object) -> None:
         """Find generated ids anywhere in ``value`` (call for every line before :meth:`apply`)."""
-        if isinstance(value, dict):
+        if is_object(value):
             for key, item in value.items():
                 if key in GENERATED_ID_FIELDS and isinstance(item, str) and item and item not in self.given \
                         and item not in self.replacements:
@@ -44,15 +46,15 @@ class Normalizer:
                     self.replacements[item] = f"<{key}:{self.counters[key]}>"
                 else:
                     self.learn(item)
-        elif isinstance(value, list):
+        elif is_array(value):
             for item in value:
                 self.learn(item)
 
     def apply(self, value: Any, key: str | None = None, in_message: bool = False) -> Any:
-        if isinstance(value, dict):
+        if is_object(value):
             inner = in_message or "role" in value
             return {k: self.apply(v, k, inner) for k, v in value.items()}
-        if isinstance(value, list):
+        if is_array(value):
             return [self.apply(v, None, in_message) for v in value]
         if key == "timestamp" and value is not None:
             return TIMESTAMP if well_formed_timestamp(value, in_message) else f"{MALFORMED_TIMESTAMP}{value!r}>"

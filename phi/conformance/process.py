@@ -36,7 +36,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, TypeGuard
 
 from ..log import get_logger
 
@@ -96,18 +96,24 @@ class RawRun:
     """What a driver wrote for one fixture, before it is compared (the ``hello``/``done`` lines
     of protocol 2 already taken out)."""
 
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list[str])
     stderr: str = ""
     failure: str | None = None
     timed_out: bool = False
     hello: dict[str, Any] | None = None
 
 
+def _is_text_pipe(stream: IO[str] | None) -> TypeGuard[io.TextIOWrapper[io.BufferedReader]]:
+    """True when ``stream`` is a ``TextIOWrapper``: a text-mode pipe with the default buffering,
+    which wraps a ``BufferedReader`` (``isinstance`` alone cannot tell a type checker what it wraps)."""
+    return isinstance(stream, io.TextIOWrapper)
+
+
 def _exact_stdout(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
     """``proc`` with its stdout read as the protocol has it (README §2): lines end at ``\n`` only,
     so a bare ``\r`` inside a line does not split it, and bytes that are not UTF-8 are kept as
     lone surrogates (``surrogateescape``) for :mod:`.lines` to refuse instead of being replaced."""
-    assert isinstance(proc.stdout, io.TextIOWrapper)
+    assert _is_text_pipe(proc.stdout)
     proc.stdout = io.TextIOWrapper(proc.stdout.detach(), encoding="utf-8", errors="surrogateescape", newline="\n")
     return proc
 
@@ -139,7 +145,8 @@ def pipe_writers(inodes: set[int]) -> list[int]:
     if not inodes or not os.path.isdir("/proc/self/fd"):
         return []
     links = {f"pipe:[{inode}]" for inode in inodes}
-    me, found = os.getpid(), []
+    me = os.getpid()
+    found: list[int] = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from ..json_values import is_object
 from .compare import parse_output
 from .invariants import split_parallel
 from .runner import REFERENCE_DRIVER, run_driver
@@ -20,9 +21,9 @@ _ZERO_USAGE = {"input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_
 
 
 def prune_message(message: Any) -> Any:
-    if not isinstance(message, dict):
+    if not is_object(message):
         return message
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in message.items():
         if key in ("timestamp", "model", "provider"):
             continue
@@ -45,7 +46,9 @@ def prune_event(event: dict[str, Any]) -> dict[str, Any]:
     for key, value in event.items():
         if key == "timestamp" or (key == "loop_id" and kind not in ("AgentStart", "AgentEnd")):
             continue
-        if value is None and key not in ("parent_loop_id", "continuation_kind"):
+        if value is None:
+            if key in ("parent_loop_id", "continuation_kind"):  # EVT-2: AgentStart carries them, null or not
+                out[key] = value
             continue
         if key == "message" and kind == "MessageStart" and value.get("role") == "assistant":
             value = {"role": "assistant"}  # the snapshot before the first delta is not specified
@@ -55,7 +58,7 @@ def prune_event(event: dict[str, Any]) -> dict[str, Any]:
             value = prune_message(value)
         elif key in ("messages", "tool_results"):
             value = [prune_message(m) for m in value]
-        elif key in ("result", "partial_result") and isinstance(value, dict):
+        elif key in ("result", "partial_result") and is_object(value):
             value = {k: v for k, v in value.items() if v is not None}
         elif key == "usage" and value == _ZERO_USAGE and kind == "TurnEnd":
             continue

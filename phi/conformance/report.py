@@ -28,7 +28,7 @@ class RunInfo:
     seconds: float = 0.0
     mode: str = ""  # how the driver ran: "persistent" or "per-fixture"
     started: float = field(default_factory=time.time)
-    coverage_gaps: list[str] = field(default_factory=list)
+    coverage_gaps: list[str] = field(default_factory=list[str])
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

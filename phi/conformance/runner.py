@@ -46,10 +46,10 @@ logger = logging.getLogger(__name__)
 class Outcome:
     fixture_id: str
     status: str  # one of STATUSES
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list[str])
     seconds: float = 0.0
     stderr: str = ""
-    warnings: list[str] = field(default_factory=list)  # malformed lines of a lenient run
+    warnings: list[str] = field(default_factory=list[str])  # malformed lines of a lenient run
 
 
 def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
@@ -62,7 +62,7 @@ def load_fixtures(directory: FixtureDir | None = None, pattern: str | None = Non
         from . import suite_files
 
         directory = suite_files() / "fixtures"
-    fixtures = []
+    fixtures: list[dict[str, Any]] = []
     for name, entry in json_files(directory):
         data = json.loads(entry.read_text(encoding="utf-8"))
         data.setdefault("id", Path(name).stem)

@@ -16,6 +16,7 @@ from typing import IO, Any, Callable
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, ToolError
+from ..json_values import is_array, is_object
 from ..loop.filters import FilterResult
 from ..loop.tool import AgentTool, ToolContext
 from ..providers.base import StreamConfig, StreamEventSink
@@ -181,10 +182,10 @@ class ScriptedReturns:
     def __init__(self, spec: object, default: object) -> None:
         self.returns: list[object]
         self.default: object
-        if isinstance(spec, dict):
+        if is_object(spec):
             self.returns = list(spec.get("returns", []))
             self.default = spec.get("default", default)
-        elif isinstance(spec, list):
+        elif is_array(spec):
             self.returns, self.default = list(spec), default
         else:
             self.returns, self.default = [], spec
@@ -196,7 +197,7 @@ class ScriptedReturns:
         with self.lock:
             n, self.count = self.count, self.count + 1
         value = self.returns[n] if n < len(self.returns) else self.default
-        if isinstance(value, dict) and set(value) == {"raise"}:
+        if is_object(value) and set(value) == {"raise"}:
             raise ScriptedFailure(str(value["raise"]))
         return value
 
@@ -205,58 +206,81 @@ def _usage(usage: object) -> object:
     return usage.to_json() if isinstance(usage, Usage) else usage
 
 
-# hook name -> how its arguments are written on a "hook" line (messages are written as their count)
-HOOK_ARGS: dict[str, Callable[..., list[Any]]] = {
-    "before_loop": lambda messages, index: [len(messages), index],
-    "after_loop": lambda messages, usage: [len(messages), _usage(usage)],
-    "before_turn": lambda messages, index: [len(messages), index],
-    "after_turn": lambda messages, usage: [len(messages), _usage(usage)],
-    "on_error": lambda message: [message],
-    "before_tool_execution": lambda name, call_id, args: [name, call_id, args],
-    "after_tool_execution": lambda name, call_id, is_error: [name, call_id, is_error],
-    "before_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
-    "after_tool_execution_update": lambda name, call_id, text: [name, call_id, text],
-    "get_api_key": lambda provider: [provider],
-    "transform_context": lambda messages: [len(messages)],
-    "convert_to_llm": lambda messages: [len(messages)],
-    "input_filter": lambda index, text: [index, text],
-}
-# hook name -> its arguments by name: what an action's ``{"hook": name, "where": {...}}`` matches
+def _before_loop(messages: list[AgentMessage], index: int) -> dict[str, Any]:
+    return {"message_count": len(messages), "loop_index": index}
+
+
+def _before_turn(messages: list[AgentMessage], index: int) -> dict[str, Any]:
+    return {"message_count": len(messages), "turn_index": index}
+
+
+def _after_loop_or_turn(messages: list[AgentMessage], usage: object) -> dict[str, Any]:
+    return {"message_count": len(messages), "usage": _usage(usage)}
+
+
+def _on_error(message: str) -> dict[str, Any]:
+    return {"error_message": message}
+
+
+def _before_tool(name: str, call_id: str, args: Any) -> dict[str, Any]:
+    return {"tool_name": name, "tool_call_id": call_id, "args": args}
+
+
+def _after_tool(name: str, call_id: str, is_error: bool) -> dict[str, Any]:
+    return {"tool_name": name, "tool_call_id": call_id, "is_error": is_error}
+
+
+def _tool_update(name: str, call_id: str, text: str) -> dict[str, Any]:
+    return {"tool_name": name, "tool_call_id": call_id, "text": text}
+
+
+def _get_api_key(provider: str) -> dict[str, Any]:
+    return {"provider": provider}
+
+
+def _messages_only(messages: list[AgentMessage]) -> dict[str, Any]:
+    return {"message_count": len(messages)}
+
+
+def _input_filter(index: int, text: str) -> dict[str, Any]:
+    return {"index": index, "text": text}
+
+
+# hook name -> its arguments by name (messages as their count): what an action's ``{"hook": name,
+# "where": {...}}`` matches; the call's "hook" line writes the same values as a list, in this order
 HOOK_FIELDS: dict[str, Callable[..., dict[str, Any]]] = {
-    "before_loop": lambda messages, index: {"message_count": len(messages), "loop_index": index},
-    "after_loop": lambda messages, usage: {"message_count": len(messages), "usage": _usage(usage)},
-    "before_turn": lambda messages, index: {"message_count": len(messages), "turn_index": index},
-    "after_turn": lambda messages, usage: {"message_count": len(messages), "usage": _usage(usage)},
-    "on_error": lambda message: {"error_message": message},
-    "before_tool_execution": lambda name, call_id, args: {"tool_name": name, "tool_call_id": call_id, "args": args},
-    "after_tool_execution": lambda name, call_id, is_error: {"tool_name": name, "tool_call_id": call_id,
-                                                             "is_error": is_error},
-    "before_tool_execution_update": lambda name, call_id, text: {"tool_name": name, "tool_call_id": call_id,
-                                                                 "text": text},
-    "after_tool_execution_update": lambda name, call_id, text: {"tool_name": name, "tool_call_id": call_id,
-                                                                "text": text},
-    "get_api_key": lambda provider: {"provider": provider},
-    "transform_context": lambda messages: {"message_count": len(messages)},
-    "convert_to_llm": lambda messages: {"message_count": len(messages)},
-    "input_filter": lambda index, text: {"index": index, "text": text},
+    "before_loop": _before_loop,
+    "after_loop": _after_loop_or_turn,
+    "before_turn": _before_turn,
+    "after_turn": _after_loop_or_turn,
+    "on_error": _on_error,
+    "before_tool_execution": _before_tool,
+    "after_tool_execution": _after_tool,
+    "before_tool_execution_update": _tool_update,
+    "after_tool_execution_update": _tool_update,
+    "get_api_key": _get_api_key,
+    "transform_context": _messages_only,
+    "convert_to_llm": _messages_only,
+    "input_filter": _input_filter,
 }
 _DEFAULTS = {"get_api_key": None}
 
 
 def _called(recorder: Recorder, name: str, args: tuple[Any, ...]) -> None:
     """Write the ``hook`` line of a call, then fire the actions bound to it (before it returns)."""
-    recorder.write({"kind": "hook", "name": name, "args": HOOK_ARGS[name](*args)})
-    recorder.moment("hook", {"hook": name, **HOOK_FIELDS[name](*args)})
+    fields = HOOK_FIELDS[name](*args)
+    recorder.write({"kind": "hook", "name": name, "args": list(fields.values())})
+    recorder.moment("hook", {"hook": name, **fields})
 
 
-HOOKS = tuple(name for name in HOOK_ARGS if name != "input_filter")  # what config.hooks may install
+HOOKS = tuple(name for name in HOOK_FIELDS if name != "input_filter")  # what config.hooks may install
 
 
 def make_hook(name: str, spec: object, recorder: Recorder) -> Callable[..., object]:
     if name not in HOOKS:
         raise ConfigError(f"unknown hook {name!r}; known: {', '.join(HOOKS)}")
     if name == "transform_context":
-        keep_last = int(spec.get("keep_last", 0)) if isinstance(spec, dict) else 0
+        keep_last = int(spec.get("keep_last", 0)) if is_object(spec) else 0
 
         def transform(messages: list[AgentMessage]) -> list[AgentMessage]:
             _called(recorder, name, (messages,))

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..json_values import is_array, is_object
 from .jsoncheck import MAX_DEPTH, json_path, load_json, lone_surrogates, too_deep
 from .runner import FixtureDir, json_files
 
@@ -66,7 +67,7 @@ def load_checked(directory: FixtureDir) -> tuple[list[dict[str, Any]], list[Fixt
         data["_path"] = path
         fixtures.append(data)
     seen: dict[str, str] = {}
-    unique = []
+    unique: list[dict[str, Any]] = []
     for fixture in fixtures:
         first = seen.setdefault(fixture["id"], fixture["_path"])
         if first != fixture["_path"]:
@@ -80,7 +81,7 @@ def _problems(data: Any, path: str, stem: str) -> Iterator[FixtureProblem]:
     errors = sorted(_fixture_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     for error in errors[:8]:
         yield FixtureProblem(path, error.json_path, error.message[:300])
-    if errors or not isinstance(data, dict):
+    if errors or not is_object(data):
         return
     if data["id"] != stem:  # README §1.1: the id is the file name, so that a failure names its file
         yield FixtureProblem(path, "$.id", f"{data['id']!r} is not the file name without .json ({stem!r})")
@@ -90,12 +91,12 @@ def _problems(data: Any, path: str, stem: str) -> Iterator[FixtureProblem]:
             yield FixtureProblem(path, f"$.spec[{index}]", f"{requirement!r} is not a requirement id of SPEC.md")
     events = _event_types()
     for index, action in enumerate(data.get("actions", [])):
-        when = action.get("when") if isinstance(action, dict) else None
-        if isinstance(when, dict) and "event" in when and when["event"] not in events:
+        when = action.get("when") if is_object(action) else None
+        if is_object(when) and "event" in when and when["event"] not in events:
             yield FixtureProblem(path, f"$.actions[{index}].when.event",
                                  f"{when['event']!r} is not an event type (one of {', '.join(sorted(events))})")
     for where, name in _event_patterns(data):
-        if not isinstance(name, dict) and name not in events:  # a matcher ({"$regex": ...}) may stand for it
+        if not is_object(name) and name not in events:  # a matcher ({"$regex": ...}) may stand for it
             yield FixtureProblem(path, where, f"{name!r} is not an event type of schema/event.schema.json")
 
 
@@ -107,9 +108,9 @@ def _event_patterns(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     sequences += [(f"$.expect.branch_events[{i}]", events) for i, events in enumerate(expect.get("branch_events", []))]
     for where, sequence in sequences:
         for i, item in enumerate(sequence):
-            group = item.get("unordered") if isinstance(item, dict) else None
-            for j, event in (enumerate(group) if isinstance(group, list) else [(None, item)]):
-                if isinstance(event, dict) and "type" in event:
+            group = item.get("unordered") if is_object(item) else None
+            for j, event in (enumerate(group) if is_array(group) else [(None, item)]):
+                if is_object(event) and "type" in event:
                     yield f"{where}[{i}]" + ("" if j is None else f".unordered[{j}]") + ".type", event["type"]
     tools = [(f"$.tools[{i}]", tool) for i, tool in enumerate(data.get("tools", []))]
     while tools:  # a sub-agent's tools too, at any depth
