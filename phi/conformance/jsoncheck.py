@@ -108,10 +108,10 @@ class _Compiler:
         if target in self.refs:
             return self.refs[target]
         if target in self.pending:  # a recursive reference: resolved late through a cell
-            cell = self.pending[target]
+            waiting = self.pending[target]
 
             def late(value: Any, path: str, issues: list[Issue]) -> None:
-                check = cell[0]
+                check = waiting[0]
                 if check is not None:
                     check(value, path, issues)
             return late
@@ -264,8 +264,8 @@ def _dispatch(tag: str, table: dict[str, Check | None]) -> Check:
 
 def _items(item: Check) -> Check:
     def check(value: Any, path: str, issues: list[Issue]) -> None:
-        if type(value) is list:
-            for i, element in enumerate(cast("list[Any]", value)):
+        if is_array(value):
+            for i, element in enumerate(value):
                 item(element, f"{path}/{i}", issues)
     return check
 
