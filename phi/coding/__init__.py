@@ -17,7 +17,8 @@ Map (each module's docstring names the seed sections it implements):
   :mod:`~phi.coding.profile_tools`; :mod:`~phi.coding.registry` — :class:`ToolRegistry`,
   :class:`RegisteredTool`.
 * :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode.
-* :mod:`~phi.coding.subagents` — ``spawn_agent`` / ``send_input`` / ``wait`` / ``close_agent``.
+* :mod:`~phi.coding.subagents` — the children a session spawns; their tools (``spawn_agent`` /
+  ``send_input`` / ``wait`` / ``close_agent``) in :mod:`~phi.coding.subagent_tools`.
 * The system prompt layers (:mod:`~phi.coding.prompt`, ``instructions``, ``environment_context``,
   ``git_context``, ``project_docs``) and :mod:`~phi.coding.loop_detection`.
 
@@ -32,16 +33,16 @@ from typing import TYPE_CHECKING
 from ..lazy_exports import export_names, lazy_exports
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    ".session": ("Session", "SessionClosed"),
+    ".session": ("Session",),
     ".session_stream": ("SessionStream", "SubmitResult"),
-    ".config": ("SessionConfig", "SessionState"),
+    ".config": ("SessionClosed", "SessionConfig", "SessionState"),
     ".events": ("EventKind", "SessionEvent"),
     ".profiles": ("ProfileOptions", "ProviderProfile", "create_anthropic_profile", "create_gemini_profile",
                   "create_openai_profile", "create_profile"),
-    ".registry": ("RegisteredTool", "ToolCallContext", "ToolRegistry"),
+    ".registry": ("RegisteredTool", "ToolCallContext", "ToolHost", "ToolRegistry"),
     ".approval": ("ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "SmartApproval", "allow_all",
                   "deny_changes"),
-    ".subagents": ("SubAgentHandle", "SubAgentResult"),
+    ".subagents": ("SubAgentHandle", "SubAgentResult", "SubAgentSession"),
     ".scoped_env": ("ScopedEnvironment",),
     ".history": ("AssistantTurn", "SteeringTurn", "SystemTurn", "ToolResultsTurn", "UserTurn"),
 }
@@ -54,7 +55,9 @@ if TYPE_CHECKING:
         ApprovalDecision as ApprovalDecision, ApprovalPolicy as ApprovalPolicy, ApprovalRequest as ApprovalRequest,
         SmartApproval as SmartApproval, allow_all as allow_all, deny_changes as deny_changes,
     )
-    from .config import SessionConfig as SessionConfig, SessionState as SessionState
+    from .config import (
+        SessionClosed as SessionClosed, SessionConfig as SessionConfig, SessionState as SessionState,
+    )
     from .events import EventKind as EventKind, SessionEvent as SessionEvent
     from .history import (
         AssistantTurn as AssistantTurn, SteeringTurn as SteeringTurn, SystemTurn as SystemTurn,
@@ -66,9 +69,12 @@ if TYPE_CHECKING:
         create_openai_profile as create_openai_profile, create_profile as create_profile,
     )
     from .registry import (
-        RegisteredTool as RegisteredTool, ToolCallContext as ToolCallContext, ToolRegistry as ToolRegistry,
+        RegisteredTool as RegisteredTool, ToolCallContext as ToolCallContext, ToolHost as ToolHost,
+        ToolRegistry as ToolRegistry,
     )
     from .scoped_env import ScopedEnvironment as ScopedEnvironment
-    from .session import Session as Session, SessionClosed as SessionClosed
+    from .session import Session as Session
     from .session_stream import SessionStream as SessionStream, SubmitResult as SubmitResult
-    from .subagents import SubAgentHandle as SubAgentHandle, SubAgentResult as SubAgentResult
+    from .subagents import (
+        SubAgentHandle as SubAgentHandle, SubAgentResult as SubAgentResult, SubAgentSession as SubAgentSession,
+    )
