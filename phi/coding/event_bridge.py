@@ -105,22 +105,27 @@ class BridgeHost(Protocol):
     @property
     def history(self) -> list[Turn]:
         """The session's record of the conversation, which the bridge appends to."""
+        ...
 
     @property
     def config(self) -> SessionConfig:
         """The settings of loop detection."""
+        ...
 
     @property
     def profile(self) -> ProviderProfile:
         """The context window the usage warning is measured against."""
+        ...
 
     @property
     def system_prompt(self) -> str:
         """The current system prompt (part of the context estimate)."""
+        ...
 
     @property
     def agent(self) -> Agent:
         """The core agent, whose steering queue takes the loop warnings."""
+        ...
 
 
 #: ``emit(kind, data)``: deliver a session event of ``kind`` carrying ``data``.

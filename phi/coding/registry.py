@@ -52,26 +52,32 @@ class ToolHost(Protocol):
     @property
     def id(self) -> str:
         """The session's id (``SessionEvent.session_id``)."""
+        ...
 
     @property
     def config(self) -> SessionConfig:
         """The session's settings, read afresh at every call."""
+        ...
 
     @property
     def depth(self) -> int:
         """0 for a top-level session, 1 for its sub-agents, and so on."""
+        ...
 
     @property
     def execution_env(self) -> ExecutionEnvironment:
         """The environment this input's tools work in (read-only in plan mode)."""
+        ...
 
     @property
     def tool_session(self) -> ToolSession:
         """What the session's tools share: the read-before-write record, saved outputs, background commands."""
+        ...
 
     @property
     def subagents(self) -> SubAgentManager:
         """The session's sub-agents (what ``spawn_agent`` and its companions work on)."""
+        ...
 
 
 @dataclass

@@ -54,45 +54,57 @@ class SubAgentSession(Protocol):
     @property
     def id(self) -> str:
         """The session's id."""
+        ...
 
     @property
     def config(self) -> SessionConfig:
         """Its settings (the depth limit; a child's own turn limit)."""
+        ...
 
     @property
     def depth(self) -> int:
         """0 for a top-level session, one more for each level of sub-agent."""
+        ...
 
     @property
     def state(self) -> SessionState:
         """Where it is in its life (a CLOSED child takes no more messages)."""
+        ...
 
     @property
     def model_calls(self) -> int:
         """Model calls so far: a child's ``turns_used``."""
+        ...
 
     @property
     def execution_env(self) -> ExecutionEnvironment:
         """The environment its tools work in (a child's may be scoped to a subdirectory)."""
+        ...
 
     @property
     def agent(self) -> Agent:
         """The core agent whose runs are its inputs (aborting it cancels the current one)."""
+        ...
 
     def submit(self, text: str) -> SubmitResult:
         """Process ``text`` as an input, blocking until it is done."""
+        ...
 
     def steer(self, text: str) -> None:
         """Give a running input ``text`` between its tool rounds."""
+        ...
 
     def take_queued_input(self) -> list[str]:
         """Remove and return the texts of messages queued but not read yet."""
+        ...
 
     def close(self, *, wait: bool = True) -> None:
         """End the session; without ``wait`` it returns once the run is cancelled."""
+        ...
 
     def runs_on_thread(self, ident: int) -> bool:
         """Whether thread ``ident`` works for it or one of its sub-agents."""
+        ...
 
 
 #: Makes a child of the session that owns the manager: ``(working_dir, model, max_turns,
