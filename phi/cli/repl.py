@@ -235,7 +235,7 @@ class Repl:
     def set_plan_mode(self, on: bool) -> None:
         self.plan_mode = on
         self._apply_mode(self.session)
-        self.session._prepare_tools()  # /tools lists what the next input offers
+        self.session.prepare_tools()  # /tools lists what the next input offers
 
     # ------------------------------------------------------------------ the loop
 

@@ -17,7 +17,8 @@ Map (each module's docstring names the seed sections it implements):
   :mod:`~phi.coding.profile_tools`; :mod:`~phi.coding.registry` — :class:`ToolRegistry`,
   :class:`RegisteredTool`.
 * :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode.
-* :mod:`~phi.coding.subagents` — ``spawn_agent`` / ``send_input`` / ``wait`` / ``close_agent``.
+* :mod:`~phi.coding.subagents` — the children a session spawns; their tools (``spawn_agent`` /
+  ``send_input`` / ``wait`` / ``close_agent``) in :mod:`~phi.coding.subagent_tools`.
 * The system prompt layers (:mod:`~phi.coding.prompt`, ``instructions``, ``environment_context``,
   ``git_context``, ``project_docs``) and :mod:`~phi.coding.loop_detection`.
 
@@ -30,19 +31,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .session import Session, SessionClosed
+    from .session import Session
     from .session_stream import SessionStream, SubmitResult
-    from .config import SessionConfig, SessionState
+    from .config import SessionClosed, SessionConfig, SessionState
     from .events import EventKind, SessionEvent
     from .profiles import (
         create_anthropic_profile, create_gemini_profile, create_openai_profile, create_profile,
         ProfileOptions, ProviderProfile,
     )
-    from .registry import RegisteredTool, ToolCallContext, ToolRegistry
+    from .registry import RegisteredTool, ToolCallContext, ToolHost, ToolRegistry
     from .approval import (
         allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
-    from .subagents import SubAgentHandle, SubAgentResult
+    from .subagents import SubAgentHandle, SubAgentResult, SubAgentSession
     from .scoped_env import ScopedEnvironment
     from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
 
@@ -50,9 +51,9 @@ __all__ = [
     "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "EventKind", "ProfileOptions",
     "ProviderProfile", "RegisteredTool", "ScopedEnvironment", "Session", "SessionClosed", "SessionConfig",
     "SessionEvent", "SessionState", "SessionStream", "SmartApproval", "SteeringTurn", "SubAgentHandle",
-    "SubAgentResult", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolRegistry", "ToolResultsTurn",
-    "UserTurn", "allow_all", "create_anthropic_profile", "create_gemini_profile", "create_openai_profile",
-    "create_profile", "deny_changes",
+    "SubAgentResult", "SubAgentSession", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolHost",
+    "ToolRegistry", "ToolResultsTurn", "UserTurn", "allow_all", "create_anthropic_profile",
+    "create_gemini_profile", "create_openai_profile", "create_profile", "deny_changes",
 ]
 
 if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them

@@ -1,4 +1,5 @@
-"""Session settings and states (SPEC §14 CODE-1, CODE-3; seed 004 §2.2, §2.3, §2.7).
+"""Session settings and states (SPEC §14 CODE-1, CODE-3; seed 004 §2.2, §2.3, §2.7), and
+:class:`SessionClosed`, the error of an input given to a CLOSED session.
 
 :class:`SessionConfig` has the fields of §2.2 with its defaults; a session reads it at every model
 call and every tool call, so a change (``session.config.reasoning_effort = "high"``) takes effect on
@@ -20,7 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PhiError
 from ..types import ThinkingLevel
 from .approval import ApprovalPolicy
 
@@ -42,6 +43,10 @@ class SessionState(str, enum.Enum):
     PROCESSING = "processing"
     AWAITING_INPUT = "awaiting_input"
     CLOSED = "closed"
+
+
+class SessionClosed(PhiError):
+    """The session is CLOSED: it takes no more input."""
 
 
 @dataclass
@@ -92,4 +97,4 @@ class SessionConfig:
         return REASONING_EFFORTS[self.reasoning_effort]
 
 
-__all__ = ["SessionConfig", "SessionState", "REASONING_EFFORTS"]
+__all__ = ["SessionConfig", "SessionState", "SessionClosed", "REASONING_EFFORTS"]

@@ -23,6 +23,10 @@ core event                            session event (and history record)
 
 Which user message is what is known from the session's own tags (it made every message it queued).
 
+The bridge changes its session only through what :class:`BridgeHost` names (history, counters) and
+the two callables it is given: ``emit`` (a session event out) and ``end_input`` (the run is over).
+A fatal model failure is kept here (:attr:`EventBridge.fatal_error`) for the session to read.
+
 Loop detection (§2.10): the calls of each reply that runs tools are recorded in the
 :class:`~phi.coding.loop_detection.LoopDetector`; a warning goes into the steering queue as soon as
 the last of those calls has ended — before the core reads the queue after the batch — so the model
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..events import (
     AgentEnd,
@@ -59,12 +63,17 @@ from ..types import (
     ToolCall,
     UserMessage,
 )
+from .config import SessionConfig
 from .events import EventKind
-from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
+from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, Turn, UserTurn
+from .loop_detection import LoopDetector
 from .pipeline import full_output, full_output_path, text_of
+from .provider_options import SessionProvider
+from .tracking import MessageTags
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..agent.agent import Agent
+    from .profiles import ProviderProfile
 
 log = get_logger(__name__)
 
@@ -87,12 +96,56 @@ def message_chars(message: AgentMessage) -> int:
     return total
 
 
-class EventBridge:
-    """The sink of a session's runs. Everything here happens on the run's thread."""
+class BridgeHost(Protocol):
+    """What the bridge reads and updates of its session (a :class:`~phi.coding.session.Session` is one)."""
 
-    def __init__(self, session: Session) -> None:
+    model_calls: int  # one more at the end of every reply (max_turns counts these)
+    rounds: int  # one more at the end of every turn that ran tools (max_tool_rounds_per_input)
+
+    @property
+    def history(self) -> list[Turn]:
+        """The session's record of the conversation, which the bridge appends to."""
+        ...
+
+    @property
+    def config(self) -> SessionConfig:
+        """The settings of loop detection."""
+        ...
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The context window the usage warning is measured against."""
+        ...
+
+    @property
+    def system_prompt(self) -> str:
+        """The current system prompt (part of the context estimate)."""
+        ...
+
+    @property
+    def agent(self) -> Agent:
+        """The core agent, whose steering queue takes the loop warnings."""
+        ...
+
+
+#: ``emit(kind, data)``: deliver a session event of ``kind`` carrying ``data``.
+Emit = Callable[[EventKind, dict[str, object]], None]
+
+
+class EventBridge:
+    """The sink of a session's runs. Everything here happens on the run's thread.
+
+    ``tags`` are the session's record of the messages it queued; ``provider`` the session's model
+    provider, which knows the kind of the last failure."""
+
+    def __init__(self, session: BridgeHost, *, emit: Emit, end_input: Callable[[AgentEnd], None], tags: MessageTags,
+                 provider: SessionProvider) -> None:
         self.session = session
+        self._emit, self._end_input = emit, end_input
+        self._tags, self._provider = tags, provider
         self.run_thread: int | None = None
+        self.fatal_error: str | None = None  # why a model failure ends the session (authentication, context)
+        self._detector: LoopDetector | None = None
         self.context_chars = 0
         self._context_warned = False
         self._outstanding: set[str] = set()  # calls of the current reply that have not ended
@@ -123,7 +176,7 @@ class EventBridge:
             self._agent_end(event)
 
     def emit(self, event_kind: EventKind, /, **data: object) -> None:
-        self.session._emit(event_kind, data)
+        self._emit(event_kind, data)
 
     # ----------------------------------------------------------------- messages
 
@@ -134,7 +187,7 @@ class EventBridge:
             return
         if not isinstance(message, UserMessage):
             return
-        tag = self.session._tags.untag(message)
+        tag = self._tags.untag(message)
         text = message.text
         history = self.session.history
         if tag in ("input", "follow_up"):
@@ -177,12 +230,12 @@ class EventBridge:
             self._record_calls(calls)
 
     def _failed(self, text: str) -> None:
-        kind = self.session._provider.last_error_kind
+        kind = self._provider.last_error_kind
         if kind is None and is_context_overflow(None, text):
             kind = ErrorKind.CONTEXT_OVERFLOW
         fatal = kind in FATAL_ERRORS
         if fatal:
-            self.session._fatal_error = text
+            self.fatal_error = text
         if kind == ErrorKind.CONTEXT_OVERFLOW:  # seed 004 Appendix B: a warning, no automatic compaction
             self.emit(EventKind.WARNING, message="The conversation no longer fits the model's context window; this "
                                                  "session ends. Compact the conversation and continue it in a new "
@@ -192,8 +245,18 @@ class EventBridge:
 
     # ----------------------------------------------------------------- loop detection (§2.10)
 
+    def _loop_detector(self) -> LoopDetector | None:
+        """The detector for the current settings (they may change between inputs), or None when off."""
+        config = self.session.config
+        if not config.enable_loop_detection:
+            return None
+        window = config.loop_detection_window
+        if self._detector is None or self._detector.window != window:
+            self._detector = LoopDetector(window)
+        return self._detector
+
     def _record_calls(self, calls: list[ToolCall]) -> None:
-        detector = self.session._loop_detector()
+        detector = self._loop_detector()
         if detector is None:
             return
         self._outstanding = {call.id for call in calls}
@@ -207,7 +270,11 @@ class EventBridge:
     def _deliver_warning(self) -> None:
         warning, self._pending_warning = self._pending_warning, None
         if warning is not None:
-            self.session._inject(warning, "loop_warning")
+            # straight to the queue, without the session's closed check: the run's own warning may
+            # still arrive while an abort winds the run down
+            message = UserMessage.from_text(warning)
+            self._tags.tag(message, "loop_warning")
+            self.session.agent.steer(message)
 
     # ----------------------------------------------------------------- tools
 
@@ -277,7 +344,7 @@ class EventBridge:
         self._outstanding = set()
         self._pending_warning = None
         self._partials.clear()
-        self.session._end_input(event)
+        self._end_input(event)
 
 
-__all__ = ["EventBridge", "message_chars"]
+__all__ = ["EventBridge", "BridgeHost", "message_chars"]

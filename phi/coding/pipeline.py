@@ -24,7 +24,7 @@ a :class:`SessionTool`, whose ``execute`` is the rest of the pipeline:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..errors import ToolCancelled, ToolError
 from ..loop.tool import ToolContext, to_tool_result
@@ -33,11 +33,9 @@ from ..tools.truncation import HEAD_TAIL, Part, clip, render, tool_limits
 from ..types import TextContent, ToolResult
 from .approval import ApprovalRequest, decide
 from .config import SessionConfig
-from .registry import RegisteredTool, ToolCallContext, ToolRegistry
+from .registry import RegisteredTool, ToolCallContext, ToolHost, ToolRegistry
 from .subagents import SUBAGENT_TOOL_NAMES
-
-if TYPE_CHECKING:
-    from .session import Session
+from .tracking import WorkingThreads
 
 #: Limits the session adds to the table of phi.tools.truncation: sub-agent results (``wait``) are
 #: cut like ``spawn_agent`` results (seed 004 §5.2).
@@ -117,7 +115,8 @@ class SessionTool:
     input: the session makes new ones for every input, so copying the definition here is safe."""
 
     registered: RegisteredTool
-    session: Session  # whose environment, config and approval apply
+    session: ToolHost  # whose environment, config and approval apply
+    workers: WorkingThreads  # the session's register of threads running its tool calls
     name: str = field(init=False)
     description: str = field(init=False)
     parameters: dict[str, Any] = field(init=False)
@@ -131,7 +130,7 @@ class SessionTool:
     def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = self.session
         config = session.config
-        with session._workers.working():  # an abort from the callbacks below must not wait for this call
+        with self.workers.working():  # an abort from the callbacks below must not wait for this call
             if config.approval is not None:
                 request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
                 allowed, reason = decide(config.approval, request)

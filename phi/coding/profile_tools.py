@@ -1,7 +1,7 @@
 """The tool list of each provider profile (seed 004 §3.4 OpenAI, §3.5 Anthropic, §3.6 Gemini).
 
 Parameter conventions and the reasons for them: :mod:`phi.coding.toolsets`. The sub-agent tools
-(§7) are added by :func:`phi.coding.subagents.subagent_tools` in every profile.
+(§7) are added by :func:`phi.coding.subagent_tools.subagent_tools` in every profile.
 """
 
 from __future__ import annotations

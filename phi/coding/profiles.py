@@ -37,6 +37,7 @@ from .profile_tools import (
     PROFILE_TOOLS,
 )
 from .registry import ToolRegistry
+from .subagent_tools import subagent_tools
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -159,7 +160,6 @@ def create_profile(profile_id: str, model: str | None = None, *, api_key: str | 
         extra = {k: v for k, v in (("api_key", api_key), ("base_url", base_url)) if v is not None}
         mc = spec.make_config(model, context_window=window, **extra)
     from .provider_options import apply_header_options
-    from .subagents import subagent_tools
 
     options = dict(provider_options or {})
     registry = ToolRegistry([*PROFILE_TOOLS[profile_id](), *subagent_tools()])

@@ -11,6 +11,10 @@ serves a session and its sub-agents, each on its own (possibly scoped) environme
 changes), ``write`` (files), ``execute`` (commands: anything), ``agent`` (sub-agent control).
 Custom tools default to ``execute``, the cautious choice.
 
+An executor sees the session it runs in as a :class:`ToolHost` (``call.session``): the few things a
+tool may use of a :class:`~phi.coding.session.Session`, named here so that this module and the
+tools below it need not import the session (which imports them).
+
 Registration is latest-wins: registering a name that exists replaces it, so a custom tool
 overrides a profile tool of the same name (§3.7). Any phi :class:`~phi.loop.tool.AgentTool`
 (a ``@tool`` function, an MCP tool, ...) can be registered as it is.
@@ -21,7 +25,7 @@ from __future__ import annotations
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
@@ -30,8 +34,9 @@ from ..tools.environment import ExecutionEnvironment
 from ..types import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
+    from ..tools.tool_session import ToolSession
     from .config import SessionConfig
-    from .session import Session
+    from .subagents import SubAgentManager
 
 TOOL_KINDS = ("read", "write", "execute", "agent")
 
@@ -40,13 +45,48 @@ TOOL_KINDS = ("read", "write", "execute", "agent")
 Executor = Callable[..., object]
 
 
+class ToolHost(Protocol):
+    """The session a tool call runs in, as its tools see it (a :class:`~phi.coding.session.Session`
+    is one)."""
+
+    @property
+    def id(self) -> str:
+        """The session's id (``SessionEvent.session_id``)."""
+        ...
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's settings, read afresh at every call."""
+        ...
+
+    @property
+    def depth(self) -> int:
+        """0 for a top-level session, 1 for its sub-agents, and so on."""
+        ...
+
+    @property
+    def execution_env(self) -> ExecutionEnvironment:
+        """The environment this input's tools work in (read-only in plan mode)."""
+        ...
+
+    @property
+    def tool_session(self) -> ToolSession:
+        """What the session's tools share: the read-before-write record, saved outputs, background commands."""
+        ...
+
+    @property
+    def subagents(self) -> SubAgentManager:
+        """The session's sub-agents (what ``spawn_agent`` and its companions work on)."""
+        ...
+
+
 @dataclass
 class ToolCallContext:
     """What an executor that takes three arguments gets as the third: the core's
     :class:`~phi.loop.tool.ToolContext` (call id, cancellation token) and the session."""
 
     tool: ToolContext
-    session: Session | None = None  # None outside a session
+    session: ToolHost | None = None  # None outside a session
 
     @property
     def cancel(self) -> CancellationToken:
@@ -173,4 +213,4 @@ class ToolRegistry:
             return len(self._tools)
 
 
-__all__ = ["RegisteredTool", "ToolRegistry", "ToolCallContext", "TOOL_KINDS", "Executor"]
+__all__ = ["RegisteredTool", "ToolRegistry", "ToolCallContext", "ToolHost", "TOOL_KINDS", "Executor"]

@@ -19,6 +19,12 @@ every model call (:mod:`phi.coding.provider_options`); and the core's events bec
 listens, which queued messages are the session's and which threads work for it are kept in
 :mod:`phi.coding.tracking`; how an input ended is worked out in :mod:`phi.coding.session_stream`.
 
+Those parts never import this module: each names what it uses of a session as a small protocol
+(:class:`~phi.coding.registry.ToolHost`, :class:`~phi.coding.event_bridge.BridgeHost`,
+:class:`~phi.coding.subagents.SubAgentSession`) that :class:`Session` fulfils with its public
+members, and the session hands them its private registers (message tags, working threads) and
+callbacks (emitting an event, ending an input, making a child) when it builds them.
+
 States (§2.3): ``submit`` moves IDLE or AWAITING_INPUT to PROCESSING; the input ends IDLE (or
 AWAITING_INPUT when the model's final text asks a question), or CLOSED after an abort or an
 unrecoverable error (authentication, context overflow). ``close`` from any state ends in CLOSED.
@@ -34,11 +40,12 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, cast
 
 from ..agent.agent import Agent
 from ..concurrency.queues import MessageQueue
-from ..errors import AlreadyRunning, ConfigError, PhiError
+from ..errors import AlreadyRunning, ConfigError
 from ..events import AgentEnd
 from ..ids import random_uuid
 from ..log import get_logger
@@ -46,11 +53,10 @@ from ..loop.config import ToolExecution
 from ..tools.environment import ExecutionEnvironment, LocalExecutionEnvironment, ReadOnlyEnvironment
 from ..tools.tool_session import ToolSession
 from ..types import AgentMessage, QueueMode, Usage, UserMessage
-from .config import SessionConfig, SessionState
+from .config import SessionClosed, SessionConfig, SessionState
 from .event_bridge import EventBridge
 from .events import EventKind, SessionEvent
 from .history import SystemTurn, Turn
-from .loop_detection import LoopDetector
 from .pipeline import SessionTool, offered_tools
 from .profiles import ProviderProfile
 from .provider_options import (
@@ -59,6 +65,7 @@ from .provider_options import (
     resolve_provider,
     with_body_extras,
 )
+from .scoped_env import ScopedEnvironment
 from .session_stream import SessionStream, SubmitResult, result_of_run
 from .subagents import SubAgentManager
 from .tracking import EventCallback, MessageTags, Subscribers, WorkingThreads
@@ -73,10 +80,6 @@ log = get_logger(__name__)
 PROCESS_STOP_WAIT_S = 6.0
 #: How long abort() waits for the run to wind down before finishing the shutdown itself.
 ABORT_WAIT_S = 10.0
-
-
-class SessionClosed(PhiError):
-    """The session is CLOSED: it takes no more input."""
 
 
 class _FollowUpQueue(MessageQueue):
@@ -122,7 +125,7 @@ class Session:
         self._read_only_env: ExecutionEnvironment | None = None
         self.state = SessionState.IDLE
         self.history: list[Turn] = []
-        self.subagents = SubAgentManager(self)
+        self.subagents = SubAgentManager(self, self._new_child)
         self.model_calls = 0  # model calls over the session (max_turns counts these)
         self.rounds = 0  # tool rounds of the current input
         self._subscribers = Subscribers()
@@ -136,19 +139,18 @@ class Session:
         self._closing: str | None = None
         self._shut = False
         self._closed = threading.Event()
-        self._fatal_error: str | None = None
         self._limit_hit = False
-        self._detector: LoopDetector | None = None
-        self._bridge = EventBridge(self)
         inner = resolve_provider(profile.model_config, profile.provider)
         self._provider = SessionProvider(with_body_extras(inner, body_extras(profile.id, profile.options)),
                                          self.config.thinking_level)
+        self._bridge = EventBridge(self, emit=self._emit, end_input=self._end_input, tags=self._tags,
+                                   provider=self._provider)
         self.agent = Agent(model_config=profile.model_config, provider=self._provider,
                            steering_mode=QueueMode.ALL, before_turn=self._before_turn)
         self.agent.session_id = self.id
         self.agent.follow_up_queue = _FollowUpQueue(self._new_input_taken)
         self.system_prompt = ""
-        self._prepare_tools()
+        self.prepare_tools()
 
     def __repr__(self) -> str:
         return (f"Session(id={self.id!r}, profile={self.profile.id!r}, model={self.profile.model!r}, "
@@ -201,7 +203,7 @@ class Session:
             self._start_session()
             message = UserMessage.from_text(text)
             self._tags.tag(message, "input")
-            self._prepare_tools()
+            self.prepare_tools()
             self.agent.config.thinking_level = self.config.thinking_level()
             run = self.agent.prompt(message, sender=self._bridge)
         except BaseException:
@@ -214,19 +216,15 @@ class Session:
 
     def steer(self, text: str) -> None:
         """Inject ``text`` after the current tool round (or at the start of the next input)."""
-        self._inject(text, "steering")
+        self._queue_message(text, "steering", self.agent.steer)
 
     def follow_up(self, text: str) -> None:
         """Process ``text`` as a new input once the current one is done."""
         self._queue_message(text, "follow_up", self.agent.follow_up)
 
-    def _inject(self, text: str, tag: str) -> None:
-        self._queue_message(text, tag, self.agent.steer)
-
     def _queue_message(self, text: str, tag: str, push: Callable[[AgentMessage], None]) -> None:
-        if tag != "loop_warning":  # the run's own warning may still arrive while it winds down
-            with self._lock:
-                self._refuse_if_closed()
+        with self._lock:
+            self._refuse_if_closed()
         message = UserMessage.from_text(text)
         self._tags.tag(message, tag)
         push(message)
@@ -252,16 +250,18 @@ class Session:
 
     # ----------------------------------------------------------------- the run's hooks
 
-    def _prepare_tools(self) -> None:
-        """The tools offered for the next input and the system prompt built for them (§6.1), afresh
-        for every input: the git snapshot, project documents and ``user_instructions`` may have
-        changed since the last one. Within an input it stays the same, as does a prompt cache."""
+    def prepare_tools(self) -> None:
+        """Set up the tools offered for the next input and the system prompt built for them (§6.1)
+        now: ``agent.tools`` and ``system_prompt`` then show them. Every input does this afresh (the
+        git snapshot, project documents, ``plan_mode`` and ``user_instructions`` may have changed
+        since the last one); within an input they stay the same, as does a prompt cache. Call it
+        between inputs to see what the next one will offer."""
         self.execution_env = self._env_for_mode()
         offered = offered_tools(self.profile.tool_registry, self.config, self.depth)
         self.system_prompt = self.profile.build_system_prompt(
             self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
         self.agent.system_prompt = self.system_prompt
-        self.agent.tools = [SessionTool(t, self) for t in offered]
+        self.agent.tools = [SessionTool(t, self, self._workers) for t in offered]
         parallel = self.profile.supports_parallel_tool_calls
         self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
 
@@ -293,13 +293,25 @@ class Session:
         self.history.append(SystemTurn(f"Turn limit reached: {reason}"))
         self._emit(EventKind.TURN_LIMIT, data)
 
-    def _loop_detector(self) -> LoopDetector | None:
-        if not self.config.enable_loop_detection:
-            return None
-        window = self.config.loop_detection_window
-        if self._detector is None or self._detector.window != window:
-            self._detector = LoopDetector(window)
-        return self._detector
+    def _new_child(self, working_dir: str | None, model: str | None, max_turns: int | None,
+                   spawned_from: str | None) -> Session:
+        """A sub-agent of this session (seed 004 §7.1; the :data:`~phi.coding.subagents.ChildFactory`
+        of its manager): the same environment (scoped to ``working_dir`` if given) and profile (for
+        ``model`` if another), its own copy of the settings with its own turn limit. Its observers
+        have seen it; it has not started."""
+        env = self.base_env if not working_dir else ScopedEnvironment(self.base_env, working_dir)
+        profile = self.profile.with_model(model) if model and model != self.profile.model else self.profile
+        config = replace(self.config, max_turns=max_turns or self.config.subagent_max_turns,
+                         tool_output_limits=dict(self.config.tool_output_limits),
+                         tool_line_limits=dict(self.config.tool_line_limits))
+        child = Session(profile, env, config, depth=self.depth + 1, parent=self)
+        child.spawned_from = spawned_from
+        for observe in child.child_observers:
+            try:
+                observe(child)
+            except Exception:  # an observer's failure does not stop the child
+                log.exception("a child-session observer failed")
+        return child
 
     # ----------------------------------------------------------------- the end of an input
 
@@ -307,7 +319,7 @@ class Session:
         """AgentEnd: the input is done (on the run's thread)."""
         result = result_of_run(end, self.state, self.rounds, self._limit_hit)
         with self._lock:
-            closing = self._closing or ("error" if self._fatal_error else None)
+            closing = self._closing or ("error" if self._bridge.fatal_error else None)
             if closing is None:
                 self.state = SessionState.AWAITING_INPUT if result.outcome == "awaiting_input" else SessionState.IDLE
                 stream, self._stream = self._stream, None
@@ -339,9 +351,11 @@ class Session:
         then ``SESSION_END``; the session ends CLOSED. Safe from any thread and any callback."""
         self._stop("aborted")
 
-    def close(self) -> None:
-        """End the session (aborting an input in progress); idempotent."""
-        self._stop("closed")
+    def close(self, *, wait: bool = True) -> None:
+        """End the session (aborting an input in progress); idempotent. With ``wait=False`` it returns
+        once the run is cancelled, and the run's end finishes the shutdown (as it does anyway when
+        called from a thread working for this session, e.g. from one of its callbacks)."""
+        self._stop("closed", wait)
 
     def _stop(self, reason: str, wait: bool = True) -> None:
         """Abort or close. Without ``wait`` (or when called from a thread working for this session or
@@ -353,7 +367,7 @@ class Session:
             else:
                 self._closing = self._closing or reason
                 running = self.state == SessionState.PROCESSING
-        wait = wait and not self._works_for_tree(threading.get_ident())
+        wait = wait and not self.runs_on_thread(threading.get_ident())
         if self._shut:
             if wait:
                 self._closed.wait(ABORT_WAIT_S)
@@ -369,12 +383,13 @@ class Session:
             log.warning("session %s: the run did not end within %ss of the abort", self.id, ABORT_WAIT_S)
             self._shutdown(self._closing or reason, None)
 
-    def _works_for_tree(self, ident: int) -> bool:
-        """Whether thread ``ident`` runs this session's model loop or one of its tool calls, or those of
-        one of its sub-agents (so it may be inside a callback that such a run is waiting for)."""
+    def runs_on_thread(self, ident: int) -> bool:
+        """Whether thread ``ident`` (a ``threading.get_ident()``) runs this session's model loop or one
+        of its tool calls, or those of one of its sub-agents: code on such a thread may be inside a
+        callback that the run is waiting for, so it must not wait for the run to end."""
         if ident == self._bridge.run_thread or ident in self._workers:
             return True
-        return any(handle.session._works_for_tree(ident) for handle in self.subagents.handles())
+        return any(handle.session.runs_on_thread(ident) for handle in self.subagents.handles())
 
     def _shutdown(self, reason: str, result: SubmitResult | None) -> None:
         with self._lock:
@@ -386,7 +401,7 @@ class Session:
             _wait_for_stopped_commands(PROCESS_STOP_WAIT_S)
             self._start_session()
             self._emit(EventKind.SESSION_END, {"state": SessionState.CLOSED.value, "reason": reason,
-                                               "error": self._fatal_error, "turns": self.model_calls})
+                                               "error": self._bridge.fatal_error, "turns": self.model_calls})
         finally:
             with self._lock:
                 self.state = SessionState.CLOSED

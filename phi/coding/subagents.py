@@ -1,6 +1,7 @@
 """Sub-agents (SPEC §14 CODE-9; seed 004 §7): child sessions that work on a scoped task alongside their parent.
 
-The four tools every profile offers (until the depth limit, ``SessionConfig.max_subagent_depth``):
+The four tools every profile offers (until the depth limit, ``SessionConfig.max_subagent_depth``;
+they are built in :mod:`phi.coding.subagent_tools`):
 
 * ``spawn_agent {task, working_dir?, model?, max_turns?}`` — starts a child :class:`Session` and
   returns at once with its ``agent_id``; the child works on its own thread.
@@ -17,30 +18,99 @@ A child shares the parent's execution environment — optionally scoped to a sub
 ``model``), and has its own history, its own turn limit (``max_turns``, default
 ``SessionConfig.subagent_max_turns`` = 50) and its own copy of the parent's settings. Closing or
 aborting the parent closes its children (Appendix B).
+
+This module holds the children and their threads; it knows a session only as a
+:class:`SubAgentSession` (the part of :class:`~phi.coding.session.Session` it uses), and the parent
+session makes each child itself (the :data:`ChildFactory` it passes in), so nothing here imports the
+session module.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
 from ..log import get_logger
-from ..tools.environment import ExecutionEnvironment
-from .config import SessionState
-from .registry import RegisteredTool, ToolCallContext
-from .toolsets import PATH, STRING, described, tool
+from .config import SessionClosed, SessionConfig, SessionState
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..agent.agent import Agent
+    from ..tools.environment import ExecutionEnvironment
+    from .session_stream import SubmitResult
 
 log = get_logger(__name__)
 
 SUBAGENT_TOOL_NAMES = ("spawn_agent", "send_input", "wait", "close_agent")
+
+
+class SubAgentSession(Protocol):
+    """A parent or child session as the sub-agent machinery uses it (a
+    :class:`~phi.coding.session.Session` is one; ``SubAgentHandle.session`` is the child)."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def config(self) -> SessionConfig:
+        """Its settings (the depth limit; a child's own turn limit)."""
+        ...
+
+    @property
+    def depth(self) -> int:
+        """0 for a top-level session, one more for each level of sub-agent."""
+        ...
+
+    @property
+    def state(self) -> SessionState:
+        """Where it is in its life (a CLOSED child takes no more messages)."""
+        ...
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls so far: a child's ``turns_used``."""
+        ...
+
+    @property
+    def execution_env(self) -> ExecutionEnvironment:
+        """The environment its tools work in (a child's may be scoped to a subdirectory)."""
+        ...
+
+    @property
+    def agent(self) -> Agent:
+        """The core agent whose runs are its inputs (aborting it cancels the current one)."""
+        ...
+
+    def submit(self, text: str) -> SubmitResult:
+        """Process ``text`` as an input, blocking until it is done."""
+        ...
+
+    def steer(self, text: str) -> None:
+        """Give a running input ``text`` between its tool rounds."""
+        ...
+
+    def take_queued_input(self) -> list[str]:
+        """Remove and return the texts of messages queued but not read yet."""
+        ...
+
+    def close(self, *, wait: bool = True) -> None:
+        """End the session; without ``wait`` it returns once the run is cancelled."""
+        ...
+
+    def runs_on_thread(self, ident: int) -> bool:
+        """Whether thread ``ident`` works for it or one of its sub-agents."""
+        ...
+
+
+#: Makes a child of the session that owns the manager: ``(working_dir, model, max_turns,
+#: spawned_from)`` -> the child, not started yet (see ``spawn_agent`` for the first three;
+#: ``spawned_from`` is the loop id of the ``spawn_agent`` call).
+ChildFactory = Callable[[str | None, str | None, int | None, str | None], SubAgentSession]
 
 
 @dataclass(frozen=True)
@@ -58,7 +128,7 @@ class SubAgentResult:
 class SubAgentHandle:
     """One child session and the thread it works on (seed 004 §7.3 ``SubAgentHandle``)."""
 
-    def __init__(self, agent_id: str, session: Session) -> None:
+    def __init__(self, agent_id: str, session: SubAgentSession) -> None:
         self.id = agent_id
         self.session = session
         self.status = "running"  # running | completed | failed | closed
@@ -78,8 +148,6 @@ class SubAgentHandle:
         self._thread.start()
 
     def _work(self, text: str) -> None:
-        from .session import SessionClosed
-
         while True:
             try:
                 result = self.session.submit(text)
@@ -102,8 +170,6 @@ class SubAgentHandle:
             text = "\n\n".join(pending)
 
     def send(self, message: str) -> str:
-        from .session import SessionClosed
-
         with self._lock:
             if self.status == "closed" or self.session.state == SessionState.CLOSED:
                 raise ToolError(f"sub-agent {self.id} is closed (its session has ended); spawn a new one")
@@ -140,7 +206,7 @@ class SubAgentHandle:
         with self._lock:
             self.status = "closed"
             self._idle.notify_all()
-        self.session._stop("closed", wait)
+        self.session.close(wait=wait)
         thread = self._thread
         if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
@@ -154,10 +220,11 @@ class SubAgentHandle:
 
 
 class SubAgentManager:
-    """The children of one session."""
+    """The children of one session; ``new_child`` makes them (see :data:`ChildFactory`)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SubAgentSession, new_child: ChildFactory) -> None:
         self.session = session
+        self._new_child = new_child
         self._handles: dict[str, SubAgentHandle] = {}
         self._lock = threading.Lock()
 
@@ -170,22 +237,7 @@ class SubAgentManager:
                             f"max_subagent_depth is {limit}; do the work here instead")
         if not task.strip():
             raise ToolError("task must describe the work for the sub-agent")
-        from .scoped_env import ScopedEnvironment
-        from .session import Session
-
-        env = parent.base_env if not working_dir else ScopedEnvironment(parent.base_env, working_dir)
-        profile = parent.profile.with_model(model) if model and model != parent.profile.model else parent.profile
-        config = replace(parent.config, max_turns=max_turns or parent.config.subagent_max_turns,
-                         tool_output_limits=dict(parent.config.tool_output_limits),
-                         tool_line_limits=dict(parent.config.tool_line_limits))
-        child = Session(profile, env, config, depth=parent.depth + 1, parent=parent)
-        child.spawned_from = parent_loop_id
-        for observe in child.child_observers:
-            try:
-                observe(child)
-            except Exception:  # an observer's failure does not stop the child
-                log.exception("a child-session observer failed")
-        handle = SubAgentHandle(random_uuid(), child)
+        handle = SubAgentHandle(random_uuid(), self._new_child(working_dir, model, max_turns, parent_loop_id))
         with self._lock:
             self._handles[handle.id] = handle
         handle.start(task)
@@ -215,7 +267,7 @@ class SubAgentManager:
         caller = threading.get_ident()
         open_handles = [h for h in self.handles() if h.status != "closed"]
         for handle in open_handles:
-            if handle.session._works_for_tree(caller):
+            if handle.session.runs_on_thread(caller):
                 handle.close(wait=False)
         threads = [threading.Thread(target=h.close, daemon=True) for h in open_handles if h.status != "closed"]
         for thread in threads:
@@ -224,57 +276,5 @@ class SubAgentManager:
             thread.join(timeout=15)
 
 
-# --------------------------------------------------------------------------- the tools
-
-
-def _children(call: ToolCallContext) -> SubAgentManager:
-    if call.session is None:
-        raise ToolError("the sub-agent tools only work inside a phi.coding Session")
-    return call.session.subagents
-
-
-def _spawn(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
-    handle = _children(call).spawn(args["task"], args.get("working_dir"), args.get("model"), args.get("max_turns"),
-                                   call.tool.loop_id)
-    return json.dumps({"agent_id": handle.id, "status": handle.status,
-                       "working_dir": handle.session.execution_env.working_directory()})
-
-
-def _send(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
-    return _children(call).get(args["agent_id"]).send(args["message"])
-
-
-def _wait(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
-    return json.dumps(_children(call).get(args["agent_id"]).wait(call.cancel).to_json())
-
-
-def _close(args: dict[str, Any], env: ExecutionEnvironment, call: ToolCallContext) -> str:
-    handle = _children(call).get(args["agent_id"])
-    result = handle.close()
-    return json.dumps({"agent_id": handle.id, "status": handle.status, **result.to_json()})
-
-
-def subagent_tools() -> list[RegisteredTool]:
-    """``spawn_agent``, ``send_input``, ``wait``, ``close_agent`` (same schemas in every profile)."""
-    agent_id = {"agent_id": described(PATH, "The id spawn_agent returned.")}
-    return [
-        tool("spawn_agent", (
-            "Start a sub-agent on a self-contained task; it works in parallel with you, with its own "
-            "conversation, on the same files. Returns its agent_id at once; collect its answer with wait. "
-            "State the task completely: the sub-agent does not see this conversation."),
-            {"task": described(PATH, "What the sub-agent should do, with all the context it needs."),
-             "working_dir": described(STRING, "Subdirectory to confine it to (default: the working directory)."),
-             "model": described(STRING, "Another model of the same provider (default: yours)."),
-             "max_turns": {"type": "integer", "minimum": 1, "description": "Its turn limit (default 50)."}},
-            ["task"], _spawn, "agent"),
-        tool("send_input", "Send a message to a sub-agent: more instructions, a correction or an answer.",
-             {**agent_id, "message": described(PATH, "The message.")}, ["agent_id", "message"], _send, "agent"),
-        tool("wait", ("Wait until a sub-agent has finished and get its result: its final answer (output), "
-                      "whether it succeeded, and how many turns it used."),
-             agent_id, ["agent_id"], _wait, "agent"),
-        tool("close_agent", "Stop a sub-agent (its running commands are ended) and get its final status.",
-             agent_id, ["agent_id"], _close, "agent"),
-    ]
-
-
-__all__ = ["SubAgentHandle", "SubAgentManager", "SubAgentResult", "subagent_tools", "SUBAGENT_TOOL_NAMES"]
+__all__ = ["SubAgentHandle", "SubAgentManager", "SubAgentResult", "SubAgentSession", "ChildFactory",
+           "SUBAGENT_TOOL_NAMES"]
