@@ -205,7 +205,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             content = _assistant_blocks(message, mc)
             if content:
                 out.append({"role": "assistant", "content": content})
-        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else skipped
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             block = {
                 "type": "tool_result",
                 "tool_use_id": convert.safe_tool_id(message.tool_call_id),

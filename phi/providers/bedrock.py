@@ -201,7 +201,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             convert.append_turn(out, "user", blocks)
         elif isinstance(message, AssistantMessage):
             convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
-        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else skipped
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             inner = [b for b in (_block(c) for c in message.content) if b is not None] or [{"text": "(no output)"}]
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}

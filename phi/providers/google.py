@@ -109,7 +109,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             convert.append_turn(contents, "user", _user_parts(message.content), "parts")
         elif isinstance(message, AssistantMessage):
             convert.append_turn(contents, "model", _model_parts(message, mc), "parts")
-        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else skipped
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             key = "error" if message.is_error else "output"
             part: dict[str, Any] = {"functionResponse": {"name": message.tool_name,
                                                          "response": {key: convert.result_text(message)}}}

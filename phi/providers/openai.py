@@ -126,7 +126,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             converted = _assistant(message, mc)
             if converted is not None:
                 out.append(converted)
-        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else skipped
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             out.append({"role": "tool", "tool_call_id": convert.chat_tool_id(message.tool_call_id),
                         "content": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))

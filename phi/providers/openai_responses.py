@@ -103,7 +103,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
                 items.append({"role": "user", "content": parts})
         elif isinstance(message, AssistantMessage):
             items.extend(_assistant_items(message, mc))
-        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # else skipped
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             items.append({"type": "function_call_output", "call_id": convert.responses_tool_id(message.tool_call_id),
                           "output": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))
