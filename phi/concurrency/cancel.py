@@ -79,7 +79,7 @@ class CancellationToken:
         walked without recursion: a chain of any depth is fine). None when this token was cancelled
         before."""
         groups: list[list[Callable[[], None]]] = []
-        pending = [self]
+        pending: list[CancellationToken] = [self]
         while pending:
             token = pending.pop()
             with token._lock:

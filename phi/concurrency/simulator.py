@@ -113,8 +113,8 @@ class SimThread(threading.Thread):
         label = f"{name or 'thread'}#{self.sim_id}"
         super().__init__(group, target, label, args, kwargs, daemon=True)
         self._sim = sim
-        self._baton = threading.Lock()
-        self._baton.acquire()  # held until the simulator hands it over
+        self.baton = threading.Lock()  # the thread runs only while it holds this (the simulator hands it over)
+        self.baton.acquire()
         self.state = _RUNNABLE
         self.waitable: _Waitable | None = None
         self.deadline: float | None = None
@@ -136,7 +136,7 @@ class SimThread(threading.Thread):
 
     def run(self) -> None:
         sim = self._sim
-        self._baton.acquire()
+        self.baton.acquire()
         try:
             if not sim.killed:
                 threading.Thread.run(self)
@@ -173,7 +173,7 @@ class SimLock:
         self._owner: SimThread | None = None
         self._waiting = _Waitable()
 
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+    def acquire(self, blocking: bool = True, timeout: float | None = -1) -> bool:
         sim = self._sim
         sim.point("acquire", self.label)
         if self._owner is None:
@@ -182,10 +182,10 @@ class SimLock:
         if not blocking or timeout == 0:
             return False
         deadline = None if timeout is None or timeout < 0 else sim.now + timeout
-        while self._owner is not None:
+        while self.locked():  # read afresh: other threads take and release the lock while this one blocks
             remaining = None if deadline is None else deadline - sim.now
             if (remaining is not None and remaining <= 0) or not sim.block(self._waiting, remaining):
-                if self._owner is None:
+                if not self.locked():
                     break
                 return False
         self._owner = sim.current
@@ -205,15 +205,18 @@ class SimLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    # what a Condition needs of its lock
-    def _release_save(self) -> int:
+    # what a SimCondition needs of its lock
+    def release_save(self) -> int:
+        """Release the lock for a condition wait; returns what :meth:`acquire_restore` needs back."""
         self.release()
         return 1
 
-    def _acquire_restore(self, saved: int) -> None:
+    def acquire_restore(self, saved: int) -> None:
+        """Take the lock again after a condition wait (``saved`` from :meth:`release_save`)."""
         self.acquire()
 
-    def _is_owned(self) -> bool:
+    def is_owned(self) -> bool:
+        """Whether the running simulated thread holds the lock."""
         return self._owner is self._sim.current
 
 
@@ -224,7 +227,7 @@ class SimRLock(SimLock):
         super().__init__()
         self._count = 0
 
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+    def acquire(self, blocking: bool = True, timeout: float | None = -1) -> bool:
         if self._owner is not None and self._owner is self._sim.current:
             self._count += 1
             return True
@@ -242,12 +245,12 @@ class SimRLock(SimLock):
         if self._count == 0:
             super().release()
 
-    def _release_save(self) -> int:
+    def release_save(self) -> int:
         count, self._count = self._count, 1
         self.release()
         return count
 
-    def _acquire_restore(self, saved: int) -> None:
+    def acquire_restore(self, saved: int) -> None:
         self.acquire()
         self._count = saved
 
@@ -273,13 +276,13 @@ class SimCondition:
         self._lock.release()
 
     def wait(self, timeout: float | None = None) -> bool:
-        if not self._lock._is_owned():
+        if not self._lock.is_owned():
             raise RuntimeError("cannot wait on un-acquired lock")
-        saved = self._lock._release_save()
+        saved = self._lock.release_save()
         try:
             return self._sim.block(self._waiting, timeout)
         finally:
-            self._lock._acquire_restore(saved)
+            self._lock.acquire_restore(saved)
 
     def wait_for(self, predicate: Callable[[], T], timeout: float | None = None) -> T:
         sim = self._sim
@@ -294,7 +297,7 @@ class SimCondition:
         return result
 
     def notify(self, n: int = 1) -> None:
-        if not self._lock._is_owned():
+        if not self._lock.is_owned():
             raise RuntimeError("cannot notify on un-acquired lock")
         self._sim.wake(self._waiting, n)
 
@@ -424,7 +427,7 @@ class Simulation:
         if _active is not None:
             raise RuntimeError("a simulation is already running in this process")
         saved = {name: getattr(sync, name) for name in _SWAPPED}
-        saved_pool = workers._pool
+        saved_pool = workers.shared_pool()
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a finalizer would run at a different step on every run: not replayable
         random_state = random.getstate()
@@ -433,8 +436,8 @@ class Simulation:
         try:
             sync.Lock, sync.RLock, sync.Condition = SimLock, SimRLock, SimCondition  # type: ignore[assignment]
             sync.Event, sync.SimpleQueue, sync.Thread = SimEvent, SimSimpleQueue, SimThread  # type: ignore[assignment]
-            sync._monotonic, sync._wall, sync._sleep = self.monotonic, self.wall_time, self.sleep
-            workers._pool = workers.WorkerPool()
+            sync.monotonic_source, sync.wall_source, sync.sleep_source = self.monotonic, self.wall_time, self.sleep
+            workers.swap_shared_pool(workers.WorkerPool())  # its threads are simulated ones
 
             def body() -> None:
                 self._result = main()
@@ -444,12 +447,12 @@ class Simulation:
             self.threads.append(thread)
             self.current = thread
             threading.Thread.start(thread)
-            thread._baton.release()
+            thread.baton.release()
             self._watch()
         finally:
             for name, value in saved.items():
                 setattr(sync, name, value)
-            workers._pool = saved_pool
+            workers.swap_shared_pool(saved_pool)
             random.setstate(random_state)
             _active = None
             if gc_was_enabled:
@@ -614,8 +617,8 @@ class Simulation:
             return
         assert cur is not None
         self.current = nxt
-        nxt._baton.release()
-        cur._baton.acquire()
+        nxt.baton.release()
+        cur.baton.acquire()
         if self.killed:
             raise SimulationKilled()
 
@@ -649,7 +652,7 @@ class Simulation:
         except SimulationKilled:
             return
         self.current = nxt
-        nxt._baton.release()
+        nxt.baton.release()
 
     # ----------------------------------------------------------------- failing
 
@@ -661,8 +664,8 @@ class Simulation:
             recent=[self._line(*entry) for entry in self.recent], stacks=self._stacks())
 
     def _stacks(self) -> dict[str, str]:
-        frames = sys._current_frames()
-        stacks = {}
+        frames = sys._current_frames()  # pyright: ignore[reportPrivateUsage]  # no public API for it
+        stacks: dict[str, str] = {}
         me = threading.get_ident()
         for thread in self.threads:
             frame = frames.get(thread.ident or -1)
@@ -682,7 +685,7 @@ class Simulation:
         for thread in list(self.threads):
             if thread is not me and thread.state != _DONE:
                 try:
-                    thread._baton.release()
+                    thread.baton.release()
                 except RuntimeError:  # not parked (a thread stuck outside the simulator)
                     pass
         self._finished.set()
@@ -696,7 +699,8 @@ class Simulation:
         return self._aliases.setdefault(match.group(0), f"<id{len(self._aliases) + 1}>")
 
 
-_SWAPPED = ("Lock", "RLock", "Condition", "Event", "SimpleQueue", "Thread", "_monotonic", "_wall", "_sleep")
+_SWAPPED = ("Lock", "RLock", "Condition", "Event", "SimpleQueue", "Thread", "monotonic_source", "wall_source",
+            "sleep_source")
 
 
 def current() -> Simulation | None:

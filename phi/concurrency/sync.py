@@ -25,25 +25,26 @@ SimpleQueue = queue.SimpleQueue
 Thread = threading.Thread
 
 # The clocks are functions of this module that read a swappable source, so that a default bound
-# once (``AgentLoopConfig.clock = sync.monotonic``) still follows the simulator.
-_monotonic: Callable[[], float] = _time.monotonic
-_wall: Callable[[], float] = _time.time
-_sleep: Callable[[float], None] = _time.sleep
+# once (``AgentLoopConfig.clock = sync.monotonic``) still follows the simulator. The sources are
+# what the simulator swaps; everyone else calls the functions below.
+monotonic_source: Callable[[], float] = _time.monotonic
+wall_source: Callable[[], float] = _time.time
+sleep_source: Callable[[float], None] = _time.sleep
 
 
 def monotonic() -> float:
     """Seconds of a clock that never goes back (``time.monotonic``; virtual in a simulation)."""
-    return _monotonic()
+    return monotonic_source()
 
 
 def wall_time() -> float:
     """Seconds since the epoch (``time.time``; virtual in a simulation)."""
-    return _wall()
+    return wall_source()
 
 
 def sleep(seconds: float) -> None:
     """Block this thread for ``seconds`` (``time.sleep``; virtual in a simulation)."""
-    _sleep(seconds)
+    sleep_source(seconds)
 
 
 __all__ = ["Condition", "Event", "Lock", "RLock", "SimpleQueue", "Thread", "monotonic", "sleep", "wall_time"]

@@ -64,7 +64,7 @@ class Job:
     def abandon(self) -> None:
         """The submitter no longer waits for this work: it stops counting against ``max_workers``
         (work not started yet is dropped)."""
-        self._pool._abandon(self)
+        self._pool.abandon(self)
 
 
 class WorkerPool:
@@ -112,7 +112,8 @@ class WorkerPool:
             return PoolStats(self._threads, busy, self._abandoned, self._idle, len(self._work),
                              self.max_workers, self.max_threads)
 
-    def _abandon(self, job: Job) -> None:
+    def abandon(self, job: Job) -> None:
+        """``job``'s submitter no longer waits for it (see :meth:`Job.abandon`)."""
         with self._lock:
             if job.abandoned or job.state == _DONE:
                 return
@@ -160,7 +161,7 @@ class WorkerPool:
                 if job.abandoned:
                     self._abandoned -= 1
 
-    def _after_fork(self) -> None:
+    def after_fork(self) -> None:
         """In a forked child no worker thread exists: start counting from zero."""
         self._lock = sync.Lock()
         self._ready = sync.Condition(self._lock)
@@ -170,12 +171,20 @@ class WorkerPool:
 
 _pool = WorkerPool()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_pool._after_fork)
+    os.register_at_fork(after_in_child=_pool.after_fork)
 
 
 def shared_pool() -> WorkerPool:
     """The process-wide pool the loop runs tool calls on."""
     return _pool
+
+
+def swap_shared_pool(pool: WorkerPool) -> WorkerPool:
+    """Make ``pool`` the shared pool; returns the one it replaces. The simulator runs tool calls on
+    a pool of simulated threads while it runs, then puts the real one back."""
+    global _pool
+    previous, _pool = _pool, pool
+    return previous
 
 
 def stats() -> PoolStats:

@@ -38,6 +38,7 @@ from ..log import get_logger
 from ..types import (
     AgentMessage,
     AssistantMessage,
+    Content,
     TextContent,
     ToolResultMessage,
     UserMessage,
@@ -159,7 +160,7 @@ def truncate_tool_output(message: AgentMessage, max_lines: int) -> AgentMessage:
     result with nothing to cut, is returned itself. Applying it twice changes nothing more."""
     if not isinstance(message, ToolResultMessage):
         return message
-    content = []
+    content: list[Content] = []
     changed = False
     for block in message.content:
         if isinstance(block, TextContent):
@@ -190,7 +191,7 @@ def _summarize_group(group: Sequence[AgentMessage]) -> UserMessage:
     parts: list[str] = []
     if assistant.text.strip():
         parts.append(f"Assistant said: {_one_line(assistant.text)}")
-    calls = []
+    calls: list[str] = []
     for call in assistant.tool_calls:
         result = results.get(call.id)
         status = "no result" if result is None else ("error" if result.is_error else "ok")
@@ -372,11 +373,12 @@ def compact_messages(
     Returns a new list; the input is never modified. Returns the messages unchanged (as a new list)
     when they already fit.
     """
-    if not isinstance(config, ContextConfig):
+    if not isinstance(config, ContextConfig):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
         raise ConfigError(f"compact_messages needs a ContextConfig, got {type(config).__name__}")
     if budget is None:
         budget = config.budget
-    elif not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+    elif (not isinstance(budget, int)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+          or isinstance(budget, bool) or budget < 0):
         raise ConfigError(f"compaction budget must be a non-negative integer, got {budget!r}")
     counter = config.counter
     current = list(messages)
@@ -435,7 +437,7 @@ def compact_with(
         return compact_messages(messages, config, budget)
     effective = config if budget is None else config.with_budget(max(1, budget))
     result = strategy.compact(list(messages), effective)
-    if not isinstance(result, list):
+    if not isinstance(result, list):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy
         raise ConfigError(f"compaction strategy {strategy!r} returned {type(result).__name__}, "
                           "expected a list of messages")
     return result

@@ -111,7 +111,8 @@ class ExecutionLimits:
         if isinstance(duration, datetime.timedelta):
             duration = duration.total_seconds()
         if duration is not None:
-            if not isinstance(duration, (int, float)) or isinstance(duration, bool) or not duration > 0:
+            if (not isinstance(duration, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]  # user input
+                    or isinstance(duration, bool) or not duration > 0):
                 raise ConfigError("ExecutionLimits.max_duration must be a positive number of seconds, "
                                   f"got {duration!r}")
             object.__setattr__(self, "max_duration", float(duration))

@@ -88,7 +88,7 @@ class IncrementalCompaction:
 
     def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]:
         """``compact_messages(messages, config)``, reusing what the previous call learnt."""
-        if not isinstance(config, ContextConfig):
+        if not isinstance(config, ContextConfig):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"IncrementalCompaction needs a ContextConfig, got {type(config).__name__}")
         with self._lock:
             settings = (config.counter, config.tool_output_max_lines, config.keep_recent, config.keep_first)

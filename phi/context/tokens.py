@@ -108,7 +108,7 @@ def content_tokens(content: Iterable[Content], counter: TokenCounter | None = No
             total += image_tokens(block)
         elif isinstance(block, ThinkingContent):
             total += count(block.thinking)
-        elif isinstance(block, ToolCall):
+        elif isinstance(block, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             total += count(block.name) + count(_arguments_text(block.arguments))
         else:
             raise TypeError(f"not a content block: {block!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
@@ -204,7 +205,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             content = _assistant_blocks(message, mc)
             if content:
                 out.append({"role": "assistant", "content": content})
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             block = {
                 "type": "tool_result",
                 "tool_use_id": convert.safe_tool_id(message.tool_call_id),
@@ -412,7 +413,7 @@ class AnthropicParser(SSEParser):
 
     def _on_error(self, data: dict[str, Any]) -> None:
         nested = data.get("error")
-        error = nested if isinstance(nested, dict) else {"message": nested}
+        error = nested if is_object(nested) else {"message": nested}
         kind = ERROR_KINDS.get(str(error.get("type", "")), ErrorKind.API)
         message = str(error.get("message") or error.get("type") or "stream error")
         if kind is ErrorKind.API and is_context_overflow(None, message):
@@ -427,7 +428,7 @@ class AnthropicParser(SSEParser):
             if value is not None:
                 merged[key] = value
         details = merged.get("output_tokens_details")
-        thinking = details.get("thinking_tokens") if isinstance(details, dict) else 0
+        thinking = details.get("thinking_tokens") if is_object(details) else 0
         self.builder.usage = fields.usage(merged.get("input_tokens"), merged.get("output_tokens"), thinking,
                                           merged.get("cache_read_input_tokens"),
                                           merged.get("cache_creation_input_tokens"))

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, NoReturn, Protocol, runtime_checkable
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, PhiError
+from ..json_values import JsonObject, is_array, is_object
 from ..types import (
     AssistantMessage,
     Content,
@@ -69,8 +70,8 @@ class StreamConfig:
 
     model_config: ModelConfig
     system_prompt: str = ""
-    messages: list[Message] = field(default_factory=list)
-    tools: list[ToolDefinition] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list[Message])
+    tools: list[ToolDefinition] = field(default_factory=list[ToolDefinition])
     thinking_level: ThinkingLevel = ThinkingLevel.OFF
     max_tokens: int | None = None
     temperature: float | None = None
@@ -232,9 +233,7 @@ def _http_date_ms(raw: str) -> float | None:
     try:
         when = email.utils.parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:
-        return None
+        return None  # an unreadable date raises (ValueError; TypeError on older 3.x), it is never None
     try:
         return (when.timestamp() - time.time()) * 1000
     except (OverflowError, ValueError, OSError):
@@ -254,7 +253,8 @@ class ProviderError(PhiError):
         body: str | None = None,
     ) -> None:
         self.kind = ErrorKind(kind)
-        message = message if isinstance(message, str) else str(message)  # servers send odd "message"s
+        # servers send odd "message"s (numbers, lists), and callers without a type checker too
+        message = message if isinstance(message, str) else str(message)  # pyright: ignore[reportUnnecessaryIsInstance]
         self.message = message
         self.status = status
         self.retry_after_ms = retry_after_ms
@@ -318,11 +318,11 @@ def _error_message_from_body(body: str) -> str:
         data = json.loads(body)
     except (ValueError, RecursionError):
         return body[:500]
-    if isinstance(data, list) and data:  # Gemini sometimes wraps the error in a list
+    if is_array(data) and data:  # Gemini sometimes wraps the error in a list
         data = data[0]
-    if isinstance(data, dict):
+    if is_object(data):
         error = data.get("error", data)
-        if isinstance(error, dict):
+        if is_object(error):
             for key in ("message", "Message", "detail"):
                 if isinstance(text := error.get(key), str):
                     return text
@@ -516,6 +516,7 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     ``{"__raw_arguments": raw}`` so validation fails with a clear message instead of a crash."""
     if not raw.strip():
         return {}
+    value: JsonObject | list[Any] | str | int | float | bool | None  # what JSON text decodes to
     try:
         value = json.loads(raw, parse_constant=no_json_constant)
     except (ValueError, RecursionError):
@@ -534,9 +535,9 @@ def depth(value: object, limit: int = MAX_DEPTH + 1) -> int:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, level = stack.pop()
-        if isinstance(node, dict):
+        if is_object(node):
             children: Any = node.values()
-        elif isinstance(node, list):
+        elif is_array(node):
             children = node
         else:
             continue

@@ -119,9 +119,10 @@ def build_body(config: StreamConfig) -> dict[str, Any]:
     if caching[2] and len(body["messages"]) >= 2:
         body["messages"][-2]["content"].append({"cachePoint": {"type": "default"}})
     if convert.has_text(config.system_prompt):
-        body["system"] = [{"text": config.system_prompt}]
+        system: list[dict[str, Any]] = [{"text": config.system_prompt}]
         if caching[0]:
-            body["system"].append({"cachePoint": {"type": "default"}})
+            system.append({"cachePoint": {"type": "default"}})
+        body["system"] = system
     inference: dict[str, Any] = {"maxTokens": config.max_tokens or mc.max_tokens}
     if (temperature := convert.temperature(config)) is not None:
         inference["temperature"] = temperature
@@ -200,7 +201,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             convert.append_turn(out, "user", blocks)
         elif isinstance(message, AssistantMessage):
             convert.append_turn(out, "assistant", _assistant_blocks(message, mc))
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             inner = [b for b in (_block(c) for c in message.content) if b is not None] or [{"text": "(no output)"}]
             block = {"toolResult": {"toolUseId": convert.safe_tool_id(message.tool_call_id), "content": inner,
                                     "status": "error" if message.is_error else "success"}}

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any, Sequence
 
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
@@ -59,7 +60,7 @@ def temperature(config: StreamConfig) -> float | None:
 
 def thinking_budget(level: ThinkingLevel, model_config: ModelConfig) -> int:
     """Token budget for a level; ``options["thinking_budgets"]`` ({level: tokens}) overrides."""
-    custom = model_config.options.get("thinking_budgets") or {}
+    custom: dict[str, Any] = model_config.options.get("thinking_budgets") or {}
     value = custom.get(level.value, custom.get(level))
     return int(value) if value is not None else THINKING_BUDGETS[level]
 
@@ -88,7 +89,7 @@ def opaque_block(block: ThinkingContent, protocol: str) -> dict[str, Any] | None
         value = json.loads(block.thinking)
     except ValueError:
         return None
-    return value if isinstance(value, dict) and isinstance(value.get("type"), str) else None
+    return value if is_object(value) and isinstance(value.get("type"), str) else None
 
 
 def is_opaque(block: ThinkingContent) -> bool:
@@ -193,7 +194,7 @@ def tool_choice(config: StreamConfig) -> str | None:
     choice = config.tool_choice
     if choice is None:
         return None
-    if not isinstance(choice, str) or not choice:
+    if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
         raise ProviderError(ErrorKind.API, f"tool_choice must be 'auto', 'none', 'required' or a tool name, "
                                            f"not {choice!r}")
     names = [tool.name for tool in config.tools]
@@ -212,7 +213,7 @@ def parallel_tool_calls(config: StreamConfig) -> bool | None:
     value = config.parallel_tool_calls
     if value is None or not config.tools:
         return None
-    if not isinstance(value, bool):
+    if not isinstance(value, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
         raise ProviderError(ErrorKind.API, f"parallel_tool_calls must be True, False or None, not {value!r}")
     return value
 
@@ -240,7 +241,7 @@ def check_last_message_sent(messages: Sequence[Message], sent_last: bool, servic
 
 def error_from_payload(error: object, default_kind: ErrorKind = ErrorKind.API) -> ProviderError:
     """Classify an ``{"error": ...}`` object found inside a stream (OpenAI-style or Google-style)."""
-    if not isinstance(error, dict):
+    if not is_object(error):
         return ProviderError(default_kind, str(error)[:500] or "stream reported an error")
     message = str(error.get("message") or error.get("type") or error.get("code") or "stream reported an error")
     status = None

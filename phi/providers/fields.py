@@ -20,6 +20,7 @@ import math
 import re
 from typing import Any
 
+from ..json_values import is_array, is_object
 from ..types import Usage
 from .base import MAX_DEPTH, ErrorKind, ProviderError, depth
 
@@ -42,7 +43,7 @@ def text(value: object, field: str) -> str:
 
 def obj(value: object, field: str) -> dict[str, Any]:
     """An object field; ``None`` reads as ``{}``."""
-    if isinstance(value, dict):
+    if is_object(value):
         return value
     if value is None:
         return {}
@@ -51,7 +52,7 @@ def obj(value: object, field: str) -> dict[str, Any]:
 
 def array(value: object, field: str) -> list[Any]:
     """A list field; ``None`` reads as ``[]``."""
-    if isinstance(value, list):
+    if is_array(value):
         return value
     if value is None:
         return []
@@ -81,7 +82,7 @@ def arguments(value: object, field: str) -> dict[str, Any]:
     """Tool arguments given as an object (not streamed text)."""
     if value is None:
         return {}
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise malformed(field, value, "an object")
     if depth(value) > MAX_DEPTH:
         raise malformed(field, "(nested object)", f"nested at most {MAX_DEPTH} levels")
@@ -95,7 +96,7 @@ def arguments_text(value: object, field: str) -> str:
         return value
     if value is None:
         return ""
-    if isinstance(value, dict):
+    if is_object(value):
         return json.dumps(arguments(value, field))
     raise malformed(field, value, "a string")
 
@@ -107,8 +108,8 @@ def without_lone_surrogates(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
+    if is_array(value):
         return [without_lone_surrogates(item) for item in value]
-    if isinstance(value, dict):
+    if is_object(value):
         return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     return value

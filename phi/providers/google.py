@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any, Sequence
 
+from ..json_values import is_array, is_object
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
@@ -108,7 +109,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             convert.append_turn(contents, "user", _user_parts(message.content), "parts")
         elif isinstance(message, AssistantMessage):
             convert.append_turn(contents, "model", _model_parts(message, mc), "parts")
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             key = "error" if message.is_error else "output"
             part: dict[str, Any] = {"functionResponse": {"name": message.tool_name,
                                                          "response": {key: convert.result_text(message)}}}
@@ -187,7 +188,7 @@ class GeminiParser(SSEParser):
 
     def handle(self, event: SSEEvent) -> None:
         chunk = self.loads(event.data)
-        if isinstance(chunk, list):  # a non-SSE array body: accept each element
+        if is_array(chunk):  # a non-SSE array body: accept each element
             for item in chunk:
                 self._on_chunk(fields.obj(item, "response"))
         else:
@@ -337,11 +338,13 @@ def _get_path(root: Any, path: list[str | int]) -> Any:
     node = root
     for key in path:
         if isinstance(key, int):
-            if not isinstance(node, list) or key >= len(node):
+            if not is_array(node) or key >= len(node):
                 return None
-        elif not isinstance(node, dict):
+            node = node[key]
+        elif is_object(node):
+            node = node.get(key)
+        else:
             return None
-        node = node[key] if isinstance(key, int) else node.get(key)
     return node
 
 
@@ -372,13 +375,13 @@ def _child(node: Any, key: str | int, empty: Any) -> Any:
 
 def _make_slot(node: Any, key: str | int) -> None:
     if isinstance(key, int):
-        if not isinstance(node, list):
+        if not is_array(node):
             raise ProviderError("api", f"streamed function arguments: index [{key}] inside a non-array")
         if key >= len(node) + MAX_LIST_GAP:
             raise ProviderError("api", f"streamed function arguments: index [{key}] is far past the end of "
                                        f"a list of {len(node)} items")
         node.extend([None] * (key + 1 - len(node)))
-    elif not isinstance(node, dict):
+    elif not is_object(node):
         raise ProviderError("api", f"streamed function arguments: key {key[:50]!r} inside a non-object")
 
 

@@ -41,7 +41,7 @@ import os
 import socket
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, cast
 from urllib.parse import urlsplit
 
 import requests
@@ -49,6 +49,7 @@ import urllib3.exceptions
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import AssistantMessage, StopReason
 from . import fields
@@ -163,9 +164,18 @@ def api_key(explicit: str | None, *env_names: str, required: bool = True, what: 
     return None
 
 
+class _PreparesUrl(Protocol):
+    """What :func:`prepared_url` uses of ``requests.PreparedRequest``, typed (its stub leaves
+    ``prepare_url`` unannotated)."""
+
+    url: str | None
+
+    def prepare_url(self, url: str, params: None) -> None: ...
+
+
 def prepared_url(url: str) -> str:
     """``url`` exactly as ``requests`` will send it (IDNA host, requoted path and query)."""
-    prepared = requests.models.PreparedRequest()
+    prepared = cast(_PreparesUrl, requests.models.PreparedRequest())
     prepared.prepare_url(url, None)
     return str(prepared.url)
 
@@ -221,7 +231,7 @@ class StreamParser(abc.ABC):
         except (ValueError, RecursionError):
             shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
             raise ProviderError(ErrorKind.API, f"invalid JSON in {self.provider_name} stream event: {shown!r}") from None
-        if (b"\\ud" in data or b"\\uD" in data) if type(data) is bytes else ("\\ud" in data or "\\uD" in data):
+        if ("\\ud" in data or "\\uD" in data) if isinstance(data, str) else (b"\\ud" in data or b"\\uD" in data):
             return fields.without_lone_surrogates(value)
         return value
 
@@ -240,7 +250,7 @@ class StreamParser(abc.ABC):
     def loads_object(self, data: str | bytes) -> dict[str, Any]:
         """:meth:`loads` for events that must be a JSON object."""
         value = self.loads(data)
-        if not isinstance(value, dict):
+        if not is_object(value):
             raise fields.malformed(f"{self.provider_name} stream event", value, "a JSON object")
         return value
 
@@ -461,8 +471,8 @@ def _transport_error(exc: BaseException, request: HttpRequest, timeout: tuple[fl
 
 def error_reason(exc: BaseException) -> str:
     """The innermost cause of a requests/urllib3 exception, without URLs."""
-    inner: BaseException | None = exc
-    while inner is not None:
+    inner = exc
+    while True:
         reason = getattr(inner, "reason", None)
         if isinstance(reason, BaseException):
             inner = reason

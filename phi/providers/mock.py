@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, TypedDict, Union
 from ..concurrency import sync
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..json_values import is_object
 from ..types import AssistantMessage, StopReason, Usage
 from .base import (
     AssistantBuilder,
@@ -44,7 +45,7 @@ class ScriptedBlock:
     """One content block: ``type`` is ``text``, ``thinking`` or ``toolCall``."""
 
     type: str
-    chunks: list[str] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list[str])
     signature: str | None = None  # thinking
     id: str = ""  # toolCall
     name: str = ""  # toolCall
@@ -91,7 +92,7 @@ class ScriptedResponse:
     (an HTTP stream whose socket was closed fails as ``network``) instead of an aborted reply.
     Build common ones with :meth:`text`, :meth:`tool_call` and :meth:`failure`."""
 
-    blocks: list[ScriptedBlock] = field(default_factory=list)
+    blocks: list[ScriptedBlock] = field(default_factory=list[ScriptedBlock])
     stop_reason: StopReason | None = None  # default: toolUse when there are tool calls, else stop
     usage: Usage = field(default_factory=Usage)
     error: ScriptedError | None = None
@@ -121,11 +122,11 @@ class ScriptedResponse:
         """Build from the fixture format; raises :class:`ConfigError` on a malformed script."""
         if isinstance(data, str):
             return cls.text(data)
-        if not isinstance(data, dict):
+        if not is_object(data):
             raise ConfigError(f"scripted response must be a string or an object, got {data!r}")
-        blocks = []
+        blocks: list[ScriptedBlock] = []
         for i, raw in enumerate(data.get("blocks", [])):
-            if not isinstance(raw, dict) or raw.get("type") not in ("text", "thinking", "toolCall"):
+            if not is_object(raw) or raw.get("type") not in ("text", "thinking", "toolCall"):
                 raise ConfigError(f"blocks[{i}] must be an object with type text, thinking or toolCall")
             chunks = raw.get("chunks")
             if chunks is None and "text" in raw:
@@ -172,7 +173,7 @@ def _error_kind(kind: object, name: str) -> str | None:
 def _scripted_error(err: object, name: str) -> ScriptedError | None:
     if err is None:
         return None
-    if not isinstance(err, dict):
+    if not is_object(err):
         raise ConfigError(f"{name} must be an object, got {err!r}")
     kinds = [k.value for k in ErrorKind]
     if err.get("kind", "api") not in kinds:

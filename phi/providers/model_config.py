@@ -146,13 +146,13 @@ class ModelConfig:
     name: str = ""
     base_url: str = ""
     api_key: str | None = field(default=None, repr=False)
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    headers: dict[str, str] = field(default_factory=dict[str, str], repr=False)
     reasoning: bool = False
     context_window: int = 128_000
     max_tokens: int = 8192
     compat: OpenAICompat = field(default_factory=OpenAICompat)
-    options: dict[str, Any] = field(default_factory=dict)  # protocol extras: region, project, api_version, ...
-    capabilities: dict[str, bool] = field(default_factory=dict)  # overrides of the capability table
+    options: dict[str, Any] = field(default_factory=dict[str, Any])  # protocol extras: region, project, api_version
+    capabilities: dict[str, bool] = field(default_factory=dict[str, bool])  # overrides of the capability table
     cost: ModelPrice | None = None  # this model's price; None: phi.providers.pricing's table decides
 
     def __post_init__(self) -> None:

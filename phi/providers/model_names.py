@@ -37,7 +37,7 @@ _PROVIDERS: dict[str, Callable[[str], ModelConfig]] = {
 
 def model_config_for(name: str) -> ModelConfig:
     """The ModelConfig for a model name; raises ConfigError when the protocol cannot be told."""
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
         raise ConfigError(f"model must be a non-empty model name, got {name!r}")
     name = name.strip()
     provider, sep, model = name.partition(":")

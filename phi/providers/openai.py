@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
@@ -125,7 +126,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
             converted = _assistant(message, mc)
             if converted is not None:
                 out.append(converted)
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             out.append({"role": "tool", "tool_call_id": convert.chat_tool_id(message.tool_call_id),
                         "content": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))
@@ -295,7 +296,7 @@ class ChatCompletionsParser(SSEParser):
 
 def _detail(usage: dict[str, Any], group: str, name: str) -> Any:
     details = usage.get(group)
-    return details.get(name) if isinstance(details, dict) else None
+    return details.get(name) if is_object(details) else None
 
 
 class OpenAIProvider(HttpStreamProvider):

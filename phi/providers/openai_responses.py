@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import (
     AssistantMessage,
@@ -102,7 +103,7 @@ def convert_messages(messages: Sequence[Message], mc: ModelConfig) -> list[dict[
                 items.append({"role": "user", "content": parts})
         elif isinstance(message, AssistantMessage):
             items.extend(_assistant_items(message, mc))
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, ToolResultMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             items.append({"type": "function_call_output", "call_id": convert.responses_tool_id(message.tool_call_id),
                           "output": convert.result_text(message)})
             pending_images.extend(convert.result_images(message))
@@ -172,7 +173,7 @@ def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
         item = json.loads(block.signature)
     except ValueError:
         return None
-    if not isinstance(item, dict) or item.get("type") != "reasoning":
+    if not is_object(item) or item.get("type") != "reasoning":
         return None
     encrypted = item.get("encrypted_content")
     if not isinstance(encrypted, str) or not encrypted:
@@ -296,7 +297,7 @@ class ResponsesParser(SSEParser):
 
     def _on_error(self, data: dict[str, Any]) -> None:
         nested = data.get("error")
-        error = nested if isinstance(nested, dict) else data  # nested (2025+) or flat
+        error = nested if is_object(nested) else data  # nested (2025+) or flat
         problem = convert.error_from_payload({k: error.get(k) for k in ("code", "message", "param", "type")})
         if data.get("code") == "insufficient_quota":
             problem.kind = ErrorKind.API  # retrying cannot help until the account is topped up

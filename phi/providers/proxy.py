@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..json_values import is_object
 from ..log import get_logger
 from ..types import StopReason, message_to_json
 from . import convert, fields
@@ -109,7 +110,7 @@ class ProxyParser(SSEParser):
         return False
 
     def _usage(self, usage: object) -> None:
-        if isinstance(usage, dict):
+        if is_object(usage):
             self.builder.usage = fields.usage(usage.get("input"), usage.get("output"), usage.get("reasoning"),
                                               usage.get("cache_read"), usage.get("cache_write"),
                                               usage.get("total_tokens"))

@@ -41,7 +41,7 @@ def check_secret(value: str | None, what: str, *, ascii_only: bool = False) -> s
     """
     if value is None:
         return None
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # config files, untyped callers
         raise ConfigError(f"{what} must be a string, not {type(value).__name__}")
     value = value.strip()
     found = _CONTROL.search(value)

@@ -31,7 +31,6 @@ import requests
 import requests.adapters
 import urllib3
 import urllib3.connection
-import urllib3.exceptions
 
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
@@ -168,11 +167,13 @@ class _HTTPSConnection(_Tracked, urllib3.connection.HTTPSConnection):
 
 
 class _HTTPPool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
+    # pyright finds urllib3's own HTTPConnection not assignable to the BaseHTTPConnection protocol its pools
+    # declare (default_socket_options, host, ...), and urllib3 assigns it just so: a stub mismatch, not ours
+    ConnectionCls = _HTTPConnection  # pyright: ignore[reportAssignmentType]
 
 
 class _HTTPSPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
+    ConnectionCls = _HTTPSConnection  # pyright: ignore[reportAssignmentType]  # likewise
 
 
 _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
