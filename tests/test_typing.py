@@ -48,7 +48,7 @@ for seen in agent.prompt("again"):
 '''
     done = mypy(tmp_path, checks)
     out = done.stdout
-    assert 'Revealed type is "phi.tools.function_tool.DecoratedTool"' in out
+    assert 'Revealed type is "phi.tools.function_tool.DecoratedTool[[a: int, b: int], int]"' in out
     assert 'Revealed type is "phi.types.Usage"' in out
     assert 'Revealed type is "phi.events.ToolExecutionEnd"' in out
     assert re.search(r'Item "AgentStart" of "AgentStart \| AgentEnd \| .*" has no attribute "delta"', out), out
