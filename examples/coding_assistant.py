@@ -75,7 +75,7 @@ def show(event: SessionEvent) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("task", nargs="?")
     parser.add_argument("--cwd", default=".")
     parser.add_argument("--offline", action="store_true")

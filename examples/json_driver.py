@@ -34,7 +34,8 @@ def phi_events(task: str, extra: list[str]) -> Iterator[dict[str, Any]]:
 
 def watch(task: str, extra: list[str]) -> tuple[str, str]:
     """Print a compact live view of one run; returns (session id, outcome)."""
-    session_id, outcome, text = "", "", []
+    session_id, outcome = "", ""
+    text: list[str] = []
     for event in phi_events(task, extra):
         kind = event["type"]
         if kind == "AgentStart":
@@ -58,7 +59,7 @@ def watch(task: str, extra: list[str]) -> tuple[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("task", nargs="?", default="What is in this directory?")
     parser.add_argument("--offline", action="store_true")
     args = parser.parse_args(argv)

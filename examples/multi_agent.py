@@ -75,13 +75,13 @@ def build(model: str, offline: bool) -> Agent:
                               **model_args("researcher"))
     writer = SubAgentTool("writer", system_prompt="Write clear, short prose from the facts you are given.",
                           description="Turns facts into two polished sentences.", **model_args("writer"))
-    editor = {"provider": played["editor"]} if offline else {"model": model}
     return Agent(system_prompt="You are an editor: get facts from the researcher, then text from the writer.",
-                 tools=[researcher, writer], **editor)
+                 tools=[researcher, writer], provider=played["editor"] if offline else None,
+                 model=None if offline else model)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("topic", nargs="?", default="the golden ratio")
     parser.add_argument("--model", default=os.environ.get("PHI_MODEL", "claude-sonnet-4-5"))
     parser.add_argument("--offline", action="store_true", help="scripted models (no network)")

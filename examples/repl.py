@@ -61,7 +61,7 @@ def stream_reply(agent: Agent, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--model", default=os.environ.get("PHI_MODEL", "claude-sonnet-4-5"))
     parser.add_argument("--offline", action="store_true", help="use a scripted model (no network)")
     args = parser.parse_args(argv)

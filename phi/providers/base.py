@@ -18,7 +18,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NoReturn, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, NoReturn, Protocol, Sequence, runtime_checkable
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError, PhiError
@@ -70,8 +70,8 @@ class StreamConfig:
 
     model_config: ModelConfig
     system_prompt: str = ""
-    messages: list[Message] = field(default_factory=list[Message])
-    tools: list[ToolDefinition] = field(default_factory=list[ToolDefinition])
+    messages: Sequence[Message] = field(default_factory=list[Message])  # read only: any sequence will do
+    tools: Sequence[ToolDefinition] = field(default_factory=list[ToolDefinition])
     thinking_level: ThinkingLevel = ThinkingLevel.OFF
     max_tokens: int | None = None
     temperature: float | None = None
