@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from ..json_values import is_array
 from ..log import get_logger
 
 log = get_logger(__name__)
@@ -43,7 +44,7 @@ class ApprovalRequest:
     def command(self) -> str | None:
         """The command line of a shell call (argv lists joined), else None."""
         command = self.arguments.get("command")
-        if isinstance(command, list):
+        if is_array(command):
             import shlex
 
             return shlex.join(str(part) for part in command)
@@ -72,7 +73,7 @@ def decide(policy: ApprovalPolicy, request: ApprovalRequest) -> tuple[bool, str]
         answer: object = policy(request)
         if isinstance(answer, ApprovalDecision):
             return answer.allowed, answer.reason
-        if isinstance(answer, bool):
+        if isinstance(answer, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # callbacks without a type checker
             return answer, ""
         raise TypeError(f"an approval callback must return a bool or an ApprovalDecision, "
                         f"got {type(answer).__name__}")

@@ -58,8 +58,8 @@ class SessionConfig:
     default_command_timeout_ms: int | None = None  # None: the profile's default
     max_command_timeout_ms: int = 600_000
     reasoning_effort: str | None = None  # "low" | "medium" | "high" (| "minimal" | "xhigh") | None
-    tool_output_limits: dict[str, int] = field(default_factory=dict)  # per tool, characters
-    tool_line_limits: dict[str, int | None] = field(default_factory=dict)  # per tool, lines
+    tool_output_limits: dict[str, int] = field(default_factory=dict[str, int])  # per tool, characters
+    tool_line_limits: dict[str, int | None] = field(default_factory=dict[str, int | None])  # per tool, lines
     enable_loop_detection: bool = True
     loop_detection_window: int = 10
     max_subagent_depth: int = 1
@@ -84,11 +84,13 @@ class SessionConfig:
             raise ConfigError(f"loop_detection_window must be >= 2, got {self.loop_detection_window}")
         if self.default_command_timeout_ms is not None and self.default_command_timeout_ms < 1:
             raise ConfigError(f"default_command_timeout_ms must be >= 1 or None, got {self.default_command_timeout_ms}")
+        # the isinstance checks stay: limits set by callers without a type checker
         for name, limit in self.tool_output_limits.items():
-            if not isinstance(limit, int) or limit < 0:
+            if not isinstance(limit, int) or limit < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigError(f"tool_output_limits[{name!r}] must be an integer >= 0, got {limit!r}")
         for name, lines in self.tool_line_limits.items():
-            if lines is not None and (not isinstance(lines, int) or lines < 1):
+            if (lines is not None
+                    and (not isinstance(lines, int) or lines < 1)):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigError(f"tool_line_limits[{name!r}] must be an integer >= 1 or None, got {lines!r}")
 
     def thinking_level(self) -> ThinkingLevel:

@@ -51,6 +51,7 @@ from ..events import (
     ToolExecutionUpdate,
     TurnEnd,
 )
+from ..json_values import is_object
 from ..log import get_logger
 from ..providers.base import ErrorKind, is_context_overflow
 from ..types import (
@@ -285,7 +286,7 @@ class EventBridge:
     def _tool_update(self, event: ToolExecutionUpdate) -> None:
         partial = event.partial_result
         text = text_of(partial)
-        if isinstance(partial.details, dict) and partial.details.get("output_delta"):
+        if is_object(partial.details) and partial.details.get("output_delta"):
             delta = text
         else:  # a tool that reports its output so far: send what is new
             before = self._partials.get(event.tool_call_id, "")

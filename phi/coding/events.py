@@ -43,7 +43,7 @@ class SessionEvent:
 
     kind: EventKind
     session_id: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict[str, Any])
     timestamp: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:

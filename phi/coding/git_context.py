@@ -127,7 +127,7 @@ def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S) -> 
 def _parse_status(text: str) -> tuple[dict[str, str], dict[str, int]]:
     """Branch headers and counts (keyed by :data:`_COUNT_KINDS`) from ``git status --porcelain=v2 --branch -z``."""
     headers: dict[str, str] = {}
-    counts = dict.fromkeys(_COUNT_KINDS, 0)
+    counts: dict[str, int] = dict.fromkeys(_COUNT_KINDS, 0)
     records = iter(text.split("\0"))
     for record in records:
         kind, _, rest = record.partition(" ")

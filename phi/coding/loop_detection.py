@@ -43,7 +43,9 @@ def tool_call_signature(name: str, arguments: object) -> str:
 
 
 def _check_window(window: int) -> None:
-    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+    # the int check stays: detect_loop and LoopDetector take the window from callers without a type checker
+    if (isinstance(window, bool)
+            or not isinstance(window, int) or window < 2):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"loop detection window must be an integer of at least 2, got {window!r}")
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import ToolCancelled, ToolError
+from ..json_values import is_object
 from ..loop.tool import ToolContext, to_tool_result
 from ..tools.full_output import file_parts
 from ..tools.truncation import HEAD_TAIL, Part, clip, render, tool_limits
@@ -51,14 +52,14 @@ def full_output(result: ToolResult) -> str:
     """The tool's whole output as text: ``details["full_output"]`` when it was cut, else its text (for
     an output saved to a file, ``details["full_output_path"]``, that is the model's view)."""
     details = result.details
-    full = details.get("full_output") if isinstance(details, dict) else None
+    full = details.get("full_output") if is_object(details) else None
     return full if isinstance(full, str) else text_of(result)
 
 
 def full_output_path(result: ToolResult) -> str | None:
     """The file holding the tool's whole output, when it was too large to carry (SPEC §9.2)."""
     details = result.details
-    path = details.get("full_output_path") if isinstance(details, dict) else None
+    path = details.get("full_output_path") if is_object(details) else None
     return path if isinstance(path, str) else None
 
 
@@ -86,7 +87,7 @@ def shape_for_model(result: ToolResult, tool_name: str, limits: Mapping[str, int
     shown = render(cut, path)
     if shown == text_of(result):
         return result
-    details = dict(result.details) if isinstance(result.details, dict) else \
+    details: dict[str, Any] = dict(result.details) if is_object(result.details) else \
         ({} if result.details is None else {"value": result.details})
     if cut != parts:
         details["truncated_output"] = True

@@ -60,7 +60,7 @@ class ProviderProfile:
     default_command_timeout_ms: int = 10_000
     knowledge_cutoff: str | None = None
     base_instructions: str | None = None  # None: phi.coding.instructions.base_instructions(id)
-    options: dict[str, Any] = field(default_factory=dict)  # provider_options, keyed by profile id
+    options: dict[str, Any] = field(default_factory=dict[str, Any])  # provider_options, keyed by profile id
     provider: StreamProvider | None = None  # replaces the wire protocol (offline, proxy, ...)
 
     def __post_init__(self) -> None:

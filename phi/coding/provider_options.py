@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
+from ..json_values import is_object
 from ..providers.base import (
     ErrorKind,
     ProviderError,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 def deep_merge(target: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """``extra`` merged into ``target`` (nested dicts merged, lists and values replaced)."""
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
+        if is_object(value) and is_object(target.get(key)):
             deep_merge(target[key], value)
         else:
             target[key] = value
@@ -56,14 +57,14 @@ def body_extras(profile_id: str, options: dict[str, Any] | None) -> dict[str, An
     * ``{"gemini": {"safety_settings": [{"category": ..., "threshold": ...}], "body": {...}}}`` —
       ``safetySettings`` plus anything under ``body``.
     """
-    section = (options or {}).get(profile_id) or {}
-    if not isinstance(section, dict):
+    section: object = (options or {}).get(profile_id) or {}
+    if not is_object(section):
         raise ConfigError(f"provider_options[{profile_id!r}] must be a dict, got {type(section).__name__}")
     extras: dict[str, Any] = {}
     if profile_id == "gemini" and section.get("safety_settings") is not None:
         extras["safetySettings"] = list(section["safety_settings"])
-    body = section.get("body") or {}
-    if not isinstance(body, dict):
+    body: object = section.get("body") or {}
+    if not is_object(body):
         raise ConfigError(f"provider_options[{profile_id!r}]['body'] must be a dict")
     return deep_merge(extras, json.loads(json.dumps(body)))
 
@@ -71,8 +72,8 @@ def body_extras(profile_id: str, options: dict[str, Any] | None) -> dict[str, An
 def apply_header_options(profile_id: str, options: dict[str, Any] | None, model_config: ModelConfig) -> ModelConfig:
     """``model_config`` with the profile's header options: ``{"anthropic": {"beta_headers": [...]}}``
     becomes the ``anthropic-beta`` header (joined with commas, after any already configured)."""
-    section = (options or {}).get(profile_id) or {}
-    betas = section.get("beta_headers") if isinstance(section, dict) else None
+    section: object = (options or {}).get(profile_id) or {}
+    betas = section.get("beta_headers") if is_object(section) else None
     if not betas:
         return model_config
     if isinstance(betas, str) or not all(isinstance(b, str) and b.strip() for b in betas):

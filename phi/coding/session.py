@@ -168,7 +168,7 @@ class Session:
         self._deliver(event, own=True)
         stream = self._stream
         if stream is not None:
-            stream._put(event)
+            stream.put(event)
 
     def _deliver(self, event: SessionEvent, own: bool) -> None:
         self._subscribers.deliver(event, own)
@@ -187,7 +187,8 @@ class Session:
         return self._submit(text, SessionStream(keep_events=True))
 
     def _submit(self, text: str, stream: SessionStream) -> SessionStream:
-        if not isinstance(text, str) or not text.strip():
+        # the str check stays: callers without a type checker may pass anything
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("submit() needs a non-empty text")
         self.config.check()
         with self._lock:
@@ -318,6 +319,7 @@ class Session:
     def _end_input(self, end: AgentEnd) -> None:
         """AgentEnd: the input is done (on the run's thread)."""
         result = result_of_run(end, self.state, self.rounds, self._limit_hit)
+        stream: SessionStream | None = None  # taken below unless the session is closing (then _shutdown ends it)
         with self._lock:
             closing = self._closing or ("error" if self._bridge.fatal_error else None)
             if closing is None:
@@ -329,7 +331,7 @@ class Session:
             return
         result.state = self.state
         if stream is not None:
-            stream._finish(result)
+            stream.finish(result)
 
     def _watch(self, run: EventStream[AgentResult], stream: SessionStream) -> None:
         """If the run raised (a bug, not a model failure), the input still ends, with that error."""
@@ -342,7 +344,7 @@ class Session:
                     self._stream = None
                     self.state = SessionState.IDLE
             if not stream.done:
-                stream._finish(SubmitResult("", "error", self.state, self.rounds, Usage(), str(error), []), error)
+                stream.finish(SubmitResult("", "error", self.state, self.rounds, Usage(), str(error), []), error)
 
     # ----------------------------------------------------------------- abort, close, shutdown
 
@@ -420,7 +422,7 @@ class Session:
                 outcome = "error" if reason == "error" else ("aborted" if reason == "aborted" else "closed")
                 final = result or SubmitResult("", outcome, SessionState.CLOSED, self.rounds, Usage(), None, [])
                 final.state, final.outcome = SessionState.CLOSED, outcome if result is None else result.outcome
-                stream._finish(final)
+                stream.finish(final)
 
     def _start_session(self) -> None:
         with self._lock:

@@ -35,7 +35,7 @@ class SubmitResult:
     rounds: int = 0
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
-    messages: list[AgentMessage] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])
 
 
 class SessionStream:
@@ -53,11 +53,14 @@ class SessionStream:
         self._result: SubmitResult | None = None
         self._error: BaseException | None = None
 
-    def _put(self, event: SessionEvent) -> None:
+    def put(self, event: SessionEvent) -> None:
+        """The session's side: add ``event`` for the iterator (a stream of ``submit`` keeps none)."""
         if self._queue is not None:
             self._queue.put(event)
 
-    def _finish(self, result: SubmitResult, error: BaseException | None = None) -> None:
+    def finish(self, result: SubmitResult, error: BaseException | None = None) -> None:
+        """The session's side: the input is done with ``result`` (or the run raised ``error``); iteration
+        ends and :meth:`result` returns. Only the first call counts."""
         if self._done.is_set():
             return
         self._result, self._error = result, error

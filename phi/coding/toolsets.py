@@ -27,7 +27,7 @@ from __future__ import annotations
 import codecs
 import os
 import shlex
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 from ..concurrency.cancel import CancellationToken
 from ..errors import ToolError
@@ -113,7 +113,9 @@ def run_shell(env: ExecutionEnvironment, call: ToolCallContext, command: str, *,
               workdir: str | None, description: str | None, profile_default_ms: int,
               background: bool = False) -> ToolResult:
     default, maximum = command_timeouts(call, profile_default_ms)
-    shell = ShellTool(env=_StreamingEnv(env, call), default_timeout_ms=default, max_timeout_ms=maximum,
+    # a _StreamingEnv is one: __getattr__ hands every other member to ``env`` (a static checker does not follow that)
+    streaming = cast(ExecutionEnvironment, _StreamingEnv(env, call))
+    shell = ShellTool(env=streaming, default_timeout_ms=default, max_timeout_ms=maximum,
                       working_dir=workdir or None, session=tools_session(call))
     args: dict[str, Any] = {"command": command, "run_in_background": background}
     if timeout_ms:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Callable, Iterator
+from typing import Callable, Generator
 
 from ..log import get_logger
 from ..types import AgentMessage
@@ -83,7 +83,7 @@ class WorkingThreads:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def working(self) -> Iterator[None]:
+    def working(self) -> Generator[None, None, None]:
         """Count the calling thread as working for the session while in the block."""
         ident = threading.get_ident()
         with self._lock:
