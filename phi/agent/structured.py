@@ -14,10 +14,12 @@ which the APIs reject.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Iterable, Protocol
 
 from ..errors import StructuredOutputFailed
-from ..events import ToolExecutionEnd
+from ..events import AgentEvent, ToolExecutionEnd
+from ..loop.config import AgentLoopConfig
+from ..loop.tool import AgentTool
 from ..types import (
     AgentMessage,
     AssistantMessage,
@@ -28,11 +30,31 @@ from ..types import (
     UserMessage,
 )
 
-if TYPE_CHECKING:
-    from .agent import Agent
+from .result import AgentResult
 
 
-def run_structured(agent: Agent, prompt: str, schema: object, max_retries: int = 2) -> Any:
+class StructuredHost(Protocol):
+    """What a structured run uses of its :class:`~phi.agent.agent.Agent`."""
+
+    tools: list[AgentTool]
+    config: AgentLoopConfig
+
+    @property
+    def messages(self) -> list[AgentMessage]: ...
+
+    @messages.setter
+    def messages(self, messages: Iterable[AgentMessage]) -> None: ...
+
+    @property
+    def is_streaming(self) -> bool: ...
+
+    def subscribe(self, callback: Callable[[AgentEvent], None], *,
+                  include_subagents: bool = False) -> Callable[[], None]: ...
+
+    def run(self, text: str) -> AgentResult: ...
+
+
+def run_structured(agent: StructuredHost, prompt: str, schema: object, max_retries: int = 2) -> Any:
     """The validated answer to ``prompt``: of type ``schema`` when it is a type, else a JSON value."""
     from .final_answer import final_answer_tool
 
