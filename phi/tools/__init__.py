@@ -37,7 +37,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".tool_session": ("ToolSession",),
 }
 
-__all__ = sorted([*export_names(_EXPORTS), "default_tools", "coding_tools"])
+__all__ = sorted(  # pyright: ignore[reportUnsupportedDunderAll]  # one list (_EXPORTS); checkers see the `as` imports
+    [*export_names(_EXPORTS), "default_tools", "coding_tools"])
 __getattr__, _dir = lazy_exports(__name__, _EXPORTS, globals())
 
 
