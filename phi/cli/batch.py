@@ -20,7 +20,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Generator, TextIO
 
 from .approval import ApprovalGate
 from .options import CliOptions, key_hint
@@ -41,7 +41,7 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Generator[None, None, None]:
     """While inside, SIGTERM raises :class:`Terminated` in the main thread (elsewhere: no change)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -123,9 +123,11 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
 def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessions, out: TextIO | None = None,
               err: TextIO | None = None) -> int:
     """Run ``options.prompt`` once (see the module docstring); returns the exit status."""
-    out, err = out or sys.stdout, err or sys.stderr
-    session = unattended_session(options, profile, sessions, err)
-    lines = JsonLines(out, on_closed=session.agent.abort)
+    # new names: sys.stdout is typed "TextIO | Any", so `out = out or sys.stdout` would stay "TextIO | None"
+    stdout: TextIO = out or sys.stdout
+    stderr: TextIO = err or sys.stderr
+    session = unattended_session(options, profile, sessions, stderr)
+    lines = JsonLines(stdout, on_closed=session.agent.abort)
     if options.json:
         session.agent.subscribe(lines)
     from ..coding import EventKind
@@ -142,7 +144,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
             interrupt_turn(session)
             stream.result(timeout=10)
             terminated = isinstance(stop, Terminated)
-            err.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
+            stderr.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         session.close()
@@ -152,27 +154,27 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
 
                 remember(sessions, options.cwd, session.id)
         except Exception as error:
-            err.write(f"phi: could not save the session: {error}\n")
+            stderr.write(f"phi: could not save the session: {error}\n")
         fork = session.agent.last_fork
         if fork is not None:  # said on stderr: stdout holds only the answer (or --json's events)
-            err.write(f"phi: another phi continued this session from the same point; this run continues as branch "
-                      f"{fork.loop_id} of it (both are kept)\n")
+            stderr.write(f"phi: another phi continued this session from the same point; this run continues as "
+                         f"branch {fork.loop_id} of it (both are kept)\n")
     if lines.closed:
-        _silence(out)
+        _silence(stdout)
         return EXIT_FAILED
     if not options.json:
         try:
-            out.write(result.text.rstrip("\n") + "\n")
-            out.flush()
+            stdout.write(result.text.rstrip("\n") + "\n")
+            stdout.flush()
         except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
-            _silence(out)
-    if err.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
-        err.write(f"phi: session {session.id} (phi --resume {session.id})\n")
+            _silence(stdout)
+    if stderr.isatty():  # a person ran it: say how to come back (scripts find the id in --json's AgentStart)
+        stderr.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
     hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
-    err.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
-              f"{f' ({hint})' if hint else ''}\n")
+    stderr.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
+                 f"{f' ({hint})' if hint else ''}\n")
     return EXIT_FAILED
 
 

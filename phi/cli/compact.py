@@ -105,7 +105,7 @@ def transcript(messages: Sequence[AgentMessage]) -> str:
     from ..context import truncate_lines
     from ..types import AssistantMessage, ToolResultMessage, UserMessage
 
-    parts = []
+    parts: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
             parts.append(f"USER: {message.text}")

@@ -135,7 +135,7 @@ class Printer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="phi demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="phi demo", description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--provider", choices=["scripted", "anthropic", "openai"], default=None)
     parser.add_argument("question", nargs="?", default=QUESTION)
     args = parser.parse_args(argv)

@@ -98,7 +98,7 @@ def complete(root: Path, text: str, commands: Iterable[str]) -> list[str]:
     base = root / folder if folder else root
     if not _inside(root, base) or not base.is_dir():
         return []
-    found = []
+    found: list[str] = []
     for entry in sorted(base.iterdir()):
         if entry.name.startswith(start) and (start.startswith(".") or not entry.name.startswith(".")):
             shown = f"{folder}/{entry.name}" if folder else entry.name

@@ -19,6 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..json_values import is_object
 from .batch import (
     EXIT_FAILED,
     EXIT_OK,
@@ -41,7 +42,7 @@ def parse_command(line: str) -> dict[str, Any]:
         command = json.loads(line)
     except ValueError:
         return {"type": "prompt", "text": line}
-    if not isinstance(command, dict):
+    if not is_object(command):
         return {"type": "prompt", "text": line}
     return command
 
@@ -94,14 +95,16 @@ class JsonSession:
 def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
                      stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """Serve commands from ``stdin`` until it ends (see the module docstring)."""
-    stdin, out = stdin or sys.stdin, out or sys.stdout
+    # new names: sys.stdin is typed "TextIO | Any", so `stdin = stdin or sys.stdin` would stay "TextIO | None"
+    source: TextIO = stdin or sys.stdin
+    stdout: TextIO = out or sys.stdout
     session = unattended_session(options, profile, sessions)
-    lines = JsonLines(out, on_closed=session.agent.abort)
+    lines = JsonLines(stdout, on_closed=session.agent.abort)
     session.agent.subscribe(lines)
     driver = JsonSession(session, lines)
     try:
         with sigterm_as_interrupt():
-            for line in stdin:
+            for line in source:
                 if line.strip():
                     driver.handle(parse_command(line.strip()))
                 if lines.closed:

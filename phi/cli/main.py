@@ -129,14 +129,15 @@ def with_piped_input(task: str, stdin: TextIO | None = None) -> str:
     import os
     import stat
 
-    stdin = stdin or sys.stdin
+    # a new name: sys.stdin is typed "TextIO | Any", so `stdin = stdin or sys.stdin` would stay "TextIO | None"
+    source: TextIO = stdin or sys.stdin
     try:
-        mode = os.fstat(stdin.fileno()).st_mode
+        mode = os.fstat(source.fileno()).st_mode
     except (OSError, ValueError, AttributeError):
         return task
-    if stdin.isatty() or not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+    if source.isatty() or not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
         return task
-    piped = stdin.read()
+    piped = source.read()
     if not piped.strip():
         return task
     return f"{task}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ConfigError
+from ..json_values import is_array, is_object
 from ..log import get_logger
 
 if TYPE_CHECKING:
@@ -42,10 +43,10 @@ class ServerSpec:
     name: str
     source: str  # the file (or "--mcp") it came from
     command: str | None = None
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list[str])
+    env: dict[str, str] = field(default_factory=dict[str, str])
     url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict[str, str])
 
     @property
     def where(self) -> str:
@@ -59,20 +60,20 @@ def _expand(value: str, env: Mapping[str, str]) -> str:
 def _strings(value: Any, what: str) -> dict[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not is_object(value) or not all(isinstance(v, str) for v in value.values()):  # decoded JSON: keys are str
         raise ConfigError(f"{what} must be an object of strings")
     return dict(value)
 
 
 def _spec(name: str, entry: Any, source: str, env: Mapping[str, str]) -> ServerSpec:
     where = f"{source}: mcpServers.{name}"
-    if not isinstance(entry, dict):
+    if not is_object(entry):
         raise ConfigError(f"{where} must be an object with command (and args, env) or url (and headers)")
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None) or not isinstance(command or url, str):
         raise ConfigError(f"{where} needs either a command or a url (a string)")
     args = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+    if not is_array(args) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{where}.args must be a list of strings")
     spec = ServerSpec(name, source, command=command, args=list(args), url=url,
                       env=_strings(entry.get("env"), f"{where}.env"),
@@ -91,8 +92,8 @@ def parse_config(text: str, source: str, env: Mapping[str, str] | None = None) -
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{source} is not JSON: {error}") from None
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
+    servers = data.get("mcpServers") if is_object(data) else None
+    if not is_object(servers):
         raise ConfigError(f'{source} must be an object with "mcpServers": {{NAME: {{...}}}}')
     for name in servers:
         if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
@@ -147,7 +148,7 @@ class McpServers:
 
     def lines(self) -> list[str]:
         """``/mcp``: one line per server, then its tools."""
-        rows = []
+        rows: list[str] = []
         for server in self.servers:
             spec = server.spec
             if server.toolset is None:
@@ -185,7 +186,7 @@ def connect_mcp(options: CliOptions, environment: Mapping[str, str],
     specs = load_specs(options)
     if not specs:
         return None
-    servers = []
+    servers: list[Server] = []
     for spec in specs:
         try:
             toolset = _connect(spec, environment)

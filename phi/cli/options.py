@@ -298,8 +298,7 @@ def make_profile(options: CliOptions, model: str | None = None,
             raise ConfigError(f"unknown service {provider!r} in {model!r}; use one of "
                               f"{', '.join([*KEY_VARIABLES, *LOCAL_PROVIDERS])}")
         model = name
-        options = CliOptions(**{**vars(options), "model": name,
-                                "provider": provider or model_family(name) or options.provider})
+        options = replace(options, model=name, provider=provider or model_family(name) or options.provider)
     environment = os.environ if env is None else env
     local = local_target(options, environment)
     if local is not None:

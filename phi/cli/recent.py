@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import ConfigError
+from ..json_values import is_array, is_object
 
 if TYPE_CHECKING:
     from .sessions import CliSessions
@@ -35,9 +36,9 @@ def _load(sessions: CliSessions) -> dict[str, list[str]]:
         data = json.loads(_index_path(sessions).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict):
+    if not is_object(data):
         return {}
-    return {k: [i for i in v if isinstance(i, str)] for k, v in data.items() if isinstance(v, list)}
+    return {k: [i for i in v if isinstance(i, str)] for k, v in data.items() if is_array(v)}
 
 
 def remember(sessions: CliSessions, cwd: str, session_id: str) -> None:

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, TextIO, Union
 
 if TYPE_CHECKING:
     from ..coding import SessionEvent
@@ -56,7 +56,7 @@ class Style:
 
 def short_arguments(arguments: dict[str, Any], width: int = 60) -> str:
     """``key=value, ...`` on one line, cut to ``width`` characters."""
-    parts = []
+    parts: list[str] = []
     for key, value in arguments.items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         parts.append(f"{key}={' '.join(str(shown).split())}")
@@ -75,7 +75,7 @@ def summary(output: str, width: int = 60) -> str:
 
 
 def colour_diff(lines: list[str], style: Style) -> list[str]:
-    out = []
+    out: list[str] = []
     for line in lines:
         if line.startswith(("+++", "---")):
             out.append(style("bold", line))
@@ -186,10 +186,10 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     started: float
-    before: dict[str, str | None] = field(default_factory=dict)
+    before: dict[str, str | None] = field(default_factory=dict[str, str | None])
     output: str = ""
     is_error: bool = False
-    diff: list[str] = field(default_factory=list)
+    diff: list[str] = field(default_factory=list[str])
     shown_at: float = 0.0  # when its running line was last rewritten
     asked_at: float | None = None  # an approval question about it is waiting for the person
     waited: float = 0.0  # seconds spent waiting for approval: not the tool's own time
@@ -206,7 +206,7 @@ class Renderer:
         self._asking = False  # a question waits for the person's answer
         self.style = style
         self.show_thinking = show_thinking
-        self.tool_kind = tool_kind or (lambda name: "execute")
+        self.tool_kind: Callable[[str], str] = tool_kind or (lambda name: "execute")
         self.cwd = Path(cwd)
         self.calls: list[ToolCall] = []
         self._by_id: dict[str, ToolCall] = {}
@@ -288,7 +288,7 @@ class Renderer:
                 self.write(self.style("dim", event.delta.delta))
 
     def on_event(self, event: SessionEvent) -> None:
-        handler = _HANDLERS.get(getattr(event.kind, "value", event.kind))
+        handler = self._HANDLERS.get(getattr(event.kind, "value", event.kind))
         if handler is not None:
             handler(self, event.data)
 
@@ -314,7 +314,7 @@ class Renderer:
         self.total.add(usage, self.model)
 
     def _tool_start(self, data: dict[str, Any]) -> None:
-        arguments = data.get("arguments") or {}
+        arguments: dict[str, Any] = data.get("arguments") or {}
         with self._lock:
             call = ToolCall(len(self.calls) + 1, data["tool_name"], arguments, time.monotonic())
             self.calls.append(call)
@@ -391,6 +391,21 @@ class Renderer:
     def _limit(self, data: dict[str, Any]) -> None:
         self.line(self.style("yellow", f"! turn limit reached ({data})"))
 
+    # Keyed by the EventKind values (a str enum hashes as its value), so that the first screen need
+    # not import the coding layer.
+    _HANDLERS: ClassVar[dict[str, Callable[[Renderer, dict[str, Any]], None]]] = {
+        "assistant_text_delta": _text_delta,
+        "assistant_text_end": _text_end,
+        "tool_call_start": _tool_start,
+        "tool_call_output_delta": _tool_output,
+        "tool_call_end": _tool_end,
+        "steering_injected": _steering,
+        "loop_detection": _notice,
+        "warning": _notice,
+        "error": _error,
+        "turn_limit": _limit,
+    }
+
     # ------------------------------------------------------------------ commands
 
     def show(self, number: int) -> str:
@@ -416,21 +431,6 @@ class Renderer:
         model = self.model if isinstance(self.model, str) else self.model.id
         return status_line(model, self.turn, self.total, context_window, self.style, mode, compact_at)
 
-
-# Keyed by the EventKind values (a str enum hashes as its value), so that the first screen need
-# not import the coding layer.
-_HANDLERS: dict[str, Callable[[Renderer, dict[str, Any]], None]] = {
-    "assistant_text_delta": Renderer._text_delta,
-    "assistant_text_end": Renderer._text_end,
-    "tool_call_start": Renderer._tool_start,
-    "tool_call_output_delta": Renderer._tool_output,
-    "tool_call_end": Renderer._tool_end,
-    "steering_injected": Renderer._steering,
-    "loop_detection": Renderer._notice,
-    "warning": Renderer._notice,
-    "error": Renderer._error,
-    "turn_limit": Renderer._limit,
-}
 
 __all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",
            "summary", "short_arguments", "colour_diff"]

@@ -73,7 +73,7 @@ class CliSessions:
 
         for agent in self.agents:  # a run that just ended may still be saving what this would hand out
             agent.wait_for_saved(SAVE_WAIT_S)
-        saved = []
+        saved: list[str] = []
         for session in children_first(self.recorder.flush_changes()):
             try:
                 save_whole(self.store, session)
@@ -93,7 +93,7 @@ class CliSessions:
         from ..session.links import find_dangling, remembering_loader
 
         load = remembering_loader(self.store)  # a linked session is loaded once for all rows
-        rows = []
+        rows: list[StoredSummary] = []
         for session_id in self.store.list_ids()[:limit]:
             session = self.store.load(session_id)
             first = next((m.text for loop in session.loops for m in loop.messages

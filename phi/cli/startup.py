@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import PhiError
 from ..ids import random_uuid
@@ -48,8 +48,8 @@ class Loader:
     ``first_session(session_id)`` is called on that thread once the profile and the store are loaded
     (:attr:`state` then has them)."""
 
-    def __init__(self, term: Terminal, options: CliOptions, profile: Any, sessions: Any,
-                 first_session: Callable[[str], Session]) -> None:
+    def __init__(self, term: Terminal, options: CliOptions, profile: ProviderProfile | Callable[[], ProviderProfile],
+                 sessions: CliSessions | Callable[[], CliSessions], first_session: Callable[[str], Session]) -> None:
         self.term = term
         self.options = options
         self._first_session = first_session

@@ -37,7 +37,7 @@ import select
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, TextIO
+from typing import Callable, Generator, TextIO
 
 from ..log import get_logger
 
@@ -405,7 +405,7 @@ class Terminal:
             self.out.flush()
 
     @contextmanager
-    def running(self) -> Iterator[None]:
+    def running(self) -> Generator[None, None, None]:
         """While a run streams: no echo, no line discipline, bracketed paste on (terminals only)."""
         if not self.tty or self.fd is None:
             yield

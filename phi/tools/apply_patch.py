@@ -57,12 +57,12 @@ __all__ = ["PatchApplyError", "PatchResult", "apply_patch", "derive_new_contents
 
 @dataclass
 class PatchResult:
-    added: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # "A path" / "M path" / "D path", in order
+    added: list[str] = field(default_factory=list[str])
+    modified: list[str] = field(default_factory=list[str])
+    deleted: list[str] = field(default_factory=list[str])
+    lines: list[str] = field(default_factory=list[str])  # "A path" / "M path" / "D path", in order
     #: what each added or modified path (as the patch names it) was left holding
-    written: dict[str, FileStamp] = field(default_factory=dict)
+    written: dict[str, FileStamp] = field(default_factory=dict[str, FileStamp])
 
     def summary(self) -> str:
         """codex's report: added, then modified, then deleted files, each group in patch order."""

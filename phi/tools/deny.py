@@ -439,7 +439,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     word names a path (has a ``/``), ``[...]`` as in fnmatch."""
     if "/" not in pattern:
         return re.compile(fnmatch.translate(pattern))
-    pieces = []
+    pieces: list[str] = []
     for piece in re.split(r"(\[[^\]]*\]|\*|\?)", pattern):
         if piece == "*":
             pieces.append("[^/]*")
@@ -458,7 +458,7 @@ def _glob(text: str, pattern: str) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _compile(patterns: tuple[str, ...]) -> tuple[_Rule, ...]:
-    rules = []
+    rules: list[_Rule] = []
     for text in patterns:
         stripped = text.strip()
         if stripped.startswith("re:"):

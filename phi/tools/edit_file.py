@@ -285,7 +285,7 @@ class EditFileTool:
     name: str = "edit_file"
     label: str = "Edit file"
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
         self.description = self.description or self.wording.description

@@ -429,7 +429,7 @@ class LocalExecutionEnvironment:
 
 
 def _dated(paths: Sequence[str]) -> list[tuple[int, str]]:
-    dated = []
+    dated: list[tuple[int, str]] = []
     for match in paths:
         try:
             dated.append((-os.stat(match).st_mtime_ns, match))

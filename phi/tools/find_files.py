@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ToolCancelled, ToolError
+from ..json_values import is_object
 from ..loop.tool import ToolContext
 from ..types import ToolResult
 from ._common import (
@@ -93,7 +94,7 @@ def _file_list(tool_name: str, files: list[str], limit: int, *, none_found: str,
     result = finish(text, tool_name, details, session=session)
     if shown < total:  # the application gets the whole listing
         full = "\n".join(every)
-        if isinstance(result.details, dict):
+        if is_object(result.details):
             keep_full_output_in(result.details, tool_name, [full], session)
             result.details["truncated_output"] = True
     return result

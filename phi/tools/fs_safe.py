@@ -248,6 +248,8 @@ def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool,
 #: A verify whose ``exact`` attribute is true compares content (which a rename does not change), so
 #: it may also be run on the file the new one displaced (see :func:`write_beneath`).
 Verify = Callable[[BinaryIO | None], None]
+#: A verify's optional ``kept(error, where)``: ``error`` told that another version is kept at ``where``.
+_Explain = Callable[[BaseException, str], BaseException]
 
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -350,7 +352,7 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int | None, path: str, v
         _swap_in(dir_fd, temp, name, path, verify, ours, data)
     except BaseException as exc:
         kept = _discard_if_ours(dir_fd, temp, name, ours, data, path)
-        explain = getattr(verify, "kept", None)
+        explain: _Explain | None = getattr(verify, "kept", None)
         if kept is not None and callable(explain):
             raise explain(exc, kept) from None
         raise
@@ -424,7 +426,7 @@ def _holds_ours(dir_fd: int, name: str, ours: int, data: bytes) -> bool:
             chunk = fh.read(_COMPARE_CHUNK)
             if not chunk:
                 return offset == len(data)
-            if view[offset:offset + len(chunk)] != chunk:
+            if view[offset:offset + len(chunk)] != memoryview(chunk):  # view to view: no copy, and checkers agree
                 return False
             offset += len(chunk)
 
@@ -534,7 +536,7 @@ def _delete_verified(dir_fd: int, name: str, path: str, verify: Verify) -> None:
         if _put_back(dir_fd, aside, name):
             raise
         where = _keep_beside(dir_fd, aside, name, path)  # a new file was saved at the name meanwhile
-        explain = getattr(verify, "kept", None)
+        explain: _Explain | None = getattr(verify, "kept", None)
         if callable(explain):
             raise explain(exc, where) from None
         raise

@@ -49,7 +49,7 @@ class _Replacement:
 
     start: int
     length: int = 0
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list[str])
 
 
 def _chunk_label(index: int, chunk: UpdateChunk) -> str:

@@ -62,7 +62,7 @@ class ChunkLine(NamedTuple):
 @dataclass
 class UpdateChunk:
     change_context: str | None = None
-    lines: list[ChunkLine] = field(default_factory=list)
+    lines: list[ChunkLine] = field(default_factory=list[ChunkLine])
     is_end_of_file: bool = False
 
     @property
@@ -143,7 +143,7 @@ def _body_lines(lines: list[str]) -> list[str]:
 
 def parse_patch(text: str) -> list[Hunk]:
     """Parse patch text into hunks (file operations), in patch order."""
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers without a type checker
         raise PatchParseError(f"patch must be a string, got {type(text).__name__}")
     body = _body_lines(split_patch_lines(_trim(text)))
     hunks: list[Hunk] = []
@@ -163,7 +163,8 @@ def parse_patch(text: str) -> list[Hunk]:
 def _parse_hunk(lines: list[str], line_number: int) -> tuple[Hunk, int]:
     header = _trim(lines[0])
     if header.startswith(ADD_FILE):
-        contents, consumed = [], 1
+        contents: list[str] = []
+        consumed = 1
         for line in lines[1:]:
             if not line.startswith("+"):
                 break

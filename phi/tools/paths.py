@@ -65,7 +65,7 @@ def locate_beneath(target: str, roots: Iterable[str]) -> tuple[str, list[str]] |
     out of the root (:mod:`phi.tools.fs_safe`), so a race between this lookup and the walk cannot
     move the write outside.
     """
-    forms = []
+    forms: list[tuple[str, str]] = []
     for root in roots:
         forms += [(root, root), (root, _real(root))]
     forms.sort(key=lambda f: len(f[1]), reverse=True)

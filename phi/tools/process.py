@@ -296,7 +296,7 @@ class _Runner:
 
     def _timeout(self, now: float, deadline: float | None) -> float | None:
         """Seconds until the loop has something to do that no descriptor will announce."""
-        waits = []
+        waits: list[float] = []
         if self.term_sent_at is None:
             if deadline is not None:
                 waits.append(deadline - now)

@@ -198,7 +198,7 @@ class ReadFileTool:
     name: str = "read_file"
     label: str = "Read file"
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
         self.description = self.description or self.wording.description

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, cast
 
 from ..providers.secrets import MIN_SECRET, REDACTED, secret_forms
 from .env_filter import is_secret_variable
@@ -69,8 +69,9 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
+            mapping = cast("Mapping[object, object]", value)  # any keys: each is turned into a str
             return {self.text(str(k)): (REDACTED if isinstance(v, str) and v and is_secret_variable(str(k))
-                                        else self.data(v)) for k, v in value.items()}
+                                        else self.data(v)) for k, v in mapping.items()}
         if isinstance(value, (list, tuple)):
-            return [self.data(item) for item in value]
+            return [self.data(item) for item in cast("list[object] | tuple[object, ...]", value)]
         return value

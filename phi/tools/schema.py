@@ -25,9 +25,10 @@ import inspect
 import re
 import types
 import typing
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeGuard, Union, cast
 
 from ..errors import ConfigError
+from ..json_values import is_object
 
 __all__ = [
     "UnsupportedAnnotation",
@@ -63,7 +64,11 @@ class ConversionError(ValueError):
 
 def is_typeddict(tp: Any) -> bool:
     """True for classes created with ``typing.TypedDict`` (or typing_extensions')."""
-    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+    return isinstance(tp, type) and hasattr(tp, "__required_keys__") and issubclass(tp, dict)
+
+
+def _is_enum_class(tp: Any) -> TypeGuard[type[enum.Enum]]:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
 def type_hints(obj: Any, where: str) -> dict[str, Any]:
@@ -83,7 +88,7 @@ def _describe(tp: Any) -> str:
 
 
 def _literal_type(values: tuple[Any, ...]) -> str | None:
-    kinds = set()
+    kinds: set[str] = set()
     for value in values:
         if isinstance(value, bool):
             kinds.add("boolean")
@@ -125,7 +130,7 @@ def _schema(tp: Any, where: str, seen: tuple[Any, ...]) -> dict[str, Any]:
         return {"type": "number"}
     if tp is str:
         return {"type": "string"}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    if _is_enum_class(tp):
         return _enum_schema(tp, where)
     if is_typeddict(tp) or dataclasses.is_dataclass(tp):
         if tp in seen:
@@ -235,7 +240,7 @@ _NO_DEFAULT: Any = object()
 def _object_fields(tp: Any, hints: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
     """(name, default-or-_REQUIRED-or-_NO_DEFAULT, description) for each field of ``tp``."""
     if dataclasses.is_dataclass(tp):
-        out = []
+        out: list[tuple[str, Any, str | None]] = []
         for f in dataclasses.fields(tp):
             if not f.init:
                 continue
@@ -272,10 +277,13 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    # the casts say what a checker cannot know from isinstance: the items are any Python values
     if isinstance(value, dict):
-        return {str(k) if not isinstance(k, enum.Enum) else str(k.value): to_jsonable(v) for k, v in value.items()}
+        mapping = cast("dict[object, object]", value)
+        return {str(k) if not isinstance(k, enum.Enum) else str(k.value): to_jsonable(v) for k, v in mapping.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
+        items = cast("list[object] | tuple[object, ...] | set[object] | frozenset[object]", value)
+        return [to_jsonable(v) for v in items]
     raise TypeError(f"value of type {type(value).__name__} is not JSON-serialisable")
 
 
@@ -296,7 +304,7 @@ def convert_value(value: Any, tp: Any, path: str = "") -> Any:
         return None
     if tp in (bool, int, float, str):
         return _convert_scalar(value, tp, path)
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    if _is_enum_class(tp):
         try:
             return tp(value)
         except ValueError:
@@ -308,14 +316,16 @@ def convert_value(value: Any, tp: Any, path: str = "") -> Any:
     if origin is not None:
         return _convert_generic(value, tp, origin, path)
     if tp in (list, set, frozenset, tuple):
-        return tp(_expect_list(value, path))
+        items = _expect_list(value, path)  # a new list already
+        return items if tp is list else tuple(items) if tp is tuple else set(items) if tp is set else frozenset(items)
     if tp is dict:
         return dict(_expect_dict(value, path))
     raise ConversionError(path, f"cannot convert to unsupported type {_describe(tp)}")
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+def _kind(value: object) -> str:
+    names: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+                              dict: "object"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
@@ -341,11 +351,11 @@ def _convert_scalar(value: Any, tp: type, path: str) -> Any:
 def _expect_list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise ConversionError(path, f"expected array, got {_kind(value)}")
-    return list(value)
+    return list(cast("list[object] | tuple[object, ...]", value))
 
 
 def _expect_dict(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise ConversionError(path, f"expected object, got {_kind(value)}")
     return value
 
@@ -373,7 +383,7 @@ def _convert_generic(value: Any, tp: Any, origin: Any, path: str) -> Any:
         items = _expect_list(value, path)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(convert_value(v, args[0], _join(path, i)) for i, v in enumerate(items))
-        expected = [] if args == ((),) else list(args)
+        expected: list[Any] = [] if args == ((),) else list(args)
         if len(items) != len(expected):
             raise ConversionError(path, f"expected an array of {len(expected)} items, got {len(items)}")
         return tuple(convert_value(v, t, _join(path, i)) for i, (v, t) in enumerate(zip(items, expected)))
@@ -388,7 +398,7 @@ def _convert_generic(value: Any, tp: Any, origin: Any, path: str) -> Any:
 def _convert_union(value: Any, members: tuple[Any, ...], path: str) -> Any:
     # Prefer a member whose JSON kind matches exactly (so 3 stays an int in ``float | int``).
     ordered = sorted(members, key=lambda m: 0 if _exact_kind(value, m) else 1)
-    errors = []
+    errors: list[str] = []
     for member in ordered:
         try:
             return convert_value(value, member, path)
@@ -433,7 +443,7 @@ class Docstring:
     """A parsed docstring: the free text, per-parameter descriptions and the returns text."""
 
     description: str = ""
-    params: dict[str, str] = dataclasses.field(default_factory=dict)
+    params: dict[str, str] = dataclasses.field(default_factory=dict[str, str])
     returns: str = ""
 
 
@@ -506,8 +516,9 @@ def _google_items(body: list[str], params: dict[str, str]) -> None:
             continue
         match = _GOOGLE_ITEM_RE.match(raw.strip()) if _indent(raw) == item_indent else None
         if match:
-            current = match.group(1)
-            params[current] = match.group(3).strip()
+            name: str = match.group(1)  # typed: group() says "str | Any", which would keep `current` optional
+            current = name
+            params[name] = match.group(3).strip()
         elif current is not None:
             params[current] = (params[current] + " " + raw.strip()).strip()
 

@@ -20,7 +20,7 @@ CHUNK_BYTES = 1 << 20
 @dataclass
 class LineRange:
     first: int                                        # 1-based number of lines[0] (the requested offset)
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list[str])
     total: int = 0                                    # lines in the whole file
     next_line: int | None = None                      # first requested line left out by the byte budget
     cut_bytes: int = 0                                # bytes cut off the end of a single over-long line

@@ -38,5 +38,7 @@ def outgoing(loop_id: str | None, tool_call_id: str) -> dict[str, str]:
         except Exception:
             log.exception("trace-context carrier %r raised", carrier)
             continue
-        fields.update((k, v) for k, v in given.items() if isinstance(k, str) and isinstance(v, str))
+        for k, v in given.items():  # a carrier is the application's code: only strings are sent
+            if isinstance(k, str) and isinstance(v, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # app code
+                fields[k] = v
     return fields

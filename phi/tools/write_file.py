@@ -115,7 +115,7 @@ class WriteFileTool:
     name: str = "write_file"
     label: str = "Write file"
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
         self.description = self.description or self.wording.description
