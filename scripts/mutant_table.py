@@ -884,7 +884,7 @@ MUTANTS: list[Mutant] = [
     m("SESS-4b", RECORDER, "                    if record is not None:\n                        record.status = "
                            "LoopStatus.ABORTED",
       "                    if record is not None:\n                        pass", "finalize marks open loops Aborted"),
-    m("SESS-5a", "session/codec.py", "    out.update(session.extra)", "    pass", "unknown keys are kept"),
+    m("SESS-5a", "session/model.py", "    out.update(session.extra)", "    pass", "unknown keys are kept"),
     m("SESS-6a", JSON_STORE, "sorted((-mtime, sid) for sid, mtime in newest.items())",
       "sorted((mtime, sid) for sid, mtime in newest.items())", "list_ids is newest save first"),
     m("SESS-6b", JSON_STORE, "            latest[loop_id] = (first[0], first[1], loop)",

@@ -18,20 +18,38 @@ this order, from:
 Loops on no conversation line are never followed: a judge's loop (``evaluates``), a branch of a
 parallel evaluation that was not selected, and same-session sub-agent runs. The walk is iterative
 (no recursion limit) and linear in the length of the result.
+
+``Session.conversation`` and ``Session.latest_loop`` (:mod:`phi.session.model`) are these functions,
+so this module reads a session through :class:`SessionView` — the Session's ``session_id``,
+``agent_id`` and ``loops`` — rather than importing the class.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, Sequence
 
 from ..ids import loop_key, loop_number
 from ..types import AgentMessage, message_to_json
 from .errors import SessionError
-from .model import LoopRecord, Session
+from .loop_record import LoopRecord
 
 Step = tuple[LoopRecord, "int | None", tuple[AgentMessage, ...]]  # (loop, messages kept of the one before, added)
+
+
+class SessionView(Protocol):
+    """What this module reads of a :class:`~phi.session.model.Session`: its ids and its loops in
+    start order."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def loops(self) -> Sequence[LoopRecord]: ...
 
 
 def _parent(record: LoopRecord, by_id: Mapping[str, LoopRecord]) -> LoopRecord | None:
@@ -48,7 +66,7 @@ def off_line(record: LoopRecord, by_id: Mapping[str, LoopRecord]) -> bool:
     return record.continuation_kind is None and _parent(record, by_id) is not None
 
 
-def latest_loop(session: Session) -> LoopRecord | None:
+def latest_loop(session: SessionView) -> LoopRecord | None:
     """The last started loop that is on a conversation line (see :func:`off_line`) and has ended —
     a loop still pending or running is another writer's run in progress, or one whose process died
     (SESS-6) — else the last started one on a line."""
@@ -60,7 +78,7 @@ def latest_loop(session: Session) -> LoopRecord | None:
 class _Ends:
     """The on-line loops of a session by end time, to find what an origin run followed (rule 4)."""
 
-    def __init__(self, session: Session, by_id: Mapping[str, LoopRecord]) -> None:
+    def __init__(self, session: SessionView, by_id: Mapping[str, LoopRecord]) -> None:
         ended = [(r.ended_at, i, r) for i, r in enumerate(session.loops)
                  if r.ended_at is not None and not off_line(r, by_id)]
         ended.sort(key=lambda item: (item[0], item[1]))
@@ -79,7 +97,7 @@ class _Ends:
 
 
 def _start_of(record: LoopRecord, by_id: Mapping[str, LoopRecord], ends: _Ends | None,
-              session: Session) -> tuple[LoopRecord | None, int | None, tuple[AgentMessage, ...], _Ends | None]:
+              session: SessionView) -> tuple[LoopRecord | None, int | None, tuple[AgentMessage, ...], _Ends | None]:
     """What ``record``'s run started from: (the loop before, how many of its conversation's messages
     were kept — None for all —, messages added), and the end index (built on first need)."""
     history = record.history
@@ -97,7 +115,7 @@ def _start_of(record: LoopRecord, by_id: Mapping[str, LoopRecord], ends: _Ends |
     return ends.before(record), None, (), ends
 
 
-def conversation(session: Session, at: str | None = None, cache: Mapping[str, list[AgentMessage]] | None = None,
+def conversation(session: SessionView, at: str | None = None, cache: Mapping[str, list[AgentMessage]] | None = None,
                  by_id: Mapping[str, LoopRecord] | None = None) -> list[AgentMessage]:
     """The conversation through loop ``at`` (default: the latest on-line loop); see the module
     docstring. ``cache``: conversations already known, by loop id; ``by_id``: the loops by id (a
@@ -136,7 +154,7 @@ def conversation(session: Session, at: str | None = None, cache: Mapping[str, li
     return result
 
 
-def loop_counters(session: Session) -> dict[str, int]:
+def loop_counters(session: SessionView) -> dict[str, int]:
     """For each ``{prefix}.{N}`` loop id of the session, the highest N: where an agent's counters
     must continue so its next loop ids are new."""
     counters: dict[str, int] = {}
@@ -170,9 +188,9 @@ class BranchPoint:
         return messages_from_json(self.messages)
 
 
-def branch_point(session: Session, loop_id: str, messages: list[AgentMessage]) -> BranchPoint:
+def branch_point(session: SessionView, loop_id: str, messages: list[AgentMessage]) -> BranchPoint:
     """The branch point after loop ``loop_id`` of ``session``, whose conversation is ``messages``."""
-    record = session.get_loop(loop_id)
+    record = next((r for r in session.loops if r.loop_id == loop_id), None)
     agent_id = session.agent_id or (record.agent_id if record is not None else "")
     return BranchPoint([message_to_json(m) for m in messages], agent_id, session.session_id, loop_counters(session),
                        loop_id)

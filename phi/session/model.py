@@ -12,268 +12,78 @@ loop of a parallel evaluation), which :meth:`Session.conversation` uses to rebui
 
 Times are unix seconds (floats, like the events' timestamps) held to whole microseconds, so the
 JSON form (RFC 3339 strings with six decimals, see :mod:`phi.session.codec`) round-trips exactly.
-JSON uses phi-core's field names; ``to_json``/``from_json`` are defined in the codec module.
+JSON uses phi-core's field names.
+
+This is the model's public module: every name of the model is imported from here (``__all__``) or
+from ``phi.session``. They are defined, lowest first, in :mod:`phi.session.records` (the parts:
+formations, statuses, references, snapshots, events, starting histories), :mod:`phi.session.codec`
+(their JSON), :mod:`phi.session.loop_record` (``LoopRecord`` and its JSON),
+:mod:`phi.session.history` (the walk behind :meth:`Session.conversation`) and here (``Session``, its
+JSON, its navigation); each imports only the ones before it.
 """
 
 from __future__ import annotations
 
-import enum
-import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
-from ..types import AgentMessage, ContinuationKind, RunOutcome, Usage
+from ..types import AgentMessage, Usage
+from .codec import (
+    formation_from_json,
+    formation_to_json,
+    read_list,
+    read_nullable,
+    read_object,
+    read_str,
+    read_time,
+    required,
+    spawn_from_json,
+    spawn_to_json,
+    unknown_keys,
+    write_time,
+)
+from .history import conversation, latest_loop
+from .loop_record import LoopRecord, loop_from_json, loop_to_json
 from .preserve import Preserved
-
-if TYPE_CHECKING:
-    from ..events import AgentEvent
-
-
-def exact_time(seconds: float) -> float:
-    """``seconds`` held to whole microseconds: the precision the JSON form keeps exactly."""
-    if (isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
-            or not math.isfinite(seconds)):
-        raise ValueError(f"a timestamp must be a finite number of unix seconds, got {seconds!r}")
-    return round(seconds * 1_000_000) / 1_000_000
-
-
-def _set_time(obj: object, name: str) -> None:
-    value = getattr(obj, name)
-    if value is not None:
-        object.__setattr__(obj, name, exact_time(value))
-
-
-# --------------------------------------------------------------------------- formation
-
-
-@dataclass(frozen=True, slots=True)
-class Explicit:
-    """The session was created by the application (``Session.explicit`` or ``recorder.open_session``)."""
-
-    timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)  # JSON keys phi does not know
-
-    def __post_init__(self) -> None:
-        _set_time(self, "timestamp")
-
-
-@dataclass(frozen=True, slots=True)
-class FirstLoop:
-    """The session was created when its ``session_id`` first appeared in an event."""
-
-    timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-    def __post_init__(self) -> None:
-        _set_time(self, "timestamp")
-
-
-@dataclass(frozen=True, slots=True)
-class InactivityTimeout:
-    """The session replaced ``previous_session_id`` of the same agent after more than
-    ``threshold_secs`` without activity (the agent rotated its session id; the recorder saw why)."""
-
-    threshold_secs: int
-    previous_session_id: str | None
-    timestamp: float
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-    def __post_init__(self) -> None:
-        _set_time(self, "timestamp")
-
-
-SessionFormation = Union[Explicit, FirstLoop, InactivityTimeout]
-
-
-# --------------------------------------------------------------------------- loop status
-
-
-class LoopStatus(str, enum.Enum):
-    """Where a loop is in its life. ``Pending`` → ``Running`` → one of the end states.
-
-    ``Pending``: announced by ``ParallelLoopStart``, ``AgentStart`` not seen yet. ``Running``:
-    between ``AgentStart`` and ``AgentEnd``. The end states follow ``AgentEnd.outcome`` (SPEC EVT-9):
-    ``Completed``, ``Aborted`` (cancelled — or, with ``ended_at`` null, still open when the recorder
-    was finalized), ``Error``, ``Limit``, ``Rejected`` (input filter), ``Vetoed`` (a hook).
-    """
-
-    PENDING = "Pending"
-    RUNNING = "Running"
-    COMPLETED = "Completed"
-    ABORTED = "Aborted"
-    ERROR = "Error"
-    LIMIT = "Limit"
-    REJECTED = "Rejected"
-    VETOED = "Vetoed"
-
-    @property
-    def is_open(self) -> bool:
-        return self in (LoopStatus.PENDING, LoopStatus.RUNNING)
-
-    @classmethod
-    def of_outcome(cls, outcome: RunOutcome) -> LoopStatus:
-        return _STATUS_OF_OUTCOME[RunOutcome(outcome)]
-
-
-_STATUS_OF_OUTCOME = {
-    RunOutcome.COMPLETED: LoopStatus.COMPLETED,
-    RunOutcome.ABORTED: LoopStatus.ABORTED,
-    RunOutcome.ERROR: LoopStatus.ERROR,
-    RunOutcome.LIMIT: LoopStatus.LIMIT,
-    RunOutcome.REJECTED: LoopStatus.REJECTED,
-    RunOutcome.VETOED: LoopStatus.VETOED,
-}
-
-
-# --------------------------------------------------------------------------- links and snapshots
-
-
-@dataclass(frozen=True, slots=True)
-class ChildLoopRef:
-    """On the parent LoopRecord: tool call ``tool_call_id`` ran sub-agent loop ``child_loop_id``,
-    recorded in session ``child_session_id``."""
-
-    tool_call_id: str
-    tool_name: str
-    child_loop_id: str
-    child_session_id: str
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-
-@dataclass(frozen=True, slots=True)
-class SpawnRef:
-    """On a sub-agent's Session: the loop and tool call (in another session) that started it.
-
-    ``tool_call_id``/``tool_name`` are empty until the parent's ``ToolExecutionEnd`` names them.
-    """
-
-    parent_session_id: str
-    parent_loop_id: str
-    tool_call_id: str = ""
-    tool_name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ParallelGroupRecord:
-    """On each branch of one parallel evaluation: every branch (config order), the winner, the
-    judge's usage, and whether this branch is the winner."""
-
-    all_loop_ids: tuple[str, ...]
-    selected_loop_id: str
-    selected_config_index: int
-    evaluation_usage: Usage
-    is_selected: bool
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "all_loop_ids", tuple(self.all_loop_ids))
-
-
-@dataclass(frozen=True, slots=True)
-class LoopConfigSnapshot:
-    """Which model ran the loop (no keys, no hooks): ``config_id`` is the configuration segment of
-    the loop id (``AgentLoopConfig.config_id`` or ``{provider}.{model}``), when the id has one."""
-
-    model: str
-    provider: str
-    config_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)  # e.g. phi-core's api, base_url, ...
-
-
-@dataclass(frozen=True, slots=True)
-class LoopEvent:
-    """One kept event of a loop: ``sequence`` counts the loop's events from 0 (gaps are events not
-    kept, e.g. streaming deltas); ``event`` is its SPEC EVT-1 JSON object."""
-
-    sequence: int
-    event: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict[str, Any], hash=False)
-
-    def decode(self) -> AgentEvent:
-        """The event as an object (``phi.events``); its timestamp keeps milliseconds (EVT-1)."""
-        from ..events import event_from_json
-
-        return event_from_json(self.event)
-
-
-@dataclass(frozen=True, slots=True)
-class StartingHistory:
-    """The history a run started from (phi's; not in phi-core's files): the first ``kept``
-    messages of the conversation through loop ``after_loop_id`` of the same session (none when it
-    is None), followed by ``added`` — messages the application put there (an edited, restored or
-    compacted history). Recorded by an Agent for each of its runs; see ``Session.conversation``."""
-
-    after_loop_id: str | None
-    kept: int = 0
-    added: tuple[AgentMessage, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "added", tuple(self.added))
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(slots=True)
-class LoopRecord:
-    """One run (loop) of an agent. See docs/sessions.md for the field table."""
-
-    loop_id: str
-    session_id: str
-    agent_id: str
-    parent_loop_id: str | None = None
-    continuation_kind: ContinuationKind | None = None
-    started_at: float = 0.0
-    ended_at: float | None = None
-    status: LoopStatus = LoopStatus.RUNNING
-    rejection: str | None = None
-    config: LoopConfigSnapshot | None = None
-    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])
-    usage: Usage = field(default_factory=Usage)
-    metadata: Any = None
-    events: list[LoopEvent] = field(default_factory=list[LoopEvent])
-    children_loop_ids: list[str] = field(default_factory=list[str])
-    child_loop_refs: list[ChildLoopRef] = field(default_factory=list[ChildLoopRef])
-    parallel_group: ParallelGroupRecord | None = None
-    extra: dict[str, Any] = field(default_factory=dict[str, Any])  # JSON keys phi does not know, kept as read
-    history: StartingHistory | None = None  # phi's: what the run started from (JSON key omitted when None)
-    evaluates: tuple[str, ...] = ()  # phi's: the judge's loop of the parallel group of these loops
-    preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
-
-    def __post_init__(self) -> None:
-        _set_time(self, "started_at")
-        _set_time(self, "ended_at")
-        self.status = LoopStatus(self.status)
-        self.evaluates = tuple(self.evaluates)
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds from start to end; None while the loop has not ended."""
-        return None if self.ended_at is None else self.ended_at - self.started_at
-
-    def copy(self) -> LoopRecord:
-        """A copy whose lists can change without touching this one (the items are immutable)."""
-        return LoopRecord(
-            self.loop_id, self.session_id, self.agent_id, self.parent_loop_id, self.continuation_kind,
-            self.started_at, self.ended_at, self.status, self.rejection, self.config, list(self.messages),
-            self.usage, self.metadata, list(self.events), list(self.children_loop_ids),
-            list(self.child_loop_refs), self.parallel_group, dict(self.extra), self.history, self.evaluates,
-            self.preserved,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        from .codec import loop_to_json
-
-        return loop_to_json(self)
-
-    @classmethod
-    def from_json(cls, data: object, path: str = "loop") -> LoopRecord:
-        from .codec import loop_from_json
-
-        return loop_from_json(data, path)
+from .records import (
+    ChildLoopRef,
+    Explicit,
+    FirstLoop,
+    InactivityTimeout,
+    LoopConfigSnapshot,
+    LoopEvent,
+    LoopStatus,
+    ParallelGroupRecord,
+    SessionFormation,
+    SpawnRef,
+    StartingHistory,
+    exact_time,
+    set_exact_time,
+)
+
+__all__ = [
+    "ChildLoopRef",
+    "Explicit",
+    "FirstLoop",
+    "InactivityTimeout",
+    "LoopConfigSnapshot",
+    "LoopEvent",
+    "LoopRecord",
+    "LoopStatus",
+    "ParallelGroupRecord",
+    "Session",
+    "SessionFormation",
+    "SpawnRef",
+    "StartingHistory",
+    "exact_time",
+    "header_to_json",
+    "loop_from_json",
+    "loop_to_json",
+    "replace_loops",
+    "session_from_json",
+    "session_to_json",
+]
 
 
 @dataclass(slots=True)
@@ -291,8 +101,8 @@ class Session:
     preserved: Preserved | None = field(default=None, compare=False, repr=False)  # how it was read
 
     def __post_init__(self) -> None:
-        _set_time(self, "created_at")
-        _set_time(self, "last_active_at")
+        set_exact_time(self, "created_at")
+        set_exact_time(self, "last_active_at")
 
     @classmethod
     def explicit(cls, session_id: str, agent_id: str, timestamp: float | None = None) -> Session:
@@ -346,15 +156,11 @@ class Session:
         the history the run started from, then its messages — following recorded histories and
         continuations back, only the selected branch of a parallel evaluation, never the judge's
         exchange. KeyError if ``at`` is not a loop of this session; [] for an empty session."""
-        from .history import conversation
-
         return conversation(self, at)
 
     def latest_loop(self) -> LoopRecord | None:
         """The loop a conversation continues from: the last started loop that is neither a judge's
         nor an unselected branch of a parallel evaluation; None if there is none."""
-        from .history import latest_loop
-
         return latest_loop(self)
 
     # ------------------------------------------------------------- copies and JSON
@@ -364,14 +170,10 @@ class Session:
         return replace_loops(self, [r.copy() for r in self.loops])
 
     def to_json(self) -> dict[str, Any]:
-        from .codec import session_to_json
-
         return session_to_json(self)
 
     @classmethod
     def from_json(cls, data: object, path: str = "session") -> Session:
-        from .codec import session_from_json
-
         return session_from_json(data, path)
 
 
@@ -379,3 +181,49 @@ def replace_loops(session: Session, loops: list[LoopRecord]) -> Session:
     """A new Session with ``session``'s header (copied) and ``loops``."""
     return Session(session.session_id, session.agent_id, session.created_at, session.last_active_at,
                    session.formation, session.parent_spawn_ref, loops, dict(session.extra), session.preserved)
+
+
+# --------------------------------------------------------------------------- JSON (the shape: phi.session.codec)
+
+_SESSION_KEYS = ("session_id", "agent_id", "created_at", "last_active_at", "formation", "parent_spawn_ref", "loops")
+
+
+def header_to_json(session: Session) -> dict[str, Any]:
+    """Every key of the session's JSON form but ``loops`` (which goes last in the whole form)."""
+    kept = session.preserved
+    out: dict[str, Any] = {
+        "session_id": session.session_id,
+        "agent_id": session.agent_id,
+        "created_at": write_time(kept, "created_at", session.created_at),
+        "last_active_at": write_time(kept, "last_active_at", session.last_active_at),
+        "formation": formation_to_json(session.formation, kept),
+        "parent_spawn_ref": None if session.parent_spawn_ref is None else spawn_to_json(session.parent_spawn_ref),
+    }
+    out.update(session.extra)
+    return out
+
+
+def session_to_json(session: Session) -> dict[str, Any]:
+    header = header_to_json(session)
+    out = {key: header.pop(key) for key in _SESSION_KEYS[:-1]}
+    out["loops"] = [loop_to_json(record) for record in session.loops]
+    out.update(header)  # the unknown keys, after the known ones as they were
+    return out
+
+
+def session_from_json(data: object, path: str = "session", loops_required: bool = True) -> Session:
+    """A session from its JSON form; ``loops_required=False`` reads a header alone (no ``loops``)."""
+    data = read_object(data, path, "a session object")
+    kept = Preserved()
+    loops = read_list(data, "loops", path, loop_from_json) if loops_required or "loops" in data else []
+    return Session(
+        session_id=read_str(data, "session_id", path),
+        agent_id=read_str(data, "agent_id", path),
+        created_at=read_time(data, "created_at", path, kept),
+        last_active_at=read_time(data, "last_active_at", path, kept),
+        formation=formation_from_json(required(data, "formation", path), path + ".formation", kept),
+        parent_spawn_ref=read_nullable(data, "parent_spawn_ref", path, spawn_from_json),
+        loops=loops,
+        extra=unknown_keys(data, _SESSION_KEYS),
+        preserved=kept if kept else None,
+    )

@@ -43,9 +43,16 @@ from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, cast,
 from ..errors import DecodeError
 from ..ids import loop_key, loop_number
 from ..json_values import is_array, is_object
-from .codec import header_to_json, loop_to_json, session_from_json
 from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError, UnencodableSession
-from .model import LoopRecord, Session, replace_loops
+from .model import (
+    LoopRecord,
+    Session,
+    header_to_json,
+    loop_from_json,
+    loop_to_json,
+    replace_loops,
+    session_from_json,
+)
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")
 
@@ -208,8 +215,6 @@ def decode_session(raw: Any, where: str, expected_id: str | None, loops_required
 def decode_loop(raw: Any, where: str, session_id: str, path: str = "loop") -> LoopRecord:
     """A loop record from parsed JSON; :class:`CorruptSession` naming ``where`` and the field
     (``path``: the record's JSON path, e.g. ``loops[3]``)."""
-    from .codec import loop_from_json
-
     try:
         record = loop_from_json(raw, path)
     except (DecodeError, ValueError) as error:
@@ -484,8 +489,6 @@ def jsonable(data: Any, depth: int = DEEPEST) -> Any:
 def jsonable_session(session: Session) -> Session:
     """``session`` with every loop passed through :func:`jsonable` (SPEC SESS-7: an Agent saves this
     when the session itself cannot be written, rather than never saving it again)."""
-    from .codec import loop_from_json
-
     loops = [loop_from_json(jsonable(loop_to_json(record)), "loop") for record in session.loops]
     return replace_loops(session, loops)
 

@@ -34,7 +34,7 @@ from phi.evaluation import (
 from phi.evaluation.branch import NOT_STARTED
 from phi.evaluation.relay import Relay, RelayRefused, open_link
 from phi.session import LoopStatus, SessionRecorder
-from phi.session.codec import session_to_json
+from phi.session.model import session_to_json
 from phi.types import AssistantMessage, RunOutcome, StopReason, TextContent, UserMessage, message_to_json
 
 TIMEOUT = 60.0
