@@ -3,6 +3,8 @@ setters, docstrings that cite SPEC sections and requirements that exist, and a m
 
 from __future__ import annotations
 
+import pytest
+
 import importlib
 import pydoc
 import re
@@ -32,9 +34,12 @@ def test_user_message_text_is_the_text_like_assistant_message_text():
 def test_every_loop_setting_is_a_typed_keyword_of_agent():
     from phi.loop.config import LoopSettings
 
-    assert "__getattr__" not in vars(Agent)
     assert set(LoopSettings.__annotations__) == set(_LOOP_SETTINGS)
     agent = Agent(max_tokens=99, temperature=0.5, batch_size=3)
+    for name in ("max_tokens", "temperature", "with_max_tokens", "anything"):
+        # no setting is reached through attribute magic: Agent.__getattr__ only explains removed names
+        with pytest.raises(AttributeError):
+            getattr(agent, name)
     assert (agent.config.max_tokens, agent.config.temperature, agent.config.batch_size) == (99, 0.5, 3)
 
 
