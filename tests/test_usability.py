@@ -3,12 +3,12 @@ setters, docstrings that cite SPEC sections and requirements that exist, and a m
 
 from __future__ import annotations
 
-import pytest
-
 import importlib
 import pydoc
 import re
 from pathlib import Path
+
+import pytest
 
 import phi
 from phi.agent.agent import Agent, _LOOP_SETTINGS
