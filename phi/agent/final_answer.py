@@ -24,14 +24,19 @@ removed again before the value is stored, so callers never see it (``tool.wrappe
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..concurrency import sync
 from ..errors import ConfigError, ToolError
+from ..json_values import is_object
 from ..log import get_logger
+from ..loop.arguments import best_error
 from ..loop.tool import ToolContext
 from ..tools.schema import ConversionError, convert_value, json_schema_for
 from ..types import ToolResult
+
+if TYPE_CHECKING:  # jsonschema is imported when a schema is first checked
+    from jsonschema.protocols import Validator
 
 __all__ = ["schema_for_type", "convert_value", "final_answer_tool", "FinalAnswerTool", "FINAL_ANSWER_ACCEPTED"]
 
@@ -72,7 +77,8 @@ class FinalAnswerTool:
         python_type: Any = None,
     ) -> None:
         _check_schema(schema)
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
+        if (not isinstance(name, str)  # pyright: ignore[reportUnnecessaryIsInstance]  # callers without a type checker
+                or not re.match(r"^[A-Za-z0-9_-]{1,64}$", name)):
             raise ConfigError(f"final answer tool name {name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
         self.name = name
         self.label = name
@@ -90,7 +96,7 @@ class FinalAnswerTool:
             "Its arguments are the answer and must match the parameter schema."
         )
         self._lock = sync.Lock()
-        self._validator: Any = None
+        self._validator: Validator | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -104,15 +110,13 @@ class FinalAnswerTool:
 
     def validate(self, args: Any) -> tuple[Any, Any]:
         """Return ``(json_value, typed_value)`` for ``args`` or raise ToolError saying why not."""
-        from jsonschema.exceptions import best_match
-
         with self._lock:
             if self._validator is None:
                 from jsonschema.validators import validator_for
 
                 self._validator = validator_for(self.parameters)(self.parameters)
             validator = self._validator
-        error = best_match(validator.iter_errors(args))
+        error = best_error(validator, args)
         if error is not None:
             path = list(error.absolute_path)
             if self.wrapped and path[:1] == [_WRAP_KEY]:
@@ -147,7 +151,7 @@ class FinalAnswerTool:
 
 
 def _check_schema(schema: Any) -> None:
-    if not isinstance(schema, dict):
+    if not is_object(schema):
         raise ConfigError(f"structured output schema must be a JSON Schema object (dict), got {type(schema).__name__}")
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
@@ -165,6 +169,6 @@ def final_answer_tool(schema: Any, name: str = "final_answer", description: str 
     whose schema comes from :func:`schema_for_type`; with a type, ``tool.typed`` holds the converted
     value (e.g. a dataclass instance). Raises ``ConfigError`` for an invalid schema or type.
     """
-    if isinstance(schema, dict):
+    if is_object(schema):
         return FinalAnswerTool(schema, name=name, description=description)
     return FinalAnswerTool(schema_for_type(schema), name=name, description=description, python_type=schema)

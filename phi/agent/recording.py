@@ -178,7 +178,7 @@ def claim_by_saving(store: SessionStore, session: Session, avoid: Collection[str
         except SessionConflict:
             tried.update(names.values())
             continue
-        others = {}
+        others: dict[str, tuple[str, ...]] = {}
         for record in session.loops:
             follows = follows_of_record(record)
             if follows is not None:

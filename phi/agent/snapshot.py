@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import DecodeError, InvalidContinue
+from ..json_values import is_object
 from ..types import AssistantMessage, ExtensionMessage, StopReason, ToolResultMessage
 
 FORMAT = "phi.agent_snapshot/1"
@@ -41,7 +42,7 @@ class AgentSnapshot:
     last_loop_id: str | None
     created_at: float = field(default_factory=time.time)
     system_prompt: str = ""
-    model: dict[str, str] = field(default_factory=dict)  # {id, api, provider}: informative, never restored
+    model: dict[str, str] = field(default_factory=dict[str, str])  # {id, api, provider}: informative, never restored
     config_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -49,15 +50,17 @@ class AgentSnapshot:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "snapshot") -> AgentSnapshot:
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise DecodeError(where, data if not isinstance(data, dict) else data.get("format"),
+        if not is_object(data) or data.get("format") != FORMAT:
+            raise DecodeError(where, data if not is_object(data) else data.get("format"),
                               f"an agent snapshot (format {FORMAT!r})")
         try:
             snapshot = cls(**{k: v for k, v in data.items() if k != "format"})
         except TypeError as error:
             raise DecodeError(where, sorted(data), f"the fields of an agent snapshot ({error})") from None
-        if not isinstance(snapshot.messages, list) or not isinstance(snapshot.loop_counters, dict) \
-                or not isinstance(snapshot.agent_id, str) or not isinstance(snapshot.session_id, str):
+        # cls() checked the field names only, so the values are still whatever the file held: checked in
+        # data, where each of these fields (none has a default) is the very object the snapshot now holds
+        if not isinstance(data["messages"], list) or not isinstance(data["loop_counters"], dict) \
+                or not isinstance(data["agent_id"], str) or not isinstance(data["session_id"], str):
             raise DecodeError(where, sorted(data), "messages (a list), loop_counters (an object) and string ids")
         from ..types import messages_from_json
 

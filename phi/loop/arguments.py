@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sized, cast
 
+from ..json_values import is_array, is_object
 from .tool import AgentTool
+
+if TYPE_CHECKING:  # jsonschema itself is imported only when a call needs it (see the module docstring)
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 Check = Callable[[Any], bool]
 
 _VALIDATORS_MAX = 512
 # id(schema) -> (schema, fast checker or None, jsonschema validator or None or the schema's problem), LRU
-_validators: OrderedDict[int, tuple[Any, Check | None, Any]] = OrderedDict()
+_validators: OrderedDict[int, tuple[Any, Check | None, Validator | str | None]] = OrderedDict()
 _validators_lock = threading.Lock()
 
 _TYPES: dict[str, Check] = {
@@ -42,12 +47,12 @@ _TYPES: dict[str, Check] = {
 }
 _ANNOTATIONS = {"title": str, "description": str, "$comment": str, "format": str, "examples": list}
 _BOUNDS = {"minimum", "maximum"}
-_COUNTS = {"minLength": str, "maxLength": str, "minItems": list, "maxItems": list}
+_COUNTS: dict[str, type[Sized]] = {"minLength": str, "maxLength": str, "minItems": list, "maxItems": list}
 
 
 def validate_arguments(tool: AgentTool, args: Any) -> str | None:
     """Check ``args`` against the tool's JSON Schema; returns the reason they are invalid, or None."""
-    if isinstance(args, dict) and set(args) == {"__raw_arguments"}:
+    if is_object(args) and set(args) == {"__raw_arguments"}:
         raw = str(args["__raw_arguments"])
         return f"arguments are not valid JSON: {raw[:200]!r}"
     schema = tool.parameters
@@ -60,20 +65,28 @@ def validate_arguments(tool: AgentTool, args: Any) -> str | None:
         return validator
     if validator.is_valid(args):
         return None
-    from jsonschema.exceptions import best_match
-
-    error = best_match(validator.iter_errors(args))
+    error = best_error(validator, args)
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else str(error.message)
 
 
+def best_error(validator: Validator, instance: Any) -> ValidationError | None:
+    """The violation of ``validator``'s schema by ``instance`` that ``jsonschema`` ranks most relevant
+    (its ``best_match``), or None when there is none."""
+    from jsonschema import exceptions
+
+    errors = validator.iter_errors(instance)
+    # types-jsonschema leaves best_match's return unannotated: it is the chosen ValidationError or None
+    return cast("ValidationError | None", exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
+
+
 def compile_schema(schema: object) -> Check | None:
     """A checker for ``schema`` if it uses only the subset (see the module docstring), else None."""
     if schema is True or schema == {}:
         return _anything
-    if not isinstance(schema, dict):
+    if not is_object(schema):
         return None
     checks: list[Check] = []
     for key, value in schema.items():
@@ -104,16 +117,16 @@ def _keyword(key: str, value: Any, schema: dict[str, Any]) -> Check | None:
     if key == "properties":
         return _properties_check(value)
     if key == "required":
-        if not (isinstance(value, list) and all(isinstance(n, str) for n in value) and len(set(value)) == len(value)):
+        if not (is_array(value) and all(isinstance(n, str) for n in value) and len(set(value)) == len(value)):
             return None
         return lambda v: not isinstance(v, dict) or all(name in v for name in value)
     if key == "additionalProperties":
         return _additional_check(value, schema.get("properties", {}))
     if key == "items":
         inner = compile_schema(value)
-        return None if inner is None else (lambda v: not isinstance(v, list) or all(inner(x) for x in v))
+        return None if inner is None else (lambda v: not is_array(v) or all(inner(x) for x in v))
     if key == "enum":
-        if not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+        if not (is_array(value) and all(isinstance(x, str) for x in value)):
             return None
         allowed = frozenset(value)
         return lambda v: isinstance(v, str) and v in allowed
@@ -136,7 +149,7 @@ def _keyword(key: str, value: Any, schema: dict[str, Any]) -> Check | None:
 
 def _type_check(value: Any) -> Check | None:
     names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names) \
+    if not is_array(names) or not names or len(set(map(str, names))) != len(names) \
             or not all(isinstance(n, str) and n in _TYPES for n in names):
         return None
     checks = [_TYPES[n] for n in names]
@@ -146,7 +159,7 @@ def _type_check(value: Any) -> Check | None:
 
 
 def _properties_check(value: Any) -> Check | None:
-    if not isinstance(value, dict):
+    if not is_object(value):
         return None
     inner: dict[str, Check] = {}
     for name, sub in value.items():
@@ -159,18 +172,18 @@ def _properties_check(value: Any) -> Check | None:
 
 
 def _additional_check(value: Any, properties: Any) -> Check | None:
-    if not isinstance(properties, dict):
+    if not is_object(properties):
         return None
     known = frozenset(properties)
     if value is False:
-        return lambda v: not isinstance(v, dict) or all(k in known for k in v)
+        return lambda v: not is_object(v) or all(k in known for k in v)
     extra = compile_schema(value)
     if extra is None:
         return None
-    return lambda v: not isinstance(v, dict) or all(extra(x) for k, x in v.items() if k not in known)
+    return lambda v: not is_object(v) or all(extra(x) for k, x in v.items() if k not in known)
 
 
-def _cached(schema: Any) -> tuple[Check | None, Any]:
+def _cached(schema: Any) -> tuple[Check | None, Validator | str | None]:
     """The schema's fast checker (None outside the subset) and its ``jsonschema`` validator (None until
     one was needed; a string: what is wrong with the schema)."""
     key = id(schema)
@@ -184,15 +197,15 @@ def _cached(schema: Any) -> tuple[Check | None, Any]:
     return quick, None
 
 
-def _jsonschema_validator(schema: Any) -> Any:
+def _jsonschema_validator(schema: Any) -> Validator | str:
     """A ``jsonschema`` validator for ``schema`` (cached with the fast checker), or the schema's problem."""
-    import jsonschema  # lazy: costs about 0.1 s; many processes never need it
+    import jsonschema.validators  # lazy: costs about 0.1 s; many processes never need it
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as error:
-        validator: Any = f"the tool's parameter schema is invalid ({error.message})"
+        validator: Validator | str = f"the tool's parameter schema is invalid ({error.message})"
     else:
         validator = cls(schema)
     with _validators_lock:
@@ -202,7 +215,7 @@ def _jsonschema_validator(schema: Any) -> Any:
     return validator
 
 
-def _remember(schema: Any, quick: Check | None, validator: Any) -> None:
+def _remember(schema: Any, quick: Check | None, validator: Validator | str | None) -> None:
     with _validators_lock:
         _validators[id(schema)] = (schema, quick, validator)  # holding the schema keeps its id from being reused
         _validators.move_to_end(id(schema))

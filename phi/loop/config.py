@@ -26,10 +26,11 @@ import dataclasses
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict, TypeGuard, cast
 
 from ..concurrency import sync
 from ..errors import ConfigError, DecodeError
+from ..json_values import is_array
 
 from ..errors import ConfigError
 from ..providers.base import CacheConfig, StreamProvider
@@ -57,7 +58,7 @@ class AgentContext:
     """The conversation a loop works on. ``messages`` is extended in place as the run goes."""
 
     system_prompt: str = ""
-    messages: list[AgentMessage] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list[AgentMessage])
     tools: Sequence[AgentTool] = ()
     agent_id: str | None = None
     session_id: str | None = None
@@ -120,16 +121,19 @@ class AgentLoopConfig:
         self.thinking_level = ThinkingLevel(self.thinking_level)
         self.tool_execution = ToolExecution(self.tool_execution)
         self.first_turn_trigger = TurnTrigger(self.first_turn_trigger)
-        if self.tool_choice is not None and (not isinstance(self.tool_choice, str) or not self.tool_choice):
+        if self.tool_choice is not None and (
+                not isinstance(self.tool_choice, str)  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
+                or not self.tool_choice):
             raise ConfigError(f"tool_choice must be 'auto', 'none', 'required' or a tool name, "
                               f"not {self.tool_choice!r}")
-        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
+        if self.parallel_tool_calls is not None and not isinstance(
+                self.parallel_tool_calls, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"parallel_tool_calls must be True, False or None, not {self.parallel_tool_calls!r}")
 
     def code_settings(self) -> list[str]:
         """The settings that hold code and are set (not None, empty or their default): they have no
         JSON form (SPEC EVAL-7)."""
-        found = []
+        found: list[str] = []
         for name in CODE_SETTINGS:
             value = getattr(self, name)
             if not (value is None or value is _DEFAULT_CODE.get(name) or (name == "input_filters" and not value)):
@@ -170,7 +174,7 @@ class AgentLoopConfig:
         wrong = sorted(set(code) - set(CODE_SETTINGS))
         if wrong:
             raise ConfigError(f"from_json takes only code settings as keywords, not {wrong}; known: {list(CODE_SETTINGS)}")
-        if not isinstance(data, Mapping):
+        if not _is_mapping(data):
             raise DecodeError("config", data, "an object of AgentLoopConfig settings")
         unknown = sorted(set(data) - set(DATA_SETTINGS))
         if unknown:
@@ -200,10 +204,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v) for v in cast("Sequence[Any]", value)]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v) for k, v in cast("Mapping[Any, Any]", value).items()}
     return value
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """True for any mapping (its keys and values are whatever the caller decoded)."""
+    return isinstance(value, Mapping)
 
 
 def _template(owner: type, name: str) -> Any:
@@ -224,6 +233,12 @@ def _template(owner: type, name: str) -> Any:
     return None if found.default is dataclasses.MISSING else found.default
 
 
+# a JSON value's template kind, the types that decode as it, and what a wrong value is told it should be
+_SCALARS: tuple[tuple[type, tuple[type, ...], str], ...] = (
+    (bool, (bool,), "a boolean"), (int, (int,), "an integer"), (float, (int, float), "a number"),
+    (str, (str,), "a string"), (dict, (dict,), "an object"))
+
+
 def _decode(raw: Any, template: Any, path: str) -> Any:
     """``raw`` as the kind of value ``template`` is: a dataclass (or its class, when None is allowed),
     an enum member, a decoding function, or a JSON scalar whose type must match."""
@@ -238,10 +253,7 @@ def _decode(raw: Any, template: Any, path: str) -> Any:
             raise DecodeError(path, raw, "one of " + ", ".join(repr(m.value) for m in type(template))) from None
     if callable(template) and not isinstance(template, type):
         return template(raw, path)
-    checks: tuple[tuple[type, tuple[type, ...], str], ...] = (
-        (bool, (bool,), "a boolean"), (int, (int,), "an integer"), (float, (int, float), "a number"),
-        (str, (str,), "a string"), (dict, (dict,), "an object"))
-    for kind, accepted, expected in checks:
+    for kind, accepted, expected in _SCALARS:
         if isinstance(template, kind):
             if not isinstance(raw, accepted) or (kind is not bool and isinstance(raw, bool)):
                 raise DecodeError(path, raw, expected)
@@ -250,7 +262,7 @@ def _decode(raw: Any, template: Any, path: str) -> Any:
 
 
 def _build(kind: type, raw: Any, path: str) -> Any:
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         raise DecodeError(path, raw, f"a {kind.__name__} object")
     names = {f.name for f in dataclasses.fields(kind)}
     for name in raw:
@@ -269,7 +281,7 @@ def _long_context(raw: Any, path: str) -> Any:
 
     if raw is None:
         return None
-    if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[0], int):
+    if not is_array(raw) or len(raw) != 2 or not isinstance(raw[0], int):
         raise DecodeError(path, raw, "null or [prompt-token threshold, price object]")
     return (raw[0], _build(ModelPrice, raw[1], f"{path}[1]"))
 

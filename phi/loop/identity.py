@@ -11,7 +11,7 @@ import contextlib
 import re
 import threading
 from collections import OrderedDict
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Generator, NamedTuple
 
 from ..ids import random_uuid
 from ..types import ThinkingLevel
@@ -67,7 +67,7 @@ _sources = threading.local()
 
 
 @contextlib.contextmanager
-def loop_ids_from(session_id: str, take: Callable[[str], str]) -> Iterator[None]:
+def loop_ids_from(session_id: str, take: Callable[[str], str]) -> Generator[None, None, None]:
     """While the block runs, a run on this thread given no loop id in session ``session_id`` takes
     ``take(config_segment)`` — an Agent's own counters — instead of the process-wide table (an LLM
     judge on the agent's model must not take the agent's loop ids, SPEC LOOP-13, SESS-6)."""
@@ -85,7 +85,7 @@ def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> Identity:
     session_id = context.session_id = context.session_id or random_uuid()
     if context.loop_id is None:
         segment = config_segment(config)
-        source = getattr(_sources, "source", None)
+        source: tuple[str, Callable[[str], str]] | None = getattr(_sources, "source", None)  # set by loop_ids_from
         if source is not None and source[0] == session_id:
             context.loop_id = source[1](segment)
         else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from ..concurrency.cancel import CancellationToken
+from ..json_values import is_array
 from ..types import (
     ImageContent,
     TextContent,
@@ -106,7 +107,7 @@ def to_tool_result(value: object) -> ToolResult:
         return ToolResult([TextContent(value)])
     if isinstance(value, _CONTENT_TYPES):
         return ToolResult([value])
-    if isinstance(value, list) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
+    if is_array(value) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
         return ToolResult(list(value))
     if value is None:
         return ToolResult([TextContent("")])
