@@ -15,7 +15,7 @@ a second base, so ``except ValueError`` catches ``DecodeError`` too:
     │   └── NoModel                           phi.cli.options           the phi command: no model, no key, no --offline
     ├── DecodeError [ValueError]              phi.errors                JSON not in the shape of §2; names the field
     ├── InvalidPrompt [ValueError]            phi.errors                agent_loop without prompts (LOOP-20)
-    ├── InvalidContinue                       phi.errors                nothing to continue from (LOOP-3)
+    ├── InvalidContinue                       phi.errors                a context that cannot be continued (LOOP-3)
     ├── RunTimeout [TimeoutError]             phi.errors                run(timeout=): app code outlived the bound
     ├── StructuredOutputFailed                phi.errors                run_structured: no valid answer in its retries
     ├── ToolError                             phi.errors                a tool's failure, the model's result (TOOL-7)
