@@ -5,8 +5,8 @@ it can, says what to do instead. Provider failures are :class:`phi.providers.bas
 loop turns them into a failed reply, SPEC ERR-3); tool failures that a tool reports on purpose are
 :class:`ToolError` (the model sees them as the call's result, SPEC TOOL-7).
 
-Every exception class of phi, the module that defines it and when it is raised; a name in brackets is
-a second base, so ``except ValueError`` catches ``DecodeError`` too:
+Every public exception class of phi, the module that defines it and when it is raised; a name in
+brackets is a second base, so ``except ValueError`` catches ``DecodeError`` too:
 
     PhiError                                  phi.errors                ``except PhiError`` catches all of these
     ├── AlreadyRunning                        phi.errors                a second run on a busy Agent
@@ -77,8 +77,8 @@ Beside that tree, the classes on a standard base alone: what the tools' file acc
     ├── Terminated                            phi.cli.batch             SIGTERM as Ctrl-C; the command catches it
     └── Terminated                            phi.conformance.__main__  SIGTERM or SIGHUP as Ctrl-C; caught too
 
-``tests/test_docs_errors.py`` keeps both drawings true: every class phi defines is drawn, in the module
-it names, under its first base, with its other bases in brackets.
+``tests/test_docs_errors.py`` keeps both drawings true: every public exception class phi defines is
+drawn, in the module it names, under its first base, with its other bases in brackets.
 """
 
 from __future__ import annotations
