@@ -693,7 +693,7 @@ class _Slot:
 class _Run:
     """One run of an :class:`Agent`, made by ``Agent._start`` on the caller's thread; :meth:`work` is
     its worker thread. Each method is one of the run's jobs: deliver its events in order
-    (:meth:`sink`), start it up (:meth:`start_up`, :meth:`claim`), run its body, and end it
+    (:meth:`sink`), set it up (:meth:`set_up`, :meth:`claim`), run its body, and end it
     (:meth:`settle`, :meth:`wind_up`) — SPEC AGENT-1, AGENT-2, AGENT-8, SESS-6, SESS-7."""
 
     def __init__(self, agent: Agent, slot: _Slot, body: Callable[..., Any], kind: ContinuationKind | None,
@@ -740,7 +740,7 @@ class _Run:
         result: Any = None
         error: BaseException | None = None
         try:
-            self.start_up()
+            self.set_up()
             result = self.run_body()
         except BaseException as exc:  # re-raised to the consumer by EventStream
             error = exc
@@ -750,7 +750,7 @@ class _Run:
             self.agent._runs.pop(me, None)
             self.stream._finish(result, error)
 
-    def start_up(self) -> None:
+    def set_up(self) -> None:
         """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is
         continued, the tool sources give their tools and instructions, and the loop ids are claimed
         — last, once the stored session's ids are known."""
