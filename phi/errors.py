@@ -1,8 +1,84 @@
 """Typed errors raised by phi (SPEC §2 DATA-7 for decoding; DESIGN §8: bad input gets a clear, typed error).
 
-Every error phi raises on bad input derives from :class:`PhiError`, names what was wrong and, where
-it can, says what to do instead. Provider failures are :class:`phi.providers.base.ProviderError`;
-tool failures that a tool reports on purpose are :class:`ToolError`.
+Every error phi raises on purpose derives from :class:`PhiError`, names what was wrong and, where
+it can, says what to do instead. Provider failures are :class:`phi.providers.base.ProviderError` (the
+loop turns them into a failed reply, SPEC ERR-3); tool failures that a tool reports on purpose are
+:class:`ToolError` (the model sees them as the call's result, SPEC TOOL-7).
+
+Every public exception class of phi, the module that defines it and when it is raised; a name in
+brackets is a second base, so ``except ValueError`` catches ``DecodeError`` too:
+
+    PhiError                                  phi.errors                ``except PhiError`` catches all of these
+    ├── AlreadyRunning                        phi.errors                a second run on a busy Agent
+    ├── ConfigError [ValueError]              phi.errors                a setting phi cannot work with
+    │   ├── UnsupportedAnnotation [TypeError] phi.tools.schema          @tool on a type JSON Schema cannot describe
+    │   └── NoModel                           phi.cli.options           the phi command: no model, no key, no --offline
+    ├── DecodeError [ValueError]              phi.errors                JSON not in the shape of §2; names the field
+    ├── InvalidPrompt [ValueError]            phi.errors                agent_loop without prompts (LOOP-20)
+    ├── InvalidContinue                       phi.errors                a context that cannot be continued (LOOP-3)
+    ├── RunTimeout [TimeoutError]             phi.errors                run(timeout=): app code outlived the bound
+    ├── StructuredOutputFailed                phi.errors                run_structured: no valid answer in its retries
+    ├── ToolError                             phi.errors                a tool's failure, the model's result (TOOL-7)
+    │   ├── ToolNotFound                      phi.errors                the model called a tool that is not there
+    │   ├── InvalidArgs                       phi.errors                arguments that fail the tool's schema (TOOL-2)
+    │   ├── ToolCancelled                     phi.errors                the call's cancellation token fired
+    │   └── PatchError                        phi.tools.patch_parser    apply_patch failed
+    │       ├── PatchParseError [ValueError]  phi.tools.patch_parser    the text is not a v4a patch
+    │       └── PatchApplyError               phi.tools.patch_contents  the patch does not fit the files
+    ├── ProviderError                         phi.providers.base        a failed model call; ``kind`` says how (ERR-1)
+    ├── EventStreamError [ValueError]         phi.providers.eventstream a corrupt AWS event-stream frame (Bedrock)
+    ├── PoolExhausted                         phi.concurrency.workers   no thread for a tool call can ever come free
+    ├── SessionError                          phi.session.errors        a session could not be saved, loaded or listed
+    │   ├── NotFound                          phi.session.errors        no session with this id is stored
+    │   ├── CorruptSession                    phi.session.errors        a stored file or row is not a readable session
+    │   ├── UnencodableSession                phi.session.errors        a value in the session is not JSON data
+    │   ├── InvalidSessionId [ValueError]     phi.session.errors        an id that cannot be a file name
+    │   └── SessionConflict                   phi.session.errors        another writer stored these loops first
+    ├── EvaluationError                       phi.evaluation.model      a strategy raised or chose no branch
+    ├── RemoteBranchError                     phi.evaluation.model      a branch elsewhere could not run or report
+    │   └── WorkerLost                        phi.evaluation.model      its worker process died before the branch ended
+    ├── McpError                              phi.mcp.errors            an MCP session failed (MCP-9)
+    │   ├── McpConnectionError                phi.mcp.errors            the server could not be reached
+    │   │   └── McpConnectionClosed           phi.mcp.errors            the server exited or closed the connection
+    │   ├── McpTimeout                        phi.mcp.errors            a request got no response in time
+    │   ├── McpCancelled                      phi.mcp.errors            a request was cancelled
+    │   ├── McpProtocolError                  phi.mcp.errors            the server broke the protocol
+    │   ├── McpHttpError                      phi.mcp.errors            an HTTP error status
+    │   └── McpRpcError                       phi.mcp.errors            a JSON-RPC error object from the server
+    ├── OpenApiError                          phi.openapi.config        a document phi cannot turn into tools
+    ├── SkillError                            phi.skills.errors         a skill could not be loaded or read
+    │   ├── InvalidFrontmatter [ValueError]   phi.skills.errors         no frontmatter, or it is malformed
+    │   └── MissingField [ValueError]         phi.skills.errors         name or description is missing
+    ├── SessionClosed                         phi.coding.config         input to a closed coding session
+    └── StartupFailed                         phi.cli.startup           the phi command could not load what it needs
+
+Beside that tree, the classes on a standard base alone: what the tools' file access raises is an
+``OSError`` like any other, and the test utilities and the commands keep their own:
+
+    PermissionError
+    └── ConfinementError                      phi.tools.fs_safe         a write that would leave its allowed root
+    OSError
+    ├── FileTooLargeError                     phi.tools.fs_safe         a read or write past its size limit
+    ├── NotRegularFileError                   phi.tools.fs_safe         a FIFO, socket or device, not a file
+    └── GlobLimitError                        phi.tools.globbing        a glob that matched more than max_entries
+    ValueError
+    ├── SearchError                           phi.tools.search_backend  rg or grep failed (a bad regex, a timeout)
+    ├── ConversionError                       phi.tools.schema          a JSON value that does not fit its type
+    └── SchemaError                           phi.conformance.jsoncheck a suite schema the runner cannot check
+    ConnectionError
+    └── RelayRefused                          phi.evaluation.relay      a remote branch's relay closed the greeting
+    Exception
+    ├── DriverStartError                      phi.conformance.process   a conformance driver that could not start
+    ├── ScriptedFailure                       phi.conformance.scripted  what a fixture's hooks throw when told to
+    └── SimulationFailure                     phi.concurrency.simulator a failed simulation: deadlock, crash, ...
+    BaseException
+    └── SimulationKilled                      phi.concurrency.simulator unwinds a simulated thread once one failed
+    KeyboardInterrupt
+    ├── Terminated                            phi.cli.batch             SIGTERM as Ctrl-C; the command catches it
+    └── Terminated                            phi.conformance.__main__  SIGTERM or SIGHUP as Ctrl-C; caught too
+
+``tests/test_docs_errors.py`` keeps both drawings true: every public exception class phi defines is
+drawn, in the module it names, under its first base, with its other bases in brackets.
 """
 
 from __future__ import annotations

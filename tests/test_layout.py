@@ -1,13 +1,15 @@
 """The tree is SPEC.md's table of contents (issue 21): the SPEC ↔ tree table in README.md is true both
-ways, package docstrings name their section, imports only go down the layers of docs/architecture.md,
-every package's ``__all__`` is a literal, and every lazy package shows type checkers exactly the names it
-exports, each imported once."""
+ways, package docstrings name their section, docs/architecture.md's tree names every module of phi/
+under its package (and nothing that is not one), imports only go down the layers of
+docs/architecture.md and never run in a circle inside a folder, every package's ``__all__`` is a literal,
+and every lazy package shows type checkers exactly the names it exports, each imported once."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
 import importlib
+import itertools
 import re
 import shutil
 from pathlib import Path
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PHI = ROOT / "phi"
 SPEC = (ROOT / "SPEC.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 # docs/architecture.md "Which way imports go": a place imports only from lower levels (or itself)
 LEVELS: dict[str, int] = {
@@ -79,6 +82,58 @@ def test_each_place_names_its_section_in_its_docstring(section: str, paths: list
                       (high and number.split(".")[0].isdigit() and int(low.split(".")[0]) <= int(number.split(".")[0]) <= int(high))
                       for low, high in named)
         assert covered, f"{path}: its docstring does not name SPEC {section}"
+
+
+PLACE = re.compile(r"\w+(?:/|\.py)")  # how an entry of the architecture tree starts: ``loop/``, ``types.py``
+MODULE_NAME = re.compile(r"(?<![\w/.-])(\w+(?:/\w+)*\.py)\b")
+
+
+def architecture_tree() -> dict[str, str]:
+    """docs/architecture.md's tree of ``phi/``: the text of each entry (its first line and the lines
+    indented under it) by each place its first line starts with (``loop/``, ``types.py``)."""
+    section = ARCHITECTURE.split("\n## The tree\n", 1)[1].split("\n## ", 1)[0]
+    lines = section.split("```\n", 2)[1].splitlines()
+    assert lines[0] == "phi/", "the tree starts at phi/"
+    entries: dict[str, str] = {}
+    places: list[str] = []
+    for line in lines[1:]:
+        if not line.startswith("  "):  # back at the repository's root: phi/ has ended
+            break
+        if not line.startswith("   "):
+            places = list(itertools.takewhile(PLACE.fullmatch, line.split()))
+            assert places, f"docs/architecture.md: a line of the tree names no place: {line!r}"
+        for place in places:
+            entries[place] = entries.get(place, "") + line + "\n"
+    return entries
+
+
+def test_the_architecture_tree_names_every_module_under_its_package() -> None:
+    tree = architecture_tree()
+    missing = []
+    for file in sorted(PHI.rglob("*.py")):
+        if file.name in ("__init__.py", "__main__.py"):
+            continue
+        top, *inside = file.relative_to(PHI).parts
+        if not inside:
+            found = top in tree
+        else:
+            name = "/".join(inside)
+            found = top + "/" in tree and name in MODULE_NAME.findall(tree[top + "/"])
+        if not found:
+            missing.append(str(file.relative_to(ROOT)))
+    assert not missing, f"docs/architecture.md's tree does not name these under their package: {missing}"
+    packages = {p.parent.name + "/" for p in PHI.glob("*/__init__.py")}
+    assert packages - set(tree) == set(), f"packages without an entry in the tree: {sorted(packages - set(tree))}"
+    stale = [f"{place}: {name}" for place, text in tree.items() for name in MODULE_NAME.findall(text)
+             if not ((PHI / place / name) if place.endswith("/") else (PHI / name)).is_file()]
+    assert not stale, f"docs/architecture.md's tree names modules that do not exist there: {stale}"
+
+
+def test_the_architecture_tree_is_read_as_written() -> None:
+    tree = architecture_tree()
+    assert {"__init__.py", "types.py", "ids.py", "log.py", "lazy_exports.py", "loop/", "cli/"} <= set(tree)
+    assert "run.py" in MODULE_NAME.findall(tree["loop/"]) and "run.py" not in MODULE_NAME.findall(tree["agent/"])
+    assert MODULE_NAME.findall("a.py + b/c.py, not x-y.py") == ["a.py", "b/c.py"]
 
 
 def imports_of(file: Path) -> list[tuple[int, str]]:

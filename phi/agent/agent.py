@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, overload
 
 from ..concurrency import sync
@@ -653,171 +653,253 @@ class Agent:
         The run's start-up — continuing a stored session, asking tool sources for their tools and
         instructions — happens on the worker, as part of the run, so that ``run(timeout=)`` bounds it
         (SPEC AGENT-2); the run's loop ids are taken there, once the stored session is known."""
+        # A run no provider can serve fails here, in the caller's hands, not in the middle of a turn.
         self._check_provider()
+        # Checked and taken in one step: two prompts racing cannot both start, and a reset() is seen.
         with self._lock:
-            if not self._idle.is_set():
-                raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
-                                     "or abort() and wait_for_idle() first")
-            if prepare is not None:
-                self._messages = prepare(self._messages)  # may raise: then nothing changed
-            self._idle.clear()
-            self._cancel = cancel = CancellationToken()
-            generation = self._generation
-            context = AgentContext(self.system_prompt, list(self._messages), [], self.agent_id, self.session_id,
-                                   None if parallel else self.next_loop_id(),
-                                   self.last_loop_id if kind is not None else None, kind)
-            loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
-            after_loop_id = self.last_loop_id  # the run whose conversation the history continues
-            if not parallel:  # a parallel run's last loop is its winner's, known when it is chosen
-                self.last_loop_id = context.loop_id
-            previous, self._delivered = self._delivered, sync.Event()
-            delivered = self._delivered
-            self._saved = saved = sync.Event()
-        self.last_active_at = sync.wall_time()
-        own_tools, sources, watchers = list(self.tools), list(self.tool_sources), self._subagent_subscribers
-        steering, follow_up = self.steering_queue, self.follow_up_queue
-        config = replace(self.config, get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
-                         get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
-        def refuse_deadlock() -> None:
-            """Waiting here for this run would never end: this thread delivers the events of an earlier
-            run of the agent (whatever thread started this one), or of this very run."""
-            if getattr(_delivering, "agent", None) is self and (
-                    not previous.is_set() or self._runs.get(threading.get_ident()) is cancel):
-                raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the agent: the run's "
-                                     "events wait until that callback returns; start it there, wait for it elsewhere")
+            slot = self._occupy(kind, parallel, prepare)
+        self.last_active_at = sync.wall_time()  # check_and_rotate counts idleness from here
+        # The run takes its tools, sources and settings now: what the application changes later is the
+        # next run's. Its events have their stream (or go to ``sender``) before the first one exists.
+        run = _Run(self, slot, body, kind, parallel, parallel_prompts, sender)
+        sync.Thread(target=run.work, name=f"phi-agent-{run.name}", daemon=True).start()
+        return run.stream
 
+    def _occupy(self, kind: ContinuationKind | None, parallel: Sequence[AgentLoopConfig] | None,
+                prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None) -> _Slot:
+        """Make the agent busy with a new run (the lock is held): refuse a second one (SPEC AGENT-1),
+        settle the history it starts from, and take its loop ids and its place in the order of runs."""
+        if not self._idle.is_set():
+            raise AlreadyRunning("a run is already in progress: use steer() or follow_up() to add messages, "
+                                 "or abort() and wait_for_idle() first")
+        if prepare is not None:
+            self._messages = prepare(self._messages)  # may raise: then nothing changed
+        self._idle.clear()
+        self._cancel = cancel = CancellationToken()
+        generation = self._generation
+        # the run works on a copy: the history gains its messages only when it ends (SPEC AGENT-1)
+        context = AgentContext(self.system_prompt, list(self._messages), [], self.agent_id, self.session_id,
+                               None if parallel else self.next_loop_id(),
+                               self.last_loop_id if kind is not None else None, kind)
+        loop_ids = [self.next_loop_id(c) for c in parallel] if parallel else None
+        after_loop_id = self.last_loop_id  # the run whose conversation the history continues
+        if not parallel:  # a parallel run's last loop is its winner's, known when it is chosen
+            self.last_loop_id = context.loop_id
+        # each run's events wait for the previous run's: a new prompt started from a subscriber of the
+        # old run's AgentEnd is heard after that AgentEnd, never in the middle of its delivery
+        previous, self._delivered = self._delivered, sync.Event()
+        self._saved = sync.Event()
+        return _Slot(cancel, generation, context, loop_ids, after_loop_id, previous, self._delivered, self._saved)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """What :meth:`Agent._occupy` gives a new run: its token, the history generation it may merge
+    into, its context (a copy of the history), its loop ids, and its place in the order of runs."""
+
+    cancel: CancellationToken
+    generation: int
+    context: AgentContext
+    loop_ids: list[str] | None  # a parallel run's branch ids; None for a single run (context.loop_id)
+    after_loop_id: str | None  # the run whose conversation the history continues
+    previous: sync.Event  # set when every event of the previous run has been delivered
+    delivered: sync.Event  # set when every event of this run has been delivered
+    saved: sync.Event  # set when this run has saved what it recorded (SESS-7)
+
+
+class _Run:
+    """One run of an :class:`Agent`, made by ``Agent._start`` on the caller's thread; :meth:`work` is
+    its worker thread. Each method is one of the run's jobs: deliver its events in order
+    (:meth:`sink`), set it up (:meth:`set_up`, :meth:`claim`), run its body, and end it
+    (:meth:`settle`, :meth:`wind_up`) — SPEC AGENT-1, AGENT-2, AGENT-8, SESS-6, SESS-7."""
+
+    def __init__(self, agent: Agent, slot: _Slot, body: Callable[..., Any], kind: ContinuationKind | None,
+                 parallel: Sequence[AgentLoopConfig] | None, parallel_prompts: Sequence[AgentMessage],
+                 sender: EventSink | None) -> None:
+        self.agent, self.body, self.kind = agent, body, kind
+        self.parallel, self.parallel_prompts = parallel, parallel_prompts
+        self.cancel, self.generation, self.context = slot.cancel, slot.generation, slot.context
+        self.loop_ids, self.after_loop_id = slot.loop_ids, slot.after_loop_id
+        self.previous, self.delivered, self.saved = slot.previous, slot.delivered, slot.saved
+        self.own_tools, self.sources = list(agent.tools), list(agent.tool_sources)
+        self.watchers = agent._subagent_subscribers
+        steering, follow_up = agent.steering_queue, agent.follow_up_queue
+        self.config = replace(agent.config,
+                              get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
+                              get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
         channel = EventChannel()
-        stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=cancel.cancel,
-                                               before_blocking=refuse_deadlock, cancelled=cancel.is_cancelled)
-        forward: EventSink = (sender.send if hasattr(sender, "send") else sender) if sender is not None else channel.send
-        ends: dict[str, AgentEnd] = {}
-        settled = sync.Event()
-        base = list(context.messages)
-        recorder, store = self._recorder, self._store
+        self.stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=self.cancel.cancel,
+                                                    before_blocking=self.refuse_deadlock,
+                                                    cancelled=self.cancel.is_cancelled)
+        self.forward: EventSink = ((sender.send if hasattr(sender, "send") else sender) if sender is not None
+                                   else channel.send)
+        self.ends: dict[str, AgentEnd] = {}  # each loop's AgentEnd, the first one heard
+        self.settled = sync.Event()
+        self.base = list(self.context.messages)  # the history the run started from
+        self.recorder, self.store = agent._recorder, agent._store
+        self.fork: SessionFork | None = None  # set by claim() when the run was stored as a branch
+        self.name = self.context.loop_id or (self.loop_ids[0] if self.loop_ids else "")
 
-        def settle(messages: list[AgentMessage] | None = None, last_loop_id: str | None = None) -> None:
-            """The run is over: merge its history and go idle (once, before its end is heard)."""
-            if settled.is_set():
-                return
-            settled.set()
-            with self._lock:
-                if self._generation == generation:
-                    self._messages = list(context.messages) if messages is None else messages
-                    if last_loop_id is not None:
-                        self.last_loop_id = last_loop_id
-                self._cancel = None
-                self._idle.set()
+    def refuse_deadlock(self) -> None:
+        """Waiting here for this run would never end: this thread delivers the events of an earlier
+        run of the agent (whatever thread started this one), or of this very run."""
+        if getattr(_delivering, "agent", None) is self.agent and (
+                not self.previous.is_set() or self.agent._runs.get(threading.get_ident()) is self.cancel):
+            raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the agent: the run's "
+                                 "events wait until that callback returns; start it there, wait for it elsewhere")
 
-        def sink(event: AgentEvent) -> None:
-            if not previous.is_set():  # the previous run's events, AgentEnd included, are delivered first
-                previous.wait()
-            last = isinstance(event, ParallelLoopEnd) if parallel is not None else isinstance(event, AgentEnd)
-            if isinstance(event, AgentEnd):
-                ends.setdefault(event.loop_id, event)
-                if parallel is None:
-                    settle()
-                    if event.loop_id == context.loop_id:
-                        stream._know(replace(AgentResult.of(event), fork=fork))  # run(timeout=) may return it now
-            outer, _delivering.agent = getattr(_delivering, "agent", None), self
-            try:
-                for callback in self._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
-                    callback(event)
-                forward(event)
-            finally:
-                _delivering.agent = outer
-            if last:
-                delivered.set()
+    # ----------------------------------------------------------------- the worker thread
 
-        def decided(chosen: ParallelLoopResult) -> None:
-            settle([*base, *_kept_by(chosen, parallel_prompts)], chosen.selected_loop_id)
-            stream._know(chosen)
+    def work(self) -> None:
+        """The run, start to end, on its own thread; what it raises reaches the stream's consumer."""
+        me = threading.get_ident()
+        self.agent._runs[me] = self.cancel  # a wait for the agent from this thread would wait for itself
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            self.set_up()
+            result = self.run_body()
+        except BaseException as exc:  # re-raised to the consumer by EventStream
+            error = exc
+            log.debug("run %s raised", self.context.loop_id, exc_info=exc)
+        finally:
+            self.wind_up(error)
+            self.agent._runs.pop(me, None)
+            self.stream._finish(result, error)
 
-        def continue_stored() -> None:
-            """A stored session only the store holds (a new process resuming it) is continued first, and
-            the agent's counters move past its loop ids."""
-            stored = continue_stored_session(recorder, store, context.session_id)
-            if not stored:
-                return
-            with self._lock:  # the run's own ids, if the stored session holds them, are renumbered by its claim
-                for key, count in stored.items():
-                    self._loop_counters[key] = max(self._loop_counters.get(key, 0), count)
+    def set_up(self) -> None:
+        """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is
+        continued, the tool sources give their tools and instructions, and the loop ids are claimed
+        — last, once the stored session's ids are known."""
+        self.continue_stored()
+        context = self.context
+        context.tools, context.system_prompt = start_up(self.own_tools, self.sources, context.system_prompt,
+                                                        self.cancel)
+        context.tools = recorded_tools(context.tools, self.recorder, self.watchers)  # sub-agents report (SESS-7)
+        self.claim()
 
-        fork: SessionFork | None = None
+    def run_body(self) -> Any:
+        """The loop itself: an AgentResult, or a parallel run's ParallelLoopResult."""
+        context, config, cancel = self.context, self.config, self.cancel
+        if self.parallel is None:
+            self.body(context, config, self.sink, cancel)
+            known = self.stream._known_result  # made at AgentEnd (the same object run(timeout=) may hold)
+            return known if known is not None else replace(AgentResult.of(self.ends[context.loop_id or ""]),
+                                                           fork=self.fork)
+        # the winner's new messages, whether its run ended or raised (SPEC AGENT-8); loops the run
+        # starts itself (an LLM judge's) take their ids from this agent
+        with loop_ids_from(context.session_id or "", self.take_loop_id):
+            return self.body(context, config, self.sink, cancel, self.loop_ids, self.decided)
 
-        def claim() -> None:
-            """The run's loop ids are claimed in the recorder and the store, so no other writer of the
-            session takes them (SESS-6); ids another writer took are replaced by free ones."""
-            nonlocal fork
-            proposed = list(loop_ids) if loop_ids is not None else [context.loop_id or ""]
-            names, fork = claim_run(recorder, store, context.session_id or "", context.agent_id or "", proposed, base,
-                                    after_loop_id, context.parent_loop_id, kind, self._own_loops)
-            with self._lock:
-                self.last_fork = fork
-                self._own_loops.update(dict.fromkeys(names.values() or proposed))
-                while len(self._own_loops) > OWN_LOOPS_KEPT:
-                    self._own_loops.pop(next(iter(self._own_loops)))
-            renamed = {old: new for old, new in names.items() if old != new}
-            if not renamed:
-                return
-            with self._lock:
-                for new in renamed.values():
-                    self._count_past(new)
-                if context.loop_id in renamed:
-                    old, context.loop_id = context.loop_id, renamed[context.loop_id]
-                    if self.last_loop_id == old:
-                        self.last_loop_id = context.loop_id
-                if loop_ids is not None:
-                    loop_ids[:] = [renamed.get(i, i) for i in loop_ids]
+    def wind_up(self, error: BaseException | None) -> None:
+        """The run ended, or raised: settle the history, keep the order of deliveries, record a run that
+        raised and save the sessions (SESS-7) — its last step."""
+        # a parallel run that raised before a branch was chosen keeps at least its prompt
+        self.settle([*self.base, *self.parallel_prompts] if self.parallel else None)
+        if not self.previous.is_set():  # a run that raised before its last event (or any): its delivery
+            self.previous.wait()  # still ends after the previous run's, or the next run's would overlap it
+        self.delivered.set()
+        if error is not None:
+            kept = [] if self.parallel else self.context.messages[len(self.base):]
+            record_raised_run(self.recorder, self.loop_ids or [self.context.loop_id or ""], kept)
+        save_sessions(self.recorder, self.store)
+        self.saved.set()
 
-        def take_loop_id(segment: str) -> str:
-            """A loop id for a run the run itself starts without one (an LLM judge's), from the agent's
-            counters and claimed like the run's own (LOOP-13, SESS-6)."""
-            with self._lock:
-                proposed = self._next_of(f"{context.session_id}.{segment}")
-            names, _ = claim_run(recorder, store, context.session_id or "", context.agent_id or "", [proposed], [],
-                                 None)
-            given = names.get(proposed, proposed)
-            with self._lock:
-                self._count_past(given)
-            return given
+    # ----------------------------------------------------------------- events and the end of the run
 
-        def work() -> None:
-            me = threading.get_ident()
-            self._runs[me] = cancel
-            result, error = None, None
-            try:
-                continue_stored()
-                context.tools, context.system_prompt = start_up(own_tools, sources, context.system_prompt, cancel)
-                context.tools = recorded_tools(context.tools, recorder, watchers)
-                claim()
-                if parallel is None:
-                    body(context, config, sink, cancel)
-                    known = stream._known_result  # made at AgentEnd (the same object run(timeout=) may hold)
-                    result = known if known is not None else replace(AgentResult.of(ends[context.loop_id or ""]), fork=fork)
-                else:
-                    # the winner's new messages, whether its run ended or raised (SPEC AGENT-8)
-                    with loop_ids_from(context.session_id or "", take_loop_id):
-                        result = body(context, config, sink, cancel, loop_ids, decided)
-            except BaseException as exc:  # re-raised to the consumer by EventStream
-                error = exc
-                log.debug("run %s raised", context.loop_id, exc_info=exc)
-            finally:
-                # a parallel run that raised before a branch was chosen keeps at least its prompt
-                settle([*base, *parallel_prompts] if parallel else None)
-                if not previous.is_set():  # a run that raised before its last event (or any): its delivery
-                    previous.wait()  # still ends after the previous run's, or the next run's would overlap it
-                delivered.set()
-                if error is not None:
-                    kept = [] if parallel else context.messages[len(base):]
-                    record_raised_run(recorder, loop_ids or [context.loop_id or ""], kept)
-                save_sessions(recorder, store)
-                saved.set()
-                self._runs.pop(me, None)
-                stream._finish(result, error)
+    def sink(self, event: AgentEvent) -> None:
+        """Deliver one event of the run: to every subscriber, then to the stream (or ``sender``)."""
+        if not self.previous.is_set():  # the previous run's events, AgentEnd included, are delivered first
+            self.previous.wait()
+        parallel = self.parallel
+        last = isinstance(event, ParallelLoopEnd) if parallel is not None else isinstance(event, AgentEnd)
+        if isinstance(event, AgentEnd):
+            self.ends.setdefault(event.loop_id, event)
+            if parallel is None:  # whoever hears AgentEnd finds the history merged and the agent idle
+                self.settle()
+                if event.loop_id == self.context.loop_id:
+                    self.stream._know(replace(AgentResult.of(event), fork=self.fork))  # run(timeout=) may return it now
+        # while its subscribers run, this thread is inside the agent's run: waiting for it here is refused
+        outer, _delivering.agent = getattr(_delivering, "agent", None), self.agent
+        try:
+            for callback in self.agent._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
+                callback(event)
+            self.forward(event)
+        finally:
+            _delivering.agent = outer
+        if last:
+            self.delivered.set()
 
-        name = context.loop_id or (loop_ids[0] if loop_ids else "")
-        sync.Thread(target=work, name=f"phi-agent-{name}", daemon=True).start()
-        return stream
+    def decided(self, chosen: ParallelLoopResult) -> None:
+        """A parallel run's strategy has chosen: the history gains the winner's messages (SPEC AGENT-8)."""
+        self.settle([*self.base, *_kept_by(chosen, self.parallel_prompts)], chosen.selected_loop_id)
+        self.stream._know(chosen)
+
+    def settle(self, messages: list[AgentMessage] | None = None, last_loop_id: str | None = None) -> None:
+        """The run is over: merge its history and go idle (once, before its end is heard)."""
+        if self.settled.is_set():
+            return
+        self.settled.set()
+        agent = self.agent
+        with agent._lock:
+            if agent._generation == self.generation:  # a reset() since the start: the run merges nothing
+                agent._messages = list(self.context.messages) if messages is None else messages
+                if last_loop_id is not None:
+                    agent.last_loop_id = last_loop_id
+            agent._cancel = None
+            agent._idle.set()
+
+    # ----------------------------------------------------------------- loop ids and stored sessions
+
+    def continue_stored(self) -> None:
+        """A stored session only the store holds (a new process resuming it) is continued first, and
+        the agent's counters move past its loop ids."""
+        stored = continue_stored_session(self.recorder, self.store, self.context.session_id)
+        if not stored:
+            return
+        agent = self.agent
+        with agent._lock:  # the run's own ids, if the stored session holds them, are renumbered by its claim
+            for key, count in stored.items():
+                agent._loop_counters[key] = max(agent._loop_counters.get(key, 0), count)
+
+    def claim(self) -> None:
+        """The run's loop ids are claimed in the recorder and the store, so no other writer of the
+        session takes them (SESS-6); ids another writer took are replaced by free ones."""
+        agent, context, loop_ids = self.agent, self.context, self.loop_ids
+        proposed = list(loop_ids) if loop_ids is not None else [context.loop_id or ""]
+        names, self.fork = claim_run(self.recorder, self.store, context.session_id or "", context.agent_id or "",
+                                     proposed, self.base, self.after_loop_id, context.parent_loop_id, self.kind,
+                                     agent._own_loops)
+        with agent._lock:
+            agent.last_fork = self.fork
+            agent._own_loops.update(dict.fromkeys(names.values() or proposed))
+            while len(agent._own_loops) > OWN_LOOPS_KEPT:
+                agent._own_loops.pop(next(iter(agent._own_loops)))
+        renamed = {old: new for old, new in names.items() if old != new}
+        if not renamed:
+            return
+        with agent._lock:
+            for new in renamed.values():
+                agent._count_past(new)
+            if context.loop_id in renamed:
+                old, context.loop_id = context.loop_id, renamed[context.loop_id]
+                if agent.last_loop_id == old:
+                    agent.last_loop_id = context.loop_id
+            if loop_ids is not None:
+                loop_ids[:] = [renamed.get(i, i) for i in loop_ids]
+
+    def take_loop_id(self, segment: str) -> str:
+        """A loop id for a run the run itself starts without one (an LLM judge's), from the agent's
+        counters and claimed like the run's own (LOOP-13, SESS-6)."""
+        agent, context = self.agent, self.context
+        with agent._lock:
+            proposed = agent._next_of(f"{context.session_id}.{segment}")
+        names, _ = claim_run(self.recorder, self.store, context.session_id or "", context.agent_id or "", [proposed],
+                             [], None)
+        given = names.get(proposed, proposed)
+        with agent._lock:
+            agent._count_past(given)
+        return given
 
 
 def _kept_by(decided: ParallelLoopResult, prompts: Sequence[AgentMessage]) -> list[AgentMessage]:

@@ -215,13 +215,29 @@ class _Run:
     # ----------------------------------------------------------------- SPEC LOOP-4: the turns
 
     def run_turns(self, runner: ToolRunner) -> RunOutcome:
+        """SPEC LOOP-4..LOOP-8, LOOP-17: turns until nothing asks for another; returns how the run ended.
+
+        The inner loop is the run's own work: a turn per model reply, for as long as the last reply
+        asked for tools or a steering message waits. The outer loop is the agent asking "anything
+        else?": when the inner one runs out, the follow-up source may start it again (LOOP-7)."""
         config, context = self.config, self.context
         turn_index = 0
         trigger = self.first_turn_trigger()
+        # read now, before the first turn's checks: a message queued while the first before_turn runs
+        # waits for the next read (LOOP-8)
         self.take(STEERING)  # steering queued before the run is announced in the first turn (LOOP-8)
+        # the prompts (or the context being continued) are owed a reply, as tool results are
         more_tool_calls = True
+        # the outer loop: the follow-up source, read only when the run would otherwise end (LOOP-7)
         while True:
             while more_tool_calls or self.pending:
+                # Another turn, since the last reply asked for tools or steering waits (LOOP-7):
+                # 1. the checks of LOOP-4, in order: the first that ends the run wins, so a cancelled run or
+                #    one past its limit never calls before_turn; an abort while before_turn ran (application
+                #    code, maybe slow) ends the run before a model call nobody wants any more (CANCEL-4);
+                # 2. TurnStart before what the turn appends, so those messages are announced inside it: the
+                #    prompts on the first turn, then the steering and follow-ups taken (LOOP-6, LOOP-8);
+                # 3. compaction after them, since they go to the model too (LOOP-4, §8).
                 if self.cancel.is_cancelled():
                     return RunOutcome.ABORTED
                 if self.limit_reached():
@@ -235,25 +251,40 @@ class _Run:
                 self.deliver_pending()
                 self.compact_if_configured()
 
+                # one model call; retries and overflow recovery happen inside it (§7), and the reply joins the
+                # context whatever it is, so the history holds what the user saw
                 reply = self.stream_assistant_response()
+                # every model call counts against the execution limits, a failed one too (LOOP-10)
                 if self.tracker is not None:
                     self.tracker.record_turn(reply.usage.tokens())
+                # A failed reply's tool calls may be cut short: none runs, and the turn's end is the run's
+                # (LOOP-17); on_error hears of it before its TurnEnd (LOOP-14).
                 if reply.stop_reason in FAILED_STOPS:
                     if reply.stop_reason == StopReason.ERROR and config.on_error is not None:
                         config.on_error(reply.error_message or "")
                     self.end_turn(reply, [])
                     # no queue is read after an error or abort (LOOP-17)
                     return RunOutcome.ERROR if reply.stop_reason == StopReason.ERROR else RunOutcome.ABORTED
+                # Every call gets its result before TurnEnd, so the next model call sees a whole conversation
+                # (§5, TOOL-5; a length reply's calls are answered without running, TOOL-9). Tool calls continue
+                # the run whatever the stop reason says (LOOP-7, TOOL-13).
                 self.end_turn(reply, self.run_tools(reply, runner))
                 turn_index += 1
                 trigger = TurnTrigger.CONTINUATION
                 more_tool_calls = bool(reply.tool_calls)
+                # An abort during the tools or after_turn ends the run before another model call. The tools
+                # read the steering source as they ran (TOOL-3); when none ran, it is read once now, after
+                # after_turn, so steering gets the next turn (LOOP-8).
                 if self.cancel.is_cancelled():
                     return RunOutcome.ABORTED
                 if not more_tool_calls or reply.stop_reason == StopReason.LENGTH:
                     self.take(STEERING)  # no tool ran, so the steering source was not read (LOOP-8)
+            # reading the steering source ran application code: an abort there ends the run before the
+            # follow-up source is read, so no follow-up is taken only to be given back (LOOP-18)
             if self.cancel.is_cancelled():
                 return RunOutcome.ABORTED
+            # follow-ups wait until the agent would stop; what the source gives starts the next turn, and
+            # nothing ends the run (LOOP-7)
             if not self.take(FOLLOW_UP):
                 return RunOutcome.COMPLETED
 
