@@ -13,12 +13,16 @@ and the agent is idle, so a new prompt may start right there (SPEC AGENT-1).
         ...
 """
 
+# _Run below is the Agent's own run, a class of its own for reading's sake: it works on the Agent's
+# private state by design, as the Agent's methods do, so private use is not reported in this file.
+# pyright: reportPrivateUsage=false
+
 from __future__ import annotations
 
 import copy
 import threading
 from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, cast, overload
 
 from ..concurrency import sync
 from ..concurrency.cancel import CALLBACK_WAIT_S, CancellationToken, current_work
@@ -86,6 +90,9 @@ OWN_LOOPS_KEPT = 4096  # loop ids of its own runs an agent remembers, to tell ot
 _delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
 
 EventSink = Callable[["AgentEvent"], None]
+# what a run runs: the loop (single run) with the run's context, settings, event sink and token; a
+# parallel run's body also takes its branch loop ids and the function told of the strategy's choice
+SingleBody = Callable[[AgentContext, AgentLoopConfig, EventSink, CancellationToken], object]
 R = TypeVar("R")
 T = TypeVar("T")
 Prompt = Union[str, AgentMessage, Sequence[AgentMessage]]
@@ -594,8 +601,9 @@ class Agent:
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as error:
-            raise DecodeError("messages", text if isinstance(text, str) else type(text).__name__,
-                              f"a JSON list of messages ({error})") from None
+            shown = (text if isinstance(text, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+                     else type(text).__name__)
+            raise DecodeError("messages", shown, f"a JSON list of messages ({error})") from None
         restored = messages_from_json(data)
         with self._lock:  # checked again with the replacement: a run may have started while this parsed
             self._refuse_while_running("restore messages")
@@ -642,7 +650,7 @@ class Agent:
                               "register one with phi.providers.registry.default_registry().register(...) "
                               "or pass provider=...")
 
-    def _start(self, body: Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
+    def _start(self, body: SingleBody | Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
                parallel: Sequence[AgentLoopConfig] | None = None, parallel_prompts: Sequence[AgentMessage] = (),
                prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None) -> EventStream[Any]:
         """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
@@ -731,8 +739,8 @@ class _Run:
         self.stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=self.cancel.cancel,
                                                     before_blocking=self.refuse_deadlock,
                                                     cancelled=self.cancel.is_cancelled)
-        self.forward: EventSink = ((sender.send if hasattr(sender, "send") else sender) if sender is not None
-                                   else channel.send)
+        # an EventChannel is told through its send; any other sender is a function
+        self.forward: EventSink = channel.send if sender is None else getattr(sender, "send", sender)
         self.ends: dict[str, AgentEnd] = {}  # each loop's AgentEnd, the first one heard
         self.settled = sync.Event()
         self.base = list(self.context.messages)  # the history the run started from
@@ -765,7 +773,7 @@ class _Run:
         finally:
             self.wind_up(error)
             self.agent._runs.pop(me, None)
-            self.stream._finish(result, error)
+            self.stream.finish(result, error)
 
     def set_up(self) -> None:
         """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is
@@ -783,7 +791,7 @@ class _Run:
         context, config, cancel = self.context, self.config, self.cancel
         if self.parallel is None:
             self.body(context, config, self.sink, cancel)
-            known = self.stream._known_result  # made at AgentEnd (the same object run(timeout=) may hold)
+            known = self.stream.settled_result  # made at AgentEnd (the same object run(timeout=) may hold)
             return known if known is not None else replace(AgentResult.of(self.ends[context.loop_id or ""]),
                                                            fork=self.fork)
         # the winner's new messages, whether its run ended or raised (SPEC AGENT-8); loops the run
@@ -818,7 +826,7 @@ class _Run:
             if parallel is None:  # whoever hears AgentEnd finds the history merged and the agent idle
                 self.settle()
                 if event.loop_id == self.context.loop_id:
-                    self.stream._know(replace(AgentResult.of(event), fork=self.fork))  # run(timeout=) may return it now
+                    self.stream.know(replace(AgentResult.of(event), fork=self.fork))  # run(timeout=) may return it now
         # while its subscribers run, this thread is inside the agent's run: waiting for it here is refused
         outer, _delivering.agent = getattr(_delivering, "agent", None), self.agent
         try:
@@ -833,7 +841,7 @@ class _Run:
     def decided(self, chosen: ParallelLoopResult) -> None:
         """A parallel run's strategy has chosen: the history gains the winner's messages (SPEC AGENT-8)."""
         self.settle([*self.base, *_kept_by(chosen, self.parallel_prompts)], chosen.selected_loop_id)
-        self.stream._know(chosen)
+        self.stream.know(chosen)
 
     def settle(self, messages: list[AgentMessage] | None = None, last_loop_id: str | None = None) -> None:
         """The run is over: merge its history and go idle (once, before its end is heard)."""
@@ -923,7 +931,8 @@ _CONTINUATIONS = {"default": ContinuationKind.default, "rerun": ContinuationKind
 def _continuation_kind(kind: ContinuationKind | str | None) -> ContinuationKind | None:
     if kind is None or isinstance(kind, ContinuationKind):
         return kind
-    make = _CONTINUATIONS.get(kind) if isinstance(kind, str) else None
+    # checked at run time: callers without a type checker pass anything
+    make = _CONTINUATIONS.get(kind) if isinstance(kind, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
     if make is None:
         raise ConfigError(f"unknown continuation kind {kind!r}: use one of {sorted(_CONTINUATIONS)}")
     return make()
@@ -934,7 +943,10 @@ def _checked_timeout(timeout: float | None) -> float | None:
     for (``math.inf``) means no bound; a negative or NaN one is refused."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+    # checked at run time: callers without a type checker pass anything
+    if (isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not timeout >= 0):
         raise ConfigError(f"timeout must be a number of seconds >= 0 (or None), got {timeout!r}")
     return None if timeout >= threading.TIMEOUT_MAX else float(timeout)
 
@@ -976,12 +988,15 @@ def _deep(value: Any) -> Any:
     except (TypeError, copy.Error, RecursionError):
         pass
     if isinstance(value, dict):
-        return {key: _deep(item) for key, item in value.items()}
+        mapping = cast("dict[object, object]", value)
+        return {key: _deep(item) for key, item in mapping.items()}
     if isinstance(value, (list, tuple, set)):
-        items = [_deep(item) for item in value]
+        items = [_deep(item) for item in cast("Iterable[object]", value)]
         if isinstance(value, list):
             return items
-        make = getattr(type(value), "_make", type(value))  # a named tuple is made from an iterable by _make
+        # a named tuple is made from an iterable by _make
+        kind: type[Any] = type(cast(object, value))
+        make: Callable[[list[Any]], Any] = getattr(kind, "_make", kind)
         return make(items)
     if is_dataclass(value) and not isinstance(value, type):
         return replace(value, **{f.name: _deep(getattr(value, f.name)) for f in fields(value) if f.init})

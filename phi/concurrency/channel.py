@@ -104,13 +104,23 @@ class EventStream(Generic[T]):
         # from inside the previous run's subscriber callback)
         self._before_blocking = before_blocking or _nothing
 
-    # called by the worker thread
-    def _know(self, result: T) -> None:
-        """The run's result is settled (its AgentEnd was emitted); what follows cannot change it."""
+    # ------------------------------------------------------------ the producer's side: the run's own thread
+
+    def know(self, result: T) -> None:
+        """The run's result is settled (its AgentEnd was emitted); what follows cannot change it. Called
+        by the thread running the run, not by consumers."""
         self._known_result = result
         self._known.set()
 
-    def _finish(self, result: T | None, error: BaseException | None) -> None:
+    @property
+    def settled_result(self) -> T | None:
+        """What :meth:`know` was given, if anything yet (for the run's own thread; consumers use
+        :meth:`known_result` or :meth:`result`)."""
+        return self._known_result
+
+    def finish(self, result: T | None, error: BaseException | None) -> None:
+        """The run is over with ``result``, or raised ``error``: the stream ends. Called by the thread
+        running the run, not by consumers."""
         self._result, self._error = result, error
         self._done.set()
         self._known.set()
@@ -118,6 +128,8 @@ class EventStream(Generic[T]):
         if error is not None and self._handed_out:  # nobody is left to raise it to
             log.error("a run raised after its caller stopped waiting for it (run(timeout=)): %s: %s",
                       type(error).__name__, error, exc_info=error)
+
+    # ------------------------------------------------------------ the consumer's side
 
     @property
     def result_known(self) -> bool:

@@ -130,7 +130,7 @@ class _Run:
         self.config = config
         self.cancel = cancel
         self.continuation = continuation
-        self.emit: Sink = sink.send if hasattr(sink, "send") else sink
+        self.emit: Sink = getattr(sink, "send", sink)  # an EventChannel is told through its send
         self.new_messages: list[AgentMessage] = []
         self.unannounced: list[AgentMessage] = []  # prompts wait for the first TurnStart
         self.pending: list[tuple[str, AgentMessage]] = []  # taken from a queue, not yet delivered
@@ -185,7 +185,7 @@ class _Run:
         text = "\n".join(
             block.text for m in prompts if isinstance(m, UserMessage) for block in m.content if isinstance(block, TextContent)
         )
-        warnings = []
+        warnings: list[str] = []
         for flt in self.config.input_filters:
             result = run_filter(flt, text)
             if result.action == "reject":
