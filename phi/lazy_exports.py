@@ -21,7 +21,6 @@ name the same things.
 from __future__ import annotations
 
 import importlib
-import threading
 from typing import Any, Callable, Mapping, MutableMapping
 
 Origins = dict[str, tuple[str, str]]  # exported name -> (relative module, attribute there)
@@ -36,15 +35,13 @@ def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], A
     """
     package: str = namespace["__name__"]
     exported: list[str] = list(namespace["__all__"])
-    origins: Origins = {}
-    lock = threading.Lock()
+    table: list[Origins] = []  # read once; two threads reading it at once both read the same, and one wins
 
     def __getattr__(name: str) -> Any:
         if name in exported:
-            with lock:
-                if not origins:
-                    origins.update(imports_for_type_checkers(namespace))
-            module, attribute = origins[name]
+            if not table:
+                table.append(imports_for_type_checkers(namespace))
+            module, attribute = table[0][name]
             value = getattr(importlib.import_module(module, package), attribute)
             namespace[name] = value  # later lookups are plain attribute reads
             return value

@@ -138,3 +138,31 @@ def test_observability_without_its_extra_names_the_extra() -> None:
     """)
     assert "pip install 'phi-agent[otel]'" in result.stdout, result.stdout + result.stderr
     assert "phi.observability needs OpenTelemetry" in result.stdout
+
+
+def test_many_threads_asking_for_names_first_at_once_all_get_them() -> None:
+    result = run_python("""
+        import threading
+        import phi, phi.tools, phi.loop
+
+        names = [(phi, n) for n in phi.__all__] + [(phi.tools, n) for n in phi.tools.__all__] \\
+            + [(phi.loop, n) for n in phi.loop.__all__]
+        start, failures = threading.Barrier(16), []
+
+        def ask(offset):
+            start.wait()
+            for module, name in names[offset:] + names[:offset]:
+                try:
+                    if getattr(module, name) is None:
+                        failures.append(name)
+                except Exception as exc:
+                    failures.append(f"{name}: {exc!r}")
+
+        threads = [threading.Thread(target=ask, args=(i * 7,)) for i in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(failures, callable(phi.tools.apply_patch))
+    """)
+    assert result.stdout.strip() == "[] True", result.stdout + result.stderr
