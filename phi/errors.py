@@ -19,7 +19,7 @@ brackets is a second base, so ``except ValueError`` catches ``DecodeError`` too:
     ├── RunTimeout [TimeoutError]             phi.errors                run(timeout=): app code outlived the bound
     ├── StructuredOutputFailed                phi.errors                run_structured: no valid answer in its retries
     ├── ToolError                             phi.errors                a tool's failure, the model's result (TOOL-7)
-    │   ├── ToolNotFound                      phi.errors                the model called a tool that is not there
+    │   ├── ToolNotFound                      phi.errors                for a tool's own use (a call of a missing tool is an error result)
     │   ├── InvalidArgs                       phi.errors                arguments that fail the tool's schema (TOOL-2)
     │   ├── ToolCancelled                     phi.errors                the call's cancellation token fired
     │   └── PatchError                        phi.tools.patch_parser    apply_patch failed
@@ -139,7 +139,8 @@ class ToolError(PhiError):
 
 
 class ToolNotFound(ToolError):
-    """The model called a tool that is not registered."""
+    """For tools and applications to raise: something a tool looks up is not there. phi itself answers
+    a call of a tool that is not registered with an error tool result (SPEC TOOL-7), not this."""
 
 
 class InvalidArgs(ToolError):

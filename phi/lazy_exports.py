@@ -21,6 +21,7 @@ name the same things.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any, Callable, Mapping, MutableMapping
 
 Origins = dict[str, tuple[str, str]]  # exported name -> (relative module, attribute there)
@@ -48,12 +49,24 @@ def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], A
         error = removed(name) if removed is not None else None
         if error is not None:
             raise error
-        raise AttributeError(f"module {package!r} has no attribute {name!r}", name=name, obj=package)
+        if not name.startswith("__") and name in _submodules(namespace):
+            # `import phi` then `phi.tools.X`: what type checkers accept works (the import sets the attribute)
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}", name=name, obj=sys.modules.get(package))
 
     def __dir__() -> list[str]:
-        return sorted({*exported, *(n for n in ("__version__",) if n in namespace)})
+        # the public names, the module's own dunders (__file__, __path__, ...) and its submodules, loaded or not
+        own = (n for n in namespace if n.startswith("__") and n.endswith("__"))
+        return sorted({*exported, *own, *_submodules(namespace)})
 
     return __getattr__, __dir__
+
+
+def _submodules(namespace: Mapping[str, Any]) -> set[str]:
+    """The public modules and subpackages of the package, as its folder (or archive) lists them."""
+    import pkgutil
+
+    return {m.name for m in pkgutil.iter_modules(namespace.get("__path__", [])) if not m.name.startswith("_")}
 
 
 def imports_for_type_checkers(namespace: Mapping[str, Any]) -> Origins:
@@ -61,13 +74,64 @@ def imports_for_type_checkers(namespace: Mapping[str, Any]) -> Origins:
     at the top level of the package whose ``globals()`` is ``namespace``."""
     spec = namespace["__spec__"]
     exported = set(namespace["__all__"])
-    source = spec.loader.get_source(spec.name) if hasattr(spec.loader, "get_source") else None
-    found = _from_source(source) if source is not None else _from_code(spec.loader.get_code(spec.name))
+    source = _ask(spec.loader, "get_source", spec.name)
+    if source is not None:
+        found = _from_source(source)
+    else:  # a bytecode-only install reads the compiled imports; a loader that gives neither is searched
+        code = _ask(spec.loader, "get_code", spec.name)
+        found = _from_code(code) if code is not None else _by_search(spec.name, namespace, exported)
     origins = {name: origin for name, origin in found.items() if name in exported}
     missing = exported - set(origins) - set(namespace)  # names the package defines itself are no imports
     if missing:
         raise ImportError(f"{spec.name}: __all__ names {sorted(missing)}, which no 'if TYPE_CHECKING:' import gives")
     return origins
+
+
+def _ask(loader: Any, method: str, name: str) -> Any:
+    """``loader.method(name)``, or None where the loader has no such method or cannot answer."""
+    ask = getattr(loader, method, None)
+    try:
+        return ask(name) if callable(ask) else None
+    except (ImportError, OSError):
+        return None
+
+
+def _by_search(package: str, namespace: Mapping[str, Any], exported: set[str]) -> Origins:
+    """The table found by importing the package's modules in turn (a loader that keeps neither source
+    nor bytecode, as compilers to native code do): slow, once, and only there."""
+    import pkgutil
+
+    found: Origins = {}
+    seen: Origins = {}  # where a name was first met, for values that do not say where they were made
+    wanted = exported - set(namespace)
+    for info in pkgutil.iter_modules(namespace.get("__path__", []), prefix=package + "."):
+        if info.ispkg and not info.name.rpartition(".")[2].startswith("_"):  # a subpackage that exports it
+            try:
+                child = importlib.import_module(info.name)
+            except Exception:  # noqa: BLE001 - a package needing an extra that is not installed
+                continue
+            for name in sorted(wanted & set(getattr(child, "__all__", ()))):
+                found[name] = (info.name, name)
+                wanted.discard(name)
+    everywhere = pkgutil.walk_packages(namespace.get("__path__", []), prefix=package + ".")
+    for info in sorted(everywhere, key=lambda found: found.name.count(".")):  # nearest the package first
+        if not wanted:
+            break
+        if info.name.rpartition(".")[2].startswith("_"):  # never a __main__ (it would run), nor a private module
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except Exception:  # noqa: BLE001 - a module needing an extra that is not installed: look elsewhere
+            continue
+        for name in sorted(wanted):
+            value = vars(module).get(name, module)
+            if value is module or isinstance(value, type(sys)):
+                continue
+            seen.setdefault(name, (info.name, name))
+            if getattr(value, "__module__", info.name) == info.name:  # defined here, not imported
+                found[name] = (info.name, name)
+                wanted.discard(name)
+    return {**{name: seen[name] for name in wanted if name in seen}, **found}
 
 
 def _from_source(source: str) -> Origins:
@@ -106,6 +170,8 @@ def _from_code(code: Any) -> Origins:
 def _level_before(instructions: list[Any], at: int) -> int:
     # IMPORT_NAME pops (level, fromlist): the level is the constant loaded two instructions before it
     candidate = instructions[at - 2] if at >= 2 else None
-    if candidate is not None and candidate.opname == "LOAD_CONST" and isinstance(candidate.argval, int):
+    # LOAD_SMALL_INT: how Python 3.14 loads it
+    if candidate is not None and candidate.opname in ("LOAD_CONST", "LOAD_SMALL_INT") \
+            and isinstance(candidate.argval, int):
         return int(candidate.argval)
     return 0

@@ -9,7 +9,7 @@ relative to the package (``.loop.config``) so a copy under another name names it
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 # modules of the old flat layout -> where their contents live now
 MODULES: dict[str, str] = {
@@ -35,7 +35,7 @@ PACKAGE_NAMES: dict[str, str] = {
     **MODULES,
 }
 
-# Agent methods and attributes -> what to use (every other ``with_<setting>`` is AGENT_SETTER now)
+# Agent methods and attributes -> what to use (each loop setting's ``with_<setting>``: AGENT_SETTER)
 AGENT_SETTER = "Agent({0}=...), agent.clone({0}=...) or agent.config.{0} = ..."
 AGENT: dict[str, str] = {
     "with_tools": "Agent(tools=[...]), agent.clone(tools=[...]) or agent.tools = [...]",
@@ -63,17 +63,51 @@ def _named(replacement: str, package: str) -> str:
     return package + replacement if replacement.startswith(".") else replacement
 
 
-def removed_attribute(owner: str, name: str, table: dict[str, str], package: str = "",
-                      setter: str = "") -> AttributeError | None:
-    """The error for ``owner.name`` when ``name`` was removed, else None. With ``setter`` (a format
-    string of the setting's name), every ``with_<setting>`` method counts as removed too."""
-    if name in table:
-        use = _named(table[name], package)
-    elif setter and name.startswith("with_") and len(name) > 5:
-        use = setter.format(name[5:])
-    else:
+def removed_attribute(owner: str, name: str, table: dict[str, str], package: str = "") -> AttributeError | None:
+    """The error for ``owner.name`` when ``name`` was removed, else None."""
+    if name not in table:
         return None
-    return AttributeError(f"{owner}.{name} was removed: use {use}", name=name)
+    return AttributeError(f"{owner}.{name} was removed: use {_named(table[name], package)}", name=name)
+
+
+class Removed:
+    """A class attribute standing for a removed method: reading it raises ``AttributeError`` saying what
+    replaced it. Only the names listed get one, so no other attribute error is touched (a ``__getattr__``
+    would also answer for an attribute error raised inside a property)."""
+
+    def __init__(self, owner: str, name: str, use: str) -> None:
+        self.message = f"{owner}.{name} was removed: use {use}"
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> None:
+        raise AttributeError(self.message, name=self.name, obj=obj)
+
+
+def attach_removed(cls: type, use: dict[str, str]) -> None:
+    """Give ``cls`` a :class:`Removed` for each removed name (-> what to use), hidden from ``dir()``."""
+    for name, replacement in use.items():
+        setattr(cls, name, Removed(cls.__name__, name, replacement))
+    hidden = frozenset(use)
+    listed: Callable[[object], Iterable[str]] = getattr(cls, "__dir__")  # the instances' dir(), unbound
+
+    def __dir__(self: object) -> list[str]:
+        return [n for n in listed(self) if n not in hidden]
+
+    setattr(cls, "__dir__", __dir__)
+
+
+def agent_removed(settings: Iterable[str]) -> dict[str, str]:
+    """Agent's removed names: the table, and ``with_<setting>`` for each loop setting."""
+    generic = {f"with_{s}": AGENT_SETTER.format(s) for s in settings}
+    return {**generic, **AGENT}
+
+
+#: SubAgentTool's builder methods before ``clone``
+SUB_AGENT_TOOL: dict[str, str] = {
+    **{f"with_{s}": f"tool.clone({s}=...)" for s in ("max_turns", "on_event", "parent_loop_id", "system_prompt",
+                                                     "thinking", "tools")},
+    "with_provider_override": "tool.clone(provider=...)",
+}
 
 
 class RemovedModules:
@@ -86,11 +120,26 @@ class RemovedModules:
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> None:
         head, _, rest = fullname.rpartition(".")
-        if head == self.package and rest in MODULES:
+        if head == self.package and rest in MODULES and not _probing():
             # no name=: `from phi import loop_config` drops a ModuleNotFoundError named after the module
             # it asked for and says only "cannot import name"
             raise ModuleNotFoundError(f"{fullname} was removed: use {_named(MODULES[rest], self.package)}")
         return None
+
+
+def _probing() -> bool:
+    """Whether ``importlib.util.find_spec`` asks (code testing whether a module exists, which must be
+    told None), rather than an import statement (which is told where the module went)."""
+    import inspect
+
+    frame = inspect.currentframe()
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "find_spec" and frame.f_globals.get("__name__") == "importlib.util":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install_finder(package: str) -> None:

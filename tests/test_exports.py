@@ -25,12 +25,32 @@ def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProces
                           timeout=120)
 
 
-def test_dir_shows_the_public_names_only() -> None:
+def test_dir_shows_the_public_names_submodules_and_dunders_not_helpers() -> None:
     import importlib
 
-    assert dir(phi) == sorted({*phi.__all__, "__version__"})
+    names = dir(phi)
+    assert set(phi.__all__) <= set(names)
+    assert {"__version__", "__file__", "__path__", "__doc__", "tools", "mcp", "loop"} <= set(names)  # completion
+    assert not {"TYPE_CHECKING", "annotations", "install_finder", "PACKAGE_NAMES", "removed_attribute"} & set(names)
     loop = importlib.import_module("phi.loop")
-    assert dir(loop) == sorted(loop.__all__)
+    assert set(loop.__all__) <= set(dir(loop)) and not {"lazy_exports", "TYPE_CHECKING"} & set(dir(loop))
+
+
+def test_a_submodule_is_there_after_a_bare_import_as_type_checkers_say() -> None:
+    result = run_python("""
+        import phi
+        print(phi.tools.ShellTool.__name__, phi.mcp.__name__, hasattr(phi, "nothing_here"))
+    """)
+    assert result.stdout.split() == ["ShellTool", "phi.mcp", "False"], result.stderr
+
+
+def test_a_misspelt_name_gets_pythons_suggestion_from_the_public_names() -> None:
+    result = run_python("""
+        import phi
+        phi.Agnet
+    """)
+    assert result.stderr.strip().splitlines()[-1] == \
+        "AttributeError: module 'phi' has no attribute 'Agnet'. Did you mean: 'Agent'?"
 
 
 def test_a_misspelt_name_is_the_usual_attribute_error() -> None:
@@ -68,6 +88,12 @@ def test_from_import_of_a_removed_module_says_where_it_went_too() -> None:
     assert result.stdout.strip() == "ModuleNotFoundError phi.tool_exec was removed: use phi.loop.tool_execution"
 
 
+def test_asking_whether_a_removed_module_exists_is_told_no() -> None:
+    import importlib.util
+
+    assert importlib.util.find_spec("phi.loop_config") is None  # code probing the old layout goes on
+
+
 def test_a_module_that_never_existed_is_the_usual_error() -> None:
     with pytest.raises(ModuleNotFoundError, match=r"^No module named 'phi\.nothing_here'$"):
         __import__("phi.nothing_here")
@@ -87,14 +113,29 @@ def test_a_removed_agent_method_says_what_replaced_it(name: str, says: str) -> N
         getattr(agent, name)
     assert str(caught.value).startswith(says)
     assert not hasattr(agent, name)
+    assert name not in dir(agent)
     with pytest.raises(AttributeError, match=r"^'Agent' object has no attribute 'toolz'$"):
         agent.toolz  # type: ignore[attr-defined]  # the point of the test
+    with pytest.raises(AttributeError, match=r"^'Agent' object has no attribute 'with_foo'$"):
+        agent.with_foo  # type: ignore[attr-defined]  # never a method: no hint
+
+
+def test_an_attribute_error_inside_a_subclass_property_is_not_hidden() -> None:
+    class Budgeted(phi.Agent):
+        @property
+        def budget(self) -> object:
+            return self.config.max_budget  # type: ignore[attr-defined]  # the bug the user must see
+
+    with pytest.raises(AttributeError, match="'AgentLoopConfig' object has no attribute 'max_budget'"):
+        Budgeted(provider=phi.ScriptedProvider([])).budget
 
 
 def test_a_removed_sub_agent_builder_says_clone() -> None:
     child = phi.SubAgentTool(name="helper", provider=phi.ScriptedProvider([]))
-    with pytest.raises(AttributeError, match=r"^SubAgentTool\.with_model was removed: use tool\.clone\(model=\.\.\.\)"):
-        child.with_model  # type: ignore[attr-defined]  # the point of the test
+    with pytest.raises(AttributeError, match=r"^SubAgentTool\.with_max_turns was removed: use tool\.clone\(max_turns"):
+        child.with_max_turns  # type: ignore[attr-defined]  # the point of the test
+    with pytest.raises(AttributeError, match=r"^'SubAgentTool' object has no attribute 'with_model'$"):
+        child.with_model  # type: ignore[attr-defined]  # it never had one
 
 
 def test_names_load_from_bytecode_when_there_is_no_source(tmp_path: Path) -> None:
@@ -166,3 +207,60 @@ def test_many_threads_asking_for_names_first_at_once_all_get_them() -> None:
         print(failures, callable(phi.tools.apply_patch))
     """)
     assert result.stdout.strip() == "[] True", result.stdout + result.stderr
+
+
+def test_names_load_through_a_loader_that_keeps_neither_source_nor_bytecode() -> None:
+    """Compilers to native code (Nuitka, Cython) load modules that have no source or code to read the
+    imports from: the package's modules are searched instead."""
+    result = run_python("""
+        import importlib.abc, sys
+
+        class Opaque(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] != "phi":
+                    return None
+                for finder in sys.meta_path:
+                    spec = None if finder is self else finder.find_spec(name, path, target)
+                    if spec is not None:
+                        real = spec.loader
+
+                        class Loader(importlib.abc.Loader):
+                            def create_module(self, spec):
+                                return None
+
+                            def exec_module(self, module):
+                                real.exec_module(module)
+
+                        spec.loader = Loader()
+                        return spec
+
+        sys.meta_path.insert(0, Opaque())
+        import importlib
+        import phi
+        assert not hasattr(phi.__spec__.loader, "get_source")
+        for package in PACKAGES:
+            module = importlib.import_module(package)
+            for name in sorted(module.__all__):
+                value = getattr(module, name)
+                print(package, name, getattr(value, "__module__", "-"), getattr(value, "__qualname__", "-"))
+    """.replace("PACKAGES", repr(LAZY)))
+    import importlib
+
+    expected = []
+    for package in LAZY:
+        module = importlib.import_module(package)
+        for name in sorted(module.__all__):
+            value = getattr(module, name)
+            expected.append(f"{package} {name} {getattr(value, '__module__', '-')} {getattr(value, '__qualname__', '-')}")
+    assert result.stdout.splitlines() == expected, result.stderr
+
+
+def test_the_level_of_a_relative_import_is_read_as_python_3_14_loads_it() -> None:
+    from types import SimpleNamespace
+
+    from phi.lazy_exports import _level_before
+
+    for opname in ("LOAD_CONST", "LOAD_SMALL_INT"):
+        instructions = [SimpleNamespace(opname=opname, argval=2), SimpleNamespace(opname="LOAD_CONST", argval=("a",)),
+                        SimpleNamespace(opname="IMPORT_NAME", argval="x")]
+        assert _level_before(instructions, 2) == 2

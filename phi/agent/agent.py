@@ -37,9 +37,7 @@ from ..loop.identity import config_segment, loop_ids_from
 from ..loop.run import agent_loop, agent_loop_continue, check_can_continue
 from ..loop.tool import AgentTool
 from ..providers.model_config import API_MOCK, ModelConfig
-from ..removed import AGENT as REMOVED_AGENT_NAMES
-from ..removed import AGENT_SETTER
-from ..removed import removed_attribute
+from ..removed import agent_removed, attach_removed
 from ..types import (
     AgentMessage,
     AssistantMessage,
@@ -223,11 +221,6 @@ class Agent:
             options.pop("model_config")  # the new model name picks its own protocol
         options.update(changes)
         return Agent(**options)
-
-    if not TYPE_CHECKING:  # hidden from checkers, so a misspelt attribute stays an error for them
-        def __getattr__(self, name: str) -> Any:
-            raise removed_attribute("Agent", name, REMOVED_AGENT_NAMES, setter=AGENT_SETTER) or AttributeError(
-                f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
@@ -461,7 +454,10 @@ class Agent:
     @overload
     def run_structured(self, prompt: str, schema: dict[str, Any], max_retries: int = 2) -> Any: ...
 
-    def run_structured(self, prompt: str, schema: type[T] | dict[str, Any], max_retries: int = 2) -> T | Any:
+    @overload  # a special form the runtime accepts (Literal[...], X | None, Union[...]): its value, untyped
+    def run_structured(self, prompt: str, schema: object, max_retries: int = 2) -> Any: ...
+
+    def run_structured(self, prompt: str, schema: object, max_retries: int = 2) -> Any:
         """Ask for an answer matching ``schema``: a Python type (a dataclass, a TypedDict, ``list[int]``,
         any annotation ``@tool`` accepts) or a JSON Schema dict.
 
@@ -698,6 +694,10 @@ class Agent:
         previous, self._delivered = self._delivered, sync.Event()
         self._saved = sync.Event()
         return _Slot(cancel, generation, context, loop_ids, after_loop_id, previous, self._delivered, self._saved)
+
+
+# the methods removed in the 0.1 reshaping say what replaced them (for one release; phi/removed.py)
+attach_removed(Agent, agent_removed(LoopSettings.__annotations__))
 
 
 @dataclass(frozen=True)

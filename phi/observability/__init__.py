@@ -19,7 +19,7 @@ try:  # the extra this package needs, checked first so that its absence says whi
 except ModuleNotFoundError as missing:
     if (missing.name or "").partition(".")[0] != "opentelemetry":
         raise
-    raise ModuleNotFoundError(f"phi.observability needs OpenTelemetry ({missing.name} is not installed), an "
+    raise ModuleNotFoundError(f"{__name__} needs OpenTelemetry ({missing.name} is not installed), an "
                               "optional extra: pip install 'phi-agent[otel]'", name=missing.name) from None
 
 from .otel import OtelTracer
