@@ -158,9 +158,9 @@ def _start(provider_script, tools=(), fail=False):
         try:
             result = agent_loop([UserMessage.from_text("hi")], context, AgentLoopConfig(provider=provider), sink, cancel)
         except BaseException as error:
-            stream._finish(None, error)
+            stream.finish(None, error)
         else:
-            stream._finish(result, None)
+            stream.finish(result, None)
 
     threading.Thread(target=worker, daemon=True).start()
     return stream, cancel
