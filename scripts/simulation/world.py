@@ -8,7 +8,7 @@ and checks what must hold at that moment; a broken promise ends the simulation t
 
 The checks need to see a few things phi does not publish, so :class:`Probe` wraps four methods while
 a scenario runs: ``CancellationToken.__init__`` / ``child_token`` / ``cancel`` (which tokens exist,
-which is whose child, when each was first cancelled) and ``EventStream.__init__`` / ``_finish`` (which
+which is whose child, when each was first cancelled) and ``EventStream.__init__`` / ``finish`` (which
 run each stream is, when it ended). The wrappers only record; they change nothing.
 """
 
@@ -96,7 +96,7 @@ class Probe:
         probe, sim = self, self.world.sim
         token_init, child_token, cancel = (CancellationToken.__init__, CancellationToken.child_token,
                                            CancellationToken.cancel)
-        stream_init, finish = EventStream.__init__, EventStream._finish
+        stream_init, finish = EventStream.__init__, EventStream.finish
 
         def init(token: CancellationToken) -> None:
             token_init(token)
@@ -131,7 +131,7 @@ class Probe:
 
         for cls, name, fn in ((CancellationToken, "__init__", init), (CancellationToken, "child_token", child),
                               (CancellationToken, "cancel", cancel_), (EventStream, "__init__", stream_init_),
-                              (EventStream, "_finish", finish_)):
+                              (EventStream, "finish", finish_)):
             self._saved[(cls, name)] = cls.__dict__[name]
             setattr(cls, name, fn)
 
