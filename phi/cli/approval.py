@@ -2,11 +2,13 @@
 ``/approve on|smart|off``).
 
 ``on`` asks before every tool call, ``smart`` (the interactive default) lets reads and sub-agent
-control pass and asks before writes and commands, ``off`` asks nothing. Answering "always" trusts
-that tool for the rest of the session. The gate is the session's ``SessionConfig.approval``
-callback: it runs on a tool's worker thread and waits there for the answer, which the terminal's
-main thread gives (:meth:`ApprovalGate.pending` / :meth:`ApprovalGate.answer`). Without anyone to
-ask (``phi -p``), a call that would be asked is denied, saying why.
+control pass and asks before writes and commands, ``off`` asks nothing. Answering "always" adds a
+rule for the rest of the process (:func:`rule_for`): for a command, that command exactly
+(``shell "npm test"``: a later ``rm`` is still asked about); for any other call, its tool. The gate
+is the session's ``SessionConfig.approval`` callback: it runs on a tool's worker thread and waits
+there for the answer, which the terminal's main thread gives (:meth:`ApprovalGate.pending` /
+:meth:`ApprovalGate.answer`). Without anyone to ask (``phi -p``), a call that would be asked is
+denied, saying why.
 """
 
 from __future__ import annotations
@@ -41,11 +43,11 @@ class ApprovalGate:
     def __init__(self, mode: str = "smart", interactive: bool = True) -> None:
         self.mode = mode
         self.interactive = interactive
-        self.trusted: set[str] = set()
+        self.trusted: set[str] = set()  # the "always" rules: rule_for() of the calls answered "a"
         self._questions: queue.SimpleQueue[Question] = queue.SimpleQueue()
 
     def needs_asking(self, request: ApprovalRequest) -> bool:
-        if self.mode == "off" or request.tool_name in self.trusted:
+        if self.mode == "off" or rule_for(request) in self.trusted:
             return False
         return self.mode == "on" or request.kind not in ("read", "agent")
 
@@ -68,10 +70,10 @@ class ApprovalGate:
             return None
 
     def answer(self, question: Question, reply: str) -> ApprovalDecision:
-        """``y``/``yes``, ``a``/``always`` (trust the tool for this session), else no."""
+        """``y``/``yes``, ``a``/``always`` (add :func:`rule_for` the call, for this process), else no."""
         reply = reply.strip().lower()
         if reply in ("a", "always"):
-            self.trusted.add(question.request.tool_name)
+            self.trusted.add(rule_for(question.request))
         allowed = reply in ("y", "yes", "a", "always")
         self._settle(question, _decision(allowed, "" if allowed else "the user said no"))
         return question.decision
@@ -89,6 +91,14 @@ class ApprovalGate:
         question.done.set()
 
 
+def rule_for(request: ApprovalRequest) -> str:
+    """The "always" rule a call's ``a`` answer adds: ``shell "git status"`` for a command — that exact
+    command, spaces evened out, so trusting ``echo hi`` trusts no other command — or the tool's name
+    for any other call."""
+    command = " ".join(request.command.split()) if request.command else ""
+    return f'{request.tool_name} "{command}"' if command else request.tool_name
+
+
 def describe(request: ApprovalRequest) -> str:
     """One line saying what a call wants to do."""
     command = request.command
@@ -99,4 +109,4 @@ def describe(request: ApprovalRequest) -> str:
     return f"{request.tool_name}({short_arguments(request.arguments, 100)})"
 
 
-__all__ = ["ApprovalGate", "Question", "describe"]
+__all__ = ["ApprovalGate", "Question", "describe", "rule_for"]

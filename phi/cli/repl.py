@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Callable, TextIO, Union
 from ..errors import PhiError
 from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
-from .approval import ApprovalGate, describe
+from .approval import ApprovalGate, describe, rule_for
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff
 from .startup import Loader
@@ -479,6 +479,7 @@ class Repl:
         self.renderer.fresh_line()
         try:
             self._show_preview(question)
+            self.renderer.line(self.style("grey", f"  [a] adds the rule: always allow {rule_for(question.request)}"))
             ask = self.style("yellow", f"? allow {describe(question.request)} — "
                                        "[y]es, [n]o, [a]lways for this session: ")
             self.renderer.write(ask)

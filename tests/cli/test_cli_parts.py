@@ -170,7 +170,7 @@ def test_an_answer_from_the_main_thread_releases_the_tool_thread_and_always_trus
         question = gate.pending()
     gate.answer(question, "a")
     worker.join(5)
-    assert decisions[0].allowed and gate.trusted == {"shell"}
+    assert decisions[0].allowed and gate.trusted == {'shell "ls"'}  # that command, not every command
     assert gate(_request("execute", "shell")).allowed  # trusted: not asked again
     assert gate.pending() is None
 
@@ -453,3 +453,26 @@ def test_a_pasted_block_and_editing_keys_make_one_line():
     typed.feed(b"three\x1b[20")
     typed.feed(b"1~\r")
     assert typed.lines == ["ac" + "one\ntwo\nthree"]
+
+
+def test_always_for_a_command_trusts_that_command_only():
+    """Issue 34: "a" to `echo harmless` once allowed every later shell command; now it adds the rule
+    `shell "echo harmless"` and a later `touch` is still asked about."""
+    from phi.cli.approval import rule_for
+
+    def shell(command: str) -> ApprovalRequest:
+        return ApprovalRequest("s", "c", "shell", {"command": command}, "execute")
+
+    gate = ApprovalGate("smart")
+    worker = threading.Thread(target=gate, args=(shell("echo   harmless"),))
+    worker.start()
+    question = None
+    while question is None:
+        question = gate.pending()
+    assert rule_for(question.request) == 'shell "echo harmless"'
+    gate.answer(question, "a")
+    worker.join(5)
+    assert gate.trusted == {'shell "echo harmless"'}
+    assert not gate.needs_asking(shell("echo harmless"))
+    assert gate.needs_asking(shell("touch x")) and gate.needs_asking(shell("echo harmless; rm -rf ~"))
+    assert rule_for(ApprovalRequest("s", "c", "write_file", {"file_path": "a"}, "write")) == "write_file"
