@@ -37,6 +37,12 @@ def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], A
     package: str = namespace["__name__"]
     exported: list[str] = list(namespace["__all__"])
     table: list[Origins] = []  # read once; two threads reading it at once both read the same, and one wins
+    folder: list[set[str]] = []  # the package's submodules, listed once (hasattr() misses may be many)
+
+    def submodules() -> set[str]:
+        if not folder:
+            folder.append(_submodules(namespace))
+        return folder[0]
 
     def __getattr__(name: str) -> Any:
         if name in exported:
@@ -49,7 +55,7 @@ def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], A
         error = removed(name) if removed is not None else None
         if error is not None:
             raise error
-        if not name.startswith("__") and name in _submodules(namespace):
+        if not name.startswith("__") and name in submodules():
             # `import phi` then `phi.tools.X`: what type checkers accept works (the import sets the attribute)
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}", name=name, obj=sys.modules.get(package))
@@ -57,7 +63,7 @@ def lazy_exports(namespace: MutableMapping[str, Any], removed: Callable[[str], A
     def __dir__() -> list[str]:
         # the public names, the module's own dunders (__file__, __path__, ...) and its submodules, loaded or not
         own = (n for n in namespace if n.startswith("__") and n.endswith("__"))
-        return sorted({*exported, *own, *_submodules(namespace)})
+        return sorted({*exported, *own, *submodules()})
 
     return __getattr__, __dir__
 

@@ -73,3 +73,13 @@ def test_help_starts_with_a_map_of_the_api():
 def test_every_export_resolves():
     for name in phi.__all__:
         assert getattr(phi, name) is not None, name
+
+
+def test_every_message_kind_has_text_and_a_literal_role():
+    from phi.types import ExtensionMessage, ToolResultMessage
+
+    assert ExtensionMessage("note", "kept aside").text == "kept aside"
+    assert ExtensionMessage("data", {"a": 1}).text == ""  # no text a model reads
+    assert ToolResultMessage("c", "t", [TextContent("x"), TextContent("y")]).text == "xy"
+    roles = [cls.role for cls in (UserMessage, AssistantMessage, ToolResultMessage, ExtensionMessage)]
+    assert roles == ["user", "assistant", "toolResult", "extension"]

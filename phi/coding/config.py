@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..errors import ConfigError, PhiError
+from ..tools.environment import ExecutionEnvironment
 from ..types import ThinkingLevel
 from .approval import ApprovalPolicy
 
@@ -99,4 +101,30 @@ class SessionConfig:
         return REASONING_EFFORTS[self.reasoning_effort]
 
 
-__all__ = ["SessionConfig", "SessionState", "SessionClosed", "REASONING_EFFORTS"]
+class SessionBasics(Protocol):
+    """What every part of the coding layer knows of a session (a :class:`~phi.coding.session.Session`
+    is one); the tools' and the sub-agents' views add what each of them uses."""
+
+    @property
+    def id(self) -> str:
+        """The session's id (``SessionEvent.session_id``)."""
+        ...
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's settings, read afresh at every call."""
+        ...
+
+    @property
+    def depth(self) -> int:
+        """0 for a top-level session, one more for each level of sub-agent."""
+        ...
+
+    @property
+    def execution_env(self) -> ExecutionEnvironment:
+        """The environment its tools work in (read-only in plan mode; a child's may be scoped to a
+        subdirectory)."""
+        ...
+
+
+__all__ = ["SessionBasics", "SessionConfig", "SessionState", "SessionClosed", "REASONING_EFFORTS"]

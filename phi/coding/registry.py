@@ -32,10 +32,10 @@ from ..errors import ConfigError
 from ..loop.tool import AgentTool, ToolContext
 from ..tools.environment import ExecutionEnvironment
 from ..types import ToolDefinition, ToolResult
+from .config import SessionBasics, SessionConfig
 
 if TYPE_CHECKING:
     from ..tools.tool_session import ToolSession
-    from .config import SessionConfig
     from .subagents import SubAgentManager
 
 TOOL_KINDS = ("read", "write", "execute", "agent")
@@ -45,29 +45,9 @@ TOOL_KINDS = ("read", "write", "execute", "agent")
 Executor = Callable[..., object]
 
 
-class ToolHost(Protocol):
+class ToolHost(SessionBasics, Protocol):
     """The session a tool call runs in, as its tools see it (a :class:`~phi.coding.session.Session`
     is one)."""
-
-    @property
-    def id(self) -> str:
-        """The session's id (``SessionEvent.session_id``)."""
-        ...
-
-    @property
-    def config(self) -> SessionConfig:
-        """The session's settings, read afresh at every call."""
-        ...
-
-    @property
-    def depth(self) -> int:
-        """0 for a top-level session, 1 for its sub-agents, and so on."""
-        ...
-
-    @property
-    def execution_env(self) -> ExecutionEnvironment:
-        """The environment this input's tools work in (read-only in plan mode)."""
-        ...
 
     @property
     def tool_session(self) -> ToolSession:

@@ -35,11 +35,10 @@ from ..concurrency.cancel import CancellationToken
 from ..errors import ToolCancelled, ToolError
 from ..ids import random_uuid
 from ..log import get_logger
-from .config import SessionClosed, SessionConfig, SessionState
+from .config import SessionBasics, SessionClosed, SessionState
 
 if TYPE_CHECKING:
     from ..agent.agent import Agent
-    from ..tools.environment import ExecutionEnvironment
     from .session_stream import SubmitResult
 
 log = get_logger(__name__)
@@ -47,24 +46,9 @@ log = get_logger(__name__)
 SUBAGENT_TOOL_NAMES = ("spawn_agent", "send_input", "wait", "close_agent")
 
 
-class SubAgentSession(Protocol):
+class SubAgentSession(SessionBasics, Protocol):
     """A parent or child session as the sub-agent machinery uses it (a
     :class:`~phi.coding.session.Session` is one; ``SubAgentHandle.session`` is the child)."""
-
-    @property
-    def id(self) -> str:
-        """The session's id."""
-        ...
-
-    @property
-    def config(self) -> SessionConfig:
-        """Its settings (the depth limit; a child's own turn limit)."""
-        ...
-
-    @property
-    def depth(self) -> int:
-        """0 for a top-level session, one more for each level of sub-agent."""
-        ...
 
     @property
     def state(self) -> SessionState:
@@ -74,11 +58,6 @@ class SubAgentSession(Protocol):
     @property
     def model_calls(self) -> int:
         """Model calls so far: a child's ``turns_used``."""
-        ...
-
-    @property
-    def execution_env(self) -> ExecutionEnvironment:
-        """The environment its tools work in (a child's may be scoped to a subdirectory)."""
         ...
 
     @property
