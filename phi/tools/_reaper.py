@@ -1,13 +1,15 @@
 """Process-tree keeper for one command (SPEC §9.1 "Command execution"; Linux only).
 
-Run as ``python -I -S _reaper.py GRACE_SECONDS MODE LC_CTYPE PROGRAM [ARGS...]`` (phi imports it
+Run as ``python -I -S _reaper.py GRACE_SECONDS MODE LC_CTYPE SANDBOX PROGRAM [ARGS...]`` (phi imports it
 with ``-c`` instead, so its compiled code is cached, and calls :func:`run`); standard library only,
 never imports phi. ``MODE`` is ``end`` (a command: what it leaves behind is ended when it returns),
 ``leave`` (what it leaves behind keeps running, re-parented to init once the reaper exits) or
 ``keep`` (a background command: the reaper stays until its last process exits or it is told to
 stop). ``LC_CTYPE`` is ``-`` when the program's environment has no ``LC_CTYPE``, else ``=``
 followed by its value: Python's start-up locale coercion (PEP 538) may have set or changed it in
-this process's environment, and the program must get the environment it was given.
+this process's environment, and the program must get the environment it was given. ``SANDBOX`` is
+``-``, or the JSON policy :mod:`_sandbox` applies to this process before the program starts (so the
+program and all it starts inherit it); when that fails the program is not run (exit status 126).
 
 It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
 command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
@@ -150,8 +152,16 @@ def program_env(lc_ctype: str) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    grace, mode, env, program = float(argv[1]), argv[2], program_env(argv[3]), argv[4:]
+    grace, mode, env, sandbox, program = float(argv[1]), argv[2], program_env(argv[3]), argv[4], argv[5:]
     become_subreaper()
+    if sandbox != "-":
+        try:
+            import _sandbox
+
+            _sandbox.apply(sandbox)
+        except Exception as exc:  # never run the program with less confinement than it was promised
+            os.write(2, f"phi sandbox: cannot confine the command, not running it: {exc}\n".encode())
+            return 126
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
     try:
         child = os.posix_spawnp(program[0], program, env, setsigmask=())

@@ -57,6 +57,7 @@ from .fs_safe import (
 from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
 from .process import run_process, start_background
+from .sandbox import PrivateTemp, SandboxPolicy, as_policy, launcher_spec
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -164,6 +165,14 @@ class LocalExecutionEnvironment:
     are removed under every policy. ``allowed_write_roots`` confines writes (default: the working
     directory). ``max_capture_bytes`` bounds how much of each output stream is kept in memory (head
     and tail); ``max_read_bytes`` bounds :meth:`read_bytes`.
+
+    ``sandbox`` confines every command it runs (:mod:`phi.tools.sandbox`): ``"workspace-write"``
+    (writes beneath ``allowed_write_roots`` and a private temporary directory only, network off),
+    ``"read-only"``, a :class:`~phi.tools.sandbox.SandboxPolicy`, or None / ``"full"`` (no sandbox,
+    the default here; the coding layer and ``phi`` default to ``workspace-write``). Sandboxed
+    commands get ``TMPDIR`` pointing at the private directory, which :meth:`cleanup` removes. Where
+    the kernel cannot keep the policy a command raises
+    :class:`~phi.tools.sandbox.SandboxUnavailable` rather than run unconfined.
     """
 
     def __init__(
@@ -178,6 +187,7 @@ class LocalExecutionEnvironment:
         base_env: Mapping[str, str] | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
         glob_backend: str = "auto",
+        sandbox: SandboxPolicy | str | None = None,
     ) -> None:
         if env_policy not in ENV_POLICIES:
             raise ConfigError(f"unknown env_policy {env_policy!r}; use one of {', '.join(ENV_POLICIES)}")
@@ -194,9 +204,12 @@ class LocalExecutionEnvironment:
         self.max_read_bytes = max_read_bytes
         self._base_env = base_env
         self._grep_perl: bool | None = None
+        self.sandbox = as_policy(sandbox)
+        self._temp = PrivateTemp()
 
     def __repr__(self) -> str:
-        return f"LocalExecutionEnvironment(working_dir={self._cwd!r}, env_policy={self.env_policy!r})"
+        return (f"LocalExecutionEnvironment(working_dir={self._cwd!r}, env_policy={self.env_policy!r}, "
+                f"sandbox={self.sandbox.mode!r})")
 
     # -- metadata and lifecycle ----------------------------------------------------------------
     def working_directory(self) -> str:
@@ -219,8 +232,10 @@ class LocalExecutionEnvironment:
             raise ConfigError(f"working directory {self._cwd} does not exist")
 
     def cleanup(self) -> None:
-        """Nothing to release: every command's processes end with it, and background commands belong
-        to the tool session that started them (:class:`~phi.tools.tool_session.ToolSession`)."""
+        """Removes the sandbox's private temporary directory (if a sandboxed command made one). Every
+        command's processes end with it, and background commands belong to the tool session that
+        started them (:class:`~phi.tools.tool_session.ToolSession`)."""
+        self._temp.remove()
 
     def resolve_path(self, path: str) -> str:
         """``path`` made absolute and normalised (a string operation; nothing is checked)."""
@@ -343,9 +358,19 @@ class LocalExecutionEnvironment:
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         source = self._base_env if self._base_env is not None else os.environ
         env = filter_environment(source, self.env_policy, self.secret_patterns)
+        if self.sandbox.sandboxed:
+            temp = self._temp.path()
+            env.update({"TMPDIR": temp, "TMP": temp, "TEMP": temp})
         if extra:
             env.update(extra)
         return env
+
+    def sandbox_spec(self) -> str | None:
+        """The launcher's instructions for this environment's sandbox (None: ``full``); raises
+        :class:`~phi.tools.sandbox.SandboxUnavailable` where it cannot be kept."""
+        if not self.sandbox.sandboxed:
+            return None
+        return launcher_spec(self.sandbox, self.allowed_write_roots, self._temp.path())
 
     def exec_command(
         self,
@@ -364,6 +389,7 @@ class LocalExecutionEnvironment:
         outcome = run_process(
             [self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), timeout_ms=timeout_ms,
             cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output,
+            sandbox=self.sandbox_spec(),
         )
         return ExecResult(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.timed_out,
                           outcome.duration_ms, outcome.cancelled, outcome.stdout_parts, outcome.stderr_parts)
@@ -376,7 +402,8 @@ class LocalExecutionEnvironment:
         cwd = self.resolve_path(working_dir) if working_dir else self._cwd
         if not os.path.isdir(cwd):
             raise FileNotFoundError(2, "Working directory does not exist", cwd)
-        return start_background([self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), output=output)
+        return start_background([self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), output=output,
+                                sandbox=self.sandbox_spec())
 
     # -- search --------------------------------------------------------------------------------
     def _grep_supports_perl(self) -> bool:

@@ -416,20 +416,30 @@ def _stop_unwatched(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def reaper_command(argv: Sequence[str], env: Mapping[str, str] | None, mode: str) -> list[str]:
+def reaper_command(argv: Sequence[str], env: Mapping[str, str] | None, mode: str,
+                   sandbox: str | None = None) -> list[str]:
     """``argv`` run under the subreaper in ``mode`` (``end``, ``leave`` or ``keep``, see
-    :mod:`phi.tools._reaper`)."""
+    :mod:`phi.tools._reaper`), confined first by the ``sandbox`` policy (JSON from
+    :func:`phi.tools.sandbox.launcher_spec`) when given."""
     lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
     return [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, str(KILL_GRACE_SECONDS), mode,
-            "-" if lc_ctype is None else "=" + lc_ctype, *argv]
+            "-" if lc_ctype is None else "=" + lc_ctype, sandbox or "-", *argv]
+
+
+def _require_reaper(sandbox: str | None) -> None:
+    if sandbox is not None and not reaper_available():
+        from .sandbox import SandboxUnavailable
+
+        raise SandboxUnavailable("a sandboxed command needs the Linux launcher, which is not available here")
 
 
 def start_background(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None,
-                     output: int) -> subprocess.Popen[bytes]:
+                     output: int, sandbox: str | None = None) -> subprocess.Popen[bytes]:
     """Start ``argv`` to run on after the call (stdin ``/dev/null``, stdout and stderr to the file
-    descriptor ``output``) in its own session, under the subreaper in ``keep`` mode where available.
-    Stop it with :func:`stop_background`."""
-    command = reaper_command(argv, env, "keep") if reaper_available() else list(argv)
+    descriptor ``output``) in its own session, under the subreaper in ``keep`` mode where available,
+    confined by ``sandbox`` when given. Stop it with :func:`stop_background`."""
+    _require_reaper(sandbox)
+    command = reaper_command(argv, env, "keep", sandbox) if reaper_available() else list(argv)
     return subprocess.Popen(command, cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
                             stdout=output, stderr=output, start_new_session=True, close_fds=True)
 
@@ -469,6 +479,7 @@ def run_process(
     on_output: Callable[[str, bytes], None] | None = None,
     kill_descendants: bool = True,
     keep_background: bool = False,
+    sandbox: str | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` and wait for it, its timeout, or cancellation. Never raises on a bad exit code.
 
@@ -476,13 +487,17 @@ def run_process(
     cancellation also ends the processes it detached, and so does its return unless
     ``keep_background`` (then they keep running, as a shell would leave them). Without the reaper
     the process group is ended on return in the same way. A cancelled run returns at once (see the
-    module docstring); its ``exit_code`` is -1 unless the command had already exited. Raises
-    ``OSError`` only when the process cannot be started (e.g. ``cwd`` does not exist).
+    module docstring); its ``exit_code`` is -1 unless the command had already exited. With
+    ``sandbox`` (JSON from :func:`phi.tools.sandbox.launcher_spec`) the launcher confines the command
+    before it starts (always under the reaper). Raises ``OSError`` only when the process cannot be
+    started (e.g. ``cwd`` does not exist).
     """
+    _require_reaper(sandbox)
     started = time.monotonic()
     deadline = started + timeout_ms / 1000 if timeout_ms is not None and timeout_ms > 0 else None
-    reaper = kill_descendants and reaper_available()
-    command = reaper_command(argv, env, "leave" if keep_background else "end") if reaper else list(argv)
+    reaper = (kill_descendants or sandbox is not None) and reaper_available()
+    mode = "leave" if keep_background or not kill_descendants else "end"
+    command = reaper_command(argv, env, mode, sandbox) if reaper else list(argv)
     proc = subprocess.Popen(
         command,
         cwd=cwd,

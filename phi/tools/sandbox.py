@@ -1,0 +1,247 @@
+"""The command sandbox: policies, what this machine offers, and the launcher's instructions
+(SPEC §9.1 "Sandbox").
+
+A :class:`SandboxPolicy` says what a command may change:
+
+* ``read-only`` — read anywhere the user can; write only the environment's private temporary
+  directory (``TMPDIR``) and device files such as ``/dev/null``;
+* ``workspace-write`` — also write beneath the environment's write roots (the workspace), except its
+  ``.git`` (unless ``git_writable``) and ``.phi`` directories, which stay read-only: a hook or a
+  settings file written there would run or be trusted later, outside the sandbox;
+* ``full`` — no sandbox (phi's deny list stays as a guardrail).
+
+The network is off in the two sandboxed modes unless ``network=True``: the command gets a network
+namespace of its own with only loopback (its own servers on 127.0.0.1 work, the host's do not),
+and cannot create Unix sockets (so it cannot reach an outside listener's either).
+
+The policy is applied by the command's launcher (:mod:`phi.tools._reaper` with
+:mod:`phi.tools._sandbox`) before the command starts. :func:`sandbox_status` says — once per
+process, from a probe in a throw-away child — which layers this kernel offers; where it offers
+neither Landlock nor user namespaces a sandboxed policy cannot be kept and commands are refused with
+:class:`SandboxUnavailable` (the coding layer and ``phi`` then ask before every command instead).
+``PHI_NO_SANDBOX=1`` in the environment makes phi behave as on such a kernel (for trying that path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Literal, Sequence, Union, get_args
+
+from ..errors import ConfigError, ToolError
+from ..log import get_logger
+
+log = get_logger(__name__)
+
+SandboxMode = Literal["read-only", "workspace-write", "full"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
+#: Directories inside a writable root that stay read-only (``.git`` unless ``git_writable``).
+PROTECTED_DIRS = (".phi",)
+#: Device files a sandboxed command may open for writing.
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+_TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
+_PROBE_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); import _sandbox; _sandbox.run_probe()"
+_PROBE_TIMEOUT_SECONDS = 20.0
+
+
+class SandboxUnavailable(ToolError):
+    """A sandboxed policy was asked for where the kernel cannot keep it (:func:`sandbox_status`)."""
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What a command may change and reach (see the module docstring).
+
+    ``writable_roots`` adds directories to the environment's write roots (``workspace-write``);
+    ``git_writable`` lets commands write ``.git`` inside them (off by default: a hook or config
+    written there runs later, unsandboxed, at the next ``git commit``).
+    """
+
+    mode: SandboxMode = "workspace-write"
+    network: bool = False
+    writable_roots: tuple[str, ...] = ()
+    git_writable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in SANDBOX_MODES:  # pyright: ignore[reportUnnecessaryContains]  # callers without a type checker
+            raise ConfigError(f"unknown sandbox mode {self.mode!r}; use one of {', '.join(SANDBOX_MODES)}")
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode != "full"
+
+    def describe(self) -> str:
+        """``workspace-write, network off`` — for banners and ``/status``."""
+        if not self.sandboxed:
+            return "full (no sandbox)"
+        extras = ["network on" if self.network else "network off"]
+        if self.mode == "workspace-write":
+            extras.append(".git writable" if self.git_writable else ".git read-only")
+        return f"{self.mode}, {', '.join(extras)}"
+
+
+#: What ``sandbox=`` accepts: a policy, a mode's name, or None (``full``).
+SandboxSetting = Union[SandboxPolicy, SandboxMode, None]
+
+
+def as_policy(setting: SandboxPolicy | str | None) -> SandboxPolicy:
+    """A policy from a ``sandbox=`` argument (None is ``full``)."""
+    if setting is None:
+        return SandboxPolicy("full")
+    if isinstance(setting, SandboxPolicy):
+        return setting
+    if isinstance(setting, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers without a type checker
+        if setting not in SANDBOX_MODES:
+            raise ConfigError(f"unknown sandbox mode {setting!r}; use one of {', '.join(SANDBOX_MODES)}")
+        return SandboxPolicy(setting)  # type: ignore[arg-type]  # checked just above
+    raise ConfigError(f"sandbox must be a SandboxPolicy, a mode name or None, not {type(setting).__name__}")
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """What this machine offers for sandboxing (:func:`sandbox_status`)."""
+
+    landlock_abi: int = 0
+    namespaces: bool = False  # unprivileged user, mount and network namespaces
+    seccomp: bool = False
+    reason: str = ""  # why something is missing
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def available(self) -> bool:
+        """Whether sandboxed policies can be kept (writes confined by Landlock or read-only mounts)."""
+        return self.landlock_abi > 0 or self.namespaces
+
+    @property
+    def gaps(self) -> tuple[str, ...]:
+        """What a sandboxed command is not kept from on this machine."""
+        if not self.available:
+            return ("everything: commands cannot be sandboxed here",)
+        gaps: list[str] = []
+        if not self.namespaces:
+            gaps.append("chmod/chown/utime of files outside the workspace (no mount namespace)")
+            gaps.append(".git and .phi inside the workspace are writable (no mount namespace)")
+            if not self.seccomp:
+                gaps.append("network: UDP and Unix sockets (no seccomp filter)" if self.landlock_abi >= 4
+                            else "network: not restricted (no network namespace, Landlock < 4, no seccomp)")
+        elif not self.seccomp:
+            gaps.append("Unix sockets to outside listeners (no seccomp filter)")
+        if self.landlock_abi < 6:
+            gaps.append("signals to processes outside the sandbox (Landlock < 6)")
+        return tuple(gaps)
+
+    def describe(self) -> str:
+        """One line: what protects commands here, or why nothing does."""
+        if not self.available:
+            return f"no sandbox on this machine ({self.reason or 'no Landlock, no user namespaces'})"
+        layers = []
+        if self.landlock_abi:
+            layers.append(f"Landlock ABI {self.landlock_abi}")
+        if self.namespaces:
+            layers.append("user/mount/network namespaces")
+        if self.seccomp:
+            layers.append("seccomp")
+        text = " + ".join(layers)
+        return text + (f"; not covered: {'; '.join(self.gaps)}" if self.gaps else "")
+
+    def layers(self) -> dict[str, object]:
+        """The launcher's ``layers`` entry."""
+        return {"userns": self.namespaces, "landlock": self.landlock_abi, "seccomp": self.seccomp}
+
+
+_status: SandboxStatus | None = None
+_status_lock = threading.Lock()
+
+
+def _probe() -> SandboxStatus:
+    if os.environ.get("PHI_NO_SANDBOX", "") not in ("", "0"):
+        return SandboxStatus(reason="disabled by PHI_NO_SANDBOX")
+    if not sys.platform.startswith("linux"):
+        return SandboxStatus(reason=f"phi sandboxes commands on Linux only, not on {sys.platform}")
+    if not sys.executable:
+        return SandboxStatus(reason="no Python interpreter to run the launcher")
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE_BOOT, _TOOLS_DIR], capture_output=True,
+                              stdin=subprocess.DEVNULL, timeout=_PROBE_TIMEOUT_SECONDS, check=False)
+        found = json.loads(done.stdout.decode() or "null")
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return SandboxStatus(reason=f"the probe failed: {type(exc).__name__}: {exc}")
+    if not isinstance(found, dict):
+        return SandboxStatus(reason=f"the probe failed (exit {done.returncode}): "
+                                    f"{done.stderr.decode(errors='replace')[-300:].strip()}")
+    abi = found.get("landlock")
+    problems = tuple(str(p) for p in found.get("errors") or ())
+    status = SandboxStatus(landlock_abi=abi if isinstance(abi, int) else 0, namespaces=found.get("userns") is True,
+                           seccomp=found.get("seccomp") is True, problems=problems)
+    if not status.available:
+        status = SandboxStatus(problems=problems, reason="; ".join(("Landlock: not in this kernel",) + problems))
+    return status
+
+
+def sandbox_status(refresh: bool = False) -> SandboxStatus:
+    """What this machine offers for sandboxing commands, probed once per process (thread-safe;
+    ``refresh`` probes again). Logs what it found the first time."""
+    global _status
+    with _status_lock:
+        if _status is None or refresh:
+            _status = _probe()
+            if _status.available:
+                log.info("command sandbox: %s", _status.describe())
+            else:
+                log.warning("command sandbox: %s; sandboxed commands are refused", _status.describe())
+        return _status
+
+
+class PrivateTemp:
+    """A sandboxed environment's private temporary directory: made on first use (mode 0700),
+    removed by :meth:`remove` or when the process exits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._path: str | None = None
+        self._finalizer: weakref.finalize[[str], None] | None = None
+
+    def path(self) -> str:
+        with self._lock:
+            if self._path is None or not os.path.isdir(self._path):
+                self._path = tempfile.mkdtemp(prefix="phi-sandbox-")
+                self._finalizer = weakref.finalize(self, _remove_tree, self._path)
+            return self._path
+
+    def remove(self) -> None:
+        with self._lock:
+            finalizer, self._path, self._finalizer = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()
+
+
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: str,
+                  status: SandboxStatus | None = None) -> str:
+    """The JSON the launcher applies for ``policy`` (``write_roots``: the environment's; ``temp_dir``:
+    its private temporary directory). Raises :class:`SandboxUnavailable` when it cannot be kept."""
+    status = status or sandbox_status()
+    if not status.available:
+        raise SandboxUnavailable(f"the {policy.mode} sandbox cannot run here: {status.describe()}. "
+                                 "Choose sandbox='full' to run commands unsandboxed.")
+    roots = [*write_roots, *policy.writable_roots] if policy.mode == "workspace-write" else []
+    write = sorted({os.path.realpath(root) for root in roots} | {os.path.realpath(temp_dir)})
+    protected = PROTECTED_DIRS if policy.git_writable else (".git", *PROTECTED_DIRS)
+    readonly = [os.path.join(root, name) for root in write if root != os.path.realpath(temp_dir) for name in protected]
+    return json.dumps({"write": write, "readonly": readonly, "files": list(DEVICE_FILES), "net": policy.network,
+                       "layers": status.layers()})
+
+
+__all__ = ["SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
+           "as_policy", "sandbox_status", "launcher_spec"]
