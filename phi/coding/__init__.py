@@ -43,12 +43,14 @@ if TYPE_CHECKING:
     from .approval import (
         allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
+    from .sandboxing import CommandSandbox
     from .subagents import SubAgentHandle, SubAgentResult, SubAgentSession
     from .scoped_env import ScopedEnvironment
     from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
 
 __all__ = [
-    "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "EventKind", "ProfileOptions",
+    "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "CommandSandbox", "EventKind",
+    "ProfileOptions",
     "ProviderProfile", "RegisteredTool", "ScopedEnvironment", "Session", "SessionClosed", "SessionConfig",
     "SessionEvent", "SessionState", "SessionStream", "SmartApproval", "SteeringTurn", "SubAgentHandle",
     "SubAgentResult", "SubAgentSession", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolHost",

@@ -13,7 +13,8 @@ the next one. Two deliberate differences from the seed's table:
 Beyond §2.2: ``user_instructions`` (layer 5 of the system prompt, §6.1), ``approval`` and
 ``plan_mode`` (the approval gate, :mod:`phi.coding.approval`), ``subagent_max_turns`` (§7.3's 50),
 ``require_read_before_write`` (on: ``write_file`` and ``edit_file`` refuse to replace a file the
-model has not read in this session, or that changed since; SPEC §9.1).
+model has not read in this session, or that changed since; SPEC §9.1), ``sandbox`` (the command
+sandbox, ``workspace-write`` by default; SPEC §9.1, §14 CODE-11).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from ..errors import ConfigError, PhiError
 from ..tools.environment import ExecutionEnvironment
+from ..tools.sandbox import SandboxPolicy, as_policy
 from ..types import ThinkingLevel
 from .approval import ApprovalPolicy
 
@@ -70,6 +72,9 @@ class SessionConfig:
     approval: ApprovalPolicy | None = None  # see phi.coding.approval
     plan_mode: bool = False  # offer only read-only tools, the environment refuses writes and commands (per input)
     require_read_before_write: bool = True  # write_file/edit_file refuse files unread or changed since (SPEC §9.1)
+    #: the command sandbox of a local environment that did not choose one: "workspace-write" (writes
+    #: beneath the workspace only, network off), "read-only", "full" or a SandboxPolicy (SPEC §14 CODE-11)
+    sandbox: SandboxPolicy | str | None = "workspace-write"
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the first setting phi cannot work with."""
@@ -82,6 +87,7 @@ class SessionConfig:
         for name in ("max_tool_rounds_per_input", "max_command_timeout_ms", "subagent_max_turns"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        as_policy(self.sandbox)
         if self.loop_detection_window < 2:  # a pattern must repeat at least twice to be a loop
             raise ConfigError(f"loop_detection_window must be >= 2, got {self.loop_detection_window}")
         if self.default_command_timeout_ms is not None and self.default_command_timeout_ms < 1:

@@ -132,6 +132,11 @@ class SessionTool:
         session = self.session
         config = session.config
         with self.workers.working():  # an abort from the callbacks below must not wait for this call
+            unconfined = self.registered.kind == "execute" and session.sandbox.unconfined
+            if unconfined and config.approval is None:
+                raise ToolError(f"The {self.name} call was refused: commands cannot be sandboxed on this machine "
+                                f"({session.sandbox.describe()}) and no approval callback is set to ask. "
+                                "Tell the user; they can set SessionConfig.approval or sandbox='full'.")
             if config.approval is not None:
                 request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
                 allowed, reason = decide(config.approval, request)

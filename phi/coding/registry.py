@@ -36,6 +36,7 @@ from .config import SessionBasics, SessionConfig
 
 if TYPE_CHECKING:
     from ..tools.tool_session import ToolSession
+    from .sandboxing import CommandSandbox
     from .subagents import SubAgentManager
 
 TOOL_KINDS = ("read", "write", "execute", "agent")
@@ -57,6 +58,11 @@ class ToolHost(SessionBasics, Protocol):
     @property
     def subagents(self) -> SubAgentManager:
         """The session's sub-agents (what ``spawn_agent`` and its companions work on)."""
+        ...
+
+    @property
+    def sandbox(self) -> CommandSandbox:
+        """What protects the session's commands (SPEC §14 CODE-11)."""
         ...
 
 

@@ -65,6 +65,7 @@ from .provider_options import (
     resolve_provider,
     with_body_extras,
 )
+from .sandboxing import CommandSandbox, choose_sandbox
 from .scoped_env import ScopedEnvironment
 from .session_stream import SessionStream, SubmitResult, result_of_run
 from .subagents import SubAgentManager
@@ -120,6 +121,8 @@ class Session:
             env.initialize()
         self.base_env: ExecutionEnvironment = env
         self.execution_env: ExecutionEnvironment = env
+        #: what protects this session's commands (a child shares its parent's environment and sandbox)
+        self.sandbox: CommandSandbox = parent.sandbox if parent is not None else choose_sandbox(env, self.config.sandbox)
         # what this session's tools share: the read-before-write record, saved outputs, background commands
         self.tool_session = ToolSession(require_read_before_write=self.config.require_read_before_write)
         self._read_only_env: ExecutionEnvironment | None = None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .patch_parser import PatchError, PatchParseError, parse_patch
     from .read_file import CodingReadFileTool, ReadFileTool
     from .read_many_files import ReadManyFilesTool
+    from .sandbox import SandboxPolicy, SandboxStatus, SandboxUnavailable, sandbox_status
     from .search import GrepTool, SearchTool
     from .shell import BashTool, ShellTool
     from .tool_session import ToolSession
@@ -41,9 +42,11 @@ __all__ = [
     "DEFAULT_DENY_PATTERNS", "ApplyPatchTool", "BashTool", "CodingEditFileTool", "CodingReadFileTool",
     "CodingWriteFileTool", "DirEntry", "EditFileTool", "ExecResult", "ExecutionEnvironment", "GlobTool",
     "GrepOptions", "GrepTool", "ListDirTool", "ListFilesTool", "LocalExecutionEnvironment", "LoggingEnvironment",
-    "PatchError", "PatchParseError", "ReadFileTool", "ReadManyFilesTool", "ReadOnlyEnvironment", "SearchTool",
-    "ShellTool", "ToolSession", "WriteFileTool", "apply_patch", "coding_tools", "default_tools",
-    "filter_environment", "parse_patch", "tool", "truncate_lines", "truncate_output", "truncate_tool_output",
+    "PatchError", "PatchParseError", "ReadFileTool", "ReadManyFilesTool", "ReadOnlyEnvironment", "SandboxPolicy",
+    "SandboxStatus", "SandboxUnavailable", "SearchTool", "ShellTool", "ToolSession", "WriteFileTool", "apply_patch",
+    "coding_tools", "default_tools",
+    "filter_environment", "parse_patch", "sandbox_status", "tool", "truncate_lines", "truncate_output",
+    "truncate_tool_output",
 ]
 
 if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them

@@ -156,9 +156,8 @@ def main(argv: list[str]) -> int:
     become_subreaper()
     if sandbox != "-":
         try:
-            import _sandbox
-
-            _sandbox.apply(sandbox)
+            # a sibling module, imported by name: this file runs as a top-level module, not in phi
+            __import__("_sandbox").apply(sandbox)
         except Exception as exc:  # never run the program with less confinement than it was promised
             os.write(2, f"phi sandbox: cannot confine the command, not running it: {exc}\n".encode())
             return 126

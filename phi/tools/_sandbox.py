@@ -3,11 +3,11 @@
 Imported by :mod:`phi.tools._reaper` (run as ``python -I -S``, so standard library only and never
 phi itself: it works the same when phi is vendored under another name) and applied to the reaper
 process *before* it starts the command, so the command and everything it starts inherit it; no
-``preexec_fn`` runs in the threaded host. The policy arrives as JSON (see
-:func:`phi.tools.sandbox.launcher_spec`)::
+``preexec_fn`` runs in the threaded host. The policy arrives as one argument of ``key=value``
+items separated by ``\x1f`` (see :func:`phi.tools.sandbox.launcher_spec`; no ``json``, whose import
+would double the launcher's start-up)::
 
-    {"write": [dirs], "readonly": [dirs inside them], "files": [device files], "net": false,
-     "layers": {"userns": true, "landlock": 7, "seccomp": true}}
+    write=DIR  readonly=DIR  file=DEVICE  net=0|1  userns=0|1  landlock=ABI  seccomp=0|1
 
 Layers, each applied when the kernel offers it (the parent learned that from :func:`probe`):
 
@@ -30,10 +30,9 @@ Any failure raises :class:`SandboxError`; the reaper then refuses to run the com
 never run with less confinement than it was promised.
 """
 
+import _socket
 import ctypes
-import json
 import os
-import socket
 import struct
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -141,12 +140,15 @@ def _enter_namespaces(network: bool, mounts: bool) -> None:
 
 
 def _loopback_up() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        import fcntl
+    import fcntl
 
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
         request = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack("16sH22x", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+    finally:
+        sock.close()
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, what: str) -> None:
@@ -226,7 +228,7 @@ def _install_socket_filter(every_family: bool) -> bool:
     else:
         program += [
             _bpf(ld_w_abs, 16),  # seccomp_data.args[0] (low half): the address family
-            _bpf(jeq, socket.AF_UNIX, 0, 1),
+            _bpf(jeq, _socket.AF_UNIX, 0, 1),
             _bpf(ret, deny),
             _bpf(ret, _SECCOMP_RET_ALLOW),
         ]
@@ -274,28 +276,46 @@ def _landlock(abi: int, write: list[str], files: list[str], network: bool, net_n
         os.close(ruleset)
 
 
+SEPARATOR = "\x1f"
+_KEYS = ("write", "readonly", "file", "net", "userns", "landlock", "seccomp")
+
+
+def parse(spec_text: str) -> dict[str, list[str]]:
+    """The launcher's argument as key -> values; an unknown key or a missing ``=`` is an error."""
+    spec: dict[str, list[str]] = {key: [] for key in _KEYS}
+    for item in spec_text.split(SEPARATOR):
+        key, equals, value = item.partition("=")
+        if not equals or key not in spec:
+            raise SandboxError(22, f"bad sandbox item {item!r}")
+        spec[key].append(value)
+    return spec
+
+
+def _flag(spec: dict[str, list[str]], key: str) -> bool:
+    return spec[key] == ["1"]
+
+
 def apply(spec_text: str) -> None:
     """Confine this process (and so everything it starts) to the policy ``spec_text`` describes."""
-    spec = json.loads(spec_text)
-    write: list[str] = list(spec["write"])
-    network: bool = bool(spec["net"])
-    layers = spec["layers"]
-    userns = bool(layers.get("userns"))
+    spec = parse(spec_text)
+    write = spec["write"]
+    network = _flag(spec, "net")
+    userns = _flag(spec, "userns")
     if userns:
         _enter_namespaces(network, mounts=True)
         if not network:
             _loopback_up()
-        _read_only_world(write, list(spec.get("readonly", [])))
+        _read_only_world(write, spec["readonly"])
         _drop_capabilities()
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    if not network and layers.get("seccomp"):
-        _install_socket_filter(every_family=not userns)
-    abi = int(layers.get("landlock", 0))
+    if not network and _flag(spec, "seccomp") and not _install_socket_filter(every_family=not userns):
+        raise SandboxError(38, f"no seccomp filter for {os.uname().machine}")
+    abi = int((spec["landlock"] or ["0"])[0])
     if abi > landlock_abi():  # the parent was promised more than this kernel has
-        raise SandboxError(f"Landlock ABI {abi} asked for, the kernel has {landlock_abi()}")
+        raise SandboxError(95, f"Landlock ABI {abi} asked for, the kernel has {landlock_abi()}")
     if abi:
         shm = ["/dev/shm"] if userns and os.path.isdir("/dev/shm") else []  # the private tmpfs
-        _landlock(abi, write + shm, list(spec.get("files", [])), network, net_namespace=userns)
+        _landlock(abi, write + shm, spec["file"], network, net_namespace=userns)
 
 
 def probe() -> dict[str, object]:
@@ -307,12 +327,12 @@ def probe() -> dict[str, object]:
         _loopback_up()
         _read_only_world([], [])
         found["userns"] = True
-    except OSError as exc:
+    except Exception as exc:  # whatever fails, the layer is reported missing, with why
         errors.append(f"namespaces: {exc}")
     try:
         _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         found["seccomp"] = _install_socket_filter(every_family=False)
-    except OSError as exc:
+    except Exception as exc:
         errors.append(f"seccomp: {exc}")
     found["errors"] = errors
     return found
@@ -320,4 +340,6 @@ def probe() -> dict[str, object]:
 
 def run_probe() -> None:
     """Entry point of ``python -I -S -c "... _sandbox.run_probe()"``: the probe's findings as JSON."""
+    import json
+
     os.write(1, json.dumps(probe()).encode())

@@ -57,7 +57,7 @@ from .fs_safe import (
 from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
 from .process import run_process, start_background
-from .sandbox import PrivateTemp, SandboxPolicy, as_policy, launcher_spec
+from .sandbox import PrivateTemp, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -205,6 +205,8 @@ class LocalExecutionEnvironment:
         self._base_env = base_env
         self._grep_perl: bool | None = None
         self.sandbox = as_policy(sandbox)
+        #: whether ``sandbox=`` was given (the coding layer applies its own default otherwise)
+        self.sandbox_chosen = sandbox is not None
         self._temp = PrivateTemp()
 
     def __repr__(self) -> str:
@@ -446,7 +448,10 @@ class LocalExecutionEnvironment:
             raise FileNotFoundError(2, "No such directory", base)
         matches = None
         if self.glob_backend != "scandir":
-            matches = glob_with_rg(pattern, base, cancel=cancel)
+            try:
+                matches = glob_with_rg(pattern, base, cancel=cancel, sandbox=self.sandbox_spec())
+            except SandboxUnavailable:  # the walk in this process needs no sandbox
+                matches = None
             if matches is None and self.glob_backend == "rg" and "**" in pattern:
                 raise ConfigError("glob_backend='rg' but ripgrep (rg) could not be run")
         if matches is None:

@@ -192,9 +192,11 @@ def glob_with_rg(
     max_entries: int = MAX_GLOB_ENTRIES,
     cancel: CancellationToken | None = None,
     env: dict[str, str] | None = None,
+    sandbox: str | None = None,
 ) -> list[str] | None:
-    """Regular files matching ``pattern`` listed by ``rg --files``; None when rg cannot be used (not
-    installed, or a pattern without ``**``, which the pruned walk answers as fast)."""
+    """Regular files matching ``pattern`` listed by ``rg --files`` (confined by ``sandbox``, the
+    launcher's JSON, when given); None when rg cannot be used (not installed, or a pattern without
+    ``**``, which the pruned walk answers as fast)."""
     compiled = GlobPattern(pattern, base)
     root = os.path.normpath(compiled.root())
     if not compiled.recursive or compiled.full_match is None or not rg_available():
@@ -205,7 +207,8 @@ def glob_with_rg(
     stop = cancel.child_token() if cancel is not None else CancellationToken()
     try:
         outcome = run_process(rg_files_command(compiled), cwd=root, env=env, timeout_ms=_RG_TIMEOUT_MS,
-                              cancel=stop, max_capture_bytes=4096, on_output=collector.feed_stream(stop))
+                              cancel=stop, max_capture_bytes=4096, on_output=collector.feed_stream(stop),
+                              sandbox=sandbox)
     except OSError:
         return None
     finally:

@@ -33,9 +33,10 @@ import tempfile
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Literal, Sequence, Union, get_args
+from typing import Callable, Literal, Sequence, Union, get_args
 
 from ..errors import ConfigError, ToolError
+from ..json_values import is_array, is_object
 from ..log import get_logger
 
 log = get_logger(__name__)
@@ -50,6 +51,7 @@ DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/uran
 _TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 _PROBE_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); import _sandbox; _sandbox.run_probe()"
 _PROBE_TIMEOUT_SECONDS = 20.0
+_SEPARATOR = "\x1f"  # between the launcher's items (phi.tools._sandbox.SEPARATOR)
 
 
 class SandboxUnavailable(ToolError):
@@ -101,7 +103,7 @@ def as_policy(setting: SandboxPolicy | str | None) -> SandboxPolicy:
     if isinstance(setting, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers without a type checker
         if setting not in SANDBOX_MODES:
             raise ConfigError(f"unknown sandbox mode {setting!r}; use one of {', '.join(SANDBOX_MODES)}")
-        return SandboxPolicy(setting)  # type: ignore[arg-type]  # checked just above
+        return SandboxPolicy(setting)
     raise ConfigError(f"sandbox must be a SandboxPolicy, a mode name or None, not {type(setting).__name__}")
 
 
@@ -142,7 +144,7 @@ class SandboxStatus:
         """One line: what protects commands here, or why nothing does."""
         if not self.available:
             return f"no sandbox on this machine ({self.reason or 'no Landlock, no user namespaces'})"
-        layers = []
+        layers: list[str] = []
         if self.landlock_abi:
             layers.append(f"Landlock ABI {self.landlock_abi}")
         if self.namespaces:
@@ -152,9 +154,9 @@ class SandboxStatus:
         text = " + ".join(layers)
         return text + (f"; not covered: {'; '.join(self.gaps)}" if self.gaps else "")
 
-    def layers(self) -> dict[str, object]:
-        """The launcher's ``layers`` entry."""
-        return {"userns": self.namespaces, "landlock": self.landlock_abi, "seccomp": self.seccomp}
+    def layers(self) -> list[str]:
+        """The launcher's items naming the layers to apply."""
+        return [f"userns={int(self.namespaces)}", f"landlock={self.landlock_abi}", f"seccomp={int(self.seccomp)}"]
 
 
 _status: SandboxStatus | None = None
@@ -174,11 +176,12 @@ def _probe() -> SandboxStatus:
         found = json.loads(done.stdout.decode() or "null")
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         return SandboxStatus(reason=f"the probe failed: {type(exc).__name__}: {exc}")
-    if not isinstance(found, dict):
+    if not is_object(found):
         return SandboxStatus(reason=f"the probe failed (exit {done.returncode}): "
                                     f"{done.stderr.decode(errors='replace')[-300:].strip()}")
     abi = found.get("landlock")
-    problems = tuple(str(p) for p in found.get("errors") or ())
+    errors = found.get("errors")
+    problems = tuple(str(problem) for problem in errors) if is_array(errors) else ()
     status = SandboxStatus(landlock_abi=abi if isinstance(abi, int) else 0, namespaces=found.get("userns") is True,
                            seccomp=found.get("seccomp") is True, problems=problems)
     if not status.available:
@@ -207,7 +210,7 @@ class PrivateTemp:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._path: str | None = None
-        self._finalizer: weakref.finalize[[str], None] | None = None
+        self._finalizer: Callable[[], object] | None = None
 
     def path(self) -> str:
         with self._lock:
@@ -229,8 +232,10 @@ def _remove_tree(path: str) -> None:
 
 def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: str,
                   status: SandboxStatus | None = None) -> str:
-    """The JSON the launcher applies for ``policy`` (``write_roots``: the environment's; ``temp_dir``:
-    its private temporary directory). Raises :class:`SandboxUnavailable` when it cannot be kept."""
+    """The argument the launcher applies for ``policy`` (``write_roots``: the environment's;
+    ``temp_dir``: its private temporary directory; format in :mod:`phi.tools._sandbox`). Raises
+    :class:`SandboxUnavailable` when it cannot be kept, :class:`ConfigError` for a root whose name
+    holds the item separator."""
     status = status or sandbox_status()
     if not status.available:
         raise SandboxUnavailable(f"the {policy.mode} sandbox cannot run here: {status.describe()}. "
@@ -239,8 +244,12 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
     write = sorted({os.path.realpath(root) for root in roots} | {os.path.realpath(temp_dir)})
     protected = PROTECTED_DIRS if policy.git_writable else (".git", *PROTECTED_DIRS)
     readonly = [os.path.join(root, name) for root in write if root != os.path.realpath(temp_dir) for name in protected]
-    return json.dumps({"write": write, "readonly": readonly, "files": list(DEVICE_FILES), "net": policy.network,
-                       "layers": status.layers()})
+    items = [*(f"write={path}" for path in write), *(f"readonly={path}" for path in readonly),
+             *(f"file={path}" for path in DEVICE_FILES), f"net={int(policy.network)}", *status.layers()]
+    for item in items:
+        if _SEPARATOR in item:
+            raise ConfigError(f"cannot sandbox with a write root whose name holds \\x1f: {item!r}")
+    return _SEPARATOR.join(items)
 
 
 __all__ = ["SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
