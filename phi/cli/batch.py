@@ -107,7 +107,7 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
     gate = ApprovalGate(options.approve or "off", interactive=False)
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
                       SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
-                                    max_turns=options.max_turns))
+                                    max_turns=options.max_turns, sandbox=options.sandbox_policy()))
     if options.resume:
         warnings = err or sys.stderr
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..coding import ProviderProfile
+    from ..tools.sandbox import SandboxPolicy
 
 #: profile id -> the environment variables holding its API key (first found wins).
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -81,6 +82,15 @@ class CliOptions:
     mcp: list[str] | None = None
     compact_at: float = 0.85
     context_window: int | None = None
+    sandbox: str = "workspace-write"
+    network: bool = False
+    git_writable: bool = False
+
+    def sandbox_policy(self) -> SandboxPolicy:
+        """The command sandbox ``--sandbox``, ``--network`` and ``--git-writable`` choose."""
+        from ..tools.sandbox import SandboxPolicy, as_policy
+
+        return SandboxPolicy(as_policy(self.sandbox).mode, network=self.network, git_writable=self.git_writable)
 
     def reasoning_effort(self) -> str | None:
         """``SessionConfig.reasoning_effort`` for ``--thinking`` (off: None)."""
@@ -130,6 +140,12 @@ def parser() -> argparse.ArgumentParser:
                    "over OTLP, configured by the OTEL_EXPORTER_OTLP_* variables; needs phi-agent[otel-export]")
     p.add_argument("--max-turns", type=_non_negative, default=0, metavar="N", help="with -p or --json: stop "
                    "after N model calls (the run ends in turn_limit, exit status 1); 0, the default: no limit")
+    p.add_argument("--sandbox", choices=("read-only", "workspace-write", "full"), default="workspace-write",
+                   help="what the commands the model runs may change: workspace-write (the default: only this "
+                   "directory and a private temp dir), read-only, or full (everything you can; no sandbox)")
+    p.add_argument("--network", action="store_true", help="let sandboxed commands use the network (off by default)")
+    p.add_argument("--git-writable", action="store_true", help="let sandboxed commands write .git (off by "
+                   "default: a hook written there would run outside the sandbox at your next commit)")
     return p
 
 

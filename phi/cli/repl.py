@@ -94,6 +94,10 @@ class Repl:
                                                   and os.environ.get("NO_COLOR") is None)
         self.style = Style(enabled)
         self.gate = ApprovalGate(options.approve or "smart")
+        if options.sandbox != "full":
+            from ..tools.sandbox import start_probe
+
+            start_probe()  # the banner says what protects commands; the probe runs meanwhile
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never")
@@ -173,7 +177,8 @@ class Repl:
             profile.base_instructions = self.options.system_prompt
         if self.mcp is not None:
             self.mcp.register(profile.tool_registry)
-        config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False)
+        config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False,
+                               sandbox=self.options.sandbox_policy())
         session = Session(profile, LocalExecutionEnvironment(self.options.cwd), config)
         if carry is not None:
             session.agent.restore(carry.agent.checkpoint())
@@ -246,6 +251,16 @@ class Repl:
         self.renderer.line(f"{s('bold', 'phi')} · {model} ({profile_id}) · {where}")
         self.renderer.line(s("grey", f"session {self.loader.session_id} · /help for commands · Ctrl+C aborts a "
                                      "run, twice at the prompt exits"))
+        self.renderer.line(self.sandbox_line())
+
+    def sandbox_line(self) -> str:
+        """``sandbox: workspace-write, network off, .git read-only (Landlock ABI 7 + ...)`` — yellow
+        where the machine cannot keep it and every command is asked."""
+        from ..coding.sandboxing import CommandSandbox
+        from ..tools.sandbox import sandbox_status
+
+        sandbox = CommandSandbox(self.options.sandbox_policy(), sandbox_status())
+        return self.style("yellow" if sandbox.unconfined else "grey", f"sandbox: {sandbox.describe()}")
 
     def run(self) -> int:
         self.banner()

@@ -55,9 +55,9 @@ def choose_sandbox(env: ExecutionEnvironment, setting: SandboxPolicy | str | Non
     if not policy.sandboxed:
         return CommandSandbox(policy, sandbox_status())
     status = sandbox_status()
-    if not status.available:
-        log.warning("%s sandbox asked for but %s: commands run unconfined and each needs approval",
-                    policy.mode, status.describe())
+    if not status.available:  # sandbox_status() has warned, once per process
+        log.info("%s sandbox asked for but %s: commands run unconfined and each needs approval",
+                 policy.mode, status.describe())
         env.sandbox = SandboxPolicy("full")  # each command is approved instead (see the pipeline)
     return CommandSandbox(policy, status)
 

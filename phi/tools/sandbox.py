@@ -163,22 +163,39 @@ _status: SandboxStatus | None = None
 _status_lock = threading.Lock()
 
 
-def _probe() -> SandboxStatus:
+def _cannot_probe() -> SandboxStatus | None:
     if os.environ.get("PHI_NO_SANDBOX", "") not in ("", "0"):
         return SandboxStatus(reason="disabled by PHI_NO_SANDBOX")
     if not sys.platform.startswith("linux"):
         return SandboxStatus(reason=f"phi sandboxes commands on Linux only, not on {sys.platform}")
     if not sys.executable:
         return SandboxStatus(reason="no Python interpreter to run the launcher")
+    return None
+
+
+def _start() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", _PROBE_BOOT, _TOOLS_DIR], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _probe(pending: subprocess.Popen[bytes] | None) -> SandboxStatus:
+    cannot = _cannot_probe()
+    if cannot is not None:
+        return cannot
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE_BOOT, _TOOLS_DIR], capture_output=True,
-                              stdin=subprocess.DEVNULL, timeout=_PROBE_TIMEOUT_SECONDS, check=False)
-        found = json.loads(done.stdout.decode() or "null")
+        proc = pending or _start()
+        try:
+            stdout, stderr = proc.communicate(timeout=_PROBE_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        found = json.loads(stdout.decode() or "null")
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         return SandboxStatus(reason=f"the probe failed: {type(exc).__name__}: {exc}")
     if not is_object(found):
-        return SandboxStatus(reason=f"the probe failed (exit {done.returncode}): "
-                                    f"{done.stderr.decode(errors='replace')[-300:].strip()}")
+        return SandboxStatus(reason=f"the probe failed (exit {proc.returncode}): "
+                                    f"{stderr.decode(errors='replace')[-300:].strip()}")
     abi = found.get("landlock")
     errors = found.get("errors")
     problems = tuple(str(problem) for problem in errors) if is_array(errors) else ()
@@ -189,17 +206,34 @@ def _probe() -> SandboxStatus:
     return status
 
 
+_pending: subprocess.Popen[bytes] | None = None
+
+
+def start_probe() -> None:
+    """Start probing in the background now (``phi`` does at start-up); :func:`sandbox_status`
+    collects the answer."""
+    global _pending
+    with _status_lock:
+        if _status is None and _pending is None and _cannot_probe() is None:
+            try:
+                _pending = _start()
+            except OSError:
+                pass  # sandbox_status() probes again and says why
+
+
 def sandbox_status(refresh: bool = False) -> SandboxStatus:
     """What this machine offers for sandboxing commands, probed once per process (thread-safe;
     ``refresh`` probes again). Logs what it found the first time."""
-    global _status
+    global _status, _pending
     with _status_lock:
         if _status is None or refresh:
-            _status = _probe()
+            pending, _pending = _pending, None
+            _status = _probe(pending)
             if _status.available:
                 log.info("command sandbox: %s", _status.describe())
             else:
-                log.warning("command sandbox: %s; sandboxed commands are refused", _status.describe())
+                log.warning("command sandbox: %s; sandboxed commands are refused (the coding layer and phi "
+                            "ask before each instead)", _status.describe())
         return _status
 
 
@@ -253,4 +287,4 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
 
 
 __all__ = ["SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
-           "as_policy", "sandbox_status", "launcher_spec"]
+           "as_policy", "sandbox_status", "start_probe", "launcher_spec"]
