@@ -176,7 +176,11 @@ def _read_only_world(write: list[str], readonly: list[str]) -> None:
         _mount("tmpfs", "/dev/shm", "tmpfs", 0, "private tmpfs on")
     _set_readonly("/", True, recursive=True)
     for path in writable + (["/dev/shm"] if shm else []):
-        _set_readonly(path, False, recursive=False)
+        try:
+            _set_readonly(path, False, recursive=False)
+        except SandboxError as exc:
+            if exc.errno != 1:  # EPERM: a mount read-only before the sandbox stays so; nothing is lost
+                raise
     for path in readonly:
         if os.path.lexists(path) and not os.path.islink(path):
             _mount(path, path, None, _MS_BIND | _MS_REC, "bind")
