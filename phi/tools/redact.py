@@ -43,9 +43,10 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> None:
         # os.environ's credential-like values are the registry's; another environ's are added here
-        found = set() if environ is None else {value for name, value in environ.items()
-                                               if len(value.strip()) >= _MIN_ENV_SECRET
-                                               and is_secret_variable(name, value)}
+        found: set[str] = set()
+        if environ is not None:
+            found = {value for name, value in environ.items()
+                     if len(value.strip()) >= _MIN_ENV_SECRET and is_secret_variable(name, value)}
         named = {s for s in secrets if s}
         SECRETS.register_all(named)
         self.secrets = sorted(found | named, key=len, reverse=True)
