@@ -36,14 +36,31 @@ def redact_records_with(redact: Callable[[str], str] | None) -> None:
 
 
 def redact_record(record: logging.LogRecord) -> bool:
-    """The filter of phi's loggers: ``record`` with the secrets phi knows of replaced; never drops one."""
+    """The filter of phi's loggers: ``record`` with the secrets phi knows of replaced; never drops one.
+    Never raises either (a filter's exception would reach the code that logs): should redacting fail,
+    the record keeps only its level and place, with a note saying so."""
     redact = _redaction
     if redact is None:
         return True
     try:
+        _redact(record, redact)
+    except Exception as error:  # a bug here must neither break the caller nor let the text through
+        record.msg, record.args = f"(message withheld: redacting it failed with {type(error).__name__})", None
+        record.exc_info = record.exc_text = record.stack_info = None
+    return True
+
+
+def _redact(record: logging.LogRecord, redact: Callable[[str], str]) -> None:
+    try:
         message = record.getMessage()
-    except Exception:  # a bad format call: logging reports it when a handler formats the record
-        return True
+    except Exception:  # a bad format call, which logging reports with its arguments: clean those
+        record.msg = redact(str(record.msg))
+        args = record.args
+        if isinstance(args, tuple):
+            record.args = tuple(redact(str(arg)) for arg in args)
+        elif args:
+            record.args = {key: redact(str(value)) for key, value in args.items()}
+        return
     cleaned = redact(message)
     if cleaned != message:
         record.msg, record.args = cleaned, None
@@ -58,7 +75,6 @@ def redact_record(record: logging.LogRecord) -> bool:
         record.exc_text = redact(record.exc_text)
     if record.stack_info:
         record.stack_info = redact(record.stack_info)
-    return True
 
 
 class LazyLogger:

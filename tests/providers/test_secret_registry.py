@@ -59,7 +59,8 @@ def test_redacted_json_stays_json_and_untouched_json_is_not_encoded_again() -> N
     assert key not in encoded and data["prompt"] == f"line\n{key}"  # the caller's data is not changed
     plain = {"nothing": "to see"}
     plain_text = json.dumps(plain)
-    again = known.redact_encoded(plain, plain_text, lambda d: pytest.fail("encoded again"))  # type: ignore[arg-type,return-value]
+    never = lambda d: pytest.fail("encoded again")  # noqa: E731
+    again = known.redact_encoded(plain, plain_text, never)  # type: ignore[arg-type]
     assert again[0] is plain and again[1] is plain_text
 
 
@@ -170,3 +171,11 @@ def test_a_record_without_a_secret_is_left_as_it_was() -> None:
     record = logging.LogRecord("phi.x", logging.INFO, __file__, 1, "%s of %d", ("one", 2), None)
     assert redact_record(record) is True
     assert (record.msg, record.args) == ("%s of %d", ("one", 2))
+
+
+def test_a_bad_format_call_keeps_no_secret_for_logging_to_report() -> None:
+    key = fresh("badfmt")
+    SECRETS.register(key)
+    record = logging.LogRecord("phi.x", logging.ERROR, __file__, 1, "%d items of " + key, (key,), None)
+    assert redact_record(record) is True  # logging reports the failed format with message and arguments
+    assert key not in repr((record.msg, record.args)) and record.args == ("***",)
