@@ -400,8 +400,8 @@ class OtelTracer:
         if event.continuation_kind is not None:
             attributes[sc.CONTINUATION] = event.continuation_kind.kind
         span = self._start(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
-                                       context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
-                                       links=list(links), start_time=_ns(event.timestamp))
+                           context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                           links=list(links), start_time=_ns(event.timestamp))
         self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, span, trace.set_span_in_context(span))
         if not span.is_recording():
             self._silent.add(event.loop_id)
@@ -540,7 +540,7 @@ class OtelTracer:
         if retries:
             attributes[sc.RETRIES] = len(retries)
         span = self._start(f"{sc.CHAT} {model}" if model else sc.CHAT, context=run.context,
-                                       kind=SpanKind.CLIENT, attributes=attributes, start_time=turn.start_ns)
+                           kind=SpanKind.CLIENT, attributes=attributes, start_time=turn.start_ns)
         for notice in retries:
             span.add_event(sc.RETRY_EVENT, self._retry_attributes(notice), timestamp=_ns(notice.timestamp))
         if reply is None:
@@ -648,7 +648,7 @@ class OtelTracer:
         if self.capture_content:
             attributes[sc.TOOL_ARGUMENTS] = self._content.arguments(event.args)
         span = self._start(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
-                                       kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
+                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
         run.calls[event.tool_call_id] = (span, event.tool_name)
 
     def _tool_end(self, event: ToolExecutionEnd, now: int) -> None:
@@ -675,8 +675,8 @@ class OtelTracer:
         attributes: Attributes = {sc.OPERATION: sc.INVOKE_WORKFLOW, sc.WORKFLOW_NAME: self.workflow_name,
                                   sc.CONVERSATION_ID: event.session_id, sc.PARALLEL_LOOP_IDS: list(event.loop_ids)}
         span = self._start(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=self._ambient,
-                                       kind=SpanKind.INTERNAL, attributes=attributes,
-                                       start_time=_ns(event.timestamp))
+                           kind=SpanKind.INTERNAL, attributes=attributes,
+                           start_time=_ns(event.timestamp))
         workflow = _Workflow(span, list(event.loop_ids))
         for loop_id in event.loop_ids:
             self._branches[loop_id] = workflow
@@ -689,7 +689,7 @@ class OtelTracer:
             self._branches.pop(loop_id, None)
         span = workflow.span
         self._set(span, {sc.SELECTED_LOOP_ID: event.selected_loop_id,
-                             sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
+                         sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
         chosen = workflow.outcomes.get(event.selected_loop_id)
         if chosen is None or chosen.outcome in _FAILED_OUTCOMES:
             outcome = chosen.outcome if chosen is not None else None
