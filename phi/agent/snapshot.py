@@ -68,12 +68,17 @@ class AgentSnapshot:
         return snapshot
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the snapshot as JSON, atomically: a temp file beside it, fsync, then rename."""
+        """Write the snapshot as JSON, atomically: a temp file beside it, fsync, then rename. Every
+        secret phi knows of in the conversation is written as ``***`` (SPEC §17 OTEL-11)."""
+        from ..providers.secret_registry import redact_encoded
+
         target = Path(path)
+        data = self.to_json()
+        text = redact_encoded(data, _dumps(data), _dumps)[1]
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self.to_json(), handle, ensure_ascii=False, indent=1)
+                handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, target)
@@ -89,6 +94,10 @@ class AgentSnapshot:
             raise DecodeError(str(path), "<file>", f"JSON ({error})") from None
         return cls.from_json(data, str(path))
 
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1)
 
 
 def resume_point(messages: Sequence[Any]) -> int:

@@ -75,8 +75,10 @@ class JsonLines:
         self.write(event_to_json(event))
 
     def write(self, data: dict[str, Any]) -> None:
-        """One JSON object as one line."""
-        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        """One JSON object as one line, without any secret phi knows of (SPEC §17 OTEL-11)."""
+        from ..providers.secret_registry import redact_encoded
+
+        line = redact_encoded(data, _line(data), _line)[1]
         with self._lock:
             if self.closed:
                 return
@@ -87,6 +89,10 @@ class JsonLines:
                 self.closed = True
         if self.closed and self.on_closed is not None:
             self.on_closed()
+
+
+def _line(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def interrupt_turn(session: Session) -> None:

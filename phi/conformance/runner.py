@@ -12,7 +12,6 @@ Outcomes come back in fixture order.
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 import sys
 import threading
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
+from ..log import get_logger
 from .compare import DriverOutput, compare, parse_output, sort_output
 from .drivers import TIMED_OUT, DriverSession, Mode, run_once
 from .lines import check_lines
@@ -39,7 +39,7 @@ STATUSES = ("pass", "fail", "timeout", "unsupported")
 
 FixtureDir = Union[Path, "Traversable"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # phi's loggers redact secrets (SPEC §17 OTEL-11)
 
 
 @dataclass

@@ -274,8 +274,8 @@ def _root(root: str | os.PathLike[str]) -> dict[str, str]:
 def _secrets_of(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """Values never to repeat in errors: credential-like ``env`` entries, and the values of
     credential-like options (``--api-key X``, ``--token=X``) (MCP-18)."""
+    from ..providers.secret_names import is_secret_variable
     from ..providers.secrets import is_sensitive_header
-    from ..tools.env_filter import is_secret_variable
 
     secrets = [value for name, value in env.items() if is_secret_variable(name, value)]
     for i, arg in enumerate(args):

@@ -36,6 +36,7 @@ from ..concurrency.cancel import CancellationToken
 from ..errors import ConfigError
 from ..json_values import JsonObject, is_array, is_object
 from ..log import get_logger
+from ..providers.secret_registry import SECRETS
 from ..providers.secrets import check_headers, scrub
 from ..providers.sse import iter_sse
 from ..providers.transport import HttpClient, abort_response, iter_body, socket_of
@@ -69,6 +70,8 @@ class HttpTransport:
         self._headers = check_headers({str(k): str(v) for k, v in (headers or {}).items()}, "MCP HTTP header")
         self._secrets = list(self._headers.values())  # any header may carry a credential
         self._secrets += [s for s in (parts.password, parts.username, parts.query) if s]
+        SECRETS.register_headers(self._headers)  # the credential-like ones, at every exit (OTEL-11)
+        SECRETS.register_url(url)
         self._timeout = timeout
         self._listen = listen
         self._client = HttpClient()

@@ -29,6 +29,7 @@ from typing import IO, Any, Mapping, Sequence
 
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
+from ..providers.secret_registry import SECRETS
 from ..providers.secrets import scrub
 from .errors import McpConnectionClosed, McpConnectionError, McpError, McpProtocolError
 from .session import Session
@@ -54,6 +55,7 @@ class StdioTransport:
         self._cwd = cwd
         self._close_grace = close_grace
         self._secrets = list(secrets)  # scrubbed from what the server writes, before it is shown
+        SECRETS.register_all(self._secrets)  # and from everything phi lets out (OTEL-11)
         self._proc: subprocess.Popen[bytes] | None = None
         self._session: Session | None = None
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()

@@ -61,6 +61,7 @@ from ..events import (
 )
 from ..log import get_logger
 from ..providers.retry import RetryNotice, observe_retries
+from ..providers.secret_registry import redact, redact_data
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
 from . import semconv as sc
 from .content import ContentWriter
@@ -72,7 +73,8 @@ log = get_logger(__name__)
 Attributes = dict[str, AttributeValue]
 _IGNORED = frozenset({"MessageUpdate", "ToolExecutionUpdate", "ProgressMessage", "InputRejected"})
 _REMEMBERED_LOOPS = 4096  # ended runs whose span a continuation (or a late sub-agent) may still name
-_DESCRIPTION_LIMIT = 512
+_DESCRIPTION_LIMIT = 512  # characters of a tool description, or of an error status with content capture on
+_STATUS_LIMIT = 200  # characters of an error status's message with content capture off (OTEL-11)
 _FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", RunOutcome.LIMIT: "limit"}
 _WAIT_FOR_SPANS = 5.0  # seconds a run-ending thread waits for another thread to write its spans
 _WAIT_FOR_CARRIER = 0.5  # seconds an outgoing MCP request waits for its tool call's span (else goes without)
@@ -208,9 +210,11 @@ class OtelTracer:
     prompts, replies, tool arguments and results (default: off, unless
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks). ``agent_name``: ``gen_ai.agent.name``
     of the top-level runs (else ``AgentStart.metadata["agent_name"]`` when given; a sub-agent is named
-    after its tool). ``secrets``: strings never to export, besides the credential-like environment
-    values and shapes :class:`~phi.tools.redact.Redactor` knows. ``content_limit``: the
-    characters kept of each captured string.
+    after its tool). ``secrets``: strings never to export, besides every secret phi knows of
+    (:mod:`phi.providers.secret_registry`: keys of configs, providers and MCP servers, credential-like
+    environment values) and the shapes :class:`~phi.tools.redact.Redactor` knows; they are
+    registered, so logs and session files leave them out too. ``content_limit``: the characters
+    kept of each captured string.
     """
 
     def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None,
@@ -300,8 +304,7 @@ class OtelTracer:
         for run in list(self._runs.values()):
             self._abandon(run, now)
         for workflow in {id(w): w for w in self._branches.values()}.values():
-            workflow.span.set_status(Status(StatusCode.ERROR, "the tracer was closed first"))
-            workflow.span.set_attribute(sc.ERROR_TYPE, sc.OTHER_ERROR)
+            self._fail(workflow.span, sc.OTHER_ERROR, "the tracer was closed first")
             workflow.span.end(end_time=now)
         self._branches.clear()
 
@@ -396,9 +399,9 @@ class OtelTracer:
             attributes[sc.PARENT_LOOP_ID] = event.parent_loop_id
         if event.continuation_kind is not None:
             attributes[sc.CONTINUATION] = event.continuation_kind.kind
-        span = self._tracer.start_span(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
-                                       context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
-                                       links=list(links), start_time=_ns(event.timestamp))
+        span = self._start(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
+                           context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                           links=list(links), start_time=_ns(event.timestamp))
         self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, span, trace.set_span_in_context(span))
         if not span.is_recording():
             self._silent.add(event.loop_id)
@@ -434,7 +437,7 @@ class OtelTracer:
             attributes[sc.INPUT_MESSAGES] = self._content.messages(prompts)
             if reply is not None:
                 attributes[sc.OUTPUT_MESSAGES] = self._content.messages([reply])
-        span.set_attributes(attributes)
+        self._set(span, attributes)
         if event.outcome in _FAILED_OUTCOMES:
             kind = _FAILED_OUTCOMES[event.outcome] or sc.provider_error_type(reply.error_message if reply else None)
             self._fail(span, kind, reply.error_message if reply is not None and kind != "cancelled" else None)
@@ -518,7 +521,7 @@ class OtelTracer:
             attributes[sc.REQUEST_MODEL] = reply.model
         if not self.latest_only:
             attributes[sc.SYSTEM_V136] = attributes[sc.PROVIDER]
-        run.span.set_attributes(attributes)
+        self._set(run.span, attributes)
 
     def _turn_end(self, event: TurnEnd, now: int) -> None:
         run = self._runs.get(event.loop_id)
@@ -536,8 +539,8 @@ class OtelTracer:
             attributes.update(self._reply_attributes(reply, turn, retries))
         if retries:
             attributes[sc.RETRIES] = len(retries)
-        span = self._tracer.start_span(f"{sc.CHAT} {model}" if model else sc.CHAT, context=run.context,
-                                       kind=SpanKind.CLIENT, attributes=attributes, start_time=turn.start_ns)
+        span = self._start(f"{sc.CHAT} {model}" if model else sc.CHAT, context=run.context,
+                           kind=SpanKind.CLIENT, attributes=attributes, start_time=turn.start_ns)
         for notice in retries:
             span.add_event(sc.RETRY_EVENT, self._retry_attributes(notice), timestamp=_ns(notice.timestamp))
         if reply is None:
@@ -644,8 +647,8 @@ class OtelTracer:
         attributes.update(self._tool_facts.get(run.agent_id, {}).get(event.tool_name, {}))
         if self.capture_content:
             attributes[sc.TOOL_ARGUMENTS] = self._content.arguments(event.args)
-        span = self._tracer.start_span(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
-                                       kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
+        span = self._start(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
+                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
         run.calls[event.tool_call_id] = (span, event.tool_name)
 
     def _tool_end(self, event: ToolExecutionEnd, now: int) -> None:
@@ -661,7 +664,7 @@ class OtelTracer:
             span.set_attribute(sc.TOOL_RESULT, self._content.result(event.result))
         child = event.child_loop_id
         if child is not None:
-            span.set_attribute(sc.CHILD_LOOP_ID, child)
+            span.set_attribute(sc.CHILD_LOOP_ID, redact(child))
             if child in self._held:
                 self._release(child, trace.set_span_in_context(span), name)
         span.end(end_time=now)
@@ -671,9 +674,9 @@ class OtelTracer:
     def _parallel_start(self, event: ParallelLoopStart, now: int) -> None:
         attributes: Attributes = {sc.OPERATION: sc.INVOKE_WORKFLOW, sc.WORKFLOW_NAME: self.workflow_name,
                                   sc.CONVERSATION_ID: event.session_id, sc.PARALLEL_LOOP_IDS: list(event.loop_ids)}
-        span = self._tracer.start_span(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=self._ambient,
-                                       kind=SpanKind.INTERNAL, attributes=attributes,
-                                       start_time=_ns(event.timestamp))
+        span = self._start(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=self._ambient,
+                           kind=SpanKind.INTERNAL, attributes=attributes,
+                           start_time=_ns(event.timestamp))
         workflow = _Workflow(span, list(event.loop_ids))
         for loop_id in event.loop_ids:
             self._branches[loop_id] = workflow
@@ -685,8 +688,8 @@ class OtelTracer:
         for loop_id in workflow.loop_ids:
             self._branches.pop(loop_id, None)
         span = workflow.span
-        span.set_attributes({sc.SELECTED_LOOP_ID: event.selected_loop_id,
-                             sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
+        self._set(span, {sc.SELECTED_LOOP_ID: event.selected_loop_id,
+                         sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
         chosen = workflow.outcomes.get(event.selected_loop_id)
         if chosen is None or chosen.outcome in _FAILED_OUTCOMES:
             outcome = chosen.outcome if chosen is not None else None
@@ -697,10 +700,28 @@ class OtelTracer:
     # ----------------------------------------------------------------- errors
 
     def _fail(self, span: Span, kind: str, description: str | None) -> None:
-        """Error status and ``error.type`` (recording-errors.md); the description scrubbed and cut."""
+        """Error status and ``error.type`` (recording-errors.md). The status says
+        ``<error.type>: <message>``, the message scrubbed, then cut to 200 characters — 512 with
+        content capture on — since a provider's error can echo the prompt (OTEL-11)."""
+        kind = redact(kind)
         span.set_attribute(sc.ERROR_TYPE, kind)
-        text = self._scrubber.text(description)[:_DESCRIPTION_LIMIT] if description else None
+        text = None
+        if description:
+            message = self._scrubber.text(description)
+            if message.startswith(kind + ":"):  # a failed reply's text starts with its kind already
+                message = message[len(kind) + 1:].lstrip()
+            limit = _DESCRIPTION_LIMIT if self.capture_content else _STATUS_LIMIT
+            text = f"{kind}: {message[:limit]}{'…' if len(message) > limit else ''}"
         span.set_status(Status(StatusCode.ERROR, text))
+
+    def _start(self, name: str, *, attributes: Attributes, **options: Any) -> Span:
+        """A span whose name and attributes hold no secret phi knows of: ids, tool names and model
+        names come from the model and the application (content was scrubbed before, OTEL-11)."""
+        return self._tracer.start_span(redact(name), attributes=redact_data(attributes), **options)
+
+    @staticmethod
+    def _set(span: Span, attributes: Attributes) -> None:
+        span.set_attributes(redact_data(attributes))
 
 
 def _register_weakly(register: Callable[[Any], Callable[[], None]], method: Callable[..., Any],

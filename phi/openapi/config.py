@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Literal, Mapping, Union
 
 from ..errors import ConfigError, PhiError
+from ..providers.secret_registry import SECRETS
 from ..providers.secrets import check_secret, is_sensitive_header
 
 REDACTED = "****"
@@ -147,6 +148,7 @@ class OpenApiConfig:
         self.server_variables = {str(k): str(v) for k, v in dict(self.server_variables).items()}
         if self.base_url is not None and not str(self.base_url).strip():
             raise ConfigError("base_url is empty; leave it None to use the document's servers")
+        SECRETS.register_all(self.secrets())  # kept out of traces, logs and files too (OTEL-11)
 
     def secrets(self) -> tuple[str, ...]:
         """Every value to scrub from texts: the auth's secrets and credential-like custom headers."""

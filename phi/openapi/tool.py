@@ -40,6 +40,7 @@ from ..json_values import is_object
 from ..log import get_logger
 from ..loop.tool import ToolContext
 from ..providers.http import USER_AGENT, error_reason
+from ..providers.secret_registry import SECRETS
 from ..providers.secrets import scrub
 from ..providers.transport import CallStop, HttpClient, abort_response, iter_body
 from ..types import TextContent, ToolResult
@@ -149,6 +150,7 @@ def _with_query(url: str, items: list[str]) -> str:
 def send_call(call: HttpCall, config: OpenApiConfig, client: HttpClient, cancel: CancellationToken) -> ToolResult:
     """Send ``call`` and make its result (OAPI-8, OAPI-9); raises ToolError / ToolCancelled."""
     secrets = config.secrets()
+    SECRETS.register_all(secrets)  # in use: known however many other keys came since (OTEL-11)
     head = f"{call.method} {call.shown_url}"
     limit = config.timeout_secs
     stop = CallStop(cancel, limit)

@@ -37,6 +37,7 @@ from ..types import (
     now_ms,
 )
 from .model_config import ModelConfig
+from .secret_registry import SECRETS
 from .secrets import check_secret, scrub
 
 # --------------------------------------------------------------------------- configuration
@@ -86,10 +87,12 @@ class StreamConfig:
         """The call's key (the loop's ``get_api_key`` result) or else the model's, stripped of
         surrounding whitespace; a key with a control character inside is an ``auth`` error."""
         try:
-            return (check_secret(self.api_key, "the API key returned by get_api_key", ascii_only=True)
-                    or check_secret(self.model_config.api_key, "ModelConfig.api_key", ascii_only=True))
+            key = (check_secret(self.api_key, "the API key returned by get_api_key", ascii_only=True)
+                   or check_secret(self.model_config.api_key, "ModelConfig.api_key", ascii_only=True))
         except ConfigError as exc:
             raise ProviderError(ErrorKind.AUTH, str(exc)) from None
+        SECRETS.register(key)  # a key in use stays known however many others come (OTEL-11)
+        return key
 
 
 # --------------------------------------------------------------------------- stream events

@@ -62,6 +62,7 @@ from .base import (
     no_json_constant,
 )
 from .model_config import ModelConfig
+from .secret_registry import SECRETS
 from .secrets import check_headers, check_secret, is_sensitive_header, scrub
 from .transport import CallStop, HttpClient, abort_response, drain, iter_body
 
@@ -106,6 +107,9 @@ class HttpRequest:
         found = [v for k, v in self.headers.items() if is_sensitive_header(k)]
         password = urlsplit(self.url).password
         self.secrets = tuple(dict.fromkeys([*self.secrets, *found, *([password] if password else [])]))
+        SECRETS.register_all(self.secrets)  # known to every exit, not only this request's errors (OTEL-11)
+        SECRETS.register_headers(self.headers)
+        SECRETS.register_url(self.url)
 
     def json_body(self) -> Any:
         return json.loads(self.body)
@@ -150,12 +154,13 @@ def api_key(explicit: str | None, *env_names: str, required: bool = True, what: 
     error that says where, never what (see :mod:`phi.providers.secrets`)."""
     try:
         key = check_secret(explicit, what, ascii_only=True)
-        if key:
-            return key
         for name in env_names:
-            value = check_secret(os.environ.get(name), f"{what} in ${name}", ascii_only=True)
-            if value:
-                return value
+            if key:
+                break
+            key = check_secret(os.environ.get(name), f"{what} in ${name}", ascii_only=True)
+        if key:
+            SECRETS.register(key)  # whatever the variable's name (OTEL-11)
+            return key
     except ConfigError as exc:
         raise ProviderError(ErrorKind.AUTH, str(exc)) from None
     if required:

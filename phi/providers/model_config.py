@@ -3,7 +3,9 @@
 ``api`` selects the wire protocol (one provider module each); ``provider`` names the service
 (``anthropic``, ``openai``, ``groq``...) and becomes the first segment of derived loop ids.
 Secrets (``api_key`` and header values) never appear in ``repr``; they are stripped of surrounding
-whitespace and refused if a control character remains inside (:mod:`phi.providers.secrets`).
+whitespace and refused if a control character remains inside (:mod:`phi.providers.secrets`), and
+registered as secrets phi keeps out of everything it lets out (SPEC §17 OTEL-11,
+:mod:`phi.providers.secret_registry`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from ..errors import ConfigError
+from .secret_registry import SECRETS
 from .secrets import check_headers, check_secret
 
 if TYPE_CHECKING:
@@ -159,6 +162,8 @@ class ModelConfig:
         # A key from a file or a CRLF .env ends in a line break: strip it here, refuse inner ones.
         self.api_key = check_secret(self.api_key, "ModelConfig.api_key", ascii_only=True)
         self.headers = check_headers(self.headers, "ModelConfig.headers")
+        SECRETS.register(self.api_key)
+        SECRETS.register_headers(self.headers)
         unknown = set(self.capabilities) - set(DEFAULT_CAPABILITIES)
         if unknown:
             raise ConfigError(f"unknown ModelConfig.capabilities {sorted(unknown)}; known: "

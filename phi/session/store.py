@@ -25,6 +25,10 @@ that meets another writer's (:class:`SessionConflict`).
 
 Session ids must work as plain file names in every store, so sessions move freely between them:
 1–200 characters from ``A-Z a-z 0-9 . _ -``, not starting with a dot.
+
+What a store writes holds no secret phi knows of (SPEC §17 OTEL-11): :func:`encode_loops` and
+:func:`encode_header` replace each by ``***`` (:mod:`phi.providers.secret_registry`) before the
+digests are taken, so a loop is compared with its stored version as stored.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence, cast,
 from ..errors import DecodeError
 from ..ids import loop_key, loop_number
 from ..json_values import is_array, is_object
+from ..providers.secret_registry import redact_encoded
 from .errors import CorruptSession, InvalidSessionId, SessionConflict, SessionError, UnencodableSession
 from .model import (
     LoopRecord,
@@ -131,7 +136,9 @@ def encode_loops(session: Session) -> list[EncodedLoop]:
                                f"{problem}", session_id=session.session_id)
         ids.add(record.loop_id)
         data = loop_to_json(record)
-        text = _encode(data, session.session_id, f"loop {record.loop_id}")
+        what = f"loop {record.loop_id}"
+        text = _encode(data, session.session_id, what)
+        data, text = redact_encoded(data, text, lambda clean: _encode(clean, session.session_id, what))
         out.append(EncodedLoop(record.loop_id, text, core_digest(data), follows_of(data), data.get("claimed_by")))
     return out
 
@@ -188,8 +195,8 @@ def _culprit(data: Any, path: str, depth: int = 8) -> str:
 def encode_header(session: Session) -> dict[str, Any]:
     """The header's JSON form, checked to be JSON data."""
     header = header_to_json(session)
-    _encode(header, session.session_id, "the header")
-    return header
+    text = _encode(header, session.session_id, "the header")
+    return redact_encoded(header, text, lambda clean: _encode(clean, session.session_id, "the header"))[0]
 
 
 def decode_json(data: bytes | str, where: str, expected_id: str | None) -> Any:

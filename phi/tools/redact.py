@@ -1,11 +1,12 @@
 """Keeping secrets out of text phi writes for people and other tools (DESIGN §8 "Secrets never appear";
-used by the session export, SPEC §16 EXPORT-4, and the trace exporter, SPEC §17).
+used by the session export, SPEC §16 EXPORT-4, and the trace exporter, SPEC §17 OTEL-3, OTEL-11).
 
 A :class:`Redactor` cleans strings and JSON data:
 
-* the values of the exporting process's environment variables that look like credentials
-  (:func:`phi.tools.env_filter.is_secret_variable`: ``OPENAI_API_KEY``, ``GH_TOKEN``, ...), plus any
-  secrets the caller names, in every form a secret may take (raw,
+* every secret phi knows of (:mod:`phi.providers.secret_registry`: the keys of configs, providers and
+  MCP servers, the values of environment variables that look like credentials), the values of the
+  given ``environ``'s credential-like variables, and the secrets the caller names (registered too,
+  so they stay out of logs and session files as well), in every form a secret may take (raw,
   JSON-escaped, percent-encoded — :func:`phi.providers.secrets.secret_forms`);
 * strings that have the shape of well-known credentials whatever their origin (``sk-…`` keys,
   AWS access key ids, GitHub and Slack tokens, Google API keys, ``Bearer`` values, the password of a
@@ -16,12 +17,12 @@ A :class:`Redactor` cleans strings and JSON data:
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Iterable, Mapping, cast
 
+from ..providers.secret_names import is_secret_variable
+from ..providers.secret_registry import SECRETS
 from ..providers.secrets import MIN_SECRET, REDACTED, secret_forms
-from .env_filter import is_secret_variable
 
 _MIN_ENV_SECRET = 8  # shorter variable values ("1", "true") would match everywhere
 
@@ -41,10 +42,14 @@ class Redactor:
     """Cleans strings and JSON data of secrets; see the module docstring."""
 
     def __init__(self, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> None:
-        env = os.environ if environ is None else environ
-        found = {value for name, value in env.items()
-                 if len(value.strip()) >= _MIN_ENV_SECRET and is_secret_variable(name, value)}
-        self.secrets = sorted(found | {s for s in secrets if s}, key=len, reverse=True)
+        # os.environ's credential-like values are the registry's; another environ's are added here
+        found: set[str] = set()
+        if environ is not None:
+            found = {value for name, value in environ.items()
+                     if len(value.strip()) >= _MIN_ENV_SECRET and is_secret_variable(name, value)}
+        named = {s for s in secrets if s}
+        SECRETS.register_all(named)
+        self.secrets = sorted(found | named, key=len, reverse=True)
         forms: set[str] = set()
         for secret in self.secrets:  # every form scrub() knows, matched in one pass per string
             forms |= secret_forms(secret)
@@ -58,6 +63,7 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """``value`` with every known secret and credential-shaped string replaced by ``***``."""
+        value = SECRETS.redact(value)
         if self._known is not None:
             value = self._known.sub(REDACTED, value)
         value = _SHAPES.sub(REDACTED, value)
