@@ -541,7 +541,7 @@ class LoggingEnvironment(_Wrapper):
     def __init__(self, inner: ExecutionEnvironment, logger: logging.Logger | None = None,
                  level: int = logging.INFO) -> None:
         super().__init__(inner)
-        self.logger = logger or logging.getLogger(f"{__name__}.log")
+        self.logger = logger or get_logger(f"{__name__}.log")
         self.level = level
 
     def exec_command(self, command: str, timeout_ms: int, working_dir: str | None = None,
