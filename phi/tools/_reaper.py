@@ -142,8 +142,13 @@ def exit_code(status: int | None) -> int:
     return os.WEXITSTATUS(status)
 
 
+_KEPT_PREFIX = "PHI_LAUNCHER_KEPT_"  # phi.tools.process.KEPT_PREFIX: the loader's variables, kept aside
+
+
 def program_env(lc_ctype: str) -> dict[str, str]:
     env = dict(os.environ)
+    for name in [name for name in env if name.startswith(_KEPT_PREFIX)]:
+        env[name[len(_KEPT_PREFIX):]] = env.pop(name)
     if lc_ctype == "-":
         env.pop("LC_CTYPE", None)
     else:

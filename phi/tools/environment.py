@@ -22,6 +22,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import (
     Any,
@@ -208,6 +209,10 @@ class LocalExecutionEnvironment:
         #: whether ``sandbox=`` was given (the coding layer applies its own default otherwise)
         self.sandbox_chosen = sandbox is not None
         self._temp = PrivateTemp()
+        self._real_roots: dict[str, str] = {}
+        self._roots_lock = threading.Lock()
+        for root in self.allowed_write_roots:  # resolved now, before any command could move them
+            self._real_root(root)
 
     def __repr__(self) -> str:
         return (f"LocalExecutionEnvironment(working_dir={self._cwd!r}, env_policy={self.env_policy!r}, "
@@ -372,7 +377,15 @@ class LocalExecutionEnvironment:
         :class:`~phi.tools.sandbox.SandboxUnavailable` where it cannot be kept."""
         if not self.sandbox.sandboxed:
             return None
-        return launcher_spec(self.sandbox, self.allowed_write_roots, self._temp.path())
+        roots = [self._real_root(root) for root in (*self.allowed_write_roots, *self.sandbox.writable_roots)]
+        return launcher_spec(self.sandbox, roots, self._temp.path())
+
+    def _real_root(self, root: str) -> str:
+        """``root``'s real path as it was the first time it was asked (a command cannot redirect it)."""
+        with self._roots_lock:
+            if root not in self._real_roots:
+                self._real_roots[root] = os.path.realpath(resolve_against(self._cwd, root))
+            return self._real_roots[root]
 
     def exec_command(
         self,

@@ -60,6 +60,49 @@ _REAPER_DIR = os.path.dirname(os.path.abspath(__file__))
 # The reaper is imported, not run as a script, so its compiled code is cached in __pycache__ (one
 # compilation less per command). Its directory goes last on sys.path: nothing there shadows stdlib.
 _REAPER_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); import _reaper; _reaper.run()"
+# A sandboxed command's launcher runs before it is confined, so it must not read anything a sandboxed
+# command could have changed: its code comes from this process's memory (read once, the first time a
+# sandbox asks for it) as marshalled bytecode, the interpreter by its real path, and the dynamic
+# loader's variables are kept aside until the command starts (see phi.tools._reaper.program_env).
+_SANDBOX_BOOT = ("import sys,marshal,binascii\nM=type(sys)\n"
+                 "for n,c in marshal.loads(binascii.a2b_base64(sys.argv.pop(1))):\n"
+                 " m=M(n);sys.modules[n]=m;exec(c,m.__dict__)\n"
+                 "sys.modules['_reaper'].run()")
+_LOADER_VARIABLES = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT")
+KEPT_PREFIX = "PHI_LAUNCHER_KEPT_"
+_launcher_payload: str | None = None
+_payload_lock = threading.Lock()
+
+
+def sandbox_launcher() -> tuple[str, str]:
+    """(interpreter, code) of the sandboxed launcher: the real path of this Python and the launcher's
+    modules as base64 of marshalled bytecode, made once per process."""
+    global _launcher_payload
+    with _payload_lock:
+        if _launcher_payload is None:
+            import binascii
+            import marshal
+
+            modules = []
+            for name in ("_sandbox", "_reaper"):
+                path = os.path.join(_REAPER_DIR, name + ".py")
+                with open(path, encoding="utf-8") as handle:
+                    modules.append((name, compile(handle.read(), path, "exec")))
+            _launcher_payload = binascii.b2a_base64(marshal.dumps(modules), newline=False).decode("ascii")
+        return os.path.realpath(sys.executable), _launcher_payload
+
+
+def launcher_env(env: Mapping[str, str] | None, sandbox: str | None) -> dict[str, str] | None:
+    """The environment the launcher starts with: ``env``, and for a sandboxed command the dynamic
+    loader's variables renamed (``PHI_LAUNCHER_KEPT_...``) so that no library they name loads before
+    the sandbox; the launcher gives them back to the command."""
+    if sandbox is None:
+        return dict(env) if env is not None else None
+    given = dict(env if env is not None else os.environ)
+    for name in _LOADER_VARIABLES:
+        if name in given:
+            given[KEPT_PREFIX + name] = given.pop(name)
+    return given
 
 
 def reaper_available() -> bool:
@@ -422,8 +465,11 @@ def reaper_command(argv: Sequence[str], env: Mapping[str, str] | None, mode: str
     :mod:`phi.tools._reaper`), confined first by the ``sandbox`` policy (JSON from
     :func:`phi.tools.sandbox.launcher_spec`) when given."""
     lc_ctype = (env if env is not None else os.environ).get("LC_CTYPE")
-    return [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, str(KILL_GRACE_SECONDS), mode,
-            "-" if lc_ctype is None else "=" + lc_ctype, sandbox or "-", *argv]
+    tail = [str(KILL_GRACE_SECONDS), mode, "-" if lc_ctype is None else "=" + lc_ctype, sandbox or "-", *argv]
+    if sandbox is not None:
+        python, code = sandbox_launcher()
+        return [python, "-I", "-S", "-c", _SANDBOX_BOOT, code, *tail]
+    return [sys.executable, "-I", "-S", "-c", _REAPER_BOOT, _REAPER_DIR, *tail]
 
 
 def _require_reaper(sandbox: str | None) -> None:
@@ -440,7 +486,7 @@ def start_background(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | 
     confined by ``sandbox`` when given. Stop it with :func:`stop_background`."""
     _require_reaper(sandbox)
     command = reaper_command(argv, env, "keep", sandbox) if reaper_available() else list(argv)
-    return subprocess.Popen(command, cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+    return subprocess.Popen(command, cwd=cwd, env=launcher_env(env, sandbox), stdin=subprocess.DEVNULL,
                             stdout=output, stderr=output, start_new_session=True, close_fds=True)
 
 
@@ -501,7 +547,7 @@ def run_process(
     proc = subprocess.Popen(
         command,
         cwd=cwd,
-        env=dict(env) if env is not None else None,
+        env=launcher_env(env, sandbox),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

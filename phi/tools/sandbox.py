@@ -43,8 +43,9 @@ log = get_logger(__name__)
 
 SandboxMode = Literal["read-only", "workspace-write", "full"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
-#: Directories inside a writable root that stay read-only (``.git`` unless ``git_writable``).
-PROTECTED_DIRS = (".phi",)
+#: What stays read-only directly inside a writable root when it exists (and ``.git`` unless
+#: ``git_writable``): each is read or run later by phi or git outside the sandbox.
+PROTECTED_NAMES = (".phi", ".mcp.json")
 #: Device files a sandboxed command may open for writing.
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 
@@ -237,9 +238,13 @@ def sandbox_status(refresh: bool = False) -> SandboxStatus:
         return _status
 
 
+_TEMP_PREFIX = "phi-sandbox-"
+
+
 class PrivateTemp:
-    """A sandboxed environment's private temporary directory: made on first use (mode 0700),
-    removed by :meth:`remove` or when the process exits."""
+    """A sandboxed environment's private temporary directory: made on first use (mode 0700, named
+    after this process), removed by :meth:`remove` or when the process exits; those of processes
+    that died without removing theirs are removed when the next one is made."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -248,8 +253,9 @@ class PrivateTemp:
 
     def path(self) -> str:
         with self._lock:
-            if self._path is None or not os.path.isdir(self._path):
-                self._path = tempfile.mkdtemp(prefix="phi-sandbox-")
+            if self._path is None or not _is_own_directory(self._path):
+                _remove_orphans()
+                self._path = os.path.realpath(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-"))
                 self._finalizer = weakref.finalize(self, _remove_tree, self._path)
             return self._path
 
@@ -264,20 +270,66 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _is_own_directory(path: str) -> bool:
+    """Still the directory made (a command may have replaced it with a symlink meanwhile)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+
+
+def _remove_orphans() -> None:
+    root = tempfile.gettempdir()
+    try:
+        names = [name for name in os.listdir(root) if name.startswith(_TEMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(_TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # its process is gone: nobody else removes it
+            path = os.path.join(root, name)
+            if _is_own_directory(path):
+                _remove_tree(path)
+        except OSError:
+            pass  # another user's process, alive
+
+
+def _beneath(path: str, roots: Sequence[str]) -> str | None:
+    for root in roots:
+        if path == root or path.startswith(root.rstrip("/") + "/"):
+            return root
+    return None
+
+
 def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: str,
                   status: SandboxStatus | None = None) -> str:
-    """The argument the launcher applies for ``policy`` (``write_roots``: the environment's;
-    ``temp_dir``: its private temporary directory; format in :mod:`phi.tools._sandbox`). Raises
+    """The argument the launcher applies for ``policy`` (``write_roots``: the environment's and the
+    policy's, resolved once — real paths, so that a command cannot turn the next command's root into a symlink
+    elsewhere; ``temp_dir``: its private temporary directory; format in :mod:`phi.tools._sandbox`,
+    which checks at each start that no root leads elsewhere). Raises
     :class:`SandboxUnavailable` when it cannot be kept, :class:`ConfigError` for a root whose name
     holds the item separator."""
     status = status or sandbox_status()
     if not status.available:
         raise SandboxUnavailable(f"the {policy.mode} sandbox cannot run here: {status.describe()}. "
                                  "Choose sandbox='full' to run commands unsandboxed.")
-    roots = [*write_roots, *policy.writable_roots] if policy.mode == "workspace-write" else []
-    write = sorted({os.path.realpath(root) for root in roots} | {os.path.realpath(temp_dir)})
-    protected = PROTECTED_DIRS if policy.git_writable else (".git", *PROTECTED_DIRS)
-    readonly = [os.path.join(root, name) for root in write if root != os.path.realpath(temp_dir) for name in protected]
+    roots = list(write_roots) if policy.mode == "workspace-write" else []
+    write = sorted({*roots, temp_dir})
+    for part, path in (("interpreter", os.path.realpath(sys.executable)),
+                       ("standard library", os.path.realpath(os.path.dirname(os.__file__)))):
+        root = _beneath(path, write)
+        if root is not None:  # a command could replace what the next command's launcher runs
+            raise SandboxUnavailable(f"the {policy.mode} sandbox cannot be kept: the launcher's Python {part} "
+                                     f"({path}) lies inside the writable directory {root}")
+    protected = PROTECTED_NAMES if policy.git_writable else (".git", *PROTECTED_NAMES)
+    readonly = [os.path.join(root, name) for root in write if root != temp_dir for name in protected]
     items = [*(f"write={path}" for path in write), *(f"readonly={path}" for path in readonly),
              *(f"file={path}" for path in DEVICE_FILES), f"net={int(policy.network)}", *status.layers()]
     for item in items:

@@ -278,8 +278,10 @@ def test_with_the_network_allowed_the_outside_listeners_are_reached(tmp_path: Pa
     listener = Listener(tmp_path)
     try:
         result = made.run(_connect_command(listener))
-        assert "tcp reached" in result.stdout and "unix reached" in result.stdout, result.output
-        assert sorted(listener.arrived()) == ["abstract", "tcp", "udp", "unix"]
+        assert "tcp reached" in result.stdout and "udp reached" in result.stdout, result.output
+        # other programs' Unix sockets (docker, tmux, D-Bus...) run commands outside: still closed
+        assert "unix refused" in result.stdout and "abstract refused" in result.stdout, result.output
+        assert sorted(listener.arrived()) == ["tcp", "udp"]
     finally:
         listener.close()
         made.env.cleanup()
@@ -430,3 +432,115 @@ def test_policies_and_settings_are_checked() -> None:
         as_policy(3)  # type: ignore[arg-type]
     with pytest.raises(SandboxUnavailable, match="cannot run here"):
         launcher_spec(SandboxPolicy(), ["/x"], "/tmp", SandboxStatus(reason="test"))
+
+
+
+@needs_namespaces
+def test_system_v_ipc_keyrings_and_terminals_of_the_host_are_out_of_reach(box: Box) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = 0x5A000000 + os.getpid() % 0xFFFFFF
+    segment = libc.shmget(key, 4096, 0o1600)  # IPC_CREAT | 0600
+    assert segment >= 0
+    host_pty, _ = os.openpty()
+    pts = os.ttyname(_)
+    try:
+        script = ("import ctypes, os, socket, sys\n"
+                  "libc = ctypes.CDLL(None, use_errno=True)\n"
+                  f"print('shm', libc.shmget({key}, 0, 0) >= 0)\n"
+                  "print('keyctl', libc.syscall(250 if os.uname().machine == 'x86_64' else 219, 0, -3, 0) >= 0)\n"
+                  f"print('pts', os.path.exists({pts!r}))\n"
+                  "try:\n    socket.socket(40, socket.SOCK_STREAM); print('vsock', True)\n"
+                  "except OSError:\n    print('vsock', False)\n"
+                  "try:\n    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); print('dgram-pair', True)\n"
+                  "except OSError:\n    print('dgram-pair', False)\n"
+                  "a, b = socket.socketpair(); a.sendall(b'ok'); print('stream-pair', b.recv(2) == b'ok')\n"
+                  "m, s = os.openpty(); print('own-pty', os.isatty(s))\n")
+        result = box.run(f"{PY} -c {shlex.quote(script)}")
+        assert result.stdout.split("\n")[:7] == ["shm False", "keyctl False", "pts False", "vsock False",
+                                                 "dgram-pair False", "stream-pair True", "own-pty True"], result.output
+    finally:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+        os.close(host_pty)
+        os.close(_)
+
+
+@needs_sandbox
+def test_a_write_root_turned_into_a_symlink_by_a_command_does_not_lead_out(tmp_path: Path) -> None:
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    (made.ws / "sub").mkdir()
+    made.env = LocalExecutionEnvironment(str(made.ws), sandbox="workspace-write",
+                                         allowed_write_roots=[str(made.ws), str(made.ws / "sub"), str(made.ws / "later")])
+    try:
+        made.run('mv sub sub_old && ln -s "$OUT" sub && ln -s "$OUT" later && echo swapped')
+        result = made.run('echo x > sub/pwned; echo y > later/pwned; echo z > "$OUT/pwned"')
+        assert made.outside_unchanged(), result.output  # the roots that lead elsewhere now are not writable
+    finally:
+        made.env.cleanup()
+
+
+@needs_sandbox
+def test_the_launcher_runs_nothing_a_command_could_change_phi_vendored_in_the_workspace(tmp_path: Path) -> None:
+    """phi copied into the project under another name: a command rewrites the copy's launcher files;
+    the next command's launcher still runs the code read before, and stays confined."""
+    import shutil
+
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    vendor = made.ws / "app" / "_vendor"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "phi", vendor / "phi2",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    script = f"""
+import sys
+sys.path.insert(0, {str(made.ws / 'app' / '_vendor')!r})
+from phi2.tools import LocalExecutionEnvironment
+env = LocalExecutionEnvironment({str(made.ws)!r}, sandbox="workspace-write")
+evil = "\\nimport os\\nopen({str(made.out / 'pwned')!r}, 'w').write('x')\\n"
+for name in ("_sandbox.py", "_reaper.py"):
+    print(env.exec_command(f"echo {{evil!r}} >> app/_vendor/phi2/tools/{{name}}; echo $?", 30000).stdout.strip())
+print(env.exec_command("echo second > second.txt; cat second.txt", 30000).output.strip())
+env.cleanup()
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.split() == ["0", "0", "second"], done.stdout + done.stderr
+    assert made.outside_unchanged()
+    made.env.cleanup()
+
+
+@needs_namespaces
+def test_a_git_symlink_or_gitdir_file_protects_what_it_leads_to(tmp_path: Path) -> None:
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    subprocess.run(["git", "init", "-q", "--separate-git-dir", str(made.ws / "store"), str(made.ws)], check=True)
+    pointer = (made.ws / ".git").read_text()
+    try:
+        made.run('echo evil > store/hooks/pre-commit; echo "[core]" >> store/config; echo "gitdir: /tmp" > .git')
+        assert not (made.ws / "store" / "hooks" / "pre-commit").exists()
+        assert (made.ws / ".git").read_text() == pointer
+    finally:
+        made.env.cleanup()
+
+
+@needs_namespaces
+def test_an_existing_mcp_json_in_the_workspace_is_read_only(box: Box) -> None:
+    (box.ws / ".mcp.json").write_text("{}")
+    box.run('echo \'{"mcpServers": {"x": {"command": "touch"}}}\' > .mcp.json; rm -f .mcp.json')
+    assert (box.ws / ".mcp.json").read_text() == "{}"
+
+
+def test_the_launcher_keeps_the_loader_variables_aside_for_the_command() -> None:
+    from phi.tools.process import launcher_env
+
+    env = launcher_env({"LD_LIBRARY_PATH": "/ws/lib", "LD_PRELOAD": "/ws/x.so", "PATH": "/bin"}, "spec")
+    assert env == {"PHI_LAUNCHER_KEPT_LD_LIBRARY_PATH": "/ws/lib", "PHI_LAUNCHER_KEPT_LD_PRELOAD": "/ws/x.so",
+                   "PATH": "/bin"}
+    assert launcher_env({"LD_PRELOAD": "x"}, None) == {"LD_PRELOAD": "x"}
+
+
+@needs_sandbox
+def test_the_command_gets_its_loader_variables_back(tmp_path: Path) -> None:
+    env = LocalExecutionEnvironment(str(tmp_path), sandbox="workspace-write",
+                                    base_env={"PATH": os.environ["PATH"], "LD_LIBRARY_PATH": "/nowhere/lib"})
+    try:
+        assert env.exec_command('echo "$LD_LIBRARY_PATH"', 30_000).stdout.strip() == "/nowhere/lib"
+    finally:
+        env.cleanup()
