@@ -8,7 +8,9 @@ current state; the snapshot only orients it.
 
 Every ``git`` call has a timeout, does not take optional locks (``--no-optional-locks``: a snapshot
 never rewrites the index), ignores the variables that would point git at another repository, and
-runs with a fixed locale. Outside a work tree, without a ``git`` executable, or when git fails or
+runs with a fixed locale and without ``core.fsmonitor``; given a ``sandbox`` (the environment's
+:meth:`~phi.tools.environment.LocalExecutionEnvironment.helper_sandbox`) it runs read-only inside
+it, since the repository's config, hooks and filters may come from a sandboxed command. Outside a work tree, without a ``git`` executable, or when git fails or
 hangs, :func:`git_snapshot` returns None (logged at debug level) and the prompt simply has no git
 section.
 """
@@ -20,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..errors import PhiError
 from ..log import get_logger
 
 __all__ = ["GitSnapshot", "git_snapshot", "git_root", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
@@ -98,9 +101,12 @@ def _git_environment() -> dict[str, str]:
     return env
 
 
-def _run_git(cwd: str, args: Sequence[str], timeout: float) -> str | None:
+def _run_git(cwd: str, args: Sequence[str], timeout: float, sandbox: str | None = None) -> str | None:
     """stdout of ``git args`` in ``cwd``, or None when git is missing, fails or times out."""
-    command = ["git", "--no-optional-locks", "-c", "core.quotepath=off", "-c", "log.showSignature=false", *args]
+    command = ["git", "--no-optional-locks", "-c", "core.quotepath=off", "-c", "log.showSignature=false",
+               "-c", "core.fsmonitor=false", *args]
+    if sandbox is not None:
+        return _run_sandboxed(cwd, command, timeout, sandbox)
     try:
         done = subprocess.run(command, cwd=cwd, env=_git_environment(), stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=timeout, check=False)
@@ -117,9 +123,25 @@ def _run_git(cwd: str, args: Sequence[str], timeout: float) -> str | None:
     return done.stdout.decode("utf-8", "replace")
 
 
-def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S) -> str | None:
+def _run_sandboxed(cwd: str, command: list[str], timeout: float, sandbox: str) -> str | None:
+    from ..tools.process import run_process
+
+    try:
+        done = run_process(command, cwd=cwd, env=_git_environment(), timeout_ms=max(1, int(timeout * 1000)),
+                           sandbox=sandbox)
+    except (OSError, PhiError) as exc:
+        log.debug("git %s in %s could not run: %s", command[-1], cwd, exc)
+        return None
+    if done.exit_code != 0 or done.timed_out:
+        log.debug("git in %s exited %d%s: %s", cwd, done.exit_code, " (timed out)" if done.timed_out else "",
+                  done.stderr.strip()[:200])
+        return None
+    return done.stdout
+
+
+def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None) -> str | None:
     """The top directory of the work tree around ``cwd``, or None outside one (or without git)."""
-    out = _run_git(os.fspath(cwd), ["rev-parse", "--show-toplevel"], timeout)
+    out = _run_git(os.fspath(cwd), ["rev-parse", "--show-toplevel"], timeout, sandbox)
     root = out.strip() if out else ""
     return root or None
 
@@ -163,24 +185,24 @@ def _subject(line: str) -> str:
 
 
 def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
-                 timeout: float = GIT_TIMEOUT_S) -> GitSnapshot | None:
+                 timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None) -> GitSnapshot | None:
     """Branch, status counts and the last ``commits`` subjects of the repository around ``cwd``.
 
     None outside a git work tree, when ``git`` is not installed, or when a git command fails or
     takes longer than ``timeout`` seconds.
     """
     where = os.fspath(cwd)
-    root = git_root(where, timeout=timeout)
+    root = git_root(where, timeout=timeout, sandbox=sandbox)
     if root is None:
         return None
-    status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout)
+    status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout, sandbox)
     if status is None:
         return None
     headers, counts = _parse_status(status)
     oid = headers.get("branch.oid", "")
     head_name = headers.get("branch.head", "")
     has_commits = bool(oid) and oid != "(initial)"
-    log_text = _run_git(where, ["log", f"-n{commits}", "--no-color", "--format=%h %s"], timeout) \
+    log_text = _run_git(where, ["log", f"-n{commits}", "--no-color", "--format=%h %s"], timeout, sandbox) \
         if has_commits and commits > 0 else ""
     ahead, behind = _ahead_behind(headers.get("branch.ab", ""))
     return GitSnapshot(

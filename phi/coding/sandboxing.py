@@ -1,9 +1,10 @@
 """The coding layer's command sandbox (SPEC §14 CODE-11, over §9.1 "Sandbox").
 
-A session that owns a :class:`~phi.tools.environment.LocalExecutionEnvironment` which did not choose
-a sandbox gives it ``SessionConfig.sandbox`` (``workspace-write`` by default). Where this machine
-cannot keep a sandboxed policy (:func:`~phi.tools.sandbox.sandbox_status`), the environment runs
-commands unconfined instead and every command must be approved: the session's approval callback is
+A session whose environment is (or wraps) a :class:`~phi.tools.environment.LocalExecutionEnvironment`
+which did not choose a sandbox gives it ``SessionConfig.sandbox`` (``workspace-write`` by default).
+Where this machine cannot keep a sandboxed policy (:func:`~phi.tools.sandbox.sandbox_status`), such
+an environment runs commands unconfined instead and every command must be approved (one that chose
+its sandbox itself keeps it, and its commands fail with ``SandboxUnavailable``): the session's approval callback is
 asked (whatever it answers for other calls), and without one commands are refused, saying why. This
 is logged once and shown by :meth:`CommandSandbox.describe` (``phi`` puts it in its banner).
 """
@@ -45,21 +46,41 @@ class CommandSandbox:
         return f"{self.policy.describe()} ({self.status.describe()})"
 
 
+def local_environment(env: ExecutionEnvironment) -> LocalExecutionEnvironment | None:
+    """The :class:`LocalExecutionEnvironment` ``env`` is or wraps (``ScopedEnvironment``,
+    ``ReadOnlyEnvironment``, ``LoggingEnvironment``... all keep it as ``inner``), if any."""
+    seen = 0
+    current: object = env
+    while not isinstance(current, LocalExecutionEnvironment) and seen < 16:
+        current = getattr(current, "inner", None)
+        seen += 1
+    return current if isinstance(current, LocalExecutionEnvironment) else None
+
+
+def helper_sandbox(env: ExecutionEnvironment) -> str | None:
+    """Where phi's own commands (``git`` for the prompt) run for ``env``: the launcher's read-only
+    instructions, or None (no sandbox asked for); raises ``SandboxUnavailable`` when one was asked
+    for and cannot be kept."""
+    local = local_environment(env)
+    return local.helper_sandbox() if local is not None else None
+
+
 def choose_sandbox(env: ExecutionEnvironment, setting: SandboxPolicy | str | None) -> CommandSandbox:
     """Give ``env`` the session's sandbox unless it chose its own, and fall back as the module says."""
-    if not isinstance(env, LocalExecutionEnvironment):
+    local = local_environment(env)
+    if local is None:
         return CommandSandbox(as_policy(None), None)
-    if not env.sandbox_chosen:
-        env.sandbox = as_policy(setting)
-    policy = env.sandbox
+    if not local.sandbox_chosen:
+        local.sandbox = as_policy(setting)
+    policy = local.sandbox
     if not policy.sandboxed:
         return CommandSandbox(policy, sandbox_status())
     status = sandbox_status()
-    if not status.available:  # sandbox_status() has warned, once per process
+    if not status.available and not local.sandbox_chosen:  # sandbox_status() has warned, once per process
         log.info("%s sandbox asked for but %s: commands run unconfined and each needs approval",
                  policy.mode, status.describe())
-        env.sandbox = SandboxPolicy("full")  # each command is approved instead (see the pipeline)
+        local.sandbox = SandboxPolicy("full")  # each command is approved instead (see the pipeline)
     return CommandSandbox(policy, status)
 
 
-__all__ = ["CommandSandbox", "choose_sandbox"]
+__all__ = ["CommandSandbox", "choose_sandbox", "helper_sandbox", "local_environment"]

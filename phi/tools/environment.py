@@ -12,6 +12,7 @@ writes are resolved beneath their root without a check-then-use window; commands
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 import os
@@ -58,7 +59,7 @@ from .fs_safe import (
 from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
 from .process import run_process, start_background
-from .sandbox import PrivateTemp, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
+from .sandbox import PROTECTED_NAMES, PrivateTemp, ProtectedPathError, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -283,11 +284,32 @@ class LocalExecutionEnvironment:
         target = self._checked(path)
         in_force = self.allowed_write_roots if roots is None else [resolve_against(self._cwd, r) for r in roots]
         located = locate_beneath(target, in_force)
+        if self.sandbox.sandboxed:
+            self._refuse_protected(target, located[0] if located is not None else None)
         if located is not None:
             return located[0], located[1], target
         if roots is not None:
             raise ConfinementError(target, ", ".join(in_force) or "(none)", "the path")
         return "/", split_parts(target), target
+
+    def _refuse_protected(self, target: str, root: str | None) -> None:
+        """Under a sandbox the file tools keep to what commands may change: nothing in ``read-only``,
+        and never an existing-or-new ``.git`` (unless ``git_writable``), ``.phi`` or top-level
+        ``.mcp.json`` (git and phi would run or trust them later, outside the sandbox)."""
+        if self.sandbox.mode == "read-only":
+            raise ProtectedPathError(errno.EACCES, "refused: the read-only sandbox allows no writes", target)
+        protected = set(PROTECTED_NAMES) | (set() if self.sandbox.git_writable else {".git"})
+        for path in (target, os.path.realpath(target)):
+            base = root if root is not None else self._cwd
+            real_base = os.path.realpath(base) if path != target else base
+            relative = os.path.relpath(path, real_base)
+            parts = [] if relative.startswith("..") else relative.split(os.sep)
+            if parts and (parts[0] == ".mcp.json" or any(part in protected - {".mcp.json"} for part in parts[:-1])
+                          or parts[-1] in protected - {".mcp.json"}):
+                name = parts[0] if parts[0] in protected else next(part for part in parts if part in protected)
+                raise ProtectedPathError(errno.EACCES, f"refused: {name} is protected by the {self.sandbox.mode} "
+                                         "sandbox (what is written there would be run or trusted later, outside "
+                                         "it)", target)
 
     def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
                    verify: Verify | None = None) -> None:
@@ -379,6 +401,14 @@ class LocalExecutionEnvironment:
             return None
         roots = [self._real_root(root) for root in (*self.allowed_write_roots, *self.sandbox.writable_roots)]
         return launcher_spec(self.sandbox, roots, self._temp.path())
+
+    def helper_sandbox(self) -> str | None:
+        """The launcher's instructions for a command phi itself runs in this environment (``git`` for
+        the system prompt): ``read-only`` when commands are sandboxed (a repository's config, hooks
+        and filters are the workspace's, which a command may have written), else None."""
+        if not self.sandbox.sandboxed:
+            return None
+        return launcher_spec(SandboxPolicy("read-only"), [], self._temp.path())
 
     def _real_root(self, root: str) -> str:
         """``root``'s real path as it was the first time it was asked (a command cannot redirect it)."""

@@ -59,6 +59,10 @@ class SandboxUnavailable(ToolError):
     """A sandboxed policy was asked for where the kernel cannot keep it (:func:`sandbox_status`)."""
 
 
+class ProtectedPathError(PermissionError):
+    """A file tool was asked to write where a sandboxed environment keeps things read-only."""
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """What a command may change and reach (see the module docstring).
@@ -338,5 +342,5 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
     return _SEPARATOR.join(items)
 
 
-__all__ = ["SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
+__all__ = ["ProtectedPathError", "SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
            "as_policy", "sandbox_status", "start_probe", "launcher_spec"]

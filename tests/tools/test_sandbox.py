@@ -544,3 +544,48 @@ def test_the_command_gets_its_loader_variables_back(tmp_path: Path) -> None:
         assert env.exec_command('echo "$LD_LIBRARY_PATH"', 30_000).stdout.strip() == "/nowhere/lib"
     finally:
         env.cleanup()
+
+
+@needs_sandbox
+def test_the_file_tools_keep_to_what_sandboxed_commands_may_change(tmp_path: Path) -> None:
+    from phi.tools.sandbox import ProtectedPathError
+
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    (made.ws / ".git").mkdir()
+    (made.ws / "link").symlink_to(made.ws / ".git")
+    try:
+        for path in (".git/config", "link/hooks/pre-commit", ".phi/settings.json", ".mcp.json", "sub/.git/config"):
+            with pytest.raises(ProtectedPathError, match="is protected by the workspace-write sandbox"):
+                made.env.write_file(path, "x", roots=[str(made.ws)])
+        made.env.write_file(".gitignore", "x\n", roots=[str(made.ws)])
+        made.env.write_file("sub/.mcp.json", "{}", roots=[str(made.ws)])
+        assert (made.ws / ".gitignore").exists() and not (made.ws / ".git" / "config").exists()
+        read_only = LocalExecutionEnvironment(str(made.ws), sandbox="read-only")
+        with pytest.raises(ProtectedPathError, match="read-only sandbox allows no writes"):
+            read_only.write_file("new.txt", "x", roots=[str(made.ws)])
+        full = LocalExecutionEnvironment(str(made.ws), sandbox="full")
+        full.write_file(".git/config", "[core]\n", roots=[str(made.ws)])
+    finally:
+        made.env.cleanup()
+
+
+@needs_sandbox
+def test_phis_own_git_runs_the_repositorys_filters_inside_the_sandbox(tmp_path: Path) -> None:
+    """A command may write the repository's config (a new .git, a filter); phi's git snapshot for the
+    next prompt runs git, which runs that filter: read-only and confined, not with the user's rights."""
+    from phi.coding.git_context import git_snapshot
+
+    made = Box(tmp_path, SandboxPolicy("workspace-write", git_writable=True))
+    pwned = made.out / "pwned"
+    try:
+        made.run("git init -q . && echo '*.txt filter=evil' > .gitattributes && echo a > f.txt && "
+                 "git add -A && git -c user.name=t -c user.email=t@e commit -qm one && echo b > f.txt && "
+                 f"git config filter.evil.clean 'sh -c \"touch {pwned}; cat\"' && git config core.fsmonitor "
+                 f"'touch {pwned}.fsmonitor; true'")
+        snapshot = git_snapshot(str(made.ws), sandbox=made.env.helper_sandbox())
+        assert snapshot is not None and snapshot.modified == 1
+        assert made.outside_unchanged()
+        git_snapshot(str(made.ws))  # the same snapshot unsandboxed runs the filter: the test can fail
+        assert pwned.exists()
+    finally:
+        made.env.cleanup()
