@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Callable, TextIO, Union
 from ..errors import PhiError
 from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
-from .approval import ApprovalGate, describe, rule_for
+from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff
 from .startup import Loader
@@ -93,7 +93,7 @@ class Repl:
         enabled = options.color == "always" or (options.color == "auto" and terminal
                                                   and os.environ.get("NO_COLOR") is None)
         self.style = Style(enabled)
-        self.gate = ApprovalGate(options.approve or "smart")
+        self.gate = make_gate(options, options.approve or "smart")  # a broken settings file stops phi here
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never")
@@ -246,6 +246,11 @@ class Repl:
         self.renderer.line(f"{s('bold', 'phi')} · {model} ({profile_id}) · {where}")
         self.renderer.line(s("grey", f"session {self.loader.session_id} · /help for commands · Ctrl+C aborts a "
                                      "run, twice at the prompt exits"))
+        self._banner_rules()
+
+    def _banner_rules(self) -> None:
+        """The approval mode and the permission rules in force (``/approve`` lists them)."""
+        self.renderer.line(self.style("grey", summary(self.gate)))
 
     def run(self) -> int:
         self.banner()
@@ -479,7 +484,7 @@ class Repl:
         self.renderer.fresh_line()
         try:
             self._show_preview(question)
-            self.renderer.line(self.style("grey", f"  [a] adds the rule: always allow {rule_for(question.request)}"))
+            self._show_always(question)
             ask = self.style("yellow", f"? allow {describe(question.request)} — "
                                        "[y]es, [n]o, [a]lways for this session: ")
             self.renderer.write(ask)
@@ -495,6 +500,16 @@ class Repl:
         if self.term.tty:  # the key was not echoed
             self.renderer.write(f"{reply}\n")
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
+
+    def _show_always(self, question: Question) -> None:
+        """The rule an "always" answer adds, shown before the question (or the ask rule that asks)."""
+        rule = self.gate.always_rule(question)
+        if rule is not None:
+            self.renderer.line(self.style("grey", f"  [a] always allow: {rule.text}"))
+        elif question.asked_by is not None:
+            source = f" ({question.asked_by.source})" if question.asked_by.source else ""
+            self.renderer.line(self.style("grey", f"  asked because of the rule {question.asked_by}{source}; "
+                                                  "[a] allows this call only"))
 
     def _show_preview(self, question: Question) -> None:
         """The diff a write call would make, a page at a time ([space] next page, [q] to the question)."""

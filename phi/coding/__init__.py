@@ -16,7 +16,9 @@ Map (each module's docstring names the seed sections it implements):
   ``create_anthropic_profile`` / ``create_gemini_profile``; their tools in
   :mod:`~phi.coding.profile_tools`; :mod:`~phi.coding.registry` — :class:`ToolRegistry`,
   :class:`RegisteredTool`.
-* :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode.
+* :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode;
+  :mod:`~phi.coding.permissions` — allow / ask / deny rules by tool and argument pattern, from
+  settings files (:class:`PermissionPolicy`), reading commands with :mod:`~phi.coding.shell_words`.
 * :mod:`~phi.coding.subagents` — the children a session spawns; their tools (``spawn_agent`` /
   ``send_input`` / ``wait`` / ``close_agent``) in :mod:`~phi.coding.subagent_tools`.
 * The system prompt layers (:mod:`~phi.coding.prompt`, ``instructions``, ``environment_context``,
@@ -43,17 +45,23 @@ if TYPE_CHECKING:
     from .approval import (
         allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
+    from .permissions import (
+        load_permission_rules, PermissionPolicy, PermissionRule, PermissionRuleError, PermissionRules,
+        read_settings_rules, suggest_rule, Verdict,
+    )
     from .subagents import SubAgentHandle, SubAgentResult, SubAgentSession
     from .scoped_env import ScopedEnvironment
     from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn
 
 __all__ = [
-    "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "EventKind", "ProfileOptions",
+    "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "EventKind", "PermissionPolicy",
+    "PermissionRule", "PermissionRuleError", "PermissionRules", "ProfileOptions",
     "ProviderProfile", "RegisteredTool", "ScopedEnvironment", "Session", "SessionClosed", "SessionConfig",
     "SessionEvent", "SessionState", "SessionStream", "SmartApproval", "SteeringTurn", "SubAgentHandle",
     "SubAgentResult", "SubAgentSession", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolHost",
-    "ToolRegistry", "ToolResultsTurn", "UserTurn", "allow_all", "create_anthropic_profile",
-    "create_gemini_profile", "create_openai_profile", "create_profile", "deny_changes",
+    "ToolRegistry", "ToolResultsTurn", "UserTurn", "Verdict", "allow_all", "create_anthropic_profile",
+    "create_gemini_profile", "create_openai_profile", "create_profile", "deny_changes", "load_permission_rules",
+    "read_settings_rules", "suggest_rule",
 ]
 
 if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them

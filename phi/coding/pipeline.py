@@ -133,7 +133,8 @@ class SessionTool:
         config = session.config
         with self.workers.working():  # an abort from the callbacks below must not wait for this call
             if config.approval is not None:
-                request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
+                request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind,
+                                          session.execution_env.working_directory())
                 allowed, reason = decide(config.approval, request)
                 if not allowed:
                     because = f": {reason.rstrip('.')}." if reason else "."
