@@ -8,7 +8,6 @@ import json
 import os
 import random
 import shutil
-import stat
 import subprocess
 
 import pytest
@@ -32,11 +31,12 @@ from phi.coding import (
     suggest_rule,
 )
 from phi.coding.permissions import command_pattern, parse_rule_text
-from phi.coding.shell_words import is_assignment, parse_command
+from phi.coding.shell_words import parse_command
 from phi.providers.mock import ScriptedProvider
 from phi.tools import LocalExecutionEnvironment
 
 from .helpers import call, collect, of_kind
+from .shell_differential import Bash, random_line, seen_by_parser
 
 
 def shell(command, working_dir=""):
@@ -449,50 +449,24 @@ def test_the_request_carries_the_sessions_working_directory(tmp_path):
 # ----------------------------------------------------------------------------- bash agrees
 
 
-STUBS = ("npm", "git", "curl", "rm", "ls", "cat")
-PIECES = ["npm", "test", "git", "status", "curl", "rm", "ls", "cat", "-x", ";", "&&", "||", "|", "&", "\n", "(", ")",
-          "'a;b'", '"c|d"', "\\;", "\\\n", "#", "x#y", ">", "/dev/null", "2>&1", "$'e\\'f;g'", '"\\""', "'", '"',
-          "{", "}", "!", "then", "<", "<<<", "w", "${HOME}", "\\'", "\t", "a=b", "--", "*"]
-
-
-RESERVED = {"!", "{", "}", "then", "do", "done", "else", "elif", "if", "fi", "while", "until", "time", "case", "esac",
-            "for", "in", "function", "select", "[[", "]]", "coproc"}
-
-
-def _runs(ran, parsed):
-    """Whether the command bash ran is the parsed one, maybe behind reserved words or assignments
-    (`! rm x`, `{ rm x`, `A=1 rm x`): a parsed command starting so is never allowed by a prefix rule
-    (its first word is not a program a rule names)."""
-    return any(parsed[k:] == ran and all(word in RESERVED or is_assignment(word) for word in parsed[:k])
-               for k in range(len(parsed)))
-
-
 def test_what_bash_runs_is_what_the_parser_saw(tmp_path):
-    """For generated lines the parser calls plain (no substitution, no file written, read to the
-    end), bash — running them with stub programs — runs no command the parser did not list."""
+    """A slice of scripts/fuzz/shell_words_differential.py (see tests/coding/shell_differential.py):
+    for generated lines the parser calls plain, bash — running them with stub programs — runs no
+    command the parser did not list."""
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("no bash here")
-    stubs, log, empty = tmp_path / "bin", tmp_path / "log", tmp_path / "empty"
-    stubs.mkdir()
-    empty.mkdir()  # where `*` matches nothing and stays a `*`
-    for name in STUBS:
-        stub = stubs / name
-        stub.write_text(f'#!{bash}\nprintf "%s\\0" {name} "$@" >> "$LOG"; printf "\\1\\0" >> "$LOG"\n')
-        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    runner = Bash(bash, tmp_path)
     generator = random.Random(34)
-    checked = 0
-    for _ in range(600):
-        line = " ".join(generator.choice(PIECES) for _ in range(generator.randint(1, 9)))
+    checked = ran_commands = 0
+    for _ in range(500):
+        line = random_line(generator)
         parsed = parse_command(line)
         if not parsed.plain:
             continue
-        log.write_bytes(b"")
-        # HOME is its own name, so ${HOME} expands to the word the parser kept
-        subprocess.run([bash, "--norc", "--noprofile", "-c", line], cwd=empty, capture_output=True, timeout=10,
-                       env={"PATH": str(stubs), "LOG": str(log), "HOME": "${HOME}"})
-        ran = [run.split("\0")[:-1] for run in log.read_bytes().decode().split("\1\0") if run]
+        ran = runner.run(line)
         seen = [command.words for command in parsed.commands]
-        assert all(any(_runs(words, parsed_words) for parsed_words in seen) for words in ran), (line, ran, seen)
+        assert all(any(seen_by_parser(words, parsed_words) for parsed_words in seen) for words in ran), (line, ran, seen)
         checked += 1
-    assert checked > 150
+        ran_commands += len(ran)
+    assert checked > 250 and ran_commands > 200
