@@ -108,8 +108,9 @@ class ApprovalGate:
             return None
 
     def always_rule(self, question: Question) -> PermissionRule | None:
-        """The rule an "always" answer to ``question`` adds (None when an ask rule made phi ask: an
-        allow rule would not outweigh it, so "always" allows this call only)."""
+        """The rule an "always" answer to ``question`` adds; None when "always" allows this call only:
+        an ask rule made phi ask (an allow rule would not outweigh it), or no rule can name the exact
+        command (:func:`~phi.coding.permissions.suggest_rule`)."""
         if question.asked_by is not None:
             return None
         from ..coding.permissions import suggest_rule

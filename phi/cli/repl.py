@@ -510,6 +510,8 @@ class Repl:
             source = f" ({question.asked_by.source})" if question.asked_by.source else ""
             self.renderer.line(self.style("grey", f"  asked because of the rule {question.asked_by}{source}; "
                                                   "[a] allows this call only"))
+        else:
+            self.renderer.line(self.style("grey", "  [a] allows this call only (no rule can name this exact command)"))
 
     def _show_preview(self, question: Question) -> None:
         """The diff a write call would make, a page at a time ([space] next page, [q] to the question)."""

@@ -201,7 +201,8 @@ def parse_rule_text(text: str) -> tuple[str, str | None]:
 @dataclass(frozen=True)
 class CommandPattern:
     """A command pattern read: ``prefix`` (words, then anything), ``words`` (exactly these words) or
-    ``exact`` (exactly this command line, compared by :attr:`normalised`)."""
+    ``exact`` (exactly this command line, compared by :attr:`normalised`). ``words`` are keys
+    (:data:`~phi.coding.shell_words.EXPANDS`): a quoted ``'*'`` is not an unquoted ``*``."""
 
     kind: str
     words: tuple[str, ...]
@@ -215,7 +216,7 @@ def command_pattern(pattern: str) -> CommandPattern:
     if not parsed.complete:
         raise PermissionRuleError(f"{pattern!r} is not a whole command (an open quote or bracket?)")
     single = len(parsed.commands) == 1 and parsed.plain and len(parsed.tokens) == len(parsed.commands[0].words)
-    words = tuple(parsed.commands[0].words) if parsed.commands else ()
+    words = tuple(parsed.commands[0].keys) if parsed.commands else ()
     stars = [k for k, token in enumerate(parsed.tokens) if token == "*"]
     if stars and stars != [len(parsed.tokens) - 1]:
         raise PermissionRuleError(f"{pattern!r}: * stands for the remaining arguments and must come last "
@@ -436,7 +437,7 @@ def _allowing(rules: Sequence[PermissionRule], call: _Call, root: str) -> Permis
         first: PermissionRule | None = None
         for command in parsed.commands:
             rule = next((rule for rule, pattern in patterns if pattern.kind != "exact"
-                         and command.words and _same_words(command.words, pattern, by_name=False)), None)
+                         and command.keys and _same_words(command.keys, pattern, by_name=False)), None)
             if rule is None:
                 return None
             first = first or rule
@@ -536,32 +537,45 @@ class PermissionPolicy:
 # --------------------------------------------------------------------------- "always"
 
 
-def suggest_rule(request: ApprovalRequest, source: str = "session") -> PermissionRule:
+def suggest_rule(request: ApprovalRequest, source: str = "session") -> PermissionRule | None:
     """The allow rule an "always" answer to ``request`` adds. A command: its program and a following
     plain subcommand word, then any arguments (``npm test`` → ``npm test *``, ``git status --short``
     → ``git status *``, ``ls -la`` → ``ls *``); the exact command for a line of several commands, a
     substitution or a redirection writing a file, a leading ``NAME=value``, a program that runs
     other commands or deletes or overwrites (``bash``, ``sudo``, ``rm``, ``mv``, ...: :data:`EXACT_ONLY`),
-    and for a program of :data:`NEEDS_SUBCOMMAND` without a plain subcommand word. Any other call:
-    its tool."""
+    and for a program of :data:`NEEDS_SUBCOMMAND` without a plain subcommand word; None when no
+    pattern names that exact command (a bare ``*`` word, as in ``rm -rf *``, would read as "any
+    arguments"; an unclosed quote): "always" then allows that call only. Any other call: its tool."""
     line = command_line(request)
     if line is None:
         return PermissionRule("allow", request.tool_name, None, source)
     parsed = parse_command(line)
-    exact = PermissionRule("allow", request.tool_name, parsed.normalised or line.strip(), source)
+    exact = _exact_rule(request.tool_name, parsed, source)
     if not parsed.plain or len(parsed.commands) != 1 or len(parsed.tokens) != len(parsed.commands[0].words):
         return exact
-    words = parsed.commands[0].words
+    command = parsed.commands[0]
+    words, keys = command.words, command.keys
     name = program(words[0]) if words else ""
-    if not words or is_assignment(words[0]) or name in EXACT_ONLY or "*" in words[0]:
+    if not words or is_assignment(words[0]) or name in EXACT_ONLY or keys[0] != words[0]:
         return exact
-    if len(words) >= 2 and _PLAIN_WORD.fullmatch(words[1]):
+    if len(words) >= 2 and keys[1] == words[1] and _PLAIN_WORD.fullmatch(words[1]):
         prefix = words[:2]
     elif name in NEEDS_SUBCOMMAND:
         return exact
     else:
         prefix = words[:1]
     return PermissionRule("allow", request.tool_name, " ".join(shlex.quote(word) for word in prefix) + " *", source)
+
+
+def _exact_rule(tool: str, parsed: ParsedCommand, source: str) -> PermissionRule | None:
+    """The rule naming exactly this command line, if a pattern can (see :func:`suggest_rule`)."""
+    try:
+        pattern = command_pattern(parsed.normalised)
+    except PermissionRuleError:
+        return None
+    if pattern.kind == "prefix" or pattern.normalised != parsed.normalised:
+        return None
+    return PermissionRule("allow", tool, parsed.normalised, source)
 
 
 # --------------------------------------------------------------------------- settings files

@@ -46,12 +46,20 @@ _ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
            "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
+#: marks, in a word's key, a character the shell expands (an unquoted glob character, a ``$``
+#: expansion, a leading ``~``): ``rm *`` and ``rm '*'`` have the same words, not the same keys
+EXPANDS = "\0"
+_GLOB = "*?[{"
+
+
 @dataclass
 class SimpleCommand:
-    """One simple command: its words (quotes removed), its redirections ``(operator, target)`` and
-    the bodies of its here-documents."""
+    """One simple command: its words (quotes removed), their keys (the words with what the shell
+    expands marked, :data:`EXPANDS`: what rules compare), its redirections ``(operator, target)``
+    and the bodies of its here-documents."""
 
     words: list[str] = field(default_factory=list[str])
+    keys: list[str] = field(default_factory=list[str])
     redirects: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     heredocs: list[str] = field(default_factory=list[str])
 
@@ -96,6 +104,18 @@ def parse_command(text: str) -> ParsedCommand:
     return _Scanner(text).run()
 
 
+class _Word:
+    """A word being read: its text with quotes removed, and its key."""
+
+    def __init__(self) -> None:
+        self.value: list[str] = []
+        self.key: list[str] = []
+
+    def append(self, text: str, expands: bool = False) -> None:
+        self.value.append(text)
+        self.key.append(EXPANDS + text if expands else text)
+
+
 class _Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -106,7 +126,7 @@ class _Scanner:
         self.nested: list[str] = []
         self.substitution = False
         self.complete = True
-        self.value: list[str] | None = None  # the word being read, quotes removed (None: between words)
+        self.value: _Word | None = None  # the word being read (None: between words)
         self.raw: list[str] = []  # the same word as written
         self.redirect: str | None = None  # an operator waiting for its target word
         self.heredocs: list[tuple[str, bool, bool, SimpleCommand]] = []  # (delimiter, quoted, strip tabs, owner)
@@ -143,9 +163,9 @@ class _Scanner:
 
     # ------------------------------------------------------------------ words
 
-    def _start(self) -> tuple[list[str], list[str]]:
+    def _start(self) -> tuple[_Word, list[str]]:
         if self.value is None:
-            self.value, self.raw = [], []
+            self.value, self.raw = _Word(), []
         return self.value, self.raw
 
     def _word_part(self) -> None:
@@ -177,13 +197,13 @@ class _Scanner:
             end = self._parameter(i + 1, value)
         elif char == "`":
             end = self._backticks(i, value)
-        else:
-            value.append(char)
+        else:  # unquoted: a glob character, a `$`, a `~` starting the word are expanded by the shell
+            value.append(char, char in _GLOB or char == "$" or (char == "~" and not value.value))
             end = i + 1
         raw.append(text[i:end])
         self.i = end
 
-    def _double_quoted(self, start: int, value: list[str]) -> int:
+    def _double_quoted(self, start: int, value: _Word) -> int:
         text, j = self.text, start
         while j < len(text):
             char = text[j]
@@ -203,12 +223,12 @@ class _Scanner:
             elif char == "`":
                 j = self._backticks(j, value)
             else:
-                value.append(char)
+                value.append(char, char == "$")
                 j += 1
         self.complete = False
         return j
 
-    def _ansi_c(self, start: int, value: list[str]) -> int:
+    def _ansi_c(self, start: int, value: _Word) -> int:
         text, j = self.text, start
         while j < len(text):
             char = text[j]
@@ -222,7 +242,7 @@ class _Scanner:
         self.complete = False
         return j
 
-    def _substitution(self, open_at: int, opening: str, closing: str, value: list[str]) -> int:
+    def _substitution(self, open_at: int, opening: str, closing: str, value: _Word) -> int:
         """``$(``/``<(``/``>(`` at ``open_at - 1``: a command runs there."""
         close = _matching(self.text, open_at, opening, closing)
         self.substitution = True
@@ -233,10 +253,10 @@ class _Scanner:
         if body.startswith("(") and body.endswith(")"):  # $((arithmetic)): what it holds is read too
             body = body[1:-1]
         self.nested.append(body)
-        value.append(self.text[open_at - 1:close + 1])
+        value.append(self.text[open_at - 1:close + 1], True)
         return close + 1
 
-    def _parameter(self, open_at: int, value: list[str]) -> int:
+    def _parameter(self, open_at: int, value: _Word) -> int:
         close = _matching(self.text, open_at, "{", "}")
         if close < 0:
             self.complete = False
@@ -246,10 +266,10 @@ class _Scanner:
         if inner is not None or "@P" in body:  # ${x:-$(cmd)}; ${x@P} expands a prompt string, $(...) included
             self.substitution = True
             self.nested += inner or []
-        value.append(self.text[open_at - 1:close + 1])
+        value.append(self.text[open_at - 1:close + 1], True)
         return close + 1
 
-    def _backticks(self, at: int, value: list[str]) -> int:
+    def _backticks(self, at: int, value: _Word) -> int:
         text, j = self.text, at + 1
         while j < len(text) and text[j] != "`":
             j += 2 if text[j] == "\\" else 1
@@ -258,17 +278,18 @@ class _Scanner:
             self.complete = False
         body = text[at + 1:j]
         self.nested.append(re.sub(r"\\([`$\\])", r"\1", body))
-        value.append(text[at:j + 1])
+        value.append(text[at:j + 1], True)
         return j + 1
 
     def _end_word(self) -> None:
         if self.value is None:
             return
-        word, raw = "".join(self.value), "".join(self.raw)
+        word, key, raw = "".join(self.value.value), "".join(self.value.key), "".join(self.raw)
         self.value = None
         self.tokens.append(raw)
         if self.redirect is None:
             self.current.words.append(word)
+            self.current.keys.append(key)
             return
         op, self.redirect = self.redirect, None
         self.current.redirects.append((op, word))
@@ -333,7 +354,7 @@ class _Scanner:
                     self.nested += inner
 
 
-def _ansi_escape(text: str, j: int, value: list[str]) -> int:
+def _ansi_escape(text: str, j: int, value: _Word) -> int:
     """One escape of a ``$'...'`` string, ``text[j]`` being the character after the backslash."""
     char = text[j]
     if char in _ANSI_C:
@@ -432,21 +453,21 @@ def program(word: str) -> str:
 
 
 def denial_views(parsed: ParsedCommand, depth: int = 0) -> list[list[str]]:
-    """Every word list a deny or ask rule is compared with (see the module docstring)."""
+    """Every list of word keys a deny or ask rule is compared with (see the module docstring)."""
     views: list[list[str]] = []
     for command in parsed.commands:
-        words = list(command.words)
-        while words and is_assignment(words[0]):
-            words = words[1:]
-        if not words:
+        start = 0
+        while start < len(command.words) and is_assignment(command.words[start]):
+            start += 1
+        if start == len(command.words):
             continue
-        candidates = [words]
-        if program(words[0]) in WRAPPERS:  # which later word is the wrapped program is not known: each
-            candidates += [words[k:] for k in range(1, len(words))]
-        for candidate in candidates:
-            views.append(candidate)
+        offsets = [start]
+        if program(command.words[start]) in WRAPPERS:  # which later word is the wrapped program is not known
+            offsets += range(start + 1, len(command.words))
+        for offset in offsets:
+            views.append(command.keys[offset:])
             if depth < _MAX_DEPTH:
-                for script in _scripts_run_by(candidate, command):
+                for script in _scripts_run_by(command.words[offset:], command):
                     views += denial_views(parse_command(script), depth + 1)
     if depth < _MAX_DEPTH:
         for body in parsed.nested:
@@ -483,5 +504,5 @@ def scripts_of(parsed: ParsedCommand, depth: int = 0) -> list[str]:
     return found
 
 
-__all__ = ["ParsedCommand", "SimpleCommand", "parse_command", "argv_command_line", "denial_views", "scripts_of", "program",
+__all__ = ["ParsedCommand", "SimpleCommand", "EXPANDS", "parse_command", "argv_command_line", "denial_views", "scripts_of", "program",
            "is_assignment", "WRAPPERS", "SHELLS"]

@@ -159,3 +159,18 @@ def test_a_deny_rule_holds_in_a_print_run_with_approval_off(tmp_path, home):
     done = run_phi(["--offline", "-p", "write hello.txt: hi"], project, home)
     assert not (project / "hello.txt").exists()
     assert done.returncode == 0, done.stderr
+
+
+def test_always_to_a_command_no_rule_can_name_allows_that_call_only(tmp_path):
+    import threading
+
+    gate = ApprovalGate("smart", root=str(tmp_path))
+    worker = threading.Thread(target=gate, args=(shell("rm -rf *"),))
+    worker.start()
+    question = None
+    while question is None:
+        question = gate.pending()
+    assert gate.always_rule(question) is None  # `shell "rm -rf *"` would read as rm -rf, then anything
+    assert gate.answer(question, "a").allowed
+    worker.join(5)
+    assert gate.rules == [] and gate.needs_asking(shell("rm -rf ~"))

@@ -337,15 +337,35 @@ def test_the_policy_applies_rules_then_falls_back():
 ])
 def test_always_adds_the_commands_prefix_or_the_exact_command(command, rule):
     suggested = suggest_rule(shell(command))
+    assert suggested is not None
     assert (suggested.effect, suggested.text, suggested.source) == ("allow", rule, "session")
     assert effect(PermissionRules([suggested]), shell(command)) == "allow"  # it allows what was asked
     assert effect(PermissionRules([suggested]), shell("touch x")) is None
 
 
+@pytest.mark.parametrize("command", ["rm -rf *", "cp * /tmp", "npm test && rm *", "echo 'open"])
+def test_always_allows_that_call_only_when_no_rule_names_the_exact_command(command):
+    """`rm -rf *` as a rule would read as "rm -rf, then anything" (rm -rf ~): no rule is added."""
+    assert suggest_rule(shell(command)) is None
+
+
+def test_a_quoted_glob_is_not_an_unquoted_one():
+    literal = suggest_rule(shell("rm '*'"))  # the file named *
+    assert literal is not None and literal.text == "shell \"rm '*'\""
+    assert effect(PermissionRules([literal]), shell("rm '*'")) == "allow"
+    assert effect(PermissionRules([literal]), shell("rm *")) is None  # every file
+    assert effect(PermissionRules([literal]), shell("rm \\*")) == "allow"  # the same literal star
+    dollar = rules("allow shell \"echo '$HOME'\"")
+    assert effect(dollar, shell("echo '$HOME'")) == "allow" and effect(dollar, shell("echo $HOME")) is None
+    assert effect(rules('allow shell "ls ~"'), shell("ls '~'")) is None
+    assert effect(rules('deny shell "rm *"'), shell("r'm' -rf /")) == "deny"  # quotes change nothing here
+
+
 def test_always_for_other_calls_is_the_tool():
-    assert suggest_rule(tool("write_file", "write", file_path="a")).text == "write_file"
-    argv = ApprovalRequest("s", "c", "shell", {"command": ["bash", "-lc", "npm test"]}, "execute")
-    assert suggest_rule(argv).text == 'shell "npm test *"'
+    written = suggest_rule(tool("write_file", "write", file_path="a"))
+    assert written is not None and written.text == "write_file"
+    argv = suggest_rule(ApprovalRequest("s", "c", "shell", {"command": ["bash", "-lc", "npm test"]}, "execute"))
+    assert argv is not None and argv.text == 'shell "npm test *"'
 
 
 # ----------------------------------------------------------------------------- settings files
