@@ -9,7 +9,8 @@ bodies read, comments dropped. It also says what a prefix rule must not wave thr
 * a redirection that writes a file (``>``, ``>>``, ``>|``, ``&>``, ``<>``; ``/dev/null`` and ``>&2``
   excepted) — :attr:`ParsedCommand.writes`;
 * text bash could not finish reading (an open quote, an unclosed substitution, a here-document with
-  no end line) — :attr:`ParsedCommand.complete` false.
+  no end line), or a line continuation next to single quotes, a comment or a here-document (where
+  bash joins the lines there is not read here) — :attr:`ParsedCommand.complete` false.
 
 :attr:`ParsedCommand.normalised` is the command written again token by token with single spaces
 (quoted text kept as written), so two spellings of one command compare equal and two different
@@ -101,7 +102,33 @@ def is_assignment(word: str) -> bool:
 
 def parse_command(text: str) -> ParsedCommand:
     """Read ``text`` as bash would (see the module docstring)."""
-    return _Scanner(text).run()
+    if "\\\n" not in text:
+        return _Scanner(text).run()
+    if any(mark in text for mark in ("'", "#", "<<")):
+        # bash drops a backslash-newline before it reads the line, except inside single quotes, $'...',
+        # comments and quoted here-documents: next to those, where it drops one is not certain here
+        # (`$\<newline>'...'` is a $'...' string). Read as written, and never plain.
+        parsed = _Scanner(text).run()
+        parsed.complete = False
+        return parsed
+    return _Scanner(_without_continuations(text)).run()
+
+
+def _without_continuations(text: str) -> str:
+    """``text`` without its backslash-newlines (no single quotes in it: each backslash escapes the
+    next character, in double quotes or not)."""
+    out: list[str] = []
+    j = 0
+    while j < len(text):
+        if text[j] == "\\":
+            pair = text[j:j + 2]
+            if pair != "\\\n":
+                out.append(pair)
+            j += 2
+            continue
+        out.append(text[j])
+        j += 1
+    return "".join(out)
 
 
 class _Word:

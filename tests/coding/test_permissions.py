@@ -133,6 +133,8 @@ HOSTILE = [
     "npm test <<EOF\n$(rm -rf ~)\nEOF", "npm test <<EOF\nno end",
     "npm test 'unclosed", 'npm test "unclosed', "npm test $(unclosed",
     "npm test $'a\\'b' ; rm -rf ~", "npm test \\\n; rm -rf ~", "npm test # x\nrm -rf ~",
+    "npm test $\\\n(rm -rf ~)", "npm test $\\\n'a\\' b' ; rm -rf ~ ; \"'\"", "npm test <\\\n(rm -rf ~)",
+    "npm test &\\\n> ~/.bashrc",
     "{ npm test; rm -rf ~; }", "if npm test; then rm -rf ~; fi", "npm test; function npm { rm -rf ~; }",
 ]
 
