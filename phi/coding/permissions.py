@@ -305,10 +305,12 @@ def patch_paths(patch: str) -> tuple[list[str], bool]:
 
 
 def _path_forms(path: str, base: str) -> list[str]:
-    """``path`` absolute and normalised, and resolved when a symlink is on the way."""
-    absolute = os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+    """``path`` absolute and normalised, and resolved when a symlink is on the way — resolved as
+    written: ``link/..`` is the parent of the link's target, not the directory holding the link."""
+    written = os.path.join(base, os.path.expanduser(path))
+    absolute = os.path.normpath(written)
     try:
-        real = os.path.realpath(absolute)
+        real = os.path.realpath(written)
     except (OSError, ValueError):
         return [absolute]
     return [absolute] if real == absolute else [absolute, real]

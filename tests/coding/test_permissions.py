@@ -232,6 +232,11 @@ def test_a_symlink_does_not_carry_a_path_past_a_deny_or_into_an_allow(workspace)
     r = rules('deny read_file ".env"', 'allow read_file "src/**"', root=workspace)
     assert effect(r, tool("read_file", file_path="src/innocent.txt")) == "deny"
     assert effect(r, tool("read_file", file_path="src/etc/passwd")) is None  # resolved outside src: asked
+    (workspace / "elsewhere" / "deep").mkdir(parents=True)
+    os.symlink(workspace / "elsewhere" / "deep", workspace / "src" / "hop")
+    (workspace / "elsewhere" / ".env").write_text("x\n")
+    # src/hop/../.env is elsewhere/.env for the kernel, src/.env written tidily: not allowed by src/**
+    assert effect(r, tool("read_file", file_path="src/hop/../.env")) is None
 
 
 def test_relative_paths_are_the_calls_own_working_directory(workspace):
