@@ -187,7 +187,7 @@ def load_rules(options: CliOptions) -> list[PermissionRule]:
     present = [(label, path) for label, path in settings_paths(options) if os.path.lexists(path)]
     if not present:
         return []
-    from ..coding.permissions import read_settings_rules
+    from ..coding.permission_settings import read_settings_rules
 
     rules: list[PermissionRule] = []
     for label, path in present:

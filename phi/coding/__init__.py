@@ -17,8 +17,9 @@ Map (each module's docstring names the seed sections it implements):
   :mod:`~phi.coding.profile_tools`; :mod:`~phi.coding.registry` — :class:`ToolRegistry`,
   :class:`RegisteredTool`.
 * :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode;
-  :mod:`~phi.coding.permissions` — allow / ask / deny rules by tool and argument pattern, from
-  settings files (:class:`PermissionPolicy`), reading commands with :mod:`~phi.coding.shell_words`.
+  :mod:`~phi.coding.permissions` — allow / ask / deny rules by tool and argument pattern
+  (:class:`PermissionPolicy`), from settings files (:mod:`~phi.coding.permission_settings`),
+  reading commands with :mod:`~phi.coding.shell_words` and paths with :mod:`~phi.coding.path_globs`.
 * :mod:`~phi.coding.subagents` — the children a session spawns; their tools (``spawn_agent`` /
   ``send_input`` / ``wait`` / ``close_agent``) in :mod:`~phi.coding.subagent_tools`.
 * The system prompt layers (:mod:`~phi.coding.prompt`, ``instructions``, ``environment_context``,
@@ -46,9 +47,9 @@ if TYPE_CHECKING:
         allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
     from .permissions import (
-        load_permission_rules, PermissionPolicy, PermissionRule, PermissionRuleError, PermissionRules,
-        read_settings_rules, suggest_rule, Verdict,
+        PermissionPolicy, PermissionRule, PermissionRuleError, PermissionRules, suggest_rule, Verdict,
     )
+    from .permission_settings import load_permission_rules, read_settings_rules
     from .subagents import SubAgentHandle, SubAgentResult, SubAgentSession
     from .scoped_env import ScopedEnvironment
     from .history import AssistantTurn, SteeringTurn, SystemTurn, ToolResultsTurn, UserTurn

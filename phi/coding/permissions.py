@@ -29,16 +29,10 @@ process substitution, a redirection writing a file, or text bash could not finis
 line is allowed only by a rule naming it exactly. Deny rules are a guardrail over what the command
 says, not a sandbox.
 
-Settings files (:func:`load_permission_rules`) hold rules as JSON::
-
-    {"permissions": {"allow": ["shell \\"npm test *\\"", "read_file"],
-                     "ask": ["shell(git push *)"],
-                     "deny": ["read_file \\".env\\"", "shell \\"rm -rf *\\""]}}
-
-the project's ``.phi/settings.json`` in the workspace and the user's ``$PHI_HOME/settings.json``
-(``~/.phi``, where phi keeps its sessions and history). A file that is not valid JSON, a key of
-``permissions`` other than those three, or a rule phi cannot read is a :class:`PermissionRuleError`
-naming the file and the entry; other top-level keys are left to other settings.
+Rules come from settings files (:mod:`phi.coding.permission_settings`: the project's
+``.phi/settings.json`` and the user's ``$PHI_HOME/settings.json``), from code, and from "always"
+answers. Which paths a call names and how globs match them: :mod:`phi.coding.path_globs`; how a
+command line is read: :mod:`phi.coding.shell_words`.
 
 :class:`PermissionPolicy` applies rules in front of another policy, for ``SessionConfig.approval``;
 :func:`suggest_rule` is the rule an "always" answer adds.
@@ -47,19 +41,17 @@ naming the file and the entry; other top-level keys are left to other settings.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence, cast
+from typing import Iterable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..json_values import is_array
 from ..log import get_logger
 from .approval import ApprovalAnswer, ApprovalDecision, ApprovalPolicy, ApprovalRequest
+from .path_globs import call_paths, glob_matches, path_forms
 from .shell_words import (
     WRAPPERS,
     ParsedCommand,
@@ -77,11 +69,6 @@ log = get_logger(__name__)
 EFFECTS = ("deny", "ask", "allow")
 #: tools whose patterns are commands when a rule is written (calls are told apart by their arguments)
 COMMAND_TOOLS = frozenset({"shell", "bash"})
-PATH_ARGUMENTS = ("file_path", "path", "dir_path", "notebook_path")
-PATH_LIST_ARGUMENTS = ("paths", "include")  # only as lists: grep's string `include` is a file-name filter
-#: tools that search the working directory when no path is given
-DIRECTORY_TOOLS = frozenset({"grep", "glob", "list_dir"})
-PROJECT_SETTINGS = os.path.join(".phi", "settings.json")
 #: programs that run code or have subcommands: "always" trusts them with a plain subcommand word
 #: (``npm test *``, ``python manage.py *``) or as the exact command, never as ``npm *``
 NEEDS_SUBCOMMAND = frozenset({
@@ -98,8 +85,6 @@ EXACT_ONLY = WRAPPERS | frozenset({
 })
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:*-]+")
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@=-]*")
-_PATCH_HEADERS = ("*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: ")
-_CASE_FOLDS = sys.platform in ("darwin", "win32")  # file systems that fold case usually
 
 
 class PermissionRuleError(ConfigError):
@@ -257,114 +242,6 @@ def command_line(request: ApprovalRequest) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class CallPaths:
-    """The paths a call names, and whether that list is known to be whole (an ``apply_patch``
-    that does not parse is not: only deny and ask rules look at what could be read of it)."""
-
-    paths: tuple[str, ...]
-    whole: bool = True
-
-
-def call_paths(request: ApprovalRequest) -> CallPaths | None:
-    """The paths a call names (see the module docstring), or None for a call naming none."""
-    arguments = request.arguments
-    found: list[str] = [arguments[key] for key in PATH_ARGUMENTS if isinstance(arguments.get(key), str)]
-    for key in PATH_LIST_ARGUMENTS:
-        value = arguments.get(key)
-        if is_array(value):
-            found += [item for item in value if isinstance(item, str)]
-    whole = True
-    if request.tool_name == "apply_patch":
-        patch = arguments.get("input", arguments.get("patch"))
-        if isinstance(patch, str):
-            paths, whole = patch_paths(patch)
-            found += paths
-    if not found and request.tool_name in DIRECTORY_TOOLS:
-        found = ["."]
-    found = [path for path in found if path]
-    return CallPaths(tuple(found), whole) if found or not whole else None
-
-
-def patch_paths(patch: str) -> tuple[list[str], bool]:
-    """Every path an ``apply_patch`` text touches (moves included), and whether it parsed: what
-    ``apply_patch`` itself would change; else the file headers that can be read."""
-    from ..tools.patch_parser import AddFile, DeleteFile, PatchParseError, parse_patch
-
-    try:
-        hunks = parse_patch(patch)
-    except PatchParseError:
-        headers = [line.strip() for line in patch.splitlines()]
-        return [line[len(h):].strip() for line in headers for h in _PATCH_HEADERS if line.startswith(h)], False
-    paths: list[str] = []
-    for hunk in hunks:
-        paths.append(hunk.path)
-        if not isinstance(hunk, (AddFile, DeleteFile)) and hunk.move_path:
-            paths.append(hunk.move_path)
-    return paths, True
-
-
-def _path_forms(path: str, base: str) -> list[str]:
-    """``path`` absolute and normalised, and resolved when a symlink is on the way — resolved as
-    written: ``link/..`` is the parent of the link's target, not the directory holding the link."""
-    written = os.path.join(base, os.path.expanduser(path))
-    absolute = os.path.normpath(written)
-    try:
-        real = os.path.realpath(written)
-    except (OSError, ValueError):
-        return [absolute]
-    return [absolute] if real == absolute else [absolute, real]
-
-
-@functools.lru_cache(maxsize=512)
-def _glob_forms(glob: str, root: str) -> tuple[re.Pattern[str], ...]:
-    """The regular expressions a path glob stands for under ``root``: as written, and with its
-    literal leading directories resolved (a workspace reached through a symlink)."""
-    absolute = os.path.normpath(os.path.join(root, os.path.expanduser(glob)))
-    segments = absolute.split(os.sep)
-    literal = 0
-    while literal < len(segments) and not any(mark in segments[literal] for mark in "*?["):
-        literal += 1
-    forms = [absolute]
-    prefix = os.sep.join(segments[:literal]) or os.sep
-    try:
-        real_prefix = os.path.realpath(prefix)
-    except (OSError, ValueError):
-        real_prefix = prefix
-    if real_prefix != prefix:
-        forms.append(os.path.join(real_prefix, *segments[literal:]))
-    return tuple(_glob_regex(form) for form in forms)
-
-
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    out = ""
-    for segment in glob.split(os.sep):
-        if not segment:
-            continue
-        out += "(?:/.*)?" if segment == "**" else "/" + _segment_regex(segment)
-    return re.compile((out or "/") + r"\Z", re.DOTALL | (re.IGNORECASE if _CASE_FOLDS else 0))
-
-
-def _segment_regex(segment: str) -> str:
-    out, j = "", 0
-    while j < len(segment):
-        char = segment[j]
-        if char == "*":
-            out += "[^/]*"
-        elif char == "?":
-            out += "[^/]"
-        elif char == "[" and "]" in segment[j + 2:]:
-            close = segment.index("]", j + 2)
-            inner = segment[j + 1:close]
-            negate = inner[:1] in ("!", "^")
-            body = re.escape(inner[1:] if negate else inner).replace("\\-", "-")
-            out += f"[{'^' if negate else ''}{body}]"
-            j = close
-        else:
-            out += re.escape(char)
-        j += 1
-    return out
-
 
 # --------------------------------------------------------------------------- evaluation
 
@@ -396,7 +273,7 @@ class _Call:
         return scripts_of(self.parsed) if self.parsed is not None else []
 
     def path_forms(self) -> list[list[str]]:
-        return [_path_forms(path, self.base) for path in self.paths.paths] if self.paths else []
+        return [path_forms(path, self.base) for path in self.paths.paths] if self.paths else []
 
 
 def _compiled(rule: PermissionRule) -> CommandPattern | None:
@@ -420,8 +297,7 @@ def _restricts(rule: PermissionRule, call: _Call, root: str) -> bool:
         return any(_same_words(view, pattern, by_name=True) for view in call.views)
     if call.paths is None:
         return False
-    globs = _glob_forms(rule.pattern, root)
-    return any(glob.match(form) for forms in call.path_forms() for form in forms for glob in globs)
+    return any(glob_matches(rule.pattern, root, forms) for forms in call.path_forms())
 
 
 def _allowing(rules: Sequence[PermissionRule], call: _Call, root: str) -> PermissionRule | None:
@@ -449,8 +325,7 @@ def _allowing(rules: Sequence[PermissionRule], call: _Call, root: str) -> Permis
     first = None
     for forms in call.path_forms():
         for form in forms:
-            rule = next((rule for rule in rules if any(glob.match(form) for glob in _glob_forms(rule.pattern or "",
-                                                                                                root))), None)
+            rule = next((rule for rule in rules if glob_matches(rule.pattern or "", root, [form])), None)
             if rule is None:
                 return None
             first = first or rule
@@ -580,82 +455,6 @@ def _exact_rule(tool: str, parsed: ParsedCommand, source: str) -> PermissionRule
     return PermissionRule("allow", tool, parsed.normalised, source)
 
 
-# --------------------------------------------------------------------------- settings files
-
-
-def project_settings_path(workspace: str | os.PathLike[str]) -> Path:
-    """The project's settings file: ``.phi/settings.json`` in the workspace."""
-    return Path(workspace) / PROJECT_SETTINGS
-
-
-def user_settings_path(env: Mapping[str, str] | None = None) -> Path:
-    """The user's settings file: ``$PHI_HOME/settings.json``, ``PHI_HOME`` defaulting to ``~/.phi``."""
-    environment = os.environ if env is None else env
-    return Path(os.path.expanduser(environment.get("PHI_HOME") or "~/.phi")) / "settings.json"
-
-
-def read_settings_rules(path: str | os.PathLike[str], source: str | None = None) -> list[PermissionRule]:
-    """The rules of one settings file (none when it does not exist), each with ``source`` (default
-    ``file PATH``); :class:`PermissionRuleError` naming the file and the entry for anything wrong."""
-    shown = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as error:
-        raise PermissionRuleError(f"cannot read it ({error})", shown) from None
-    try:
-        settings: object = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PermissionRuleError(f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})",
-                                  shown) from None
-    if not isinstance(settings, dict):
-        raise PermissionRuleError("the settings must be a JSON object ({\"permissions\": {...}})", shown)
-    permissions = cast("dict[str, object]", settings).get("permissions")
-    if permissions is None:
-        return []
-    if not isinstance(permissions, dict):
-        raise PermissionRuleError("must be an object with allow, ask and deny lists", shown, "permissions")
-    label = source if source is not None else f"file {shown}"
-    rules: list[PermissionRule] = []
-    for key, entries in cast("dict[str, object]", permissions).items():
-        where = f"permissions.{key}"
-        if key not in EFFECTS:
-            raise PermissionRuleError(f"unknown key {key!r}; the keys are allow, ask and deny", shown, where)
-        if not is_array(entries):
-            raise PermissionRuleError("must be a list of rules such as \"shell \\\"npm test *\\\"\"", shown, where)
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, str):
-                raise PermissionRuleError(f"a rule is a string, not {json.dumps(entry)[:80]}", shown,
-                                          f"{where}[{index}]")
-            try:
-                rules.append(PermissionRule.parse(str(key), entry, label))
-            except PermissionRuleError as error:
-                raise PermissionRuleError(str(error), shown, f"{where}[{index}]") from None
-    return rules
-
-
-def settings_files(workspace: str | os.PathLike[str], env: Mapping[str, str] | None = None
-                   ) -> list[tuple[str, Path]]:
-    """``(kind, path)`` of the settings files read for ``workspace``: ``project`` then ``user`` (one
-    file once, when the workspace is the home of phi)."""
-    project, user = project_settings_path(workspace), user_settings_path(env)
-    same = os.path.realpath(project) == os.path.realpath(user)
-    return [("project", project)] + ([] if same else [("user", user)])
-
-
-def load_permission_rules(workspace: str | os.PathLike[str] = ".", env: Mapping[str, str] | None = None
-                          ) -> PermissionRules:
-    """The rules of the project's and the user's settings files (see the module docstring), rooted
-    at ``workspace``; their sources are ``project file PATH`` and ``user file PATH``."""
-    rules: list[PermissionRule] = []
-    for kind, path in settings_files(workspace, env):
-        rules += read_settings_rules(path, f"{kind} file {path}")
-    return PermissionRules(rules, workspace)
-
-
 __all__ = ["PermissionRule", "PermissionRules", "PermissionPolicy", "PermissionRuleError", "Verdict",
-           "CommandPattern", "CallPaths", "EFFECTS", "COMMAND_TOOLS", "EXACT_ONLY", "NEEDS_SUBCOMMAND",
-           "command_line", "call_paths", "patch_paths", "command_pattern", "parse_rule_text", "suggest_rule",
-           "denial_reason", "project_settings_path", "user_settings_path", "read_settings_rules", "settings_files",
-           "load_permission_rules"]
+           "CommandPattern", "EFFECTS", "COMMAND_TOOLS", "EXACT_ONLY", "NEEDS_SUBCOMMAND", "command_line",
+           "command_pattern", "parse_rule_text", "suggest_rule", "denial_reason"]
