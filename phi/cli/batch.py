@@ -99,8 +99,8 @@ def interrupt_turn(session: Session) -> None:
 def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
                        err: TextIO | None = None) -> Session:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
-    asked is denied; the settings files' permission rules apply in every mode), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
-    ``sessions``."""
+    asked is denied; the settings files' permission rules apply in every mode), at most
+    ``--max-turns`` model calls, resumed when ``--resume``, recorded into ``sessions``."""
     from ..coding import Session, SessionConfig
     from ..tools.environment import LocalExecutionEnvironment
 

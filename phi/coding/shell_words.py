@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 WRAPPERS = frozenset({
     "sudo", "doas", "su", "env", "xargs", "eval", "exec", "command", "builtin", "nohup", "nice", "ionice", "time",
     "timeout", "setsid", "stdbuf", "unbuffer", "watch", "strace", "ltrace", "chroot", "unshare", "nsenter", "flock",
-    "chrt", "taskset", "parallel", "script", "ssh", "busybox", "fakeroot", "firejail", "systemd-run", "find", "then", "do",
-    "else", "elif", "if", "while", "until", "!", "{", "coproc",
+    "chrt", "taskset", "parallel", "script", "ssh", "busybox", "fakeroot", "firejail", "systemd-run", "find",
+    "then", "do", "else", "elif", "if", "while", "until", "!", "{", "coproc",
 })
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash"})
 _MAX_DEPTH = 4
@@ -531,5 +531,5 @@ def scripts_of(parsed: ParsedCommand, depth: int = 0) -> list[str]:
     return found
 
 
-__all__ = ["ParsedCommand", "SimpleCommand", "EXPANDS", "parse_command", "argv_command_line", "denial_views", "scripts_of", "program",
-           "is_assignment", "WRAPPERS", "SHELLS"]
+__all__ = ["ParsedCommand", "SimpleCommand", "EXPANDS", "parse_command", "argv_command_line", "denial_views",
+           "scripts_of", "program", "is_assignment", "WRAPPERS", "SHELLS"]

@@ -493,7 +493,7 @@ def test_what_bash_runs_is_what_the_parser_saw(tmp_path):
             continue
         ran = runner.run(line)
         seen = [command.words for command in parsed.commands]
-        assert all(any(seen_by_parser(words, parsed_words) for parsed_words in seen) for words in ran), (line, ran, seen)
+        assert all(any(seen_by_parser(words, listed) for listed in seen) for words in ran), (line, ran, seen)
         checked += 1
         ran_commands += len(ran)
     assert checked > 250 and ran_commands > 200
