@@ -12,6 +12,7 @@ brackets is a second base, so ``except ValueError`` catches ``DecodeError`` too:
     ├── AlreadyRunning                        phi.errors                a second run on a busy Agent
     ├── ConfigError [ValueError]              phi.errors                a setting phi cannot work with
     │   ├── UnsupportedAnnotation [TypeError] phi.tools.schema          @tool on a type JSON Schema cannot describe
+    │   ├── PermissionRuleError               phi.coding.permissions    a permission rule or settings file phi cannot read
     │   └── NoModel                           phi.cli.options           the phi command: no model, no key, no --offline
     ├── DecodeError [ValueError]              phi.errors                JSON not in the shape of §2; names the field
     ├── InvalidPrompt [ValueError]            phi.errors                agent_loop without prompts (LOOP-20)

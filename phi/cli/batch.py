@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Generator, TextIO
 
-from .approval import ApprovalGate
+from .approval import make_gate
 from .options import CliOptions, key_hint
 from .sessions import CliSessions
 
@@ -105,12 +105,12 @@ def interrupt_turn(session: Session) -> None:
 def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
                        err: TextIO | None = None) -> Session:
     """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
-    asked is denied), at most ``--max-turns`` model calls, resumed when ``--resume``, recorded into
-    ``sessions``."""
+    asked is denied; the settings files' permission rules apply in every mode), at most
+    ``--max-turns`` model calls, resumed when ``--resume``, recorded into ``sessions``."""
     from ..coding import Session, SessionConfig
     from ..tools.environment import LocalExecutionEnvironment
 
-    gate = ApprovalGate(options.approve or "off", interactive=False)
+    gate = make_gate(options, options.approve or "off", interactive=False)
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
                       SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
                                     max_turns=options.max_turns, sandbox=options.sandbox_policy()))

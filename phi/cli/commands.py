@@ -52,7 +52,7 @@ def _quit(repl: ReplState, arg: str) -> bool:
 def _clear(repl: ReplState, arg: str) -> bool:
     repl.replace_session(carry=False)
     repl.renderer.calls.clear()
-    trusted = ", ".join(sorted(repl.gate.trusted))
+    trusted = ", ".join(rule.text for rule in repl.gate.session_rules())
     kept = f" (still always allowed: {trusted}; /approve reset forgets)" if trusted else ""
     repl.renderer.line(f"new conversation: session {repl.session.id}{kept}")
     return True
@@ -105,15 +105,66 @@ def _execute(repl: ReplState, arg: str) -> bool:
 
 
 def _approve(repl: ReplState, arg: str) -> bool:
+    word, _, rest = arg.partition(" ")
+    if word in ("allow", "ask", "deny"):
+        return _add_rule(repl, word, rest.strip())
+    if word == "remove":
+        return _remove_rule(repl, rest.strip())
     if arg and arg not in (*APPROVAL_MODES, "reset"):
-        repl.renderer.line(repl.style("red", f"/approve takes one of {', '.join(APPROVAL_MODES)}, reset"))
+        repl.renderer.line(repl.style("red", f"/approve takes one of {', '.join(APPROVAL_MODES)}, reset, remove N, "
+                                             "or allow|ask|deny RULE"))
         return True
     if arg == "reset":
-        repl.gate.trusted.clear()
+        repl.gate.forget_session_rules()
     elif arg:
         repl.gate.mode = arg
-    trusted = ", ".join(sorted(repl.gate.trusted)) or "none"
-    repl.renderer.line(f"approval: {repl.gate.mode} (always allowed: {trusted})")
+    _list_rules(repl)
+    return True
+
+
+def _list_rules(repl: ReplState) -> None:
+    """The approval mode and the permission rules, numbered for ``/approve remove N``."""
+    from .approval import settings_paths
+
+    rules = repl.gate.rules
+    if not rules:
+        files = ", ".join(label.split(" file ", 1)[-1] for label, _ in settings_paths(repl.options))
+        repl.renderer.line(f"approval: {repl.gate.mode} (no permission rules; put them in {files}, or add one: "
+                           "/approve allow|ask|deny RULE)")
+        return
+    repl.renderer.line(f"approval: {repl.gate.mode}; permission rules first — deny beats ask beats allow:")
+    width = max(len(rule.text) for rule in rules)
+    for number, rule in enumerate(rules, 1):
+        repl.renderer.line(f"  {number:>2}. {rule.effect:<5} {rule.text:<{width}}  {rule.source or 'code'}")
+    repl.renderer.line(repl.style("grey", "/approve remove N drops a rule for this process (its file stays as it "
+                                          "is); /approve allow|ask|deny RULE adds one"))
+
+
+def _add_rule(repl: ReplState, effect: str, text: str) -> bool:
+    from ..coding.permissions import PermissionRule, PermissionRuleError
+    from .approval import SESSION
+
+    try:
+        rule = PermissionRule.parse(effect, text, SESSION)
+    except PermissionRuleError as error:
+        repl.renderer.line(repl.style("red", f"{error} (a rule is TOOL or TOOL \"PATTERN\", e.g. "
+                                             "shell \"npm test *\")"))
+        return True
+    added = repl.gate.add(rule)
+    repl.renderer.line(f"added {rule} for this process" if added else f"{rule} is there already")
+    return True
+
+
+def _remove_rule(repl: ReplState, arg: str) -> bool:
+    try:
+        rule = repl.gate.remove(int(arg))
+    except (ValueError, IndexError):
+        repl.renderer.line(repl.style("red", f"/approve remove takes the number of a rule (1 to "
+                                             f"{len(repl.gate.rules)}; /approve lists them)"))
+        return True
+    kept = f"; it stays in the {rule.source}, and comes back when phi starts again" if " file " in rule.source \
+        else ""
+    repl.renderer.line(f"removed {rule} for this process{kept}")
     return True
 
 
@@ -255,15 +306,16 @@ def _show(repl: ReplState, arg: str) -> bool:
 COMMANDS: dict[str, tuple[Command, str, str]] = {
     "/help": (_help, "", "this list"),
     "/quit": (_quit, "", "save and exit (also /exit, Ctrl+D)"),
-    "/clear": (_clear, "", "start a new conversation (always-allowed tools stay allowed)"),
+    "/clear": (_clear, "", "start a new conversation (the permission rules stay)"),
     "/compact": (_compact, "[FOCUS|auto PCT]", "summarise the conversation to free the context (FOCUS: what "
                  "to keep); auto PCT: compact by itself at PCT% of the window"),
     "/model": (_model, "[NAME]", "show or switch the model, any service (SERVICE:NAME); the conversation goes on"),
     "/thinking": (_thinking, "[LEVEL|show|hide]", "reasoning effort (off..xhigh); show or hide thinking"),
     "/plan": (_plan, "[TASK]", "plan mode: only reading tools"),
     "/execute": (_execute, "[TASK]", "leave plan mode and carry the plan out"),
-    "/approve": (_approve, "[on|smart|off|reset]", "ask before every call / writes and commands / never; reset "
-                 "forgets the always-allowed tools"),
+    "/approve": (_approve, "[MODE|remove N|RULE]", "on|smart|off: ask before every call / writes and commands "
+                 "/ never; alone: the permission rules; remove N drops one, RULE (allow|ask|deny TOOL \"PATTERN\") "
+                 "adds one; reset forgets the rules added since phi started"),
     "/editor": (_editor, "", "write the input in $VISUAL / $EDITOR (an empty file cancels)"),
     "/tools": (_tools, "", "the tools the model is offered (in plan mode, only those)"),
     "/mcp": (_mcp, "", "the MCP servers and their tools"),

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Callable, TextIO, Union
 from ..errors import PhiError
 from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
-from .approval import ApprovalGate, describe, rule_for
+from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff
 from .startup import Loader
@@ -93,7 +93,7 @@ class Repl:
         enabled = options.color == "always" or (options.color == "auto" and terminal
                                                   and os.environ.get("NO_COLOR") is None)
         self.style = Style(enabled)
-        self.gate = ApprovalGate(options.approve or "smart")
+        self.gate = make_gate(options, options.approve or "smart")  # a broken settings file stops phi here
         if options.sandbox != "full":
             from ..tools.sandbox import start_probe
 
@@ -252,6 +252,7 @@ class Repl:
         self.renderer.line(s("grey", f"session {self.loader.session_id} · /help for commands · Ctrl+C aborts a "
                                      "run, twice at the prompt exits"))
         self.renderer.line(self.sandbox_line())
+        self._banner_rules()
 
     def sandbox_line(self) -> str:
         """``sandbox: workspace-write, network off, .git read-only (Landlock ABI 7 + ...)`` — yellow
@@ -261,6 +262,10 @@ class Repl:
 
         sandbox = CommandSandbox(self.options.sandbox_policy(), sandbox_status())
         return self.style("yellow" if sandbox.unconfined else "grey", f"sandbox: {sandbox.describe()}")
+
+    def _banner_rules(self) -> None:
+        """The approval mode and the permission rules in force (``/approve`` lists them)."""
+        self.renderer.line(self.style("grey", summary(self.gate)))
 
     def run(self) -> int:
         self.banner()
@@ -494,7 +499,7 @@ class Repl:
         self.renderer.fresh_line()
         try:
             self._show_preview(question)
-            self.renderer.line(self.style("grey", f"  [a] adds the rule: always allow {rule_for(question.request)}"))
+            self._show_always(question)
             ask = self.style("yellow", f"? allow {describe(question.request)} — "
                                        "[y]es, [n]o, [a]lways for this session: ")
             self.renderer.write(ask)
@@ -510,6 +515,18 @@ class Repl:
         if self.term.tty:  # the key was not echoed
             self.renderer.write(f"{reply}\n")
         self.renderer.line(self.style("grey", "allowed" if decision.allowed else "denied"))
+
+    def _show_always(self, question: Question) -> None:
+        """The rule an "always" answer adds, shown before the question (or the ask rule that asks)."""
+        rule = self.gate.always_rule(question)
+        if rule is not None:
+            self.renderer.line(self.style("grey", f"  [a] always allow: {rule.text}"))
+        elif question.asked_by is not None:
+            source = f" ({question.asked_by.source})" if question.asked_by.source else ""
+            self.renderer.line(self.style("grey", f"  asked because of the rule {question.asked_by}{source}; "
+                                                  "[a] allows this call only"))
+        else:
+            self.renderer.line(self.style("grey", "  [a] allows this call only (no rule can name this exact command)"))
 
     def _show_preview(self, question: Question) -> None:
         """The diff a write call would make, a page at a time ([space] next page, [q] to the question)."""

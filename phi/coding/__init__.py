@@ -16,7 +16,10 @@ Map (each module's docstring names the seed sections it implements):
   ``create_anthropic_profile`` / ``create_gemini_profile``; their tools in
   :mod:`~phi.coding.profile_tools`; :mod:`~phi.coding.registry` — :class:`ToolRegistry`,
   :class:`RegisteredTool`.
-* :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode.
+* :mod:`~phi.coding.approval` — the approval gate, :class:`SmartApproval`, plan mode;
+  :mod:`~phi.coding.permissions` — allow / ask / deny rules by tool and argument pattern
+  (:class:`PermissionPolicy`), from settings files (:mod:`~phi.coding.permission_settings`),
+  reading commands with :mod:`~phi.coding.shell_words` and paths with :mod:`~phi.coding.path_globs`.
 * :mod:`~phi.coding.subagents` — the children a session spawns; their tools (``spawn_agent`` /
   ``send_input`` / ``wait`` / ``close_agent``) in :mod:`~phi.coding.subagent_tools`.
 * The system prompt layers (:mod:`~phi.coding.prompt`, ``instructions``, ``environment_context``,
@@ -43,6 +46,10 @@ if TYPE_CHECKING:
     from .approval import (
         allow_all, ApprovalDecision, ApprovalPolicy, ApprovalRequest, deny_changes, SmartApproval,
     )
+    from .permissions import (
+        PermissionPolicy, PermissionRule, PermissionRuleError, PermissionRules, suggest_rule, Verdict,
+    )
+    from .permission_settings import load_permission_rules, read_settings_rules
     from .sandboxing import CommandSandbox
     from .subagents import SubAgentHandle, SubAgentResult, SubAgentSession
     from .scoped_env import ScopedEnvironment
@@ -50,12 +57,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalDecision", "ApprovalPolicy", "ApprovalRequest", "AssistantTurn", "CommandSandbox", "EventKind",
-    "ProfileOptions",
+    "PermissionPolicy", "PermissionRule", "PermissionRuleError", "PermissionRules", "ProfileOptions",
     "ProviderProfile", "RegisteredTool", "ScopedEnvironment", "Session", "SessionClosed", "SessionConfig",
     "SessionEvent", "SessionState", "SessionStream", "SmartApproval", "SteeringTurn", "SubAgentHandle",
     "SubAgentResult", "SubAgentSession", "SubmitResult", "SystemTurn", "ToolCallContext", "ToolHost",
-    "ToolRegistry", "ToolResultsTurn", "UserTurn", "allow_all", "create_anthropic_profile",
-    "create_gemini_profile", "create_openai_profile", "create_profile", "deny_changes",
+    "ToolRegistry", "ToolResultsTurn", "UserTurn", "Verdict", "allow_all", "create_anthropic_profile",
+    "create_gemini_profile", "create_openai_profile", "create_profile", "deny_changes", "load_permission_rules",
+    "read_settings_rules", "suggest_rule",
 ]
 
 if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them

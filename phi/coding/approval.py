@@ -39,6 +39,9 @@ class ApprovalRequest:
     tool_name: str
     arguments: dict[str, Any]
     kind: str  # read | write | execute | agent (phi.coding.registry.TOOL_KINDS)
+    #: the directory the call's relative paths are taken from (a sub-agent's may be a subdirectory;
+    #: "" when not known): where the permission rules resolve them (phi.coding.permissions)
+    working_dir: str = ""
 
     @property
     def command(self) -> str | None:

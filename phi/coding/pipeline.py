@@ -138,7 +138,8 @@ class SessionTool:
                                 f"({session.sandbox.describe()}) and no approval callback is set to ask. "
                                 "Tell the user; they can set SessionConfig.approval or sandbox='full'.")
             if config.approval is not None:
-                request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind)
+                request = ApprovalRequest(session.id, ctx.tool_call_id, self.name, dict(args), self.registered.kind,
+                                          session.execution_env.working_directory())
                 allowed, reason = decide(config.approval, request)
                 if not allowed:
                     because = f": {reason.rstrip('.')}." if reason else "."

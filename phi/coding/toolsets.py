@@ -25,8 +25,6 @@ the same everywhere. Shell output streams as ``TOOL_CALL_OUTPUT_DELTA`` events w
 from __future__ import annotations
 
 import codecs
-import os
-import shlex
 from typing import Any, Callable, Mapping, Sequence, cast
 
 from ..concurrency.cancel import CancellationToken
@@ -41,6 +39,7 @@ from ..tools.tool_session import ToolSession
 from ..tools.write_file import CodingWriteFileTool
 from ..types import ToolDefinition, ToolResult
 from .registry import RegisteredTool, ToolCallContext
+from .shell_words import argv_command_line
 
 #: The executors built here all take the call context (see phi.coding.registry).
 Executor = Callable[[dict[str, Any], ExecutionEnvironment, ToolCallContext], object]
@@ -133,9 +132,7 @@ def argv_to_command(command: str | Sequence[object]) -> str:
     argv = [str(part) for part in command]
     if not argv:
         raise ToolError("command must not be empty")
-    if len(argv) == 3 and os.path.basename(argv[0]) in ("bash", "sh", "zsh") and argv[1] in ("-c", "-lc"):
-        return argv[2]
-    return shlex.join(argv)
+    return argv_command_line(argv)  # the permission rules read argv the same way (phi.coding.shell_words)
 
 
 # --------------------------------------------------------------------------- shared core tools

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from phi.cli.approval import ApprovalGate
+from phi.cli.approval import ApprovalGate, Question
 from phi.cli.options import CliOptions, NoModel, choose_profile_id, make_profile, parse
 from phi.cli.render import Renderer, Style, TurnStats, file_diff, gauge, status_line, summary, touched_paths
 from phi.coding import ApprovalRequest, EventKind, SessionEvent
@@ -170,7 +170,7 @@ def test_an_answer_from_the_main_thread_releases_the_tool_thread_and_always_trus
         question = gate.pending()
     gate.answer(question, "a")
     worker.join(5)
-    assert decisions[0].allowed and gate.trusted == {'shell "ls"'}  # that command, not every command
+    assert decisions[0].allowed and [str(rule) for rule in gate.rules] == ['allow: shell "ls *"']  # not every command
     assert gate(_request("execute", "shell")).allowed  # trusted: not asked again
     assert gate.pending() is None
 
@@ -258,15 +258,16 @@ def test_export_writes_the_page_of_this_session_from_the_repls_own_store(repl, m
 
 def test_always_allow_lasts_for_the_process_and_clear_says_so(repl):
     from phi.cli.commands import dispatch
+    from phi.coding import PermissionRule
 
-    repl.gate.trusted.add("shell")
+    repl.gate.add(PermissionRule("allow", "shell", "npm test *", "session"))
     dispatch(repl, "/model offline-2")  # the same conversation goes on
-    assert repl.gate.trusted == {"shell"}
+    assert [rule.text for rule in repl.gate.rules] == ['shell "npm test *"']
     dispatch(repl, "/clear")
-    assert repl.gate.trusted == {"shell"}
-    assert "still always allowed: shell; /approve reset forgets" in repl.out.getvalue()
+    assert [rule.text for rule in repl.gate.rules] == ['shell "npm test *"']
+    assert 'still always allowed: shell "npm test *"; /approve reset forgets' in repl.out.getvalue()
     dispatch(repl, "/approve reset")
-    assert repl.gate.trusted == set()
+    assert repl.gate.rules == []
 
 
 def test_resume_of_an_unknown_session_keeps_the_current_one(repl):
@@ -455,11 +456,9 @@ def test_a_pasted_block_and_editing_keys_make_one_line():
     assert typed.lines == ["ac" + "one\ntwo\nthree"]
 
 
-def test_always_for_a_command_trusts_that_command_only():
+def test_always_for_a_command_trusts_that_commands_prefix_only():
     """Issue 34: "a" to `echo harmless` once allowed every later shell command; now it adds the rule
-    `shell "echo harmless"` and a later `touch` is still asked about."""
-    from phi.cli.approval import rule_for
-
+    `shell "echo harmless *"` (that command's prefix) and a later `touch` is still asked about."""
     def shell(command: str) -> ApprovalRequest:
         return ApprovalRequest("s", "c", "shell", {"command": command}, "execute")
 
@@ -469,10 +468,13 @@ def test_always_for_a_command_trusts_that_command_only():
     question = None
     while question is None:
         question = gate.pending()
-    assert rule_for(question.request) == 'shell "echo harmless"'
+    assert str(gate.always_rule(question)) == 'allow: shell "echo harmless *"'
     gate.answer(question, "a")
     worker.join(5)
-    assert gate.trusted == {'shell "echo harmless"'}
+    assert [(rule.text, rule.source) for rule in gate.rules] == [('shell "echo harmless *"', "session")]
     assert not gate.needs_asking(shell("echo harmless"))
+    assert not gate.needs_asking(shell("echo  harmless  again"))
     assert gate.needs_asking(shell("touch x")) and gate.needs_asking(shell("echo harmless; rm -rf ~"))
-    assert rule_for(ApprovalRequest("s", "c", "write_file", {"file_path": "a"}, "write")) == "write_file"
+    assert gate.needs_asking(shell("echo harmless $(rm -rf ~)")) and gate.needs_asking(shell("echo harmlessly"))
+    write = Question(ApprovalRequest("s", "c", "write_file", {"file_path": "a"}, "write"))
+    assert str(gate.always_rule(write)) == "allow: write_file"

@@ -160,7 +160,7 @@ def test_approve_command_switches_between_asking_for_everything_and_nothing(laun
                  Turn("", [Call("write_file", {"file_path": "w.txt", "content": "w\n"})]), Turn("wrote it"))
     phi = launch()
     phi.prompt()
-    phi.exchange("/approve on", r"approval: on \(always allowed: none\)")
+    phi.exchange("/approve on", r"approval: on \(no permission rules")
     phi.send_line("Read then write")
     phi.expect(r"\? allow read_file\(file_path=notes\.txt\)")  # on: even a read is asked
     phi.send_line("y")
@@ -170,4 +170,4 @@ def test_approve_command_switches_between_asking_for_everything_and_nothing(laun
     phi.exchange("now write", "wrote it")
     assert "allow write_file" not in phi.text
     assert (project / "w.txt").read_text() == "w\n"
-    phi.exchange("/approve sometimes", "/approve takes one of on, smart, off")
+    phi.exchange("/approve sometimes", "/approve takes one of on, smart, off, reset, remove N, or allow|ask|deny RULE")

@@ -273,25 +273,25 @@ def test_gemini_profile_edit_and_new_file_show_their_diffs(model, project):
     assert (project / "sub" / "added.txt").read_text() == "one\ntwo\n"
 
 
-def test_always_for_a_command_allows_that_command_and_asks_about_the_next(launch, model, project):
+def test_always_for_a_command_allows_its_prefix_and_asks_about_another_command(launch, model, project):
     """Issue 34: "a" to `echo harmless` once let every later command run unasked (a `touch` ran);
-    now the question shows the rule it adds and only that command is trusted."""
+    now the question shows the rule it adds, the command's prefix, and only that prefix is trusted."""
     model.script("Run things",
                  Turn("", [Call("shell", {"command": "echo harmless"})]),
-                 Turn("", [Call("shell", {"command": "echo harmless"})]),
+                 Turn("", [Call("shell", {"command": "echo harmless --twice"})]),
                  Turn("", [Call("shell", {"command": "touch made.txt"})]),
                  Turn("finished"))
     phi = launch("--approve", "smart")
     phi.prompt()
     phi.send_line("Run things")
-    phi.expect(r'\[a\] adds the rule: always allow shell "echo harmless"')
+    phi.expect(r'\[a\] always allow: shell "echo harmless \*"')
     phi.expect(r"\? allow shell: echo harmless — \[y\]es, \[n\]o, \[a\]lways for this session: ")
     phi.send_line("a")
-    phi.expect(r"\[2\] ✓ shell")  # the same command again: not asked
+    phi.expect(r"\[2\] ✓ shell")  # the same prefix again: not asked
     phi.expect(r"\? allow shell: touch made\.txt")  # another command: asked
     phi.send_line("n")
     phi.expect("finished")
     phi.prompt()
     assert phi.text.count("? allow shell: echo harmless") == 1
     assert not (project / "made.txt").exists()
-    phi.exchange("/approve", r'approval: smart \(always allowed: shell "echo harmless"\)')
+    phi.exchange("/approve", r'approval: smart; permission rules first.*\n\s+1\. allow shell "echo harmless \*"\s+session')
