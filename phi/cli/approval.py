@@ -10,6 +10,12 @@ from the project's ``.phi/settings.json`` and the user's ``$PHI_HOME/settings.js
 (:func:`phi.coding.permissions.suggest_rule`: for a command, its prefix — ``shell "npm test *"``,
 a later ``rm`` is still asked about; for any other call, its tool).
 
+Where commands cannot be sandboxed (``unconfined``: the machine offers no sandbox, SPEC §14
+CODE-11), every command is asked whatever the mode — ``off`` too — unless a deny rule refuses it or
+an "always" answer of this session or a rule of the user's own file allows it (a project file's
+allow rules came with the repository, so they do not count then); without anyone to ask it is
+refused.
+
 The gate is the session's ``SessionConfig.approval`` callback: it runs on a tool's worker thread
 and waits there for the answer, which the terminal's main thread gives (:meth:`ApprovalGate.pending`
 / :meth:`ApprovalGate.answer`). Without anyone to ask (``phi -p``), a call that would be asked is
@@ -65,6 +71,8 @@ class ApprovalGate:
         self.interactive = interactive
         self.rules: list[PermissionRule] = list(rules)
         self.root = os.path.abspath(root)
+        #: commands run unconfined (no sandbox on this machine): every one is asked (module docstring)
+        self.unconfined = False
         self._questions: queue.SimpleQueue[Question] = queue.SimpleQueue()
 
     def verdict(self, request: ApprovalRequest) -> Verdict:
@@ -76,10 +84,19 @@ class ApprovalGate:
     def _mode_asks(self, request: ApprovalRequest) -> bool:
         return self.mode == "on" or (self.mode == "smart" and request.kind not in ("read", "agent"))
 
+    def _unconfined_asks(self, request: ApprovalRequest, verdict: Verdict) -> bool:
+        """An unconfined command the rules do not let through on the person's own word."""
+        if not self.unconfined or request.kind != "execute" or verdict.effect == "deny":
+            return False
+        trusted = verdict.rule is not None and (verdict.rule.source == SESSION or verdict.rule.source.startswith("user"))
+        return not (verdict.effect == "allow" and trusted)
+
     def needs_asking(self, request: ApprovalRequest) -> bool:
         """Whether the call would be asked about (a denied call is not: it is refused outright)."""
-        effect = self.verdict(request).effect
-        return effect == "ask" or (effect is None and self._mode_asks(request))
+        verdict = self.verdict(request)
+        if self._unconfined_asks(request, verdict):
+            return True
+        return verdict.effect == "ask" or (verdict.effect is None and self._mode_asks(request))
 
     def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         from ..coding.permissions import denial_reason
@@ -87,8 +104,13 @@ class ApprovalGate:
         verdict = self.verdict(request)
         if verdict.effect == "deny" and verdict.rule is not None:
             return _decision(False, denial_reason(verdict.rule))
-        if verdict.effect == "allow" or (verdict.effect is None and not self._mode_asks(request)):
+        unconfined = self._unconfined_asks(request, verdict)
+        if not unconfined and (verdict.effect == "allow" or (verdict.effect is None and not self._mode_asks(request))):
             return _decision(True)
+        if unconfined and not self.interactive:
+            return _decision(False, "commands cannot be sandboxed on this machine and nobody is here to approve "
+                                    "this one (non-interactive run); run with --sandbox full to allow commands "
+                                    "unconfined")
         if not self.interactive:
             why = (f"the rule {verdict.rule} asks first" if verdict.rule is not None
                    else f"approval mode {self.mode!r}")

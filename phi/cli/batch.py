@@ -114,6 +114,7 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
     session = Session(profile, LocalExecutionEnvironment(options.cwd),
                       SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
                                     max_turns=options.max_turns, sandbox=options.sandbox_policy()))
+    gate.unconfined = session.sandbox.unconfined  # no sandbox here: commands are refused, nobody to ask
     if options.resume:
         warnings = err or sys.stderr
 

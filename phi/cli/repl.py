@@ -180,6 +180,7 @@ class Repl:
         config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False,
                                sandbox=self.options.sandbox_policy())
         session = Session(profile, LocalExecutionEnvironment(self.options.cwd), config)
+        self.gate.unconfined = session.sandbox.unconfined
         if carry is not None:
             session.agent.restore(carry.agent.checkpoint())
             session.id = carry.id

@@ -47,3 +47,31 @@ def test_sandbox_full_lets_commands_write_anywhere(launch, model, project, tmp_p
     phi.expect("finished")
     phi.prompt()
     assert (outside / "x.txt").read_text() == "out\n"
+
+
+def test_without_a_sandbox_every_command_is_asked_even_with_approve_off(launch, model, project):
+    model.script("Run things",
+                 Turn("", [Call("shell", {"command": "echo one > one.txt"})]),
+                 Turn("", [Call("read_file", {"file_path": "notes.txt"})]),
+                 Turn("finished"))
+    phi = launch("--approve", "off", env={"PHI_NO_SANDBOX": "1"})
+    phi.expect(r"sandbox: workspace-write asked for, but no sandbox on this machine \(disabled by PHI_NO_SANDBOX\)"
+               r": commands run unconfined and every one is asked")
+    phi.prompt()
+    phi.send_line("Run things")
+    phi.expect(r"\? allow shell: echo one > one\.txt")
+    phi.send_line("n")
+    phi.expect("finished")  # the read was not asked
+    phi.prompt()
+    assert phi.text.count("? allow") == 1
+    assert not (project / "one.txt").exists()
+
+
+def test_without_a_sandbox_phi_p_refuses_commands(model, project, tmp_path):
+    from cli.test_print_mode import run_phi
+
+    model.script("Run things", Turn("", [Call("shell", {"command": "echo one > one.txt"})]), Turn("finished"))
+    done = run_phi(["-p", "Run things", "--json", "--provider", "anthropic", "--base-url", model.url], project,
+                   tmp_path / "home", ANTHROPIC_API_KEY="sk-test-key", PHI_NO_SANDBOX="1")
+    assert "commands cannot be sandboxed on this machine" in done.stdout, done.stdout + done.stderr
+    assert not (project / "one.txt").exists()
