@@ -134,13 +134,16 @@ class SandboxStatus:
             return ("everything: commands cannot be sandboxed here",)
         gaps: list[str] = []
         if not self.namespaces:
-            gaps.append("chmod/chown/utime of files outside the workspace (no mount namespace)")
-            gaps.append(".git and .phi inside the workspace are writable (no mount namespace)")
+            gaps.append("chmod/chown/utime/xattrs of files outside the workspace (no mount namespace)")
+            gaps.append(".git, .phi and .mcp.json inside the workspace are writable (no mount namespace)")
+            gaps.append("System V IPC, /dev/shm and other terminals of the host (no namespaces)")
+            if self.landlock_abi < 3:
+                gaps.append("truncating files outside the workspace (Landlock < 3)")
             if not self.seccomp:
                 gaps.append("network: UDP and Unix sockets (no seccomp filter)" if self.landlock_abi >= 4
                             else "network: not restricted (no network namespace, Landlock < 4, no seccomp)")
-        elif not self.seccomp:
-            gaps.append("Unix sockets to outside listeners (no seccomp filter)")
+        if not self.seccomp:
+            gaps.append("Unix sockets to outside listeners, vsock, keyrings, io_uring (no seccomp filter)")
         if self.landlock_abi < 6:
             gaps.append("signals to processes outside the sandbox (Landlock < 6)")
         return tuple(gaps)
