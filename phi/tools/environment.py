@@ -298,7 +298,7 @@ class LocalExecutionEnvironment:
         ``.mcp.json`` (git and phi would run or trust them later, outside the sandbox)."""
         if self.sandbox.mode == "read-only":
             raise ProtectedPathError(errno.EACCES, "refused: the read-only sandbox allows no writes", target)
-        protected = set(PROTECTED_NAMES) | (set() if self.sandbox.git_writable else {".git"})
+        protected: set[str] = {*PROTECTED_NAMES, *(() if self.sandbox.git_writable else (".git",))}
         for path in (target, os.path.realpath(target)):
             base = root if root is not None else self._cwd
             real_base = os.path.realpath(base) if path != target else base

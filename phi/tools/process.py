@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -83,7 +84,7 @@ def sandbox_launcher() -> tuple[str, str]:
             import binascii
             import marshal
 
-            modules = []
+            modules: list[tuple[str, types.CodeType]] = []
             for name in ("_sandbox", "_reaper"):
                 path = os.path.join(_REAPER_DIR, name + ".py")
                 with open(path, encoding="utf-8") as handle:
