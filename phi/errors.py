@@ -23,6 +23,7 @@ brackets is a second base, so ``except ValueError`` catches ``DecodeError`` too:
     │   ├── ToolNotFound                      phi.errors                for a tool's own use (a call of a missing tool is an error result)
     │   ├── InvalidArgs                       phi.errors                arguments that fail the tool's schema (TOOL-2)
     │   ├── ToolCancelled                     phi.errors                the call's cancellation token fired
+    │   ├── SandboxUnavailable                phi.tools.sandbox         a sandboxed command the kernel cannot confine
     │   └── PatchError                        phi.tools.patch_parser    apply_patch failed
     │       ├── PatchParseError [ValueError]  phi.tools.patch_parser    the text is not a v4a patch
     │       └── PatchApplyError               phi.tools.patch_contents  the patch does not fit the files
@@ -57,8 +58,10 @@ Beside that tree, the classes on a standard base alone: what the tools' file acc
 ``OSError`` like any other, and the test utilities and the commands keep their own:
 
     PermissionError
-    └── ConfinementError                      phi.tools.fs_safe         a write that would leave its allowed root
+    ├── ConfinementError                      phi.tools.fs_safe         a write that would leave its allowed root
+    └── ProtectedPathError                    phi.tools.sandbox         a file tool's write a sandbox keeps read-only
     OSError
+    ├── SandboxError                          phi.tools._sandbox        the launcher could not apply a layer
     ├── FileTooLargeError                     phi.tools.fs_safe         a read or write past its size limit
     ├── NotRegularFileError                   phi.tools.fs_safe         a FIFO, socket or device, not a file
     └── GlobLimitError                        phi.tools.globbing        a glob that matched more than max_entries

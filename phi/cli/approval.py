@@ -234,9 +234,11 @@ def summary(gate: ApprovalGate) -> str:
 
 def describe(request: ApprovalRequest) -> str:
     """One line saying what a call wants to do."""
+    from .render import visible
+
     command = request.command
     if command:
-        return f"{request.tool_name}: {command}"
+        return visible(f"{request.tool_name}: {command}")
     from .render import short_arguments
 
     return f"{request.tool_name}({short_arguments(request.arguments, 100)})"

@@ -138,6 +138,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     if options.json:
         session.agent.subscribe(lines)
     from ..coding import EventKind
+    from ..providers.secret_registry import redact
 
     error_kinds: set[str] = set()
     session.subscribe(lambda event: error_kinds.add(event.data.get("kind", ""))
@@ -171,7 +172,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
         return EXIT_FAILED
     if not options.json:
         try:
-            stdout.write(result.text.rstrip("\n") + "\n")
+            stdout.write(redact(result.text).rstrip("\n") + "\n")  # CLI-8: no key on screen or in CI logs
             stdout.flush()
         except BrokenPipeError:  # `phi -p ... | head -1`: the reader has what it wanted
             _silence(stdout)
@@ -180,7 +181,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
     hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
-    stderr.write(f"phi: the run ended: {result.outcome}{': ' + result.error if result.error else ''}"
+    stderr.write(f"phi: the run ended: {result.outcome}{': ' + redact(result.error) if result.error else ''}"
                  f"{f' ({hint})' if hint else ''}\n")
     return EXIT_FAILED
 

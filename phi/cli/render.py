@@ -54,12 +54,27 @@ class Style:
         return f"\x1b[{self.CODES[name]}m{text}\x1b[0m"
 
 
+def visible(text: str) -> str:
+    """``text`` with every control and format character shown as an escape (``\\r``, ``\\x1b``,
+    ``\\u202e``): what the model wrote must not move the cursor, recolour or reorder what a
+    question shows (a ``\\r`` could hide the command being approved)."""
+    import unicodedata
+
+    def shown(char: str) -> str:
+        if char == "\n" or unicodedata.category(char) not in ("Cc", "Cf", "Zl", "Zp"):
+            return char
+        code = ord(char)
+        return repr(char)[1:-1] if code < 0x100 else f"\\u{code:04x}"
+
+    return "".join(shown(char) for char in text) if any(not c.isprintable() for c in text) else text
+
+
 def short_arguments(arguments: dict[str, Any], width: int = 60) -> str:
     """``key=value, ...`` on one line, cut to ``width`` characters."""
     parts: list[str] = []
     for key, value in arguments.items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{key}={' '.join(str(shown).split())}")
+        parts.append(f"{visible(key)}={' '.join(visible(str(shown)).split())}")
     text = ", ".join(parts)
     return text if len(text) <= width else text[:width - 1] + "…"
 

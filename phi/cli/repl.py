@@ -42,7 +42,7 @@ from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
 from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
-from .render import Renderer, Style, TurnStats, colour_diff
+from .render import Renderer, Style, TurnStats, colour_diff, visible
 from .startup import Loader
 from .terminal import Terminal, Verbatim
 
@@ -258,11 +258,11 @@ class Repl:
     def sandbox_line(self) -> str:
         """``sandbox: workspace-write, network off, .git read-only (Landlock ABI 7 + ...)`` — yellow
         where the machine cannot keep it and every command is asked."""
-        from ..coding.sandboxing import CommandSandbox
-        from ..tools.sandbox import sandbox_status
+        from ..tools.sandbox import describe_protection, sandbox_status
 
-        sandbox = CommandSandbox(self.options.sandbox_policy(), sandbox_status())
-        return self.style("yellow" if sandbox.unconfined else "grey", f"sandbox: {sandbox.describe()}")
+        policy, status = self.options.sandbox_policy(), sandbox_status()
+        unconfined = policy.sandboxed and not status.available
+        return self.style("yellow" if unconfined else "grey", f"sandbox: {describe_protection(policy, status)}")
 
     def _banner_rules(self) -> None:
         """The approval mode and the permission rules in force (``/approve`` lists them)."""
@@ -521,7 +521,7 @@ class Repl:
         """The rule an "always" answer adds, shown before the question (or the ask rule that asks)."""
         rule = self.gate.always_rule(question)
         if rule is not None:
-            self.renderer.line(self.style("grey", f"  [a] always allow: {rule.text}"))
+            self.renderer.line(self.style("grey", f"  [a] always allow: {visible(rule.text)}"))
         elif question.asked_by is not None:
             source = f" ({question.asked_by.source})" if question.asked_by.source else ""
             self.renderer.line(self.style("grey", f"  asked because of the rule {question.asked_by}{source}; "

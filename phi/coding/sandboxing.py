@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from ..log import get_logger
 from ..tools.environment import ExecutionEnvironment, LocalExecutionEnvironment
-from ..tools.sandbox import SandboxPolicy, SandboxStatus, as_policy, sandbox_status
+from ..tools.sandbox import (
+    SandboxPolicy, SandboxStatus, SandboxUnavailable, as_policy, describe_protection, sandbox_status,
+)
 
 log = get_logger(__name__)
 
@@ -28,22 +30,20 @@ class CommandSandbox:
 
     policy: SandboxPolicy
     status: SandboxStatus | None
+    reason: str = ""  # why the policy cannot be kept here although the kernel could (see choose_sandbox)
 
     @property
     def unconfined(self) -> bool:
         """A sandbox was asked for and this machine cannot keep it: every command needs approval."""
-        return self.policy.sandboxed and self.status is not None and not self.status.available
+        return self.policy.sandboxed and self.status is not None and (not self.status.available or bool(self.reason))
 
     def describe(self) -> str:
         """One line for a banner or ``/status``."""
         if self.status is None:
             return "not managed by phi (the environment runs commands itself)"
-        if self.unconfined:
-            return (f"{self.policy.mode} asked for, but {self.status.describe()}: "
-                    "commands run unconfined and every one is asked")
-        if not self.policy.sandboxed:
-            return self.policy.describe()
-        return f"{self.policy.describe()} ({self.status.describe()})"
+        if self.reason:
+            return f"{self.policy.mode} asked for, but {self.reason}: commands run unconfined and every one is asked"
+        return describe_protection(self.policy, self.status)
 
 
 def local_environment(env: ExecutionEnvironment) -> LocalExecutionEnvironment | None:
@@ -70,17 +70,28 @@ def choose_sandbox(env: ExecutionEnvironment, setting: SandboxPolicy | str | Non
     local = local_environment(env)
     if local is None:
         return CommandSandbox(as_policy(None), None)
-    if not local.sandbox_chosen:
+    chosen = local.sandbox_chosen
+    if not chosen:
         local.sandbox = as_policy(setting)
+        # the first session decides: a second one sharing the environment must not loosen it
+        local.sandbox_chosen = True
     policy = local.sandbox
     if not policy.sandboxed:
         return CommandSandbox(policy, sandbox_status())
     status = sandbox_status()
-    if not status.available and not local.sandbox_chosen:  # sandbox_status() has warned, once per process
-        log.info("%s sandbox asked for but %s: commands run unconfined and each needs approval",
-                 policy.mode, status.describe())
+    reason = ""
+    if status.available:
+        try:
+            local.sandbox_spec()  # e.g. the interpreter lies inside the workspace: no policy can be kept
+        except SandboxUnavailable as exc:
+            reason = str(exc)
+            log.warning("%s; commands run unconfined and each needs approval", reason)
+    sandbox = CommandSandbox(policy, status, reason)
+    if sandbox.unconfined and not chosen:  # sandbox_status() or the line above has warned
+        log.info("%s sandbox asked for but not kept here: commands run unconfined and each needs approval",
+                 policy.mode)
         local.sandbox = SandboxPolicy("full")  # each command is approved instead (see the pipeline)
-    return CommandSandbox(policy, status)
+    return sandbox
 
 
 __all__ = ["CommandSandbox", "choose_sandbox", "helper_sandbox", "local_environment"]

@@ -35,7 +35,8 @@ _WORD_ENDINGS = ("SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPH
                  "CREDENTIAL", "CREDENTIALS", "APIKEY", "APIKEYS", "PWD", "KEY", "KEYS", "KEYFILE", "PASSFILE",
                  "TOKENFILE", "SECRETFILE", "CREDFILE")
 _WHOLE_WORDS = frozenset({"PRIVATE", "AUTH", "PASS", "PAT", "CREDS", "DSN", "WEBHOOK", "SAS", "SK", "RK", "JWT",
-                          "AUTHORIZATION", "BEARER", "COOKIE", "HMAC", "KUBECONFIG", "NETRC"})
+                          "AUTHORIZATION", "BEARER", "COOKIE", "HMAC", "KUBECONFIG", "NETRC",
+                          "HEADERS"})  # HEADERS: OTEL_EXPORTER_OTLP_HEADERS and the like carry API keys
 #: names of variables that point at credential files (``KUBECONFIG``, ``NETRC``, ...)
 _SECRET_NAMES = frozenset({"DATABASE_URL", "DATABASE_URI", "DB_URL", "DB_URI", "KUBECONFIG", "NETRC",
                            "PGPASSFILE", "SSLKEYLOGFILE", "BOTO_CONFIG", "DOCKER_CONFIG", "GIT_CREDENTIALS",

@@ -192,13 +192,22 @@ class SecretRegistry:
         except RuntimeError:  # changed while being read by another thread: read it at the next call
             return
         names = tuple(sorted(found))
-        values = frozenset(found.values())
+        values = frozenset(found.values()) | frozenset(
+            part for name, value in found.items() if "HEADERS" in name.upper() for part in _header_values(value)
+            if len(part) >= self.min_length)
         with self._lock:
             self._env_names = names
             self._env_seen = (len(env), tuple(env.get(name) for name in names))
             if values != self._env_values:
                 self._env_values = values
                 self._env_generation += 1
+
+
+def _header_values(value: str) -> list[str]:
+    """The values of ``name=value,name2=value2`` (``OTEL_EXPORTER_OTLP_HEADERS``), percent-decoded."""
+    from urllib.parse import unquote
+
+    return [unquote(pair.partition("=")[2]).strip() for pair in value.split(",") if "=" in pair]
 
 
 def _alternatives(forms: set[str]) -> re.Pattern[str] | None:

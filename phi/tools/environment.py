@@ -59,7 +59,7 @@ from .fs_safe import (
 from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
 from .process import run_process, start_background
-from .sandbox import PROTECTED_NAMES, PrivateTemp, ProtectedPathError, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
+from .sandbox import PROTECTED_NAMES, PrivateTemp, ProtectedPathError, host_code, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -211,6 +211,7 @@ class LocalExecutionEnvironment:
         self.sandbox_chosen = sandbox is not None
         self._temp = PrivateTemp()
         self._real_roots: dict[str, str] = {}
+        self._watched: set[str] = set()  # protected names absent when a background command started
         self._roots_lock = threading.Lock()
         for root in self.allowed_write_roots:  # resolved now, before any command could move them
             self._real_root(root)
@@ -242,7 +243,11 @@ class LocalExecutionEnvironment:
     def cleanup(self) -> None:
         """Removes the sandbox's private temporary directory (if a sandboxed command made one). Every
         command's processes end with it, and background commands belong to the tool session that
-        started them (:class:`~phi.tools.tool_session.ToolSession`)."""
+        started them (:class:`~phi.tools.tool_session.ToolSession`). A ``.phi`` or ``.mcp.json`` that a
+        background command created meanwhile is set aside (see :meth:`exec_command`)."""
+        with self._roots_lock:
+            watched, self._watched = self._watched, set()
+        self._set_aside(watched)
         self._temp.remove()
 
     def resolve_path(self, path: str) -> str:
@@ -298,6 +303,11 @@ class LocalExecutionEnvironment:
         ``.mcp.json`` (git and phi would run or trust them later, outside the sandbox)."""
         if self.sandbox.mode == "read-only":
             raise ProtectedPathError(errno.EACCES, "refused: the read-only sandbox allows no writes", target)
+        real = os.path.realpath(target)
+        for code in host_code():
+            if real == code or real.startswith(code.rstrip("/") + "/"):
+                raise ProtectedPathError(errno.EACCES, f"refused: {code} holds code phi runs (phi or a library it "
+                                         f"uses); the {self.sandbox.mode} sandbox keeps it read-only", target)
         protected: set[str] = {*PROTECTED_NAMES, *(() if self.sandbox.git_writable else (".git",))}
         for path in (target, os.path.realpath(target)):
             base = root if root is not None else self._cwd
@@ -431,13 +441,49 @@ class LocalExecutionEnvironment:
         cwd = self.resolve_path(working_dir) if working_dir else self._cwd
         if not os.path.isdir(cwd):
             raise FileNotFoundError(2, "Working directory does not exist", cwd)
+        sandbox = self.sandbox_spec()
+        absent = self._absent_protected() if sandbox is not None else set()
         outcome = run_process(
             [self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), timeout_ms=timeout_ms,
-            cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output,
-            sandbox=self.sandbox_spec(),
+            cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output, sandbox=sandbox,
         )
-        return ExecResult(outcome.stdout, outcome.stderr, outcome.exit_code, outcome.timed_out,
-                          outcome.duration_ms, outcome.cancelled, outcome.stdout_parts, outcome.stderr_parts)
+        notes = self._set_aside(absent)
+        stderr_parts = outcome.stderr_parts + [note + "\n" for note in notes] if notes else outcome.stderr_parts
+        stderr = outcome.stderr + "".join(note + "\n" for note in notes)
+        return ExecResult(outcome.stdout, stderr, outcome.exit_code, outcome.timed_out,
+                          outcome.duration_ms, outcome.cancelled, outcome.stdout_parts, stderr_parts)
+
+    def _absent_protected(self) -> set[str]:
+        """The protected names (``.phi``, ``.mcp.json``) missing from the writable roots: a sandboxed
+        command could create them, which no mount can stop (see :meth:`_set_aside`)."""
+        if self.sandbox.mode != "workspace-write":
+            return set()
+        roots = [self._real_root(root) for root in (*self.allowed_write_roots, *self.sandbox.writable_roots)]
+        return {path for root in roots for name in PROTECTED_NAMES
+                if not os.path.lexists(path := os.path.join(root, name))}
+
+    def _set_aside(self, absent: set[str]) -> list[str]:
+        """Rename what appeared at ``absent`` paths (``NAME.phi-set-aside-N``), saying so: phi reads
+        ``.phi/settings.json`` and starts ``.mcp.json``'s servers outside the sandbox, so a command must
+        not be able to write them. Nothing is deleted."""
+        notes: list[str] = []
+        for path in sorted(absent):
+            if not os.path.lexists(path):
+                continue
+            for number in range(1, 1000):
+                aside = f"{path}.phi-set-aside-{number}"
+                if not os.path.lexists(aside):
+                    break
+            try:
+                os.rename(path, aside)
+            except OSError as exc:
+                log.warning("a sandboxed command created %s and phi could not set it aside: %s", path, exc)
+                continue
+            note = (f"phi: this command created {os.path.basename(path)}, which phi would read or run outside "
+                    f"the sandbox; it was set aside as {os.path.basename(aside)}")
+            log.warning("%s (%s)", note, path)
+            notes.append(note)
+        return notes
 
     def start_background(self, command: str, working_dir: str | None, env_vars: Mapping[str, str] | None,
                          output: int) -> subprocess.Popen[bytes]:
@@ -447,8 +493,13 @@ class LocalExecutionEnvironment:
         cwd = self.resolve_path(working_dir) if working_dir else self._cwd
         if not os.path.isdir(cwd):
             raise FileNotFoundError(2, "Working directory does not exist", cwd)
+        sandbox = self.sandbox_spec()
+        if sandbox is not None:
+            absent = self._absent_protected()
+            with self._roots_lock:
+                self._watched |= absent  # checked when the environment is cleaned up
         return start_background([self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), output=output,
-                                sandbox=self.sandbox_spec())
+                                sandbox=sandbox)
 
     # -- search --------------------------------------------------------------------------------
     def _grep_supports_perl(self) -> bool:

@@ -167,6 +167,17 @@ class SandboxStatus:
         return [f"userns={int(self.namespaces)}", f"landlock={self.landlock_abi}", f"seccomp={int(self.seccomp)}"]
 
 
+def describe_protection(policy: SandboxPolicy, status: SandboxStatus) -> str:
+    """One line saying what protects commands under ``policy`` on a machine with ``status`` (the
+    banner's ``sandbox:`` line, ``CommandSandbox.describe``)."""
+    if policy.sandboxed and not status.available:
+        return (f"{policy.mode} asked for, but {status.describe()}: "
+                "commands run unconfined and every one is asked")
+    if not policy.sandboxed:
+        return policy.describe()
+    return f"{policy.describe()} ({status.describe()})"
+
+
 _status: SandboxStatus | None = None
 _status_lock = threading.Lock()
 
@@ -315,6 +326,32 @@ def _beneath(path: str, roots: Sequence[str]) -> str | None:
     return None
 
 
+#: phi's runtime dependencies (and theirs): when installed inside a workspace they are kept read-only
+#: like phi itself — this process imports from them later, unconfined.
+_HOST_PACKAGES = ("requests", "urllib3", "certifi", "idna", "charset_normalizer", "jsonschema",
+                  "jsonschema_specifications", "referencing", "rpds", "attrs", "yaml", "_yaml")
+_host_code: tuple[str, ...] | None = None
+
+
+def host_code() -> tuple[str, ...]:
+    """Where the code this process may still import lives: phi's own package (under whatever name it
+    is vendored) and its dependencies' — real paths, found once."""
+    global _host_code
+    if _host_code is None:
+        import importlib.util
+
+        found = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+        for name in _HOST_PACKAGES:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and spec.origin:
+                found.append(os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin)
+        _host_code = tuple(dict.fromkeys(os.path.realpath(path) for path in found))
+    return _host_code
+
+
 def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: str,
                   status: SandboxStatus | None = None) -> str:
     """The argument the launcher applies for ``policy`` (``write_roots``: the environment's and the
@@ -337,6 +374,7 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
                                      f"({path}) lies inside the writable directory {root}")
     protected = PROTECTED_NAMES if policy.git_writable else (".git", *PROTECTED_NAMES)
     readonly = [os.path.join(root, name) for root in write if root != temp_dir for name in protected]
+    readonly += [path for path in host_code() if _beneath(path, write) is not None]
     items = [*(f"write={path}" for path in write), *(f"readonly={path}" for path in readonly),
              *(f"file={path}" for path in DEVICE_FILES), f"net={int(policy.network)}", *status.layers()]
     for item in items:
@@ -346,4 +384,4 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
 
 
 __all__ = ["ProtectedPathError", "SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
-           "as_policy", "sandbox_status", "start_probe", "launcher_spec"]
+           "as_policy", "describe_protection", "host_code", "sandbox_status", "start_probe", "launcher_spec"]

@@ -75,3 +75,14 @@ def test_without_a_sandbox_phi_p_refuses_commands(model, project, tmp_path):
                    tmp_path / "home", ANTHROPIC_API_KEY="sk-test-key", PHI_NO_SANDBOX="1")
     assert "commands cannot be sandboxed on this machine" in done.stdout, done.stdout + done.stderr
     assert not (project / "one.txt").exists()
+
+
+
+def test_a_question_shows_control_characters_escaped():
+    from phi.cli.approval import describe
+    from phi.coding import ApprovalRequest
+
+    request = ApprovalRequest("s", "c", "shell", {"command": "touch /tmp/x #\r\x1b[2Kecho harmless\u202e"}, "execute")
+    shown = describe(request)
+    assert "\r" not in shown and "\x1b" not in shown and "\u202e" not in shown
+    assert shown == "shell: touch /tmp/x #\\r\\x1b[2Kecho harmless\\u202e"

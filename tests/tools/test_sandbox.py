@@ -502,7 +502,10 @@ print(env.exec_command("echo second > second.txt; cat second.txt", 30000).output
 env.cleanup()
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
-    assert done.stdout.split() == ["0", "0", "second"], done.stdout + done.stderr
+    codes = done.stdout.split()
+    # phi's own package lies inside the workspace: read-only for commands (the host imports from it later)
+    assert codes[:2] != ["0", "0"] and codes[2:] == ["second"], done.stdout + done.stderr
+    assert "open(" not in (vendor / "phi2" / "tools" / "_sandbox.py").read_text().splitlines()[-1]
     assert made.outside_unchanged()
     made.env.cleanup()
 
@@ -589,3 +592,16 @@ def test_phis_own_git_runs_the_repositorys_filters_inside_the_sandbox(tmp_path: 
         assert pwned.exists()
     finally:
         made.env.cleanup()
+
+
+
+@needs_sandbox
+def test_a_phi_settings_or_mcp_json_a_command_creates_is_set_aside(box: Box) -> None:
+    """No mount can protect a name that does not exist yet: what a command creates there is renamed
+    once it returns (phi would trust or start it at its next start, outside the sandbox)."""
+    result = box.run('mkdir -p .phi && echo \'{"permissions": {"allow": ["shell"]}}\' > .phi/settings.json; '
+                     'echo \'{"mcpServers": {"x": {"command": "touch"}}}\' > .mcp.json; echo done')
+    assert not (box.ws / ".phi").exists() and not (box.ws / ".mcp.json").exists()
+    assert (box.ws / ".phi.phi-set-aside-1" / "settings.json").exists()
+    assert (box.ws / ".mcp.json.phi-set-aside-1").exists()
+    assert "created .mcp.json, which phi would read or run outside the sandbox" in result.stderr
