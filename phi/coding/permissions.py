@@ -4,7 +4,7 @@ issue 34 item 4).
 A rule is an effect and a tool, with an optional pattern, written ``TOOL`` or ``TOOL "PATTERN"``
 (``TOOL(PATTERN)`` is the same rule, handier inside JSON):
 
-* ``read_file`` — every call of the tool. The tool may be a glob: ``mcp_github__*``.
+* ``read_file`` — every call of the tool. The tool may be a glob: ``github__*``.
 * For a call with a ``command`` argument (``shell``; phi-core's ``bash``) the pattern is a command.
   ``npm test *`` is a prefix: those words, then any arguments or none (``npm test``, ``npm test
   --watch``; not ``npm testing``). ``git status`` is that command exactly. Anything else — several
@@ -82,7 +82,19 @@ EXACT_ONLY = WRAPPERS | frozenset({
     "sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "rm", "rmdir", "dd", "shred", "truncate", "unlink",
     "mkfs", "chmod", "chown", "chgrp", "mv", "cp", "ln", "install", "rsync", "kill", "pkill", "killall", "curl",
     "wget", "scp", "sftp", "crontab", "tee", "sed", "awk", "perl", "source", ".",
+    # builtins and programs whose options evaluate code or run commands (test -v 'a[$(cmd)]',
+    # printf -v, tar --checkpoint-action=exec=, zip -TT, vim -c '!cmd', ssh host cmd)
+    "test", "[", "[[", "printf", "read", "let", "declare", "typeset", "local", "export", "readonly", "mapfile",
+    "readarray", "unset", "trap", "alias", "tar", "zip", "unzip", "vim", "vi", "nvim", "view", "ex", "emacs",
+    "nano", "less", "more", "man", "ssh", "nc", "ncat", "socat", "screen", "tmux", "watch", "gawk", "mawk",
+    "nawk", "busybox", "ash", "mksh", "yash", "posh", "git-shell", "expect", "script", "gdb", "strace",
 })
+#: versioned interpreters (python3.11, ruby3.2, node18): code runners like those of NEEDS_SUBCOMMAND
+_VERSIONED_RUNNER = re.compile(r"(?:python|pypy|ruby|perl|node|php|lua|pip)[0-9][0-9.]*")
+#: tool names of other agents' rules (Claude Code's) and phi's tool for each
+_OTHER_AGENTS_NAMES = {"Bash": "shell", "Read": "read_file", "Write": "write_file", "Edit": "edit_file",
+                       "MultiEdit": "edit_file", "Glob": "glob", "Grep": "grep", "LS": "list_dir",
+                       "WebFetch": "(none)", "WebSearch": "(none)", "NotebookEdit": "(none)"}
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:*-]+")
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@=-]*")
 
@@ -144,7 +156,7 @@ class PermissionRule:
         return f"{self.effect}: {self.text}"
 
     def covers_tool(self, name: str) -> bool:
-        """Whether the rule is about tool ``name`` (its tool, or a glob such as ``mcp_github__*``, names it)."""
+        """Whether the rule is about tool ``name`` (its tool, or a glob such as ``github__*``, names it)."""
         return self.tool == name or ("*" in self.tool and re.fullmatch(
             ".*".join(re.escape(part) for part in self.tool.split("*")), name) is not None)
 
@@ -157,6 +169,8 @@ def parse_rule_text(text: str) -> tuple[str, str | None]:
     rest = stripped[len(name):].strip()
     if not name:
         raise PermissionRuleError(f"{text!r} does not start with a tool name (e.g. shell \"npm test *\")")
+    if name in _OTHER_AGENTS_NAMES:  # a rule copied from another agent's settings would match nothing
+        raise PermissionRuleError(f"{text!r}: phi has no tool {name!r}; phi's is {_OTHER_AGENTS_NAMES[name]!r}")
     if not rest:
         return name, None
     if rest.startswith("("):
@@ -314,6 +328,8 @@ def _allowing(rules: Sequence[PermissionRule], call: _Call, root: str) -> Permis
             return exact
         first: PermissionRule | None = None
         for command in parsed.commands:
+            if any("$(" in word or "`" in word for word in command.words):
+                return None  # text that is code once a builtin re-reads it (test -v 'a[$(cmd)]'): asked
             rule = next((rule for rule, pattern in patterns if pattern.kind != "exact"
                          and command.keys and _same_words(command.keys, pattern, by_name=False)), None)
             if rule is None:
@@ -437,7 +453,7 @@ def suggest_rule(request: ApprovalRequest, source: str = "session") -> Permissio
         return exact
     if len(words) >= 2 and keys[1] == words[1] and _PLAIN_WORD.fullmatch(words[1]):
         prefix = words[:2]
-    elif name in NEEDS_SUBCOMMAND:
+    elif name in NEEDS_SUBCOMMAND or _VERSIONED_RUNNER.fullmatch(name):
         return exact
     else:
         prefix = words[:1]

@@ -74,6 +74,9 @@ class ParsedCommand:
     nested: list[str]  # the text inside substitutions (deny rules look at it too)
     substitution: bool
     complete: bool
+    #: a ``${...}`` or ``$[...]`` expansion: bash may evaluate arithmetic there (``${a[$(cmd)]}``,
+    #: ``${y:=...}${a[y]}``), so a prefix rule never waves such a line through
+    expansion: bool = False
 
     @property
     def normalised(self) -> str:
@@ -87,7 +90,7 @@ class ParsedCommand:
     @property
     def plain(self) -> bool:
         """Nothing a prefix rule must refuse: no substitution, no redirection writing a file, read to the end."""
-        return self.complete and not self.substitution and not self.writes
+        return self.complete and not self.substitution and not self.writes and not self.expansion
 
 
 def _writes(op: str, target: str) -> bool:
@@ -152,6 +155,7 @@ class _Scanner:
         self.tokens: list[str] = []
         self.nested: list[str] = []
         self.substitution = False
+        self.expansion = False
         self.complete = True
         self.value: _Word | None = None  # the word being read (None: between words)
         self.raw: list[str] = []  # the same word as written
@@ -186,7 +190,7 @@ class _Scanner:
         self._end_command(None)
         if self.heredocs:
             self.complete = False  # a here-document with no body
-        return ParsedCommand(self.commands, self.tokens, self.nested, self.substitution, self.complete)
+        return ParsedCommand(self.commands, self.tokens, self.nested, self.substitution, self.complete, self.expansion)
 
     # ------------------------------------------------------------------ words
 
@@ -225,6 +229,8 @@ class _Scanner:
         elif char == "`":
             end = self._backticks(i, value)
         else:  # unquoted: a glob character, a `$`, a `~` starting the word are expanded by the shell
+            if char == "$" and text.startswith("[", i + 1):  # $[...]: old arithmetic, evaluated
+                self.expansion = True
             value.append(char, char in _GLOB or char == "$" or (char == "~" and not value.value))
             end = i + 1
         raw.append(text[i:end])
@@ -284,6 +290,7 @@ class _Scanner:
         return close + 1
 
     def _parameter(self, open_at: int, value: _Word) -> int:
+        self.expansion = True
         close = _matching(self.text, open_at, "{", "}")
         if close < 0:
             self.complete = False

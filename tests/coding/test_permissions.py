@@ -340,7 +340,10 @@ def test_the_policy_applies_rules_then_falls_back():
     ("npm test > log.txt", 'shell "npm test > log.txt"'),
     ("echo $(date)", 'shell "echo $(date)"'),
     ("echo \"a b\" c", 'shell "echo *"'),  # not a plain subcommand word: the program alone
-    ("printf '%s;' x", 'shell "printf *"'),
+    ("printf '%s;' x", "shell \"printf '%s;' x\""),  # printf -v evaluates subscripts: exact only
+    ("test -f x", 'shell "test -f x"'),
+    ("tar -tf a.tar", 'shell "tar -tf a.tar"'),
+    ("python3.11 -c 1", 'shell "python3.11 -c 1"'),
 ])
 def test_always_adds_the_commands_prefix_or_the_exact_command(command, rule):
     suggested = suggest_rule(shell(command))
@@ -497,3 +500,21 @@ def test_what_bash_runs_is_what_the_parser_saw(tmp_path):
         checked += 1
         ran_commands += len(ran)
     assert checked > 250 and ran_commands > 200
+
+
+
+@pytest.mark.parametrize("command", [
+    "git status ${y:='a[$(touch X)]'}${a[y]}",
+    "git status ${!y}",
+    "git status $[1+1]",
+    "git status \"${x}\"",
+    "test -v 'a[$(touch X)]'",
+    "printf -v 'a[$(id)]' x",
+    "git status 'a[`id`]'",
+])
+def test_a_prefix_rule_never_allows_expansions_bash_may_evaluate(command):
+    rules = PermissionRules([PermissionRule.parse("allow", 'shell "git status *"'),
+                             PermissionRule.parse("allow", 'shell "test *"'),
+                             PermissionRule.parse("allow", 'shell "printf *"')], "/tmp")
+    assert rules.evaluate(shell(command)).effect is None
+    assert rules.evaluate(shell("git status --short")).effect == "allow"
