@@ -297,6 +297,13 @@ class LocalExecutionEnvironment:
             raise ConfinementError(target, ", ".join(in_force) or "(none)", "the path")
         return "/", split_parts(target), target
 
+    def _guard(self) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The names the write's walk must not pass (see :func:`phi.tools.fs_safe.write_beneath`)."""
+        if not self.sandbox.sandboxed:
+            return None
+        anywhere = {".phi", *(() if self.sandbox.git_writable else (".git",))}
+        return frozenset(anywhere), frozenset({".mcp.json"})
+
     def _refuse_protected(self, target: str, root: str | None) -> None:
         """Under a sandbox the file tools keep to what commands may change: nothing in ``read-only``,
         and never an existing-or-new ``.git`` (unless ``git_writable``), ``.phi`` or top-level
@@ -338,7 +345,7 @@ class LocalExecutionEnvironment:
         """
         root, parts, target = self._write_location(path, roots)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        write_beneath(root, parts, data, target, verify)
+        write_beneath(root, parts, data, target, verify, self._guard())
 
     def delete_file(self, path: str, *, roots: Sequence[str] | None = None,
                     verify: Verify | None = None) -> None:
@@ -346,7 +353,7 @@ class LocalExecutionEnvironment:
         ``verify`` is called with the file about to be removed (open for reading) and what it raises
         keeps the file (see :func:`phi.tools.fs_safe.delete_beneath`)."""
         root, parts, target = self._write_location(path, roots)
-        delete_beneath(root, parts, target, verify)
+        delete_beneath(root, parts, target, verify, self._guard())
 
     def file_exists(self, path: str) -> bool:
         return os.path.exists(self.resolve_path(path))

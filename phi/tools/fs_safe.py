@@ -43,6 +43,7 @@ import stat
 from typing import Any, BinaryIO, Callable, Sequence
 
 from ..log import get_logger
+from .sandbox import ProtectedPathError
 
 log = get_logger(__name__)
 
@@ -202,7 +203,14 @@ class _Walk:
         raise ConfinementError(path, self.root, f"the symlink {name!r} (-> {target})")
 
 
-def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool, create_dirs: bool) -> str:
+#: Names a walk must not pass through (anywhere, and directly beneath the root) — see
+#: :class:`~phi.tools.environment.LocalExecutionEnvironment`'s sandbox; checked on each component as
+#: it is walked (symlinks expanded), so a link swapped in meanwhile cannot lead past it.
+Guard = tuple[frozenset[str], frozenset[str]]
+
+
+def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool, create_dirs: bool,
+             guard: Guard | None = None) -> str:
     """Walk ``parts`` beneath the root; returns the final name, ``walk.fd`` is its directory."""
     pending = list(reversed(parts))
     links = 0
@@ -213,6 +221,9 @@ def _resolve(walk: _Walk, parts: Sequence[str], path: str, *, follow_last: bool,
         if name == "..":
             walk.up(path)
             continue
+        if guard is not None and (name in guard[0] or (len(walk.stack) == 1 and name in guard[1])):
+            raise ProtectedPathError(errno.EACCES, f"refused: {name} is protected by the sandbox (what is written "
+                                     "there would be run or trusted later, outside it)", path)
         last = not pending
         if last and not follow_last:
             return name
@@ -270,7 +281,8 @@ def _set_aside(path: str) -> None:
     checked. Does nothing; tests replace it to save the file by name at that moment."""
 
 
-def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verify: Verify | None = None) -> None:
+def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verify: Verify | None = None,
+                  guard: Guard | None = None) -> None:
     """Replace (or create) the file at ``parts`` beneath ``root`` with ``data``, atomically.
 
     Missing parent directories are created. ``path`` is only used in error messages. ``verify`` is
@@ -287,7 +299,7 @@ def write_beneath(root: str, parts: Sequence[str], data: bytes, path: str, verif
     """
     walk = _Walk(root)
     try:
-        name = _resolve(walk, parts, path, follow_last=True, create_dirs=True)
+        name = _resolve(walk, parts, path, follow_last=True, create_dirs=True, guard=guard)
         try:
             old: os.stat_result | None = os.stat(name, dir_fd=walk.fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -501,7 +513,8 @@ def _load_renameat2() -> Any:
     return function
 
 
-def delete_beneath(root: str, parts: Sequence[str], path: str, verify: Verify | None = None) -> None:
+def delete_beneath(root: str, parts: Sequence[str], path: str, verify: Verify | None = None,
+                   guard: Guard | None = None) -> None:
     """Remove the file (or symlink itself) at ``parts`` beneath ``root``; directories are refused.
 
     With ``verify`` a regular file is checked first; whatever it raises stops the removal. With an
@@ -512,7 +525,7 @@ def delete_beneath(root: str, parts: Sequence[str], path: str, verify: Verify | 
     """
     walk = _Walk(root)
     try:
-        name = _resolve(walk, parts, path, follow_last=False, create_dirs=False)
+        name = _resolve(walk, parts, path, follow_last=False, create_dirs=False, guard=guard)
         mode = os.stat(name, dir_fd=walk.fd, follow_symlinks=False).st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)

@@ -605,3 +605,23 @@ def test_a_phi_settings_or_mcp_json_a_command_creates_is_set_aside(box: Box) -> 
     assert (box.ws / ".phi.phi-set-aside-1" / "settings.json").exists()
     assert (box.ws / ".mcp.json.phi-set-aside-1").exists()
     assert "created .mcp.json, which phi would read or run outside the sandbox" in result.stderr
+
+
+@needs_sandbox
+def test_the_file_tools_check_protected_names_on_the_walk_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symlink swapped in after the path was checked (a second actor racing the write) cannot lead
+    the write into .git: the walk refuses the name as it passes it."""
+    from phi.tools import environment
+    from phi.tools.sandbox import ProtectedPathError
+
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    (made.ws / ".git").mkdir()
+    (made.ws / ".git" / "config").write_text("[core]\n")
+    monkeypatch.setattr(environment.LocalExecutionEnvironment, "_refuse_protected", lambda *args: None)
+    (made.ws / "hk").symlink_to(made.ws / ".git" / "config")  # as if swapped in right after the check
+    try:
+        with pytest.raises(ProtectedPathError, match=r"\.git is protected"):
+            made.env.write_file("hk", "[core]\nfsmonitor = touch /tmp/x\n", roots=[str(made.ws)])
+        assert (made.ws / ".git" / "config").read_text() == "[core]\n"
+    finally:
+        made.env.cleanup()
