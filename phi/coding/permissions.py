@@ -287,7 +287,29 @@ class _Call:
         return scripts_of(self.parsed) if self.parsed is not None else []
 
     def path_forms(self) -> list[list[str]]:
-        return [path_forms(path, self.base) for path in self.paths.paths] if self.paths else []
+        if not self.paths:
+            return []
+        return [path_forms(path, self.base) for path in _with_expansions(self.paths.paths, self.base)]
+
+
+#: at most this many files a glob in a path argument (``read_many_files``) is expanded to for the rules
+_MAX_EXPANDED = 10_000
+
+
+def _with_expansions(paths: Sequence[str], base: str) -> list[str]:
+    """``paths`` and, for one holding glob characters (a tool may expand it, e.g. ``read_many_files``
+    with ``.e[n]v``), the files it names now: a deny rule for ``.env`` must see them."""
+    import glob as globbing
+
+    found = list(paths)
+    for path in paths:
+        if any(char in path for char in "*?["):
+            pattern = path if os.path.isabs(path) else os.path.join(base, path)
+            for count, match in enumerate(globbing.iglob(os.path.expanduser(pattern), recursive=True)):
+                if count >= _MAX_EXPANDED:
+                    break
+                found.append(match)
+    return found
 
 
 def _compiled(rule: PermissionRule) -> CommandPattern | None:

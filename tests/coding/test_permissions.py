@@ -518,3 +518,14 @@ def test_a_prefix_rule_never_allows_expansions_bash_may_evaluate(command):
                              PermissionRule.parse("allow", 'shell "printf *"')], "/tmp")
     assert rules.evaluate(shell(command)).effect is None
     assert rules.evaluate(shell("git status --short")).effect == "allow"
+
+
+@pytest.mark.parametrize("entry", [".e[n]v", ".en?", "secret?/*.pem", "**/*.pem"])
+def test_a_glob_a_reading_tool_expands_is_matched_by_what_it_names(tmp_path, entry):
+    (tmp_path / ".env").write_text("s")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "a.pem").write_text("k")
+    rules = PermissionRules([PermissionRule.parse("deny", 'read_many_files ".env"'),
+                             PermissionRule.parse("deny", 'read_many_files "secrets/**"')], str(tmp_path))
+    request = ApprovalRequest("s", "c", "read_many_files", {"paths": [entry]}, "read")
+    assert rules.evaluate(request).effect == "deny"
