@@ -45,7 +45,7 @@ from collections import OrderedDict
 from typing import Callable, Iterable, Mapping, TypeVar, cast
 from urllib.parse import parse_qsl, urlsplit
 
-from ..log import redact_records_with
+from ..log import redact_record, redact_records_with
 from .secret_names import is_secret_variable
 from .secrets import REDACTED, is_sensitive_header, secret_forms
 
@@ -118,7 +118,9 @@ class SecretRegistry:
 
     def register_url(self, url: str) -> None:
         """The password of ``scheme://user:password@host`` and the values of credential-like query
-        parameters (``?api_key=...``, ``&token=...``)."""
+        parameters (``?api_key=...``, ``&token=...``); urllib3's request lines are redacted from then
+        on (it logs each URL, query string included, at DEBUG)."""
+        _guard_urllib3()
         try:
             parts = urlsplit(url)
             password = parts.password
@@ -201,6 +203,18 @@ class SecretRegistry:
             if values != self._env_values:
                 self._env_values = values
                 self._env_generation += 1
+
+
+_urllib3_guarded = False
+
+
+def _guard_urllib3() -> None:
+    global _urllib3_guarded
+    if not _urllib3_guarded:
+        import logging
+
+        logging.getLogger("urllib3.connectionpool").addFilter(redact_record)
+        _urllib3_guarded = True
 
 
 def _header_values(value: str) -> list[str]:

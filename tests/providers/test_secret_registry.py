@@ -179,3 +179,31 @@ def test_a_bad_format_call_keeps_no_secret_for_logging_to_report() -> None:
     record = logging.LogRecord("phi.x", logging.ERROR, __file__, 1, "%d items of " + key, (key,), None)
     assert redact_record(record) is True  # logging reports the failed format with message and arguments
     assert key not in repr((record.msg, record.args)) and record.args == ("***",)
+
+
+def test_urllib3_request_lines_are_redacted_once_a_url_secret_is_registered():
+    """An MCP or provider URL with ?api_key=... : urllib3 logs the request line at DEBUG."""
+    import logging
+
+    from phi.providers.secret_registry import SECRETS
+
+    SECRETS.register_url("http://127.0.0.1:1/mcp?api_key=URLTOKEN-0123456789")
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("urllib3.connectionpool")
+    handler = Keep()
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug('%s://%s:%s "%s %s %s" %s %s', "http", "127.0.0.1", 1, "POST",
+                     "/mcp?api_key=URLTOKEN-0123456789", "HTTP/1.1", 200, 10)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+        SECRETS.discard("URLTOKEN-0123456789")
+    assert records and "URLTOKEN-0123456789" not in records[0]
