@@ -449,7 +449,7 @@ class LocalExecutionEnvironment:
         if not os.path.isdir(cwd):
             raise FileNotFoundError(2, "Working directory does not exist", cwd)
         sandbox = self.sandbox_spec()
-        absent = self._absent_protected() if sandbox is not None else set()
+        absent: set[str] = self._absent_protected() if sandbox is not None else set()
         outcome = run_process(
             [self.shell, "-c", command], cwd=cwd, env=self.command_env(env_vars), timeout_ms=timeout_ms,
             cancel=cancel, max_capture_bytes=self.max_capture_bytes, on_output=on_output, sandbox=sandbox,
@@ -477,10 +477,9 @@ class LocalExecutionEnvironment:
         for path in sorted(absent):
             if not os.path.lexists(path):
                 continue
-            for number in range(1, 1000):
-                aside = f"{path}.phi-set-aside-{number}"
-                if not os.path.lexists(aside):
-                    break
+            number = 1
+            while os.path.lexists(aside := f"{path}.phi-set-aside-{number}"):
+                number += 1
             try:
                 os.rename(path, aside)
             except OSError as exc:
