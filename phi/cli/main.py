@@ -10,6 +10,7 @@ Options and the choice of model: :mod:`phi.cli.options`.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Callable, TextIO
 
@@ -73,12 +74,28 @@ def main(argv: list[str] | None = None) -> int:
     return run_assistant(args)
 
 
+def workspace_last(cwd: str) -> None:
+    """Move the entries of ``sys.path`` inside the workspace (``python -m phi.cli`` puts the working
+    directory first; a console script in the project's venv its ``bin``) after all others: phi
+    still imports modules as it goes, and a sandboxed command must not be able to shadow one (a
+    ``glob.py`` the host would import next, outside the sandbox)."""
+    root = os.path.realpath(cwd)
+
+    def inside(entry: str) -> bool:
+        real = os.path.realpath(entry or os.curdir)
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    ordered = [entry for entry in sys.path if not inside(entry)] + [entry for entry in sys.path if inside(entry)]
+    sys.path[:] = ordered
+
+
 def run_assistant(args: list[str]) -> int:
     """``phi [options]``: interactive, or ``-p`` (see the module docstring)."""
     from ..errors import PhiError
     from .options import parse
 
     options = parse(args)
+    workspace_last(options.cwd)
     sessions: CliSessions | None = None
     try:
         if options.prompt is not None or options.json:

@@ -61,12 +61,21 @@ def visible(text: str) -> str:
     import unicodedata
 
     def shown(char: str) -> str:
-        if char == "\n" or unicodedata.category(char) not in ("Cc", "Cf", "Zl", "Zp"):
+        if char in "\n\t" or unicodedata.category(char) not in ("Cc", "Cf", "Zl", "Zp"):
             return char
         code = ord(char)
         return repr(char)[1:-1] if code < 0x100 else f"\\u{code:04x}"
 
     return "".join(shown(char) for char in text) if any(not c.isprintable() for c in text) else text
+
+
+_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """Streamed model text with the characters that would drive the terminal (escape sequences,
+    carriage returns, OSC 52 clipboard writes...) shown as escapes; newlines and tabs stay."""
+    return _TERMINAL_CONTROLS.sub(lambda m: repr(m.group())[1:-1], text) if _TERMINAL_CONTROLS.search(text) else text
 
 
 def short_arguments(arguments: dict[str, Any], width: int = 60) -> str:
@@ -84,14 +93,14 @@ def summary(output: str, width: int = 60) -> str:
     lines = output.splitlines()
     if not lines:
         return "no output"
-    first = " ".join(lines[0].split())
+    first = " ".join(visible(lines[0]).split())
     first = first if len(first) <= width else first[:width - 1] + "…"
     return f"{len(lines)} line{'s' if len(lines) != 1 else ''} · {first}"
 
 
 def colour_diff(lines: list[str], style: Style) -> list[str]:
     out: list[str] = []
-    for line in lines:
+    for line in (visible(line) for line in lines):  # file contents must not drive the terminal
         if line.startswith(("+++", "---")):
             out.append(style("bold", line))
         elif line.startswith("+"):
@@ -300,7 +309,7 @@ class Renderer:
                         self.write("\n")
                     self.write(self.style("dim", "thinking: "))
                     self._mode = "thinking"
-                self.write(self.style("dim", event.delta.delta))
+                self.write(self.style("dim", inert(event.delta.delta)))
 
     def on_event(self, event: SessionEvent) -> None:
         handler = self._HANDLERS.get(getattr(event.kind, "value", event.kind))
@@ -312,7 +321,7 @@ class Renderer:
             if self._mode == "thinking":
                 self.write("\n")
             self._mode = "text"
-            self.write(data["delta"])
+            self.write(inert(data["delta"]))
 
     def _text_end(self, data: dict[str, Any]) -> None:
         from ..types import Usage

@@ -88,7 +88,19 @@ EXACT_ONLY = WRAPPERS | frozenset({
     "readarray", "unset", "trap", "alias", "tar", "zip", "unzip", "vim", "vi", "nvim", "view", "ex", "emacs",
     "nano", "less", "more", "man", "ssh", "nc", "ncat", "socat", "screen", "tmux", "watch", "gawk", "mawk",
     "nawk", "busybox", "ash", "mksh", "yash", "posh", "git-shell", "expect", "script", "gdb", "strace",
+    "make", "gmake", "cmake", "ninja", "npx", "bunx", "pnpx",
 })
+#: subcommands "always" may turn into a prefix rule for these programs; any other is trusted only as
+#: the exact command (``git fetch --upload-pack=CMD``, ``git rebase --exec``, ``npm exec -c``,
+#: ``git log --output=FILE`` run or write whatever their options say)
+PREFIX_SUBCOMMANDS = {
+    "git": frozenset({"status", "branch", "blame", "shortlog", "describe", "rev-parse", "ls-files", "whatchanged"}),
+    "npm": frozenset({"test", "run", "start", "ls", "outdated", "view", "ci", "install"}),
+    "pnpm": frozenset({"test", "run", "start", "ls", "outdated", "install"}),
+    "yarn": frozenset({"test", "run", "start", "list", "outdated", "install"}),
+    "cargo": frozenset({"build", "test", "check", "clippy", "fmt", "doc", "tree"}),
+    "go": frozenset({"build", "test", "vet", "fmt", "list", "mod"}),
+}
 #: versioned interpreters (python3.11, ruby3.2, node18): code runners like those of NEEDS_SUBCOMMAND
 _VERSIONED_RUNNER = re.compile(r"(?:python|pypy|ruby|perl|node|php|lua|pip)[0-9][0-9.]*")
 #: tool names of other agents' rules (Claude Code's) and phi's tool for each
@@ -472,6 +484,8 @@ def suggest_rule(request: ApprovalRequest, source: str = "session") -> Permissio
     words, keys = command.words, command.keys
     name = program(words[0]) if words else ""
     if not words or is_assignment(words[0]) or name in EXACT_ONLY or keys[0] != words[0]:
+        return exact
+    if name in PREFIX_SUBCOMMANDS and (len(words) < 2 or words[1] not in PREFIX_SUBCOMMANDS[name]):
         return exact
     if len(words) >= 2 and keys[1] == words[1] and _PLAIN_WORD.fullmatch(words[1]):
         prefix = words[:2]

@@ -334,8 +334,9 @@ _host_code: tuple[str, ...] | None = None
 
 
 def host_code() -> tuple[str, ...]:
-    """Where the code this process may still import lives: phi's own package (under whatever name it
-    is vendored) and its dependencies' — real paths, found once."""
+    """Where the code this process may still import or run lives: phi's own package (under whatever
+    name it is vendored), its dependencies', the interpreter's site-packages and scripts — real
+    paths, found once."""
     global _host_code
     if _host_code is None:
         import importlib.util
@@ -348,6 +349,10 @@ def host_code() -> tuple[str, ...]:
                 spec = None
             if spec is not None and spec.origin:
                 found.append(os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin)
+        # where this interpreter finds packages, and its scripts: a .pth file or a console script
+        # written there would run at phi's next start
+        found += [entry for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
+        found.append(os.path.join(sys.prefix, "Scripts" if sys.platform == "win32" else "bin"))
         _host_code = tuple(dict.fromkeys(os.path.realpath(path) for path in found))
     return _host_code
 

@@ -86,3 +86,26 @@ def test_a_question_shows_control_characters_escaped():
     shown = describe(request)
     assert "\r" not in shown and "\x1b" not in shown and "\u202e" not in shown
     assert shown == "shell: touch /tmp/x #\\r\\x1b[2Kecho harmless\\u202e"
+
+
+def test_the_workspace_goes_last_on_the_import_path(tmp_path, monkeypatch):
+    """A sandboxed command may write glob.py into the project: phi, importing as it goes, must find
+    the standard library's first (python -m phi.cli puts the working directory first)."""
+    import sys
+
+    from phi.cli.main import workspace_last
+
+    project = tmp_path / "project"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", ["", str(project / ".venv" / "bin"), "/usr/lib/python3", str(tmp_path)])
+    monkeypatch.chdir(project)
+    workspace_last(str(project))
+    assert sys.path == ["/usr/lib/python3", str(tmp_path), "", str(project / ".venv" / "bin")]
+
+
+def test_model_text_and_previews_cannot_drive_the_terminal():
+    from phi.cli.render import Style, colour_diff, inert, summary
+
+    assert inert("ok\x1b[1A\x1b[2K\rnot\x1b]52;c;eA==\x07\n\tend") == "ok\\x1b[1A\\x1b[2K\\rnot\\x1b]52;c;eA==\\x07\n\tend"
+    assert "\x1b" not in summary("a\x1b[2Kb")
+    assert colour_diff(["+x\x1b[1A\x1b[2K", "+\tindented"], Style(False)) == ["+x\\x1b[1A\\x1b[2K", "+\tindented"]

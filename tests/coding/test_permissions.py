@@ -344,6 +344,10 @@ def test_the_policy_applies_rules_then_falls_back():
     ("test -f x", 'shell "test -f x"'),
     ("tar -tf a.tar", 'shell "tar -tf a.tar"'),
     ("python3.11 -c 1", 'shell "python3.11 -c 1"'),
+    ("git fetch origin", 'shell "git fetch origin"'),  # --upload-pack=CMD: not a prefix
+    ("git log -3", 'shell "git log -3"'),  # --output=FILE
+    ("npm exec -c x", 'shell "npm exec -c x"'),
+    ("make test", 'shell "make test"'),  # --eval
 ])
 def test_always_adds_the_commands_prefix_or_the_exact_command(command, rule):
     suggested = suggest_rule(shell(command))

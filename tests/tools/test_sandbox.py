@@ -625,3 +625,12 @@ def test_the_file_tools_check_protected_names_on_the_walk_itself(tmp_path: Path,
         assert (made.ws / ".git" / "config").read_text() == "[core]\n"
     finally:
         made.env.cleanup()
+
+
+def test_the_interpreters_packages_and_scripts_count_as_phis_own_code() -> None:
+    from phi.tools.sandbox import host_code
+
+    code = host_code()
+    assert os.path.realpath(os.path.join(sys.prefix, "bin")) in code
+    assert any(os.path.basename(path) == "site-packages" for path in code)
+    assert os.path.realpath(os.path.dirname(os.path.dirname(__import__("phi").tools.__file__))) in code
