@@ -211,9 +211,18 @@ def load_rules(options: CliOptions) -> list[PermissionRule]:
         return []
     from ..coding.permission_settings import read_settings_rules
 
+    from .options import home_dir
+    from .trust import is_trusted, say_untrusted
+
     rules: list[PermissionRule] = []
     for label, path in present:
-        rules += read_settings_rules(path, label)
+        found = read_settings_rules(path, label)
+        if label.startswith("project") and not is_trusted(path, home_dir()):
+            held_back = [rule for rule in found if rule.effect == "allow"]
+            if held_back:  # deny and ask rules only hold back: they apply whatever wrote them
+                say_untrusted(os.path.join(".phi", "settings.json"), f"its {len(held_back)} allow rule(s) are not applied")
+                found = [rule for rule in found if rule.effect != "allow"]
+        rules += found
     return rules
 
 

@@ -3,7 +3,7 @@
 * ``phi`` — an interactive coding session in the current directory (:mod:`phi.cli.repl`);
 * ``phi -p TASK [--json]`` — one run for scripts and CI (:mod:`phi.cli.batch`);
 * ``phi --json`` — a session driven by JSON commands on stdin (:mod:`phi.cli.json_mode`);
-* ``phi demo``, ``phi conformance ...``, ``phi export ...``, ``phi version``: :data:`SUBCOMMANDS`.
+* ``phi demo``, ``phi conformance ...``, ``phi export ...``, ``phi trust``, ``phi version``: :data:`SUBCOMMANDS`.
 
 Options and the choice of model: :mod:`phi.cli.options`.
 """
@@ -29,6 +29,12 @@ def _conformance(args: list[str]) -> int:
     from ..conformance.__main__ import main as conformance
 
     return conformance(args)
+
+
+def _trust(args: list[str]) -> int:
+    from .trust import trust_command
+
+    return trust_command(args)
 
 
 def _version(args: list[str]) -> int:
@@ -64,6 +70,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "export": _export,  # phi export SESSION_ID --html FILE (phi.export.command)
     "version": _version,
     "help": _help,
+    "trust": _trust,  # phi trust [DIR]: trust the project's .mcp.json and .phi/settings.json (phi.cli.trust)
 }
 
 

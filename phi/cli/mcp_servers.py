@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..errors import ConfigError
 from ..json_values import is_array, is_object
 from ..log import get_logger
+from .trust import is_trusted, say_untrusted
 
 if TYPE_CHECKING:
     from ..coding.registry import ToolRegistry
@@ -117,9 +118,19 @@ def load_specs(options: CliOptions) -> list[ServerSpec]:
         except OSError as error:
             raise ConfigError(f"--mcp {given}: {error.strerror or error}") from None
     for text, source in configs:
-        for spec in parse_config(text, source):
+        specs = parse_config(text, source)  # checked even when not trusted: a broken file is said at once
+        if source == str(project) and specs and not _trusted(str(project)):
+            say_untrusted(PROJECT_FILE, f"its {len(specs)} server(s) are not started")
+            continue
+        for spec in specs:
             found[spec.name] = spec
     return list(found.values())
+
+
+def _trusted(path: str) -> bool:
+    from .options import home_dir
+
+    return is_trusted(path, home_dir())
 
 
 @dataclass

@@ -99,7 +99,7 @@ class CliOptions:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="phi", description="A coding assistant in your terminal (interactive "
-                                "without -p). Other commands: phi demo, phi conformance, phi export, phi version.")
+                                "without -p). Other commands: phi demo, phi conformance, phi export, phi trust, phi version.")
     p.add_argument("-p", "--print", dest="prompt", metavar="TASK", help="run TASK (- reads it from stdin), print the "
                    "final answer, exit (status 0 when the run succeeded)")
     p.add_argument("--json", action="store_true", help="write every event as one JSON line; with -p for "

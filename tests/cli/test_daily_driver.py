@@ -271,11 +271,14 @@ def test_bang_runs_a_shell_command_and_offers_its_output(launch, model):
     assert "hello-from-sh" in text and text.endswith("What did it print?")
 
 
-def test_mcp_servers_from_the_project_file_are_listed_and_their_tools_called(launch, model, project):
+def test_mcp_servers_from_the_project_file_are_listed_and_their_tools_called(launch, model, project, phi_home):
+    from phi.cli.trust import trust
+
     server = REPO / "tests" / "mcp" / "fake_server.py"
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "fake": {"command": sys.executable, "args": [str(server), "normal"]},
         "broken": {"command": "/nonexistent/mcp-server"}}}))
+    assert trust([str(project / ".mcp.json")], str(phi_home)) == [str(project / ".mcp.json")]  # `phi trust`
     model.script("Use the fake", lambda body: Turn("", [Call(_first_fake_tool(body), {})]), Turn("Called it."))
     phi = launch("--approve", "off")
     phi.expect("MCP server broken did not start")

@@ -97,8 +97,11 @@ def repl(tmp_path, home):
     from phi.cli.repl import Repl
     from phi.cli.sessions import CliSessions
 
+    from phi.cli.trust import trust
+
     project = tmp_path / "project"
     write_settings(project / ".phi" / "settings.json", {"deny": ['shell "rm *"'], "allow": ["read_file"]})
+    trust([str(project / ".phi" / "settings.json")], str(home))  # `phi trust`: its allow rules count
     options = CliOptions(offline=True, cwd=str(project), color="never")
     instance = Repl(options, make_profile(options), CliSessions(tmp_path / "sessions"), stdin=io.StringIO(),
                     out=io.StringIO())
@@ -174,3 +177,39 @@ def test_always_to_a_command_no_rule_can_name_allows_that_call_only(tmp_path):
     assert gate.answer(question, "a").allowed
     worker.join(5)
     assert gate.rules == [] and gate.needs_asking(shell("rm -rf ~"))
+
+
+
+def test_an_untrusted_project_file_keeps_its_deny_and_ask_rules_not_its_allow_rules(tmp_path, home, capsys):
+    """A project settings file that changed since `phi trust` (a command may have written it where
+    phi could not stop it) only holds back: its allow rules wait for `phi trust`."""
+    from phi.cli.approval import load_rules
+    from phi.cli.main import main
+
+    project = tmp_path / "project"
+    write_settings(project / ".phi" / "settings.json", {"deny": ['shell "rm *"'], "allow": ["shell"]})
+    options = CliOptions(offline=True, cwd=str(project))
+    assert [str(rule) for rule in load_rules(options)] == ['deny: shell "rm *"']
+    assert "its 1 allow rule(s) are not applied; run `phi trust` here" in capsys.readouterr().err
+    assert main(["trust", str(project)]) == 0
+    assert "trusted" in capsys.readouterr().out
+    assert [str(rule) for rule in load_rules(options)] == ['deny: shell "rm *"', "allow: shell"]
+    write_settings(project / ".phi" / "settings.json", {"allow": ["shell", "write_file"]})  # changed again
+    assert load_rules(options) == []
+
+
+def test_an_untrusted_project_mcp_json_starts_no_server(tmp_path, home, capsys):
+    from phi.cli.mcp_servers import load_specs
+    from phi.cli.trust import trust
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "touch", "args": ["pwned"]}}}))
+    options = CliOptions(offline=True, cwd=str(project))
+    assert load_specs(options) == []
+    assert ".mcp.json is new or changed since you last trusted it" in capsys.readouterr().err
+    trust([str(project / ".mcp.json")], str(home))
+    assert [spec.name for spec in load_specs(options)] == ["x"]
+    given = CliOptions(offline=True, cwd=str(tmp_path), mcp=[str(project / ".mcp.json")])
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"y": {"command": "true"}}}))
+    assert [spec.name for spec in load_specs(given)] == ["y"]  # named with --mcp: trusted by being named
