@@ -439,4 +439,4 @@ class AnthropicProvider(HttpStreamProvider):
 
     # The Messages API sends ``ping`` events while the model works, so a minute without any is a stall.
     protocol = WireProtocol("anthropic", build_request, lambda builder, mc: AnthropicParser(builder),
-                            idle_timeout=60.0)
+                            idle_timeout=120.0)

@@ -368,6 +368,12 @@ class AssistantBuilder:
         self._join_open()
         return self._content
 
+    def progress_mark(self) -> tuple[object, ...]:
+        """What changes only when the reply moves on (a delta, a block opened or closed, a usage
+        report, the start): equal marks before and after an event mean it carried nothing (a
+        keep-alive such as Anthropic's ``ping``), which must not hold an idle bound open."""
+        return self._started, self.emitted, len(self._content), len(self._args), self._open_kind, self.usage
+
     def snapshot(self, stop_reason: StopReason = StopReason.STOP, error_message: str | None = None) -> AssistantMessage:
         self._join_open()
         return AssistantMessage(

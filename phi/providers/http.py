@@ -5,9 +5,10 @@ Every provider module builds an :class:`HttpRequest` and a :class:`StreamParser`
 everything they have in common:
 
 * sending the POST with separate connect/read timeouts (``ModelConfig.options["connect_timeout"]``
-  and ``["read_timeout"]``, seconds; defaults 10 and 120), a bound on the gap between two
-  complete events once the response began (``["idle_timeout"]``, default per protocol, 60 to 120:
-  a server dripping bytes or sending only keep-alive comments stalls no longer than that) and a
+  and ``["read_timeout"]``, seconds; defaults 10 and 120), a bound on the gap between two events
+  that move the reply on once the response began (``["idle_timeout"]``, default per protocol, 60 to
+  120: a server dripping bytes, sending only keep-alive comments or content-free events such as
+  Anthropic's ``ping`` stalls no longer than that) and a
   bound on the whole call (``["total_timeout"]``, default 1800) — the
   send runs on a helper thread so a cancellation returns at once even before the server answered;
 * refusing what is not the expected stream: HTTP errors (status, body, ``Retry-After``, classified
@@ -409,15 +410,20 @@ def _consume(parser: StreamParser, body: Iterator[bytes], cancel: CancellationTo
     """Feed body chunks to ``parser`` until its terminal event, the end, or cancellation; a
     malformed event (a parser tripping on an unexpected shape) becomes an ``api`` error.
     ``stopped`` tells a cancellation that is really a failure (a time bound) apart; ``progress``
-    is called after a chunk that completed at least one event (it feeds the idle bound)."""
+    is called after a chunk whose events moved the reply on (it feeds the idle bound: a keep-alive
+    event that carries nothing, such as Anthropic's ``ping``, does not hold it open)."""
     builder = parser.builder
     seen = 0
+    mark = builder.progress_mark()
     try:
         for chunk in body:
             parser.feed(chunk)
             if parser.events != seen:
                 seen = parser.events
-                progress()
+                now = builder.progress_mark()
+                if now != mark or parser.done or parser.stop_reason is not None:  # content-free events do not count
+                    mark = now
+                    progress()
             if parser.done or cancel.is_cancelled():
                 break
         if cancel.is_cancelled():

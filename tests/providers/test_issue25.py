@@ -664,6 +664,25 @@ def test_a_stall_after_output_keeps_the_partial_reply(server) -> None:
     assert "stalled" in message.error_message
 
 
+def test_keep_alive_events_that_carry_nothing_do_not_hold_the_idle_bound_open(server) -> None:
+    """Issue 35 item 7: after some text the server sends only complete ``ping`` events (Anthropic's
+    real keep-alive) every 0.05 s; they make no progress, so the call stops at the idle bound (1 s),
+    not at the server's end nor the total bound, and keeps the text."""
+    import time
+
+    events = anthropic_text("Hello there").split(b"event: content_block_stop")[0]
+    ping = b'event: ping\ndata: {"type": "ping"}\n\n'
+    server.queue(Reply(events + ping * 400, chunk_size=len(ping), delay=0.05))
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url,
+                               options={"idle_timeout": 1.0, "read_timeout": 10.0, "total_timeout": 60.0})
+    began = time.monotonic()
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(),
+                                      CancellationToken())
+    assert time.monotonic() - began < 10  # the pings alone would last 20 s
+    assert message.stop_reason == StopReason.ERROR and message.text == "Hello there"
+    assert "stalled" in message.error_message
+
+
 def test_a_slow_but_steady_stream_is_not_cut(server) -> None:
     """Item 5: events 0.3 s apart with an idle bound of 1 s: every gap is under it, the whole
     stream (about 3 s) over it; the call completes."""
