@@ -86,11 +86,10 @@ def workspace_last(cwd: str) -> None:
     directory first; a console script in the project's venv its ``bin``) after all others: phi
     still imports modules as it goes, and a sandboxed command must not be able to shadow one (a
     ``glob.py`` the host would import next, outside the sandbox)."""
-    root = os.path.realpath(cwd)
+    from ..tools.paths import is_within
 
     def inside(entry: str) -> bool:
-        real = os.path.realpath(entry or os.curdir)
-        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+        return is_within(entry or os.curdir, cwd)
 
     ordered = [entry for entry in sys.path if not inside(entry)] + [entry for entry in sys.path if inside(entry)]
     sys.path[:] = ordered

@@ -298,10 +298,15 @@ class _Call:
     def scripts(self) -> list[str]:
         return scripts_of(self.parsed) if self.parsed is not None else []
 
-    def path_forms(self) -> list[list[str]]:
+    @functools.cached_property
+    def forms(self) -> list[list[str]]:
+        """What the path rules match, per path (globs expanded once, not once per rule)."""
         if not self.paths:
             return []
         return [path_forms(path, self.base) for path in _with_expansions(self.paths.paths, self.base)]
+
+    def path_forms(self) -> list[list[str]]:
+        return self.forms
 
 
 #: at most this many files a glob in a path argument (``read_many_files``) is expanded to for the rules

@@ -59,7 +59,10 @@ from .fs_safe import (
 from .globbing import glob_files, glob_with_rg
 from .paths import locate_beneath, resolve_against
 from .process import run_process, start_background
-from .sandbox import PROTECTED_NAMES, PrivateTemp, ProtectedPathError, host_code, SandboxPolicy, SandboxUnavailable, as_policy, launcher_spec
+from .sandbox import (
+    PROTECTED_NAMES, PrivateTemp, ProtectedPathError, SandboxPolicy, SandboxUnavailable, as_policy, beneath, host_code,
+    launcher_spec,
+)
 from .search_backend import GrepOptions, SearchError, run_search
 from .text_lines import scan_lines
 from .truncation import Part
@@ -290,7 +293,7 @@ class LocalExecutionEnvironment:
         in_force = self.allowed_write_roots if roots is None else [resolve_against(self._cwd, r) for r in roots]
         located = locate_beneath(target, in_force)
         if self.sandbox.sandboxed:
-            self._refuse_protected(target, located[0] if located is not None else None)
+            self._refuse_protected(target)
         if located is not None:
             return located[0], located[1], target
         if roots is not None:
@@ -301,32 +304,21 @@ class LocalExecutionEnvironment:
         """The names the write's walk must not pass (see :func:`phi.tools.fs_safe.write_beneath`)."""
         if not self.sandbox.sandboxed:
             return None
-        anywhere = {".phi", *(() if self.sandbox.git_writable else (".git",))}
+        anywhere = {name for name in PROTECTED_NAMES if name != ".mcp.json"}
+        if not self.sandbox.git_writable:
+            anywhere.add(".git")
         return frozenset(anywhere), frozenset({".mcp.json"})
 
-    def _refuse_protected(self, target: str, root: str | None) -> None:
+    def _refuse_protected(self, target: str) -> None:
         """Under a sandbox the file tools keep to what commands may change: nothing in ``read-only``,
-        and never an existing-or-new ``.git`` (unless ``git_writable``), ``.phi`` or top-level
-        ``.mcp.json`` (git and phi would run or trust them later, outside the sandbox)."""
+        nothing of phi's own code; ``.git``, ``.phi`` and a top-level ``.mcp.json`` are refused by the
+        write's own walk (:meth:`_guard`), where a symlink swapped in meanwhile cannot slip past."""
         if self.sandbox.mode == "read-only":
             raise ProtectedPathError(errno.EACCES, "refused: the read-only sandbox allows no writes", target)
-        real = os.path.realpath(target)
-        for code in host_code():
-            if real == code or real.startswith(code.rstrip("/") + "/"):
-                raise ProtectedPathError(errno.EACCES, f"refused: {code} holds code phi runs (phi or a library it "
-                                         f"uses); the {self.sandbox.mode} sandbox keeps it read-only", target)
-        protected: set[str] = {*PROTECTED_NAMES, *(() if self.sandbox.git_writable else (".git",))}
-        for path in (target, os.path.realpath(target)):
-            base = root if root is not None else self._cwd
-            real_base = os.path.realpath(base) if path != target else base
-            relative = os.path.relpath(path, real_base)
-            parts = [] if relative.startswith("..") else relative.split(os.sep)
-            if parts and (parts[0] == ".mcp.json" or any(part in protected - {".mcp.json"} for part in parts[:-1])
-                          or parts[-1] in protected - {".mcp.json"}):
-                name = parts[0] if parts[0] in protected else next(part for part in parts if part in protected)
-                raise ProtectedPathError(errno.EACCES, f"refused: {name} is protected by the {self.sandbox.mode} "
-                                         "sandbox (what is written there would be run or trusted later, outside "
-                                         "it)", target)
+        code = beneath(os.path.realpath(target), host_code())
+        if code is not None:
+            raise ProtectedPathError(errno.EACCES, f"refused: {code} holds code phi runs (phi or a library it "
+                                     f"uses); the {self.sandbox.mode} sandbox keeps it read-only", target)
 
     def write_file(self, path: str, content: str | bytes, *, roots: Sequence[str] | None = None,
                    verify: Verify | None = None) -> None:

@@ -78,7 +78,8 @@ class SandboxPolicy:
     git_writable: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode not in SANDBOX_MODES:  # pyright: ignore[reportUnnecessaryContains]  # callers without a type checker
+        # callers without a type checker may pass anything
+        if self.mode not in SANDBOX_MODES:  # pyright: ignore[reportUnnecessaryContains]
             raise ConfigError(f"unknown sandbox mode {self.mode!r}; use one of {', '.join(SANDBOX_MODES)}")
 
     @property
@@ -319,7 +320,8 @@ def _remove_orphans() -> None:
             pass  # another user's process, alive
 
 
-def _beneath(path: str, roots: Sequence[str]) -> str | None:
+def beneath(path: str, roots: Sequence[str]) -> str | None:
+    """The first of ``roots`` (real paths) that ``path`` (a real path) is or lies beneath."""
     for root in roots:
         if path == root or path.startswith(root.rstrip("/") + "/"):
             return root
@@ -373,13 +375,13 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
     write = sorted({*roots, temp_dir})
     for part, path in (("interpreter", os.path.realpath(sys.executable)),
                        ("standard library", os.path.realpath(os.path.dirname(os.__file__)))):
-        root = _beneath(path, write)
+        root = beneath(path, write)
         if root is not None:  # a command could replace what the next command's launcher runs
             raise SandboxUnavailable(f"the {policy.mode} sandbox cannot be kept: the launcher's Python {part} "
                                      f"({path}) lies inside the writable directory {root}")
     protected = PROTECTED_NAMES if policy.git_writable else (".git", *PROTECTED_NAMES)
     readonly = [os.path.join(root, name) for root in write if root != temp_dir for name in protected]
-    readonly += [path for path in host_code() if _beneath(path, write) is not None]
+    readonly += [path for path in host_code() if beneath(path, write) is not None]
     items = [*(f"write={path}" for path in write), *(f"readonly={path}" for path in readonly),
              *(f"file={path}" for path in DEVICE_FILES), f"net={int(policy.network)}", *status.layers()]
     for item in items:
@@ -388,5 +390,6 @@ def launcher_spec(policy: SandboxPolicy, write_roots: Sequence[str], temp_dir: s
     return _SEPARATOR.join(items)
 
 
-__all__ = ["ProtectedPathError", "SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus", "SandboxUnavailable", "SANDBOX_MODES",
-           "as_policy", "describe_protection", "host_code", "sandbox_status", "start_probe", "launcher_spec"]
+__all__ = ["ProtectedPathError", "SandboxMode", "SandboxPolicy", "SandboxSetting", "SandboxStatus",
+           "SandboxUnavailable", "SANDBOX_MODES", "as_policy", "beneath", "describe_protection", "host_code", "sandbox_status", "start_probe",
+           "launcher_spec"]
