@@ -211,13 +211,21 @@ def load_rules(options: CliOptions) -> list[PermissionRule]:
         return []
     from ..coding.permission_settings import read_settings_rules
 
+    from ..coding.permissions import PermissionRuleError
+    from ..errors import ConfigError
     from .options import home_dir
-    from .trust import is_trusted, say_untrusted
+    from .trust import is_trusted_content, read_project_file, say_untrusted
 
     rules: list[PermissionRule] = []
     for label, path in present:
-        found = read_settings_rules(path, label)
-        if label.startswith("project") and not is_trusted(path, home_dir()):
+        try:
+            content = read_project_file(path)  # read once: what is parsed is what is checked
+        except ConfigError as error:
+            raise PermissionRuleError(str(error), path) from None
+        if content is None:
+            continue
+        found = read_settings_rules(path, label, content)
+        if label.startswith("project") and not is_trusted_content(path, content, home_dir()):
             held_back = [rule for rule in found if rule.effect == "allow"]
             if held_back:  # deny and ask rules only hold back: they apply whatever wrote them
                 say_untrusted(os.path.join(".phi", "settings.json"), f"its {len(held_back)} allow rule(s) are not applied")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..errors import ConfigError
 from ..json_values import is_array, is_object
 from ..log import get_logger
-from .trust import is_trusted, say_untrusted
+from .trust import is_trusted_content, read_project_file, say_untrusted
 
 if TYPE_CHECKING:
     from ..coding.registry import ToolRegistry
@@ -107,8 +107,13 @@ def load_specs(options: CliOptions) -> list[ServerSpec]:
     found: dict[str, ServerSpec] = {}
     project = Path(options.cwd) / PROJECT_FILE
     configs: list[tuple[str, str]] = []
-    if project.is_file():
-        configs.append((project.read_text(encoding="utf-8", errors="replace"), str(project)))
+    from .options import home_dir
+
+    project_trusted = False
+    content = read_project_file(str(project))  # read once: what is parsed is what is checked
+    if content is not None:
+        configs.append((content.decode("utf-8", errors="replace"), str(project)))
+        project_trusted = is_trusted_content(str(project), content, home_dir())
     for given in options.mcp or []:
         if given.lstrip().startswith("{"):
             configs.append((given, "--mcp"))
@@ -119,18 +124,13 @@ def load_specs(options: CliOptions) -> list[ServerSpec]:
             raise ConfigError(f"--mcp {given}: {error.strerror or error}") from None
     for text, source in configs:
         specs = parse_config(text, source)  # checked even when not trusted: a broken file is said at once
-        if source == str(project) and specs and not _trusted(str(project)):
+        if source == str(project) and specs and not project_trusted:
             say_untrusted(PROJECT_FILE, f"its {len(specs)} server(s) are not started")
             continue
         for spec in specs:
             found[spec.name] = spec
     return list(found.values())
 
-
-def _trusted(path: str) -> bool:
-    from .options import home_dir
-
-    return is_trusted(path, home_dir())
 
 
 @dataclass

@@ -31,6 +31,42 @@ def _store(home: str) -> str:
     return os.path.join(home, "trusted-files.json")
 
 
+def read_project_file(path: str) -> bytes | None:
+    """``path``'s bytes, read once, so that the version parsed is the version whose trust is checked
+    (:func:`is_trusted_content`); None when it does not exist. A path that is not a regular file (a
+    FIFO, a device) or is larger than 1 MiB raises :class:`~phi.errors.ConfigError` instead of
+    hanging or filling memory."""
+    from ..errors import ConfigError
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(_MAX_BYTES + 1)
+        if len(data) > _MAX_BYTES:
+            raise ConfigError(f"{path}: larger than {_MAX_BYTES} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def is_trusted_content(path: str, data: bytes, home: str) -> bool:
+    """Whether ``data`` (read from ``path``) is the version the user trusted for that path, reached
+    without a symlink on the way (a link to another project's trusted file is not that file)."""
+    if os.path.realpath(path) != os.path.abspath(path):
+        return False
+    return _recorded(home).get(os.path.realpath(path)) == hashlib.sha256(data).hexdigest()
+
+
 def digest(path: str) -> str | None:
     """The SHA-256 of the regular file ``path`` (None: missing, not a regular file, or too large)."""
     try:
@@ -110,4 +146,5 @@ def trust_command(args: list[str]) -> int:
     return 0
 
 
-__all__ = ["PROJECT_FILES", "digest", "is_trusted", "say_untrusted", "trust", "trust_command"]
+__all__ = ["PROJECT_FILES", "digest", "is_trusted", "is_trusted_content", "read_project_file", "say_untrusted",
+           "trust", "trust_command"]

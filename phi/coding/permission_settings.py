@@ -35,12 +35,14 @@ def user_settings_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(os.path.expanduser(environment.get("PHI_HOME") or "~/.phi")) / "settings.json"
 
 
-def read_settings_rules(path: str | os.PathLike[str], source: str | None = None) -> list[PermissionRule]:
+def read_settings_rules(path: str | os.PathLike[str], source: str | None = None,
+                        content: bytes | None = None) -> list[PermissionRule]:
     """The rules of one settings file (none when it does not exist), each with ``source`` (default
-    ``file PATH``); :class:`PermissionRuleError` naming the file and the entry for anything wrong."""
+    ``file PATH``); :class:`PermissionRuleError` naming the file and the entry for anything wrong.
+    ``content``: the file's bytes, already read (the caller checked their trust)."""
     shown = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = (Path(path).read_bytes() if content is None else content).decode("utf-8")
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as error:

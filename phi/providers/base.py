@@ -348,7 +348,7 @@ class AssistantBuilder:
     """
 
     __slots__ = ("_content", "_on_event", "_args", "model", "provider", "usage", "_started", "emitted",
-                 "_open_kind", "_chunks", "_signature")
+                 "_open_kind", "_chunks", "_signature", "_empty")
 
     def __init__(self, on_event: StreamEventSink, model: str, provider: str) -> None:
         self._content: list[Content] = []
@@ -359,6 +359,7 @@ class AssistantBuilder:
         self.usage = Usage()
         self._started = False
         self.emitted = 0  # delta events emitted so far
+        self._empty = 0  # of them, empty text or thinking deltas (no progress: see progress_mark)
         self._open_kind: type | None = None  # TextContent / ThinkingContent while the last block is open
         self._chunks: list[str] = []  # the open block's text, in pieces
         self._signature: str | None = None  # the open thinking block's signature
@@ -371,8 +372,10 @@ class AssistantBuilder:
     def progress_mark(self) -> tuple[object, ...]:
         """What changes only when the reply moves on (a delta, a block opened or closed, a usage
         report, the start): equal marks before and after an event mean it carried nothing (a
-        keep-alive such as Anthropic's ``ping``), which must not hold an idle bound open."""
-        return self._started, self.emitted, len(self._content), len(self._args), self._open_kind, self.usage
+        keep-alive such as Anthropic's ``ping``, or an empty delta), which must not hold an idle
+        bound open."""
+        return (self._started, self.emitted - self._empty, len(self._content), len(self._args), self._open_kind,
+                self.usage)
 
     def snapshot(self, stop_reason: StopReason = StopReason.STOP, error_message: str | None = None) -> AssistantMessage:
         self._join_open()
@@ -413,6 +416,8 @@ class AssistantBuilder:
             self._signature = None
         self._chunks.append(delta)
         self.emitted += 1
+        if not delta:
+            self._empty += 1
         return len(self._content) - 1
 
     # text() and thinking() are the hot path of every provider (one call per streamed delta).

@@ -213,3 +213,32 @@ def test_an_untrusted_project_mcp_json_starts_no_server(tmp_path, home, capsys):
     given = CliOptions(offline=True, cwd=str(tmp_path), mcp=[str(project / ".mcp.json")])
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"y": {"command": "true"}}}))
     assert [spec.name for spec in load_specs(given)] == ["y"]  # named with --mcp: trusted by being named
+
+
+def test_project_files_are_read_once_bounded_and_trusted_only_without_a_symlink(tmp_path, home):
+    """A FIFO or a huge file at .phi/settings.json stops phi with one line (no hang, no memory
+    exhaustion); a .phi directory that is a symlink to another project's trusted one is not trusted."""
+    import os
+
+    from phi.cli.approval import load_rules
+    from phi.cli.trust import trust
+    from phi.coding.permissions import PermissionRuleError
+
+    project = tmp_path / "project"
+    (project / ".phi").mkdir(parents=True)
+    os.mkfifo(project / ".phi" / "settings.json")
+    with pytest.raises(PermissionRuleError, match="not a regular file"):
+        load_rules(CliOptions(offline=True, cwd=str(project)))
+    (project / ".phi" / "settings.json").unlink()
+    with open(project / ".phi" / "settings.json", "wb") as handle:
+        handle.truncate(2 << 20)
+    with pytest.raises(PermissionRuleError, match="larger than"):
+        load_rules(CliOptions(offline=True, cwd=str(project)))
+    other = tmp_path / "other"
+    write_settings(other / ".phi" / "settings.json", {"allow": ["shell"]})
+    trust([str(other / ".phi" / "settings.json")], str(home))
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".phi").symlink_to(other / ".phi")
+    assert load_rules(CliOptions(offline=True, cwd=str(linked))) == []
+    assert [str(rule) for rule in load_rules(CliOptions(offline=True, cwd=str(other)))] == ["allow: shell"]

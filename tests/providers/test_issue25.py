@@ -683,6 +683,24 @@ def test_keep_alive_events_that_carry_nothing_do_not_hold_the_idle_bound_open(se
     assert "stalled" in message.error_message
 
 
+def test_empty_deltas_do_not_hold_the_idle_bound_open_either(server) -> None:
+    """A server that keeps the stream alive with empty text deltas makes no progress either."""
+    import time
+
+    events = anthropic_text("Hello there").split(b"event: content_block_stop")[0]
+    empty = (b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+             b'"delta": {"type": "text_delta", "text": ""}}\n\n')
+    server.queue(Reply(events + empty * 400, chunk_size=len(empty), delay=0.05))
+    mc = ModelConfig.anthropic("claude-test", api_key="sk-ant-test", base_url=server.url,
+                               options={"idle_timeout": 1.0, "read_timeout": 10.0, "total_timeout": 60.0})
+    began = time.monotonic()
+    message = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("hi")]), Collector(),
+                                      CancellationToken())
+    assert time.monotonic() - began < 10  # the empty deltas alone would last 20 s
+    assert message.stop_reason == StopReason.ERROR and message.text == "Hello there"
+    assert "stalled" in message.error_message
+
+
 def test_a_slow_but_steady_stream_is_not_cut(server) -> None:
     """Item 5: events 0.3 s apart with an idle bound of 1 s: every gap is under it, the whole
     stream (about 3 s) over it; the call completes."""
