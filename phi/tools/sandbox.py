@@ -355,6 +355,8 @@ def host_code() -> tuple[str, ...]:
         # written there would run at phi's next start
         found += [entry for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
         found.append(os.path.join(sys.prefix, "Scripts" if sys.platform == "win32" else "bin"))
+        if sys.prefix != sys.base_prefix:  # a virtual environment: all of it (pyvenv.cfg names the Python
+            found.append(sys.prefix)  # it runs; a read-only mount point cannot be renamed away either)
         _host_code = tuple(dict.fromkeys(os.path.realpath(path) for path in found))
     return _host_code
 

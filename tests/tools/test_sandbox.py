@@ -633,3 +633,23 @@ def test_the_interpreters_packages_and_scripts_count_as_phis_own_code() -> None:
     assert os.path.realpath(os.path.join(sys.prefix, "bin")) in code
     assert any(os.path.basename(path) == "site-packages" for path in code)
     assert os.path.realpath(os.path.dirname(os.path.dirname(__import__("phi").tools.__file__))) in code
+
+
+@needs_namespaces
+def test_a_virtual_environment_phi_runs_from_cannot_be_renamed_away_or_rewritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """phi's venv inside the workspace is read-only as a whole: renaming it (or a directory in it)
+    to plant another in its place, or rewriting pyvenv.cfg, fails."""
+    import phi.tools.sandbox as sandbox
+
+    made = Box(tmp_path, SandboxPolicy("workspace-write"))
+    venv = made.ws / ".venv"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(sandbox, "_host_code", (str(venv),))
+    try:
+        made.run('mv .venv .venv-old; mv .venv/lib .venv/lib-old; echo "home = /tmp" > .venv/pyvenv.cfg')
+        assert (venv / "lib").is_dir() and not (made.ws / ".venv-old").exists()
+        assert (venv / "pyvenv.cfg").read_text() == "home = /usr/bin\n"
+    finally:
+        made.env.cleanup()
