@@ -27,8 +27,9 @@ from .options import CliOptions, key_hint
 from .sessions import CliSessions
 
 if TYPE_CHECKING:
-    from ..coding import ProviderProfile, Session
+    from ..coding import ProviderProfile, Session, SessionEvent, SessionStream, SubmitResult
     from ..events import AgentEvent
+    from .session_setup import SessionSetup
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -103,28 +104,117 @@ def interrupt_turn(session: Session) -> None:
 
 
 def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
-                       err: TextIO | None = None) -> Session:
-    """A coding session nobody watches: approval ``off`` unless ``--approve`` (then what would be
-    asked is denied; the settings files' permission rules apply in every mode), at most
-    ``--max-turns`` model calls, resumed when ``--resume``, recorded into ``sessions``."""
-    from ..coding import Session, SessionConfig
-    from ..tools.environment import LocalExecutionEnvironment
+                       err: TextIO | None = None) -> Unattended:
+    """A coding session nobody watches, made as at the prompt (:mod:`phi.cli.session_setup`: the
+    system-prompt flags, MCP servers, ``--max-turns``, the sandbox, automatic compaction): approval
+    ``off`` unless ``--approve`` (then what would be asked is denied; the settings files'
+    permission rules apply in every mode), resumed when ``--resume``, recorded into ``sessions``.
+    Warnings (a server that did not start, a stored link that leads nowhere) go to ``err``."""
+    from .extras import command_environment
+    from .mcp_servers import connect_mcp
+    from .session_setup import SessionSetup, drop_unfit_input
+
+    warnings = err or sys.stderr
+
+    def warn(text: str) -> None:
+        warnings.write(f"phi: warning: {text}\n")
 
     gate = make_gate(options, options.approve or "off", interactive=False)
-    session = Session(profile, LocalExecutionEnvironment(options.cwd),
-                      SessionConfig(approval=gate, reasoning_effort=options.reasoning_effort(),
-                                    max_turns=options.max_turns, sandbox=options.sandbox_policy()))
-    gate.unconfined = session.sandbox.unconfined  # no sandbox here: commands are refused, nobody to ask
-    if options.resume:
-        warnings = err or sys.stderr
+    mcp = connect_mcp(options, command_environment(), warn)  # a malformed config: ConfigError, exit 2
+    setup = SessionSetup.for_options(options, gate, mcp)
+    try:
+        session = setup.new_session(profile, sessions)
+        # no sandbox here: commands are refused, nobody to ask (set by new_session from the sandbox)
+        if options.resume:
+            sessions.restore(options.resume, session.agent, warn=warn)
+            session.id = session.agent.session_id
+            dropped = drop_unfit_input(session)
+            if dropped is not None:
+                warn(f"the session's last input ({dropped!r}) never fitted the model's context: it is not sent "
+                     "again (the stored session keeps it)")
+    except BaseException:
+        if mcp is not None:
+            mcp.close()
+        raise
+    return Unattended(session, setup, sessions, warn)
 
-        def warn(text: str) -> None:
-            warnings.write(f"phi: warning: {text}\n")
 
-        sessions.restore(options.resume, session.agent, warn=warn)
-        session.id = session.agent.session_id
-    sessions.attach_session(session)
-    return session
+class Unattended:
+    """An unattended session with what ends it: its MCP servers are stopped by :meth:`close`; an
+    input that overflowed the model's context is compacted and sent once more (:meth:`after`); a
+    session an error closed (an overflow, a rejected key) is followed by a new one carrying the
+    conversation, as at the prompt, so ``--json`` takes the next input."""
+
+    def __init__(self, session: Session, setup: SessionSetup, sessions: CliSessions,
+                 warn: Callable[[str], None]) -> None:
+        self.session = session
+        self.setup = setup
+        self.sessions = sessions
+        self.warn = warn
+        self.error_kinds: list[str] = []  # of the current input's errors, in order
+        self.retried = False  # the current input is on its second try
+        self._core_listeners: list[Callable[[AgentEvent], None]] = []
+        self._listen(session)
+
+    def _note(self, event: SessionEvent) -> None:
+        from ..coding import EventKind
+
+        if event.kind == EventKind.ERROR:
+            self.error_kinds.append(str(event.data.get("kind", "")))
+
+    def _listen(self, session: Session) -> None:
+        session.subscribe(self._note)
+        for listener in self._core_listeners:
+            session.agent.subscribe(listener)
+
+    def subscribe(self, listener: Callable[[AgentEvent], None]) -> None:
+        """Hear every core event of this session and of those that follow it."""
+        self._core_listeners.append(listener)
+        self.session.agent.subscribe(listener)
+
+    def abort(self) -> None:
+        self.session.agent.abort()
+
+    def submit(self, text: str) -> SessionStream:
+        from ..coding import SessionState
+
+        if self.session.state == SessionState.CLOSED:
+            old = self.session
+            self.session = self.setup.new_session(old.profile, self.sessions, carry=old)
+            self._listen(self.session)
+        self.error_kinds.clear()
+        return self.session.submit_stream(text)
+
+    def after(self, text: str, result: SubmitResult) -> SessionStream | None:
+        """Once ``text``'s run ended: the stream of its second try when it overflowed the context
+        (the conversation compacted first, as at the prompt), else None. An input that did not fit
+        even then is taken out of the conversation that goes on."""
+        from .session_setup import drop_unfit_input
+
+        overflowed = result.outcome == "error" and "context_overflow" in self.error_kinds
+        retried, self.retried = self.retried, False
+        if not overflowed:
+            return None
+        if not retried:
+            shrunk = self.setup.shrink_for_retry(self.session, text)
+            if shrunk is not None:
+                before, after = shrunk
+                self.warn(f"the conversation did not fit the model's context: compacted it (~{before:,} → "
+                          f"~{after:,} tokens); trying once more")
+                stream = self.submit(text)
+                self.retried = True
+                return stream
+        if drop_unfit_input(self.session) is not None:
+            self.warn("the input did not fit the model's context even after compaction: it is not kept in the "
+                      "conversation (the stored session keeps the failed run)")
+        return None
+
+    def close(self) -> None:
+        try:
+            self.session.close()
+        finally:
+            if self.setup.mcp is not None:
+                self.setup.mcp.close()
 
 
 def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessions, out: TextIO | None = None,
@@ -133,29 +223,30 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     # new names: sys.stdout is typed "TextIO | Any", so `out = out or sys.stdout` would stay "TextIO | None"
     stdout: TextIO = out or sys.stdout
     stderr: TextIO = err or sys.stderr
-    session = unattended_session(options, profile, sessions, stderr)
-    lines = JsonLines(stdout, on_closed=session.agent.abort)
+    unattended = unattended_session(options, profile, sessions, stderr)
+    lines = JsonLines(stdout, on_closed=unattended.abort)
     if options.json:
-        session.agent.subscribe(lines)
-    from ..coding import EventKind
+        unattended.subscribe(lines)
     from ..providers.secret_registry import redact
 
-    error_kinds: set[str] = set()
-    session.subscribe(lambda event: error_kinds.add(event.data.get("kind", ""))
-                      if event.kind == EventKind.ERROR else None)
     try:
-        stream = session.submit_stream(options.prompt or "")
+        text = options.prompt or ""
+        stream = unattended.submit(text)
         try:
             with sigterm_as_interrupt():
                 result = stream.result()
+                while (again := unattended.after(text, result)) is not None:  # an overflow: compacted, once more
+                    stream = again
+                    result = stream.result()
         except KeyboardInterrupt as stop:
-            interrupt_turn(session)
+            interrupt_turn(unattended.session)
             stream.result(timeout=10)
             terminated = isinstance(stop, Terminated)
             stderr.write(f"phi: {'terminated' if terminated else 'interrupted'}\n")
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
-        session.close()
+        unattended.close()
+        session = unattended.session
         try:
             if sessions.save() or os.path.exists(sessions.path_of(session.id)):  # runs save themselves
                 from .recent import remember
@@ -180,7 +271,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
         stderr.write(f"phi: session {session.id} (phi --resume {session.id})\n")
     if result.outcome in SUCCESS_OUTCOMES:
         return EXIT_OK
-    hint = key_hint(options, profile.id) if "auth" in error_kinds else ""
+    hint = key_hint(options, profile.id) if "auth" in unattended.error_kinds else ""
     stderr.write(f"phi: the run ended: {result.outcome}{': ' + redact(result.error) if result.error else ''}"
                  f"{f' ({hint})' if hint else ''}\n")
     return EXIT_FAILED
@@ -196,5 +287,5 @@ def _silence(out: TextIO) -> None:
         pass
 
 
-__all__ = ["run_print", "unattended_session", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED",
+__all__ = ["run_print", "unattended_session", "Unattended", "interrupt_turn", "JsonLines", "EXIT_OK", "EXIT_FAILED",
            "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "sigterm_as_interrupt"]

@@ -24,7 +24,8 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Callable
 
-from .compact import apply_auto_compaction, compact_now
+from .compact import compact_now
+from .session_setup import apply_auto_compaction
 from .options import APPROVAL_MODES, THINKING_LEVELS, make_profile
 
 if TYPE_CHECKING:
@@ -76,13 +77,13 @@ def _thinking(repl: ReplState, arg: str) -> bool:
     if arg in ("show", "hide"):
         repl.renderer.show_thinking = arg == "show"
     elif arg in THINKING_LEVELS:
-        repl.reasoning_effort = None if arg == "off" else arg
-        repl.session.config.reasoning_effort = repl.reasoning_effort
+        repl.setup.reasoning_effort = None if arg == "off" else arg
+        repl.session.config.reasoning_effort = repl.setup.reasoning_effort
     elif arg:
         repl.renderer.line(repl.style("red", f"/thinking takes one of {', '.join(THINKING_LEVELS)}, show, hide"))
         return True
     shown = "shown" if repl.renderer.show_thinking else "hidden"
-    repl.renderer.line(f"reasoning effort: {repl.reasoning_effort or 'off'} · thinking {shown}")
+    repl.renderer.line(f"reasoning effort: {repl.setup.reasoning_effort or 'off'} · thinking {shown}")
     return True
 
 
@@ -226,9 +227,9 @@ def _compact_auto(repl: ReplState, arg: str) -> bool:
         if not 0 <= value <= 100:
             repl.renderer.line(repl.style("red", "/compact auto takes a percentage from 0 (never) to 100"))
             return True
-        repl.compact_at = value / 100
-        apply_auto_compaction(repl.session, repl.compact_at, repl.context_window())
-    at = f"at {round(repl.compact_at * 100)}% of the context window" if repl.compact_at > 0 else "off"
+        repl.setup.compact_at = value / 100
+        apply_auto_compaction(repl.session, repl.setup.compact_at, repl.context_window())
+    at = f"at {round(repl.setup.compact_at * 100)}% of the context window" if repl.setup.compact_at > 0 else "off"
     repl.renderer.line(f"automatic compaction: {at}")
     return True
 

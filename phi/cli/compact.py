@@ -22,7 +22,7 @@ from ..errors import PhiError
 from ..log import get_logger
 
 if TYPE_CHECKING:
-    from ..coding import ProviderProfile, Session
+    from ..coding import ProviderProfile
     from ..types import AgentMessage, Usage
     from .repl_state import ReplState
 
@@ -36,34 +36,6 @@ SUMMARY_REQUEST = ("Above is a conversation between a user and a coding assistan
                    "(paths, what they contain now), commands run and their results, errors still open, and the "
                    "next steps. Be specific: names, paths, numbers.")
 TRANSCRIPT_TOOL_LINES = 20  # lines of each tool result kept in the transcript the summary is made from
-MIN_WINDOW = 1_000
-
-
-def reserve_tokens(session: Session) -> int:
-    """What the system prompt and the tool definitions take of the window (estimated)."""
-    import json
-
-    from ..context.tokens import estimate_tokens
-
-    tools = [t.definition.to_json() if hasattr(t.definition, "to_json") else str(t.definition)
-             for t in session.profile.tool_registry.tools()]
-    return estimate_tokens(session.agent.system_prompt) + estimate_tokens(json.dumps(tools, default=str))
-
-
-def auto_limit(window: int, threshold: float) -> int:
-    return max(MIN_WINDOW, int(window * threshold))
-
-
-def apply_auto_compaction(session: Session, threshold: float, window: int | None = None) -> None:
-    """Compact before each call above ``threshold`` of the window (0: never; see the module docstring)."""
-    if threshold <= 0:
-        session.agent.config.context_config = None
-        return
-    from ..context import ContextConfig
-
-    limit = auto_limit(window or session.profile.context_window_size, threshold)
-    reserve = min(reserve_tokens(session), limit // 2)
-    session.agent.config.context_config = ContextConfig(max_context_tokens=limit, system_prompt_tokens=reserve)
 
 
 def _estimate(messages: Sequence[AgentMessage], system_prompt: str = "") -> int:
@@ -74,26 +46,13 @@ def _estimate(messages: Sequence[AgentMessage], system_prompt: str = "") -> int:
 
 def recover_from_overflow(repl: ReplState, text: str) -> bool:
     """After a context overflow the loop's own retry could not fix: compact the conversation to a
-    quarter, lower the window for this process, carry on in a new session. False when there is
-    nothing left to compact."""
-    from ..context import ContextConfig, compact_messages
-    from ..types import AssistantMessage, StopReason, UserMessage
-
-    old = repl.session
-    messages = list(old.agent.messages)
-    while messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason == StopReason.ERROR:
-        messages.pop()  # the failed reply
-    if messages and isinstance(messages[-1], UserMessage) and messages[-1].text == text:
-        messages.pop()  # the input that overflowed is sent again
-    if not messages:
+    quarter and lower the window for this process (:meth:`SessionSetup.shrink_for_retry
+    <phi.cli.session_setup.SessionSetup.shrink_for_retry>`, as in every mode), say so. False when
+    there is nothing left to compact."""
+    shrunk = repl.setup.shrink_for_retry(repl.session, text)
+    if shrunk is None:
         return False
-    before = _estimate(messages)
-    budget = max(50, before // 4)
-    compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
-    after = _estimate(compacted)
-    old.agent.messages = compacted
-    repl.window_cap = max(MIN_WINDOW * 4, repl.context_window() // 2)  # the server's window is smaller than said
-    repl.replace_session(carry=True)
+    before, after = shrunk
     repl.renderer.total.context_tokens = after
     repl.renderer.line(repl.style("yellow", f"! the conversation did not fit the model's context: compacted it "
                                             f"(~{before:,} → ~{after:,} tokens); trying once more"))
@@ -176,5 +135,4 @@ def compact_now(repl: ReplState, focus: str) -> None:
     repl.renderer.line(f"compacted: ~{before:,} → ~{after:,} tokens ({how})")
 
 
-__all__ = ["apply_auto_compaction", "recover_from_overflow", "compact_now", "summarize", "transcript",
-           "SUMMARY_HEAD", "auto_limit"]
+__all__ = ["recover_from_overflow", "compact_now", "summarize", "transcript", "SUMMARY_HEAD"]

@@ -19,7 +19,6 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from .options import CliOptions
 
 if TYPE_CHECKING:
     from .repl_state import ReplState
@@ -29,12 +28,6 @@ MAX_ATTACHED_BYTES = 256 * 1024
 MAX_LISTED = 200
 SHELL_TIMEOUT_S = 600.0
 SHELL_OUTPUT_CHARS = 30_000
-
-
-def system_instructions(options: CliOptions, mode: str | None) -> str | None:
-    """``SessionConfig.user_instructions``: plan mode's and ``--append-system-prompt``'s."""
-    parts = [text for text in (mode, options.append_system_prompt) if text and text.strip()]
-    return "\n\n".join(parts) or None
 
 
 # ----------------------------------------------------------------------------- @path
@@ -152,4 +145,4 @@ def run_shell(repl: ReplState, command: str) -> None:
         repl.renderer.line(repl.style("grey", "it goes with your next message"))
 
 
-__all__ = ["expand_mentions", "complete", "run_shell", "system_instructions", "command_environment"]
+__all__ = ["expand_mentions", "complete", "run_shell", "command_environment"]

@@ -25,6 +25,7 @@ from .batch import (
     EXIT_OK,
     SUCCESS_OUTCOMES,
     JsonLines,
+    Unattended,
     interrupt_turn,
     sigterm_as_interrupt,
     unattended_session,
@@ -50,11 +51,16 @@ def parse_command(line: str) -> dict[str, Any]:
 class JsonSession:
     """The session and its one running input (see the module docstring)."""
 
-    def __init__(self, session: Session, lines: JsonLines) -> None:
-        self.session = session
+    def __init__(self, unattended: Unattended, lines: JsonLines) -> None:
+        self.unattended = unattended
         self.lines = lines
         self.stream: SessionStream | None = None
+        self.text = ""  # the running input's
         self.outcome = ""
+
+    @property
+    def session(self) -> Session:
+        return self.unattended.session
 
     def error(self, message: str) -> None:
         self.lines.write({"type": "CommandError", "message": message})
@@ -83,13 +89,16 @@ class JsonSession:
                 return
             text = "\n\n".join(self.session.take_queued_input())  # the run ended meanwhile: start it
         self.finish()
-        self.stream = self.session.submit_stream(text)
+        self.text = text
+        self.stream = self.unattended.submit(text)
 
     def finish(self) -> None:
-        """Wait for the running input, if any, and note how it ended."""
-        if self.stream is not None:
-            self.outcome = self.stream.result().outcome
-            self.stream = None
+        """Wait for the running input, if any, and note how it ended (an input that overflowed the
+        model's context is compacted and run once more first, as at the prompt)."""
+        while self.stream is not None:
+            result = self.stream.result()
+            self.outcome = result.outcome
+            self.stream = self.unattended.after(self.text, result)
 
 
 def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
@@ -98,10 +107,10 @@ def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: Cl
     # new names: sys.stdin is typed "TextIO | Any", so `stdin = stdin or sys.stdin` would stay "TextIO | None"
     source: TextIO = stdin or sys.stdin
     stdout: TextIO = out or sys.stdout
-    session = unattended_session(options, profile, sessions)
-    lines = JsonLines(stdout, on_closed=session.agent.abort)
-    session.agent.subscribe(lines)
-    driver = JsonSession(session, lines)
+    unattended = unattended_session(options, profile, sessions)
+    lines = JsonLines(stdout, on_closed=unattended.abort)
+    unattended.subscribe(lines)
+    driver = JsonSession(unattended, lines)
     try:
         with sigterm_as_interrupt():
             for line in source:
@@ -111,12 +120,12 @@ def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: Cl
                     break
             driver.finish()
     except KeyboardInterrupt:  # Ctrl+C or SIGTERM: stop the run, let its AgentEnd out, save (below)
-        interrupt_turn(session)
+        interrupt_turn(unattended.session)
         if driver.stream is not None:
             driver.stream.result(timeout=10)
         raise
     finally:
-        session.close()
+        unattended.close()
         sessions.save()
     return EXIT_OK if driver.outcome in SUCCESS_OUTCOMES else EXIT_FAILED
 

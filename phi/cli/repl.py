@@ -43,6 +43,7 @@ from ..log import get_logger
 from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff, visible
+from .session_setup import SessionSetup, drop_unfit_input
 from .startup import Loader
 from .terminal import Terminal, Verbatim
 
@@ -101,16 +102,12 @@ class Repl:
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never")
-        self.reasoning_effort = options.reasoning_effort()
         self.screen_log = ScreenLog(self.renderer)
         logging.getLogger(LOG_ROOT).addHandler(self.screen_log)
-        self.plan_mode = False
         self.quit_requested = False  # /quit typed while a run streamed
         self.after_reply: list[str] = []  # commands typed while a run streamed, run when it ends
         self.next_profile: ProviderProfile | None = None  # /model typed while a run streamed
-        self.compact_at = options.compact_at  # auto-compaction threshold, a fraction of the window
-        self.window_cap: int | None = None  # a smaller window than the profile's, learnt from an overflow
-        self.mcp: McpServers | None = None
+        self.setup = SessionSetup.for_options(options, self.gate)  # what every session is made with
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
         self._fork_told: object = None  # the agent's last SessionFork the user was told of
         self._branched_at: str | None = None  # the loop a `/resume ID LOOP` branched from, until the next reply
@@ -150,6 +147,16 @@ class Repl:
     def session(self, session: Session) -> None:
         self.loader.wait().session = session
 
+    # ------------------------------------------------------------------ what sessions are made with
+
+    @property
+    def plan_mode(self) -> bool:
+        return self.setup.plan_mode
+
+    @property
+    def mcp(self) -> McpServers | None:
+        return self.setup.mcp
+
     # ------------------------------------------------------------------ sessions
 
     def _first_session(self, session_id: str) -> Session:
@@ -158,7 +165,7 @@ class Repl:
         from .extras import command_environment
         from .mcp_servers import connect_mcp
 
-        self.mcp = connect_mcp(self.options, command_environment(),
+        self.setup.mcp = connect_mcp(self.options, command_environment(),
                                lambda text: self.renderer.line(self.style("red", f"! {text}")))
         return self.new_session(session_id=session_id)
 
@@ -167,45 +174,19 @@ class Repl:
         return registered.kind if registered is not None else "execute"
 
     def new_session(self, carry: Session | None = None, session_id: str | None = None) -> Session:
-        """A coding session for the current profile; ``carry``: continue that one's conversation."""
-        from ..coding import Session, SessionConfig
-        from ..tools.environment import LocalExecutionEnvironment
-        from .compact import apply_auto_compaction
-
+        """A coding session for the current profile (made as in every mode: :mod:`phi.cli.session_setup`);
+        ``carry``: continue that one's conversation."""
         profile = self.loader.state.profile
-        if self.options.system_prompt:
-            profile.base_instructions = self.options.system_prompt
-        if self.mcp is not None:
-            self.mcp.register(profile.tool_registry)
-        config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort, plan_mode=False,
-                               sandbox=self.options.sandbox_policy())
-        session = Session(profile, LocalExecutionEnvironment(self.options.cwd), config)
-        self.gate.unconfined = session.sandbox.unconfined
-        if carry is not None:
-            session.agent.restore(carry.agent.checkpoint())
-            session.id = carry.id
-        elif session_id is not None:
-            session.id = session.agent.session_id = session_id
+        session = self.setup.new_session(profile, self.loader.state.sessions, carry=carry, session_id=session_id)
         session.subscribe(self.renderer.on_event)
         session.agent.subscribe(self.renderer.on_core_event)
-        self.loader.state.sessions.attach_session(session)
-        self._apply_mode(session)
-        apply_auto_compaction(session, self.compact_at, self.context_window(profile))
         self.renderer.model = profile.model_config
         self.renderer.auth_hint = key_hint(self.options, profile.id)
         return session
 
     def context_window(self, profile: ProviderProfile | None = None) -> int:
         """The model's window, or the smaller one an overflow showed."""
-        window = (profile or self.profile).context_window_size
-        return min(window, self.window_cap) if self.window_cap else window
-
-    def _apply_mode(self, session: Session) -> None:
-        from .extras import system_instructions
-
-        session.config.plan_mode = self.plan_mode
-        session.config.user_instructions = system_instructions(self.options, PLAN_INSTRUCTIONS if self.plan_mode
-                                                               else None)
+        return self.setup.context_window(profile or self.profile)
 
     def replace_session(self, carry: bool, profile: ProviderProfile | None = None) -> None:
         """Close the current session and start another (same conversation when ``carry``)."""
@@ -229,7 +210,13 @@ class Repl:
             raise
         self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
         self._branched_at = at  # a branch the user asked for is no news when its first run forks
-        new.id = new.agent.session_id
+        new.id = self.loader.session_id = new.agent.session_id  # the banner names the session written to
+        dropped = drop_unfit_input(new)
+        if dropped is not None:
+            count = len(new.agent.messages)
+            self.renderer.line(self.style("yellow", f"! the session's last input ({visible(dropped)!r}) never "
+                                                    "fitted the model's context: it is not sent again (the "
+                                                    "stored session keeps it)"))
         old, self.session = self.session, new
         old.close()
         return count
@@ -239,8 +226,9 @@ class Repl:
         self.renderer.line(self.style("yellow", f"! {text}"))
 
     def set_plan_mode(self, on: bool) -> None:
-        self.plan_mode = on
-        self._apply_mode(self.session)
+        self.setup.plan_mode = on
+        self.setup.mode_instructions = PLAN_INSTRUCTIONS if on else None
+        self.setup.apply_mode(self.session)
         self.session.prepare_tools()  # /tools lists what the next input offers
 
     # ------------------------------------------------------------------ the loop
@@ -595,7 +583,7 @@ class Repl:
         mode = "PLAN" if self.plan_mode else ""
         agent = self.session.agent
         estimate = lambda: context_estimate(agent.messages, agent.system_prompt)  # noqa: E731
-        self.renderer.line(self.renderer.status(self.context_window(), mode, estimate, self.compact_at))
+        self.renderer.line(self.renderer.status(self.context_window(), mode, estimate, self.setup.compact_at))
         fork, asked, self._branched_at = agent.last_fork, self._branched_at, None
         if fork is not None and fork is not self._fork_told and fork.follows != asked:
             self._fork_told = fork

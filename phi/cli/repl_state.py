@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .mcp_servers import McpServers
     from .options import CliOptions
     from .render import Renderer, Style
+    from .session_setup import SessionSetup
     from .sessions import CliSessions
     from .terminal import Terminal
 
@@ -30,15 +31,17 @@ class ReplState(Protocol):
     style: Style
     gate: ApprovalGate
     term: Terminal
-    mcp: McpServers | None  # None: no servers configured
-    plan_mode: bool
-    reasoning_effort: str | None
-    compact_at: float  # auto-compaction threshold, a fraction of the window (0: off)
-    window_cap: int | None  # a smaller window than the profile's, learnt from an overflow
+    setup: SessionSetup  # what every session is made with (shared with -p and --json)
     next_profile: ProviderProfile | None  # /model typed while a run streamed: used from the next input
     quit_requested: bool  # /quit typed while a run streamed
     after_reply: list[str]  # commands typed while a run streamed, run when it ends
     pending_context: list[str]  # ``!`` outputs that go with the next message
+
+    @property
+    def mcp(self) -> McpServers | None: ...  # None: no servers configured
+
+    @property
+    def plan_mode(self) -> bool: ...
 
     # the three below wait for start-up (CLI-12), hence properties
     @property
