@@ -234,8 +234,8 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
                 else:
                     blocks.append({"reasoningContent": {"reasoningText": {"text": block.thinking,
                                                                           "signature": block.signature}}})
-            elif (text := convert.thinking_as_text(block)) is not None:
-                blocks.append({"text": text})
+            elif (text := convert.thinking_as_text(block) or convert.foreign_summary(block)) is not None:
+                blocks.append({"text": text})  # foreign reasoning, or another service's summary (PROV-5)
         elif isinstance(block, ToolCall):
             blocks.append({"toolUse": {"toolUseId": convert.safe_tool_id(block.id), "name": block.name,
                                        "input": block.arguments}})

@@ -141,11 +141,14 @@ def _model_parts(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, A
         part: dict[str, Any] | None = None
         if isinstance(block, ThinkingContent):
             if block.redacted:
-                continue
-            if not block.thinking:
+                summary = convert.foreign_summary(block)  # another service's summary (PROV-5)
+                if summary is None:
+                    continue
+                part = {"text": summary}
+            elif not block.thinking:
                 carried = block.signature if origin_ok else None
                 continue
-            if origin_ok:
+            elif origin_ok:
                 part = {"text": block.thinking, "thought": True}
                 if block.signature:
                     part["thoughtSignature"] = block.signature

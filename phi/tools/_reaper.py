@@ -14,9 +14,15 @@ program and all it starts inherit it); when that fails the program is not run (e
 It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
 command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
 ``start_new_session=True``: when such a process's parent exits it is re-parented here rather than
-to init. Then it spawns the program and waits:
+to init. It keeps the tree from two processes, both subreapers: this one (the outer keeper) forks
+:func:`relay`, which applies the sandbox, spawns the program and exits with its status when it
+exits. A detached process is re-parented to the relay first, so a daemon that kills its parent
+(``kill -9 $PPID`` once its shell is gone) kills the relay and lands here, still inside the tree;
+the relay's death counts as the program's end. (A process that walks up and kills both keepers
+does escape: this is a guardrail, not a sandbox; under a sandbox with Landlock signal scoping the
+outer keeper, which is not confined, is out of its reach.) Then it waits:
 
-* the program exits → in ``end`` mode, every descendant still running (a ``cmd &``, a ``nohup``, a
+* the program (the relay) exits → in ``end`` mode, every descendant still running (a ``cmd &``, a ``nohup``, a
   ``setsid`` or double-forked daemon: all are re-parented here) gets SIGTERM, up to GRACE_SECONDS to
   exit, then SIGKILL — the same sequence as a stop — and the reaper exits with the program's status;
   when nothing is left it exits at once. In ``leave`` mode it exits at once; in ``keep`` mode it
