@@ -44,6 +44,7 @@ from ..types import (
     RunOutcome,
     StopReason,
     TextContent,
+    ToolCall,
     ToolResultMessage,
     TurnTrigger,
     Usage,
@@ -55,7 +56,7 @@ from .identity import ensure_identity
 from .llm_view import FAILED_STOPS, LLMView
 from .reply_stream import ReplyStream
 from .tool import tool_definition
-from .tool_execution import ToolRunner, unanswered_call_results
+from .tool_execution import NOT_RUN_CHOICE_NONE, NOT_RUN_ONE_PER_REPLY, ToolRunner, unanswered_call_results
 
 if TYPE_CHECKING:
     from ..context.incremental import IncrementalCompaction
@@ -140,6 +141,7 @@ class _Run:
         self.runner: ToolRunner | None = None
         self.llm_view = LLMView()
         self.compaction: IncrementalCompaction | None = None  # the default compaction's running totals
+        self.request: StreamConfig | None = None  # the last model call's request: its tool settings bind the reply
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
@@ -318,7 +320,12 @@ class _Run:
         if reply.stop_reason == StopReason.LENGTH:
             runner.answer_truncated(calls, on_result)
         elif calls:
-            runner.run(calls, lambda: self.take(STEERING), on_result)
+            allowed, refusal = allowed_calls(calls, self.request)
+            runner.answered = {}
+            if allowed:
+                runner.run(allowed, lambda: self.take(STEERING), on_result)
+            if refusal is not None:
+                runner.refuse(calls[len(allowed):], refusal, on_result)
         return results
 
     def end_turn(self, reply: AssistantMessage, tool_results: list[Any]) -> None:
@@ -405,7 +412,7 @@ class _Run:
         def attempt() -> Attempt:
             nonlocal stream
             stream = ReplyStream(self.emit, self.loop_id)
-            request = self.build_request()  # runs user hooks: their exceptions reach the caller
+            request = self.request = self.build_request()  # runs user hooks: their exceptions reach the caller
             return self.call_provider(request, stream)
 
         overflow = self.compact_after_overflow if self.config.context_config is not None else None
@@ -489,6 +496,21 @@ def call_tool_choice(choice: str | None, messages: list[Message]) -> str | None:
     if forcing and messages and isinstance(messages[-1], ToolResultMessage):
         return None
     return choice
+
+
+def allowed_calls(calls: list[ToolCall], request: StreamConfig | None) -> tuple[list[ToolCall], str | None]:
+    """SPEC TOOL-14: the calls of a reply that may run under the request's tool settings, and the
+    refusal text for the rest (None when all may run). A service may ignore ``tool_choice`` or
+    ``parallel_tool_calls``, or have no way to say them (PROV-3); the setting is the user's word,
+    so the loop holds to it whatever came back: under "none" no call runs, with parallel calls
+    forbidden only the first does."""
+    if request is None:
+        return calls, None
+    if request.tool_choice == "none":
+        return [], NOT_RUN_CHOICE_NONE
+    if request.parallel_tool_calls is False and len(calls) > 1:
+        return calls[:1], NOT_RUN_ONE_PER_REPLY
+    return calls, None
 
 
 def announce(emit: Sink, loop_id: str, message: AgentMessage) -> None:

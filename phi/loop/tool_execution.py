@@ -56,6 +56,13 @@ TRUNCATED_CALL = (
     "incomplete. Re-issue the call with complete arguments."
 )
 ABORTED = "Tool execution aborted."
+# A call the run's tool settings did not allow (SPEC TOOL-14): the service ignored or could not
+# express them, and the loop holds to the user's word.
+NOT_RUN_CHOICE_NONE = ("Tool call was not executed: tool calls are turned off for this request "
+                       "(tool_choice is 'none'). Answer without calling tools.")
+NOT_RUN_ONE_PER_REPLY = ("Tool call was not executed: this run allows one tool call per reply "
+                         "(parallel_tool_calls is false) and only the first call of the reply ran. "
+                         "Re-issue the call in a later reply if it is still needed.")
 
 # What workers post to the run's thread: (kind, call index, payload).
 _UPDATE, _PROGRESS, _DONE = "update", "progress", "done"
@@ -135,6 +142,24 @@ class ToolRunner:
         result (SPEC TOOL-9)."""
         for call in calls:
             on_message(_message_for(call, error_result(TRUNCATED_CALL), True))
+
+    def refuse(self, calls: list[ToolCall], text: str, on_message: Callable[[ToolResultMessage], None]) -> None:
+        """Answer calls the run's settings do not allow (SPEC TOOL-14) without running them: each
+        gets ``ToolExecutionStart``, ``ToolExecutionEnd`` with the error ``text`` and
+        ``after_tool_execution``, so a user sees the model's attempt and why nothing happened. No
+        ``before_tool_execution``: there is nothing to approve. Calls found cancelled are answered
+        as aborted with no events, as calls that never started are (CANCEL-3)."""
+        for call in calls:
+            if self.cancel.is_cancelled():
+                on_message(_message_for(call, error_result(ABORTED), True))
+                continue
+            result = error_result(text)
+            self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, call.arguments))
+            self.answered[call.id] = _message_for(call, result, True)
+            self.emit(ToolExecutionEnd(self.loop_id, call.id, call.name, result, True, None))
+            if self.config.after_tool_execution is not None:
+                self.config.after_tool_execution(call.name, call.id, True)
+            on_message(self.answered[call.id])
 
     # ----------------------------------------------------------------- one group
 

@@ -241,6 +241,8 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
             opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
             if opaque is not None:
                 blocks.append(opaque)
+            elif (summary := convert.foreign_summary(block)) is not None:  # another service's summary
+                blocks.append({"type": "text", "text": summary})
         elif isinstance(block, ThinkingContent):
             if convert.replayable_thinking(block, origin_ok):
                 if block.redacted:

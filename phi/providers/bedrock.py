@@ -150,14 +150,15 @@ def _tool_config(body: dict[str, Any], config: StreamConfig, tools: list[dict[st
     """``toolConfig`` with ``toolChoice`` (``auto``, ``any`` for "required", ``tool`` for a name).
     Converse has no "none": without tool blocks in the history the tools are simply not sent;
     with them ``toolConfig`` is required, so the tools are sent without a choice. It has no switch
-    for parallel calls either: ``parallel_tool_calls`` is not sent."""
+    for parallel calls either: ``parallel_tool_calls`` is not sent. In both cases the loop holds
+    to the setting whatever the model replies (SPEC TOOL-14)."""
     choice = convert.tool_choice(config)
     if choice == "none":
         if not _has_tool_blocks(body["messages"]):
             return
         choice = None
-        log.info("Bedrock Converse cannot forbid tool calls while the history has some; tool_choice 'none' "
-                 "is sent as no choice")
+        log.debug("Bedrock Converse cannot forbid tool calls while the history has some: tool_choice 'none' "
+                  "is sent as no choice, and the loop runs none of the calls the model makes (TOOL-14)")
     tool_config: dict[str, Any] = {"tools": tools}
     if choice == "auto":
         tool_config["toolChoice"] = {"auto": {}}
@@ -233,8 +234,8 @@ def _assistant_blocks(message: AssistantMessage, mc: ModelConfig) -> list[dict[s
                 else:
                     blocks.append({"reasoningContent": {"reasoningText": {"text": block.thinking,
                                                                           "signature": block.signature}}})
-            elif (text := convert.thinking_as_text(block)) is not None:
-                blocks.append({"text": text})
+            elif (text := convert.thinking_as_text(block) or convert.foreign_summary(block)) is not None:
+                blocks.append({"text": text})  # foreign reasoning, or another service's summary (PROV-5)
         elif isinstance(block, ToolCall):
             blocks.append({"toolUse": {"toolUseId": convert.safe_tool_id(block.id), "name": block.name,
                                        "input": block.arguments}})

@@ -96,6 +96,28 @@ def is_opaque(block: ThinkingContent) -> bool:
     return block.redacted and (block.signature or "").startswith(OPAQUE_PREFIX)
 
 
+SUMMARY_HEAD = "[Summary of the earlier conversation]"
+
+
+def foreign_summary(block: ThinkingContent) -> str | None:
+    """The conversation summary a service wrote into an opaque block, as text for another service
+    (SPEC PROV-5), or None. Anthropic's server-side compaction returns a ``compaction`` block whose
+    ``content`` is the summary of everything before it; the block itself goes back only to
+    Anthropic, but the summary is what the conversation became, so a conversation moved to another
+    service keeps it as assistant text at the same place. (A Responses ``compaction`` item carries
+    only ``encrypted_content``, which no other service can read: it has no text to hand on.)"""
+    if not is_opaque(block):
+        return None
+    try:
+        value = json.loads(block.thinking)
+    except ValueError:
+        return None
+    if not is_object(value) or value.get("type") != "compaction":
+        return None
+    content = value.get("content")
+    return f"{SUMMARY_HEAD}\n{content}" if isinstance(content, str) and has_text(content) else None
+
+
 def same_service(message: AssistantMessage, model_config: ModelConfig) -> bool:
     """Opaque blocks go back to the service that sent them (any of its models)."""
     return message.provider == model_config.provider

@@ -92,7 +92,8 @@ FUNCTION_CALLING_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 def function_calling_config(choice: str) -> dict[str, Any]:
     """``toolConfig.functionCallingConfig`` for a checked ``tool_choice``: mode ``AUTO``, ``NONE``
     or ``ANY``; a tool name is ``ANY`` limited to that function (``allowedFunctionNames``).
-    Gemini has no switch for parallel calls: ``parallel_tool_calls`` is not sent."""
+    Gemini has no switch for parallel calls: ``parallel_tool_calls`` is not sent (the loop runs
+    only the first call of a reply when it is false, SPEC TOOL-14)."""
     mode = FUNCTION_CALLING_MODES.get(choice)
     if mode is not None:
         return {"mode": mode}
@@ -140,11 +141,14 @@ def _model_parts(message: AssistantMessage, mc: ModelConfig) -> list[dict[str, A
         part: dict[str, Any] | None = None
         if isinstance(block, ThinkingContent):
             if block.redacted:
-                continue
-            if not block.thinking:
+                summary = convert.foreign_summary(block)  # another service's summary (PROV-5)
+                if summary is None:
+                    continue
+                part = {"text": summary}
+            elif not block.thinking:
                 carried = block.signature if origin_ok else None
                 continue
-            if origin_ok:
+            elif origin_ok:
                 part = {"text": block.thinking, "thought": True}
                 if block.signature:
                     part["thoughtSignature"] = block.signature

@@ -161,8 +161,10 @@ def _assistant(message: AssistantMessage, mc: ModelConfig) -> dict[str, Any] | N
         if isinstance(block, TextContent) and block.text:
             texts.append(block.text)
         elif isinstance(block, ThinkingContent):
-            # Chat Completions has no field for replaying reasoning; foreign reasoning is dropped.
-            continue
+            # Chat Completions has no field for replaying reasoning; foreign reasoning is dropped, but
+            # a conversation summary another service wrote is what the conversation became (PROV-5)
+            if (summary := convert.foreign_summary(block)) is not None:
+                texts.append(summary + "\n\n")
         elif isinstance(block, ToolCall):
             calls.append({"id": convert.chat_tool_id(block.id), "type": "function",
                           "function": {"name": block.name, "arguments": json.dumps(block.arguments)}})

@@ -150,6 +150,8 @@ def _assistant_items(message: AssistantMessage, mc: ModelConfig) -> list[dict[st
             opaque = convert.opaque_block(block, OPAQUE) if convert.same_service(message, mc) else None
             if opaque is not None:
                 items.append(opaque)
+            elif (summary := convert.foreign_summary(block)) is not None:  # another service's summary
+                items.append(_assistant_text(summary))
         elif isinstance(block, ThinkingContent):
             item = _reasoning_item(block) if origin_ok else None
             if item is not None:

@@ -14,9 +14,15 @@ program and all it starts inherit it); when that fails the program is not run (e
 It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the
 command starts stays inside its tree even after ``setsid``, ``nohup ... &``, a double fork or
 ``start_new_session=True``: when such a process's parent exits it is re-parented here rather than
-to init. Then it spawns the program and waits:
+to init. It keeps the tree from two processes, both subreapers: this one (the outer keeper) forks
+:func:`relay`, which applies the sandbox, spawns the program and exits with its status when it
+exits. A detached process is re-parented to the relay first, so a daemon that kills its parent
+(``kill -9 $PPID`` once its shell is gone) kills the relay and lands here, still inside the tree;
+the relay's death counts as the program's end. (A process that walks up and kills both keepers
+does escape: this is a guardrail, not a sandbox; under a sandbox with Landlock signal scoping the
+outer keeper, which is not confined, is out of its reach.) Then it waits:
 
-* the program exits → in ``end`` mode, every descendant still running (a ``cmd &``, a ``nohup``, a
+* the program (the relay) exits → in ``end`` mode, every descendant still running (a ``cmd &``, a ``nohup``, a
   ``setsid`` or double-forked daemon: all are re-parented here) gets SIGTERM, up to GRACE_SECONDS to
   exit, then SIGKILL — the same sequence as a stop — and the reaper exits with the program's status;
   when nothing is left it exits at once. In ``leave`` mode it exits at once; in ``keep`` mode it
@@ -159,19 +165,11 @@ def program_env(lc_ctype: str) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     grace, mode, env, sandbox, program = float(argv[1]), argv[2], program_env(argv[3]), argv[4], argv[5:]
     become_subreaper()
-    if sandbox != "-":
-        try:
-            # a sibling module, imported by name: this file runs as a top-level module, not in phi
-            __import__("_sandbox").apply(sandbox)
-        except Exception as exc:  # never run the program with less confinement than it was promised
-            os.write(2, f"phi sandbox: cannot confine the command, not running it: {exc}\n".encode())
-            return 126
+    # blocked before the fork, so no SIGCHLD of the relay is lost before the wait below
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAIT_SIGNALS)
-    try:
-        child = os.posix_spawnp(program[0], program, env, setsigmask=())
-    except OSError as exc:
-        os.write(2, f"cannot run {program[0]}: {exc.strerror}\n".encode())
-        return 127
+    child = os.fork()
+    if child == 0:
+        os._exit(relay(env, sandbox, program))
     statuses: dict[int, int] = {}
     while True:
         info = signal.sigwaitinfo(_WAIT_SIGNALS)
@@ -187,6 +185,37 @@ def main(argv: list[str]) -> int:
             reap(statuses)
         break
     return exit_code(statuses.get(child))
+
+
+def relay(env: dict[str, str], sandbox: str, program: list[str]) -> int:
+    """The inner keeper: confined by ``sandbox`` (when given), a subreaper of its own, it starts the
+    program, reaps what is re-parented to it and exits with the program's status (a signal as
+    128 + its number, as a shell reports it) the moment the program exits.
+
+    It is what a detached process finds as its parent (``$PPID``) once the program's shell is gone;
+    killing it only moves that process one level up, to the outer keeper, which ends it with the
+    rest of the tree (SPEC §9.1). Its signals are the default ones, so a stop reaches it as it
+    reaches the program."""
+    for number in _STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    become_subreaper()  # not inherited through fork
+    if sandbox != "-":
+        try:
+            # a sibling module, imported by name: this file runs as a top-level module, not in phi
+            __import__("_sandbox").apply(sandbox)
+        except Exception as exc:  # never run the program with less confinement than it was promised
+            os.write(2, f"phi sandbox: cannot confine the command, not running it: {exc}\n".encode())
+            return 126
+    try:
+        program_pid = os.posix_spawnp(program[0], program, env, setsigmask=())
+    except OSError as exc:
+        os.write(2, f"cannot run {program[0]}: {exc.strerror}\n".encode())
+        return 127
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == program_pid:
+            return exit_code(status)
 
 
 def run() -> None:
