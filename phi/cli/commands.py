@@ -234,8 +234,14 @@ def _compact_auto(repl: ReplState, arg: str) -> bool:
     return True
 
 
+MCP_WAIT_S = 60.0  # /mcp waits this long for servers still starting (each start has its own bounds)
+
+
 def _mcp(repl: ReplState, arg: str) -> bool:
-    repl.session  # noqa: B018  (waits for start-up, which connects the servers)
+    repl.session  # noqa: B018  (waits for start-up, which starts connecting the servers)
+    if repl.connector is not None and repl.connector.connecting:
+        repl.renderer.line(repl.style("grey", "MCP servers still starting…"))
+    repl.between_inputs(wait_for_mcp=MCP_WAIT_S)
     if repl.mcp is None:
         repl.renderer.line("no MCP servers (put them in ./.mcp.json or pass --mcp CONFIG)")
         return True

@@ -167,46 +167,48 @@ def with_piped_input(task: str, stdin: TextIO | None = None) -> str:
 
 
 def _interactive(options: CliOptions) -> int:
-    """The prompt comes up before the coding layer is loaded (CLI-12)."""
+    """The prompt comes up before the coding layer is loaded, the session is resumed and the MCP
+    servers are connected (CLI-12): only what can stop phi with a clear message is checked first."""
     import os
 
-    from .options import PICK, describe_choice, make_profile
+    from ..errors import ConfigError
+    from .options import PICK, describe_choice, make_profile, sessions_dir
     from .repl import Repl
 
     describe_choice(options)  # no model, no key: exit 2 now, not at the first input
-    servers = []
+    connector = None
     if options.mcp or os.path.isfile(os.path.join(options.cwd, ".mcp.json")):
-        from .mcp_servers import load_specs
+        from .extras import command_environment
+        from .mcp_servers import McpConnector, load_specs
 
-        servers = load_specs(options)  # a malformed MCP config: the same
+        if load_specs(options):  # a malformed MCP config: the same
+            connector = McpConnector(options, command_environment())
     resume = _which_session(options) if options.continue_session or options.resume == PICK else options.resume
     if options.resume == PICK and resume is None:
         sys.stdout.write("cancelled\n")
         return 0
+    if resume is not None and options.resume != PICK:
+        from .recent import stored_here
+
+        if not stored_here(sessions_dir(options), resume):
+            raise ConfigError(f"no session {resume} in {sessions_dir(options)} (phi --resume lists them)")
 
     def make_sessions() -> CliSessions:
         return _sessions(options)
 
-    repl = Repl(options, lambda: make_profile(options), make_sessions, background=not servers)
-    if resume:
-        try:
-            count = repl.resume(resume)
-        except BaseException:
-            repl.close()
-            raise
-        repl.renderer.line(f"resumed session {resume}: {count} messages")
+    repl = Repl(options, lambda: make_profile(options), make_sessions, mcp=connector, resume=resume)
     return repl.run()
 
 
 def _which_session(options: CliOptions) -> str | None:
     from .options import sessions_dir
-    from .recent import latest_here, pick
+    from .recent import latest_stored_here, pick
+
+    if options.continue_session:
+        return latest_stored_here(sessions_dir(options), options.cwd)  # the store is loaded behind the prompt
     from .sessions import CliSessions
 
-    sessions = CliSessions(sessions_dir(options))
-    if options.continue_session:
-        return latest_here(sessions, options.cwd)
-    return pick(sessions, options.cwd, sys.stdout, sys.stdin)
+    return pick(CliSessions(sessions_dir(options)), options.cwd, sys.stdout, sys.stdin)
 
 
 def _sessions(options: CliOptions) -> CliSessions:

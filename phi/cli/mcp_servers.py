@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -209,4 +210,70 @@ def connect_mcp(options: CliOptions, environment: Mapping[str, str],
     return McpServers(servers)
 
 
-__all__ = ["McpServers", "ServerSpec", "parse_config", "load_specs", "connect_mcp", "PROJECT_FILE"]
+class McpConnector:
+    """The interactive ``phi``'s servers, connected on a thread of their own so that neither the
+    prompt nor the first input waits for them (a stdio server takes a second or more to start).
+    What happened — each server's tools arriving, or a server that did not start — is kept as
+    lines for the REPL to show between inputs, where the tools join the session too (a run's tools
+    are fixed when it starts, SPEC AGENT-5)."""
+
+    def __init__(self, options: CliOptions, environment: Mapping[str, str]) -> None:
+        self.options = options
+        self.environment = environment
+        self.servers: McpServers | None = None
+        self._lines: list[str] = []  # "! ..." for a failure, else news
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._taken = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._connect, name="phi-mcp-connect", daemon=True).start()
+
+    def _connect(self) -> None:
+        failed: list[str] = []
+        try:
+            servers = connect_mcp(self.options, self.environment, failed.append)
+        except Exception as error:  # the config was checked at start: a file changed since, or a bug
+            servers, failed = None, [f"MCP servers not started: {error}"]
+        news = [f"! {text}" for text in failed]
+        for server in servers.servers if servers is not None else []:
+            if server.toolset is not None and not server.error:
+                count = len(server.toolset.tools())
+                news.append(f"MCP server {server.spec.name}: {count} tool{'s' if count != 1 else ''} ready")
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self.servers = servers
+                self._lines += news
+        if closed and servers is not None:
+            servers.close()  # phi exited while they started
+        self._done.set()
+
+    def take(self, wait: float = 0.0) -> tuple[McpServers | None, list[str]]:
+        """``(servers, lines)`` once connected and not taken before (else ``(None, lines so far)``);
+        waits up to ``wait`` seconds for the connections."""
+        if wait > 0:
+            self._done.wait(wait)
+        with self._lock:
+            lines, self._lines = self._lines, []
+            if not self._done.is_set() or self._taken:
+                return None, lines
+            self._taken = True
+            servers, self.servers = self.servers, None  # the caller's to close from now on
+            return servers, lines
+
+    @property
+    def connecting(self) -> bool:
+        return not self._done.is_set()
+
+    def close(self) -> None:
+        """Stop the connected servers; servers still starting are stopped as they come up."""
+        with self._lock:
+            self._closed = True
+            servers, self.servers = self.servers, None
+        if servers is not None:
+            servers.close()
+
+
+__all__ = ["McpServers", "McpConnector", "ServerSpec", "parse_config", "load_specs", "connect_mcp", "PROJECT_FILE"]

@@ -69,6 +69,30 @@ def latest_here(sessions: CliSessions, cwd: str) -> str:
                       "or pick any with phi --resume")
 
 
+def stored_here(directory: str | Path, session_id: str) -> bool:
+    """Whether ``session_id`` is stored in ``directory``, without loading the store (phi's start-up
+    must not wait for it): the file names :class:`~phi.session.JsonDirStore` writes, ``ID.jsonl``
+    (or a legacy ``ID.json``). An id that is no file name is not stored."""
+    if not session_id or session_id.startswith(".") or "/" in session_id or "\0" in session_id:
+        return False
+    return any(os.path.isfile(os.path.join(directory, session_id + suffix)) for suffix in (".jsonl", ".json"))
+
+
+def latest_stored_here(directory: str | Path, cwd: str) -> str:
+    """:func:`latest_here` without loading the store (see :func:`stored_here`)."""
+    index_file = Path(directory) / INDEX_NAME
+    try:
+        data = json.loads(index_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    ids = data.get(os.path.realpath(cwd), []) if is_object(data) else []
+    for session_id in reversed(ids if is_array(ids) else []):
+        if isinstance(session_id, str) and stored_here(directory, session_id):
+            return session_id
+    raise ConfigError(f"no saved session was started in {os.path.abspath(cwd)}; start one with phi, "
+                      "or pick any with phi --resume")
+
+
 def pick(sessions: CliSessions, cwd: str, out: TextIO, read: TextIO) -> str | None:
     """Ask which session to resume; None when the person cancels. ConfigError without a terminal."""
     if not (read.isatty() and out.isatty()):
@@ -96,4 +120,4 @@ def pick(sessions: CliSessions, cwd: str, out: TextIO, read: TextIO) -> str | No
         out.write(f"type a number from 1 to {len(rows)}\n")
 
 
-__all__ = ["remember", "latest_here", "pick", "INDEX_NAME"]
+__all__ = ["remember", "latest_here", "latest_stored_here", "stored_here", "pick", "INDEX_NAME"]

@@ -50,7 +50,7 @@ from .terminal import Terminal, Verbatim
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session, SessionStream, SubmitResult
     from .approval import Question
-    from .mcp_servers import McpServers
+    from .mcp_servers import McpConnector, McpServers
     from .sessions import CliSessions
 
 log = get_logger(__name__)
@@ -86,8 +86,12 @@ class Repl:
 
     def __init__(self, options: CliOptions, profile: Later,
                  sessions: CliSessions | Callable[[], CliSessions], *,
-                 stdin: TextIO | None = None, out: TextIO | None = None, background: bool = True) -> None:
+                 stdin: TextIO | None = None, out: TextIO | None = None, background: bool = True,
+                 mcp: McpConnector | None = None, resume: str | None = None) -> None:
         self.options = options
+        self.connector = mcp  # MCP servers connecting meanwhile; their tools join between inputs
+        self.resume_at_start = resume  # restored into the first session, on the start-up thread
+        self.notices: list[str] = []  # said by the start-up thread, shown between inputs
         self.out = out or sys.stdout
         self.term = Terminal(stdin or sys.stdin, self.out, os.path.join(home_dir(), "history"))
         terminal = self.out.isatty() and os.environ.get("TERM") != "dumb"
@@ -117,6 +121,8 @@ class Repl:
         self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
         self.loader = Loader(self.term, options, profile, sessions, self._first_session)
+        if resume is not None:
+            self.loader.session_id = resume  # the banner names the session the turns go to
         self.loader.start(background)
 
     def _complete(self, text: str) -> list[str]:
@@ -160,14 +166,38 @@ class Repl:
     # ------------------------------------------------------------------ sessions
 
     def _first_session(self, session_id: str) -> Session:
-        """On the start-up thread, once the profile and the store are loaded: the MCP servers first
-        (their tools go in the session's registry; one that fails is said on screen), then the session."""
-        from .extras import command_environment
-        from .mcp_servers import connect_mcp
+        """On the start-up thread, once the profile and the store are loaded: the MCP servers start
+        connecting (their tools join between inputs, :meth:`between_inputs`), then the session —
+        the resumed one with ``--resume``/``-c``."""
+        if self.connector is not None:
+            self.connector.start()
+        if self.resume_at_start is None:
+            return self.new_session(session_id=session_id)
+        session = self.new_session()
+        try:  # said between inputs: the person may be typing at the prompt meanwhile
+            count = self._restore(session, self.resume_at_start, None,
+                                  lambda text: self.notices.append(self.style("yellow", f"! {text}")))
+        except BaseException:
+            session.close()
+            raise
+        self.notices.append(f"resumed session {session.id}: {count} messages")
+        return session
 
-        self.setup.mcp = connect_mcp(self.options, command_environment(),
-                               lambda text: self.renderer.line(self.style("red", f"! {text}")))
-        return self.new_session(session_id=session_id)
+    def between_inputs(self, wait_for_mcp: float = 0.0) -> None:
+        """What start-up did meanwhile, said now that nothing else is written (notices, MCP servers
+        that connected or failed); tools of servers that connected join the session."""
+        while self.notices:
+            self.renderer.line(self.notices.pop(0))
+        if self.connector is None:
+            return
+        servers, lines = self.connector.take(wait_for_mcp)
+        if servers is not None:
+            self.setup.mcp = servers
+            if self.loader.ready():
+                servers.register(self.session.profile.tool_registry)
+        for line in lines:
+            failed = line.startswith("! ")
+            self.renderer.line(self.style("red" if failed else "grey", line))
 
     def _tool_kind(self, name: str) -> str:
         registered = self.profile.tool_registry.get(name)
@@ -204,21 +234,27 @@ class Repl:
         self.loader.wait()
         new = self.new_session()
         try:
-            count = self.sessions.restore(session_id, new.agent, at, warn=self.warn_link)
+            count = self._restore(new, session_id, at)
         except BaseException:
             new.close()
             raise
         self.renderer.total = TurnStats()  # the context is the resumed conversation's (estimated until a call)
+        old, self.session = self.session, new
+        old.close()
+        return count
+
+    def _restore(self, new: Session, session_id: str, at: str | None,
+                 warn: Callable[[str], None] | None = None) -> int:
+        """Give ``new`` the stored conversation (see :meth:`resume`); the number of messages."""
+        warn = warn or self.warn_link
+        count = self.loader.state.sessions.restore(session_id, new.agent, at, warn=warn)
         self._branched_at = at  # a branch the user asked for is no news when its first run forks
         new.id = self.loader.session_id = new.agent.session_id  # the banner names the session written to
         dropped = drop_unfit_input(new)
         if dropped is not None:
             count = len(new.agent.messages)
-            self.renderer.line(self.style("yellow", f"! the session's last input ({visible(dropped)!r}) never "
-                                                    "fitted the model's context: it is not sent again (the "
-                                                    "stored session keeps it)"))
-        old, self.session = self.session, new
-        old.close()
+            warn(f"the session's last input ({visible(dropped)!r}) never fitted the model's context: it is not "
+                 "sent again (the stored session keeps it)")
         return count
 
     def warn_link(self, text: str) -> None:
@@ -238,8 +274,9 @@ class Repl:
         where = os.path.abspath(self.options.cwd)
         profile_id, model = self.loader.names()
         self.renderer.line(f"{s('bold', 'phi')} · {model} ({profile_id}) · {where}")
-        self.renderer.line(s("grey", f"session {self.loader.session_id} · /help for commands · Ctrl+C aborts a "
-                                     "run, twice at the prompt exits"))
+        resumed = " (resumed)" if self.resume_at_start is not None else ""
+        self.renderer.line(s("grey", f"session {self.loader.session_id}{resumed} · /help for commands · Ctrl+C "
+                                     "aborts a run, twice at the prompt exits"))
         self.renderer.line(self.sandbox_line())
         self._banner_rules()
 
@@ -289,6 +326,7 @@ class Repl:
         with an empty line, or ahead of the next message (a command runs and leaves them waiting)."""
         from .commands import dispatch, is_command
 
+        self.between_inputs()  # what start-up said while this was typed, before the answer to it
         offered, shown = self.offered, self._offer_shown
         self.offered, self._offer_shown = None, False
         stripped = text.strip()
@@ -348,6 +386,7 @@ class Repl:
     def read_input(self) -> str:
         """One input: lines ending in a backslash continue on the next line (a Verbatim when its
         first line is one)."""
+        self.between_inputs()
         mark = "PLAN › " if self.plan_mode else "› "
         first = self.term.prompt(self.style("bold", mark))
         lines = [first]
@@ -375,6 +414,7 @@ class Repl:
             self.replace_session(carry=True, profile=profile)
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
+        self.between_inputs()  # start-up's news, and MCP tools that arrived while this was typed
         self.renderer.start_turn()
         try:
             stream = self.session.submit_stream(text)
@@ -619,9 +659,11 @@ class Repl:
             if self.loader.ready():
                 self.session.close()
                 self.save(quiet=True)
-                if self.mcp is not None:
-                    self.mcp.close()
         finally:
+            if self.connector is not None:
+                self.connector.close()  # servers still starting stop as they come up
+            if self.mcp is not None:
+                self.mcp.close()
             self.term.save_history()
             self.term.paste_mode(False)
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session, SubmitResult
     from .approval import ApprovalGate
-    from .mcp_servers import McpServers
+    from .mcp_servers import McpConnector, McpServers
     from .options import CliOptions
     from .render import Renderer, Style
     from .session_setup import SessionSetup
@@ -32,6 +32,7 @@ class ReplState(Protocol):
     gate: ApprovalGate
     term: Terminal
     setup: SessionSetup  # what every session is made with (shared with -p and --json)
+    connector: McpConnector | None  # the MCP servers connecting in the background (None: none configured)
     next_profile: ProviderProfile | None  # /model typed while a run streamed: used from the next input
     quit_requested: bool  # /quit typed while a run streamed
     after_reply: list[str]  # commands typed while a run streamed, run when it ends
@@ -58,6 +59,8 @@ class ReplState(Protocol):
     def resume(self, session_id: str, at: str | None = None) -> int: ...
 
     def set_plan_mode(self, on: bool) -> None: ...
+
+    def between_inputs(self, wait_for_mcp: float = 0.0) -> None: ...
 
     def context_window(self, profile: ProviderProfile | None = None) -> int: ...
 

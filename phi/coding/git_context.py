@@ -185,14 +185,16 @@ def _subject(line: str) -> str:
 
 
 def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
-                 timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None) -> GitSnapshot | None:
+                 timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None,
+                 root: str | None = None) -> GitSnapshot | None:
     """Branch, status counts and the last ``commits`` subjects of the repository around ``cwd``.
 
     None outside a git work tree, when ``git`` is not installed, or when a git command fails or
-    takes longer than ``timeout`` seconds.
+    takes longer than ``timeout`` seconds. ``root``: the work tree's top directory when the caller
+    has just asked :func:`git_root` (each git command is a process, sandboxed: one fewer).
     """
     where = os.fspath(cwd)
-    root = git_root(where, timeout=timeout, sandbox=sandbox)
+    root = root or git_root(where, timeout=timeout, sandbox=sandbox)
     if root is None:
         return None
     status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout, sandbox)

@@ -107,15 +107,15 @@ def _read_doc(path: Path, root: Path, limit: int) -> str | None:
 
 def find_project_docs(cwd: str | os.PathLike[str], profile: str, *,
                       max_bytes_each: int = DEFAULT_BUDGET_BYTES, sandbox: str | None = None,
-                      use_git: bool = True) -> list[ProjectDoc]:
+                      use_git: bool = True, known_root: str | None = None) -> list[ProjectDoc]:
     """The documents for ``profile`` from the root down to ``cwd``, in load order (root first).
 
     Each is read up to ``max_bytes_each`` bytes (more cannot fit the budget anyway). The git root is
     found by ``git`` run in ``sandbox`` (see :mod:`phi.coding.git_context`); without ``use_git``
-    the root is ``cwd``.
+    the root is ``cwd``. ``known_root``: the git root when the caller knows it already.
     """
     here = Path(os.path.realpath(cwd))
-    found_root = git_root(here, sandbox=sandbox) if use_git else None
+    found_root = known_root or (git_root(here, sandbox=sandbox) if use_git else None)
     root = Path(os.path.realpath(found_root)) if found_root else here
     docs: list[ProjectDoc] = []
     for directory in _walk(root, here):
@@ -164,9 +164,10 @@ def render_project_docs(docs: list[ProjectDoc], budget_bytes: int = DEFAULT_BUDG
 
 def discover_project_docs(cwd: str | os.PathLike[str], profile: str,
                           budget_bytes: int = DEFAULT_BUDGET_BYTES, *, sandbox: str | None = None,
-                          use_git: bool = True) -> str:
+                          use_git: bool = True, known_root: str | None = None) -> str:
     """The project-instructions section of the system prompt for ``profile`` ("" when none exist)."""
     if budget_bytes < 1:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes}")
-    found = find_project_docs(cwd, profile, max_bytes_each=budget_bytes, sandbox=sandbox, use_git=use_git)
+    found = find_project_docs(cwd, profile, max_bytes_each=budget_bytes, sandbox=sandbox, use_git=use_git,
+                              known_root=known_root)
     return render_project_docs(found, budget_bytes)

@@ -22,7 +22,7 @@ import os
 from ..tools.environment import ExecutionEnvironment
 from ..tools.sandbox import SandboxUnavailable
 from .environment_context import environment_block
-from .git_context import git_snapshot
+from .git_context import git_root, git_snapshot
 from .instructions import base_instructions
 from .project_docs import DEFAULT_BUDGET_BYTES, discover_project_docs
 from .sandboxing import helper_sandbox
@@ -48,13 +48,15 @@ def build_system_prompt(profile: str, env: ExecutionEnvironment, *, model: str, 
         sandbox, use_git = helper_sandbox(env), True
     except SandboxUnavailable:
         sandbox, use_git = None, False
-    snapshot = git_snapshot(where, sandbox=sandbox) if use_git else None
+    root = git_root(where, sandbox=sandbox) if use_git else None  # asked once: each git run is a process
+    snapshot = git_snapshot(where, sandbox=sandbox, root=root) if root else None
     layers = [
         base if base is not None else base_instructions(profile),
         environment_block(env, model=model, knowledge_cutoff=knowledge_cutoff, today=today, git=snapshot),
         snapshot.render() if snapshot is not None else "",
         tool_summary or "",
-        discover_project_docs(where, profile, project_doc_budget, sandbox=sandbox, use_git=use_git),
+        discover_project_docs(where, profile, project_doc_budget, sandbox=sandbox, use_git=False,
+                              known_root=root),
         f"{USER_OVERRIDE_HEADING}\n\n{user_override.strip()}" if user_override and user_override.strip() else "",
     ]
     return "\n\n".join(layer.strip("\n") for layer in layers if layer.strip())

@@ -224,17 +224,19 @@ def test_continue_and_the_resume_picker(launch, model, project):
     session_id = first.expect(r"([0-9a-f-]{36})  ").group(1)
     first.close()
     again = launch("-c")
-    again.expect(f"resumed session {session_id}: 2 messages")
+    again.expect(f"session {session_id} \\(resumed\\)")  # at once: the conversation loads behind the prompt
     again.prompt()
     again.exchange("Continue", "Two.")
+    again.expect(f"resumed session {session_id}: 2 messages", since_mark=False)
     again.close()
     picked = launch("--resume")
     picked.expect(r"saved sessions \(\* started here\):")
     picked.expect(r" 1\* \S+ \S+\s+2 runs  First here")
     picked.send("1\r")
-    picked.expect(f"resumed session {session_id}: 4 messages")
+    picked.expect(f"session {session_id} \\(resumed\\)")
     picked.prompt()
     picked.exchange("And again", "Three.")
+    picked.expect(f"resumed session {session_id}: 4 messages", since_mark=False)
 
 
 def test_at_mentions_attach_files_and_tab_completes_them(launch, model, project):
@@ -281,9 +283,9 @@ def test_mcp_servers_from_the_project_file_are_listed_and_their_tools_called(lau
     assert trust([str(project / ".mcp.json")], str(phi_home)) == [str(project / ".mcp.json")]  # `phi trust`
     model.script("Use the fake", lambda body: Turn("", [Call(_first_fake_tool(body), {})]), Turn("Called it."))
     phi = launch("--approve", "off")
+    phi.prompt()  # at once: the servers start behind it (issue 35 item 5)
+    phi.send_line("/mcp")  # waits for them, and says what became of each
     phi.expect("MCP server broken did not start")
-    phi.prompt()
-    phi.send_line("/mcp")
     phi.expect(r"fake  ✓ \d+ tools")
     phi.expect(r"broken  ✗")
     phi.prompt()

@@ -23,11 +23,11 @@ def test_sessions_and_resume_say_what_is_missing_and_go_on(tmp_path: Path):
 
     first = PtyPhi(["--offline", "--resume", linked.parent_id], work, {"PHI_HOME": str(home)})
     try:
-        first.expect(f"! {sentence}", since_mark=False)
-        first.expect(f"resumed session {linked.parent_id}: 4 messages", since_mark=False)
-        first.prompt()
+        first.prompt()  # the session is restored behind the prompt: what it found is said at the first input
         first.send_line("/sessions")
         first.expect(linked.parent_id + r"  [^\n]*\n\s+! " + sentence)
+        first.expect(f"! {sentence}", since_mark=False)
+        first.expect(f"resumed session {linked.parent_id}: 4 messages", since_mark=False)
         first.prompt()
         first.send_line("/resume " + linked.parent_id)
         first.expect(f"! {sentence}")

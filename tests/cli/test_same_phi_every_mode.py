@@ -222,6 +222,6 @@ def test_the_banner_names_the_session_the_turns_are_written_to(model, project, p
     session = _story_session(model, project, phi_home)
     for how in (["--resume", session], ["-c"]):
         text = run_prompt(model, project, phi_home, "More", *how, reply="gain.")
-        shown = re.search(r"session ([0-9a-f-]{36}) · /help", text)
+        shown = re.search(r"session ([0-9a-f-]{36}) \(resumed\) · /help", text)
         assert shown is not None and shown.group(1) == session, text
     assert [p.stem for p in (phi_home / "sessions").glob("[!.]*.jsonl")] == [session]

@@ -91,11 +91,11 @@ def test_resume_flag_at_start_and_sessions_list(launch, model):
     session_id = first.expect(r"([0-9a-f-]{36})  \S+ \S+\s+1 runs  Keep this \*").group(1)
     first.close()
     second = launch("--resume", session_id)
-    second.expect(f"resumed session {session_id}: 2 messages")
-    second.expect(f"session {session_id}")
+    second.expect(f"session {session_id} \\(resumed\\)")
     second.prompt()
     second.send_line("Still there?")
     second.expect("Still here.")
+    second.expect(f"resumed session {session_id}: 2 messages", since_mark=False)
 
 
 def test_a_pasted_block_of_lines_is_one_input(launch, model):
