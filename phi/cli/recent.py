@@ -32,8 +32,12 @@ def _index_path(sessions: CliSessions) -> Path:
 
 
 def _load(sessions: CliSessions) -> dict[str, list[str]]:
+    return _read_index(_index_path(sessions))
+
+
+def _read_index(path: Path) -> dict[str, list[str]]:
     try:
-        data = json.loads(_index_path(sessions).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not is_object(data):
@@ -80,14 +84,8 @@ def stored_here(directory: str | Path, session_id: str) -> bool:
 
 def latest_stored_here(directory: str | Path, cwd: str) -> str:
     """:func:`latest_here` without loading the store (see :func:`stored_here`)."""
-    index_file = Path(directory) / INDEX_NAME
-    try:
-        data = json.loads(index_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    ids = data.get(os.path.realpath(cwd), []) if is_object(data) else []
-    for session_id in reversed(ids if is_array(ids) else []):
-        if isinstance(session_id, str) and stored_here(directory, session_id):
+    for session_id in reversed(_read_index(Path(directory) / INDEX_NAME).get(os.path.realpath(cwd), [])):
+        if stored_here(directory, session_id):
             return session_id
     raise ConfigError(f"no saved session was started in {os.path.abspath(cwd)}; start one with phi, "
                       "or pick any with phi --resume")
