@@ -144,6 +144,10 @@ class Agent:
 
     ``model`` picks the protocol from the model name (:mod:`phi.providers.model_names`);
     ``model_config`` gives it in full; ``provider`` (e.g. a ScriptedProvider) overrides both.
+
+    Tools: own tools need distinct names (else ``ConfigError``); a source's tool whose name is taken
+    — by an own tool or an earlier source — is left out of the run, logged (SPEC AGENT-9). The agent
+    owns its tool sources: ``close()`` closes them, and so does an ``Agent(...)`` that raises.
     """
 
     def __init__(self, *, model: str | None = None, api_key: str | None = None, system_prompt: str = "",

@@ -76,7 +76,8 @@ def tools_for_run(tools: Sequence[AgentTool], sources: Sequence[ToolSource]) -> 
             continue
         taken: dict[str, list[str]] = {}  # where the name was found first -> this source's names left out
         for tool, name in given:
-            if not isinstance(name, str) or not name:
+            # application code: a source may give anything
+            if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
                 log.warning("%s gave a tool without a name (%s); it is left out of this run", where,
                             type(tool).__name__)
             elif name in found:
@@ -103,11 +104,17 @@ def start_up(tools: Sequence[AgentTool], sources: Sequence[ToolSource], system_p
     if not sources:
         return list(tools), system_prompt
     answers: queue.SimpleQueue[tuple[str, Any]] = sync.SimpleQueue()
+    # what the worker needs, dropped once answered: a pool thread may keep its last job for a while,
+    # and a job holding the sources would keep an agent's MCP servers alive after the agent is gone
+    asked: list[tuple[Sequence[AgentTool], Sequence[ToolSource]]] = [(tools, sources)]
 
     def ask() -> None:
+        if not asked:  # cancelled before a worker took it
+            return
+        own, given = asked[0]
         outer = working_for(cancel)  # a source calling back into its agent is inside the run (AGENT-1)
         try:
-            answers.put(("ok", (tools_for_run(tools, sources), system_prompt_for_run(system_prompt, sources))))
+            answers.put(("ok", (tools_for_run(own, given), system_prompt_for_run(system_prompt, given))))
         except BaseException as error:  # re-raised on the run's thread
             answers.put(("raised", error))
         finally:
@@ -123,6 +130,7 @@ def start_up(tools: Sequence[AgentTool], sources: Sequence[ToolSource], system_p
         kind, value = answers.get()
     finally:
         unregister()
+        asked.clear()
     if kind == "cancelled":
         if job is not None:
             job.abandon()
