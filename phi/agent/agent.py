@@ -62,7 +62,7 @@ from .recording import (
 )
 from .result import AgentResult, SessionFork
 from .snapshot import AgentSnapshot, resume_point
-from .sources import ToolSource, close_sources, start_up
+from .sources import ToolSource, check_own_tools, close_sources, start_up
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -86,6 +86,7 @@ SCHEDULING_SLACK_S = 0.25
 
 OWN_LOOPS_KEPT = 4096  # loop ids of its own runs an agent remembers, to tell other writers' branches apart
 _delivering = threading.local()  # .agent: the Agent whose subscribers this thread is calling now
+_cloning = threading.local()  # .shared: the tool sources of the agent this thread is cloning
 
 EventSink = Callable[["AgentEvent"], None]
 # what a run runs: the loop (single run) with the run's context, settings, event sink and token; a
@@ -143,6 +144,10 @@ class Agent:
 
     ``model`` picks the protocol from the model name (:mod:`phi.providers.model_names`);
     ``model_config`` gives it in full; ``provider`` (e.g. a ScriptedProvider) overrides both.
+
+    Tools: own tools need distinct names (else ``ConfigError``); a source's tool whose name is taken
+    — by an own tool or an earlier source — is left out of the run, logged (SPEC AGENT-9). The agent
+    owns its tool sources: ``close()`` closes them, and so does an ``Agent(...)`` that raises.
     """
 
     def __init__(self, *, model: str | None = None, api_key: str | None = None, system_prompt: str = "",
@@ -151,6 +156,21 @@ class Agent:
                  follow_up_mode: QueueMode | str = QueueMode.ONE_AT_A_TIME, recorder: SessionRecorder | None = None,
                  store: SessionStore | None = None, agent_id: str | None = None, session_id: str | None = None,
                  **settings: Unpack[LoopSettings]) -> None:
+        sources = list(tool_sources)
+        try:
+            self._set_up(model, api_key, system_prompt, tools, sources, messages, steering_mode, follow_up_mode,
+                         recorder, store, agent_id, session_id, settings)
+        except BaseException:
+            # the sources were handed over with the call (MCP servers already running) and no agent
+            # exists to close them later: closed here, but for those a clone shares with its original
+            shared = getattr(_cloning, "shared", ())
+            close_sources([s for s in sources if not any(s is kept for kept in shared)])
+            raise
+
+    def _set_up(self, model: str | None, api_key: str | None, system_prompt: str, tools: Iterable[AgentTool],
+                tool_sources: list[ToolSource], messages: Iterable[AgentMessage], steering_mode: QueueMode | str,
+                follow_up_mode: QueueMode | str, recorder: SessionRecorder | None, store: SessionStore | None,
+                agent_id: str | None, session_id: str | None, settings: LoopSettings) -> None:
         unknown = set(settings) - set(_LOOP_SETTINGS)
         if unknown:
             raise TypeError(f"Agent() got unknown settings {sorted(unknown)}; known: {sorted(_LOOP_SETTINGS)}")
@@ -174,7 +194,8 @@ class Agent:
         settings["model_config"] = model_config
         self.system_prompt = system_prompt
         self.tools: list[AgentTool] = list(tools)
-        self.tool_sources: list[ToolSource] = list(tool_sources)
+        check_own_tools(self.tools)
+        self.tool_sources: list[ToolSource] = tool_sources
         self.config = AgentLoopConfig(**settings)
         self.steering_queue = MessageQueue(QueueMode(steering_mode))
         self.follow_up_queue = MessageQueue(QueueMode(follow_up_mode))
@@ -220,7 +241,11 @@ class Agent:
         if "model" in changes and "model_config" not in changes:
             options.pop("model_config")  # the new model name picks its own protocol
         options.update(changes)
-        return Agent(**options)
+        _cloning.shared = self.tool_sources  # a clone that cannot be made leaves them open: they are still ours
+        try:
+            return Agent(**options)
+        finally:
+            _cloning.shared = ()
 
     def __repr__(self) -> str:
         return (f"Agent(agent_id={self.agent_id!r}, model={self.config.model_config.id!r}, "
@@ -659,6 +684,7 @@ class Agent:
         (SPEC AGENT-2); the run's loop ids are taken there, once the stored session is known."""
         # A run no provider can serve fails here, in the caller's hands, not in the middle of a turn.
         self._check_provider()
+        check_own_tools(self.tools)  # changed since the agent was made, perhaps: each name must be one tool's (AGENT-9)
         # Checked and taken in one step: two prompts racing cannot both start, and a reset() is seen.
         with self._lock:
             slot = self._occupy(kind, parallel, prepare)

@@ -11,12 +11,17 @@ The environment of a stdio server: the host's environment minus variables that l
 credentials (the rule of :mod:`phi.tools.env_filter`, ``env_policy="inherit_all"``), with ``env``
 on top — so a server gets the ``PATH``/``HOME`` it needs to start, and only the secrets it is
 explicitly given.
+
+A client dropped without :meth:`McpClient.close` (nothing refers to it any more: no toolset, no
+tool) is closed all the same when it is garbage-collected, or at the latest when the interpreter
+exits, so its server does not outlive it (MCP-11).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypedDict
 
@@ -76,6 +81,9 @@ class McpClient:
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
+        # what a client dropped without close() leaves is closed without it (MCP-11): the finalizer
+        # holds the transport and the session, never the client, which could then never be collected
+        self._finalizer = weakref.finalize(self, _release_unclosed, transport, self._session)
 
     # ----------------------------------------------------------------- connecting
 
@@ -245,6 +253,7 @@ class McpClient:
             if self._closed:
                 return
             self._closed = True
+        self._finalizer.detach()
         self._session.connection_lost(McpConnectionClosed(f"the connection to MCP server {self.label} was closed"))
         self._transport.close()
 
@@ -257,6 +266,30 @@ class McpClient:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"protocol {self.protocol_version}"
         return f"McpClient({self.label!r}, {state})"
+
+
+def _release_unclosed(transport: Transport, session: Session) -> None:
+    """Close the session and the transport of a client that was garbage-collected without close(),
+    or was still open when the interpreter exits (MCP-11). Mid-run the closing goes to a thread of its
+    own: a garbage collection may run on any thread at any moment — one holding the transport's
+    lock, say — and closing waits for the server to exit. At exit it is done here, before the
+    interpreter stops its threads."""
+    label = transport.label
+
+    def release() -> None:
+        try:
+            session.connection_lost(McpConnectionClosed(f"the connection to MCP server {label} was closed"))
+            transport.close()
+        except Exception:  # nobody to tell but the log
+            log.warning("closing MCP server %s, whose client was dropped, failed", label, exc_info=True)
+
+    if not threading.main_thread().is_alive():  # interpreter exit: a script that never closed it
+        log.debug("MCP server %s is closed as the interpreter exits", label)
+        release()
+        return
+    log.warning("the client of MCP server %s was dropped without close(); the server is stopped now "
+                "(close the client, toolset or agent, or use it in a with block)", label)
+    threading.Thread(target=release, name=f"phi-unclosed-mcp-{label}", daemon=True).start()
 
 
 def _dict(value: Any) -> dict[str, Any]:

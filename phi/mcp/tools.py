@@ -93,6 +93,12 @@ def adapters_for(client: McpClient, infos: list[McpToolInfo], prefix: str | None
     return list(adapters.values())
 
 
+def _check_prefix(prefix: str | None) -> None:
+    """Refuse a bad prefix now, not at the first run (and before a server is started for it)."""
+    if prefix is not None:
+        tool_name("x", prefix)
+
+
 def tool_name(name: str, prefix: str | None = None) -> str:
     """``{prefix}__{name}``, or ``name``; characters model APIs refuse become ``_``, cut to 64 (MCP-16)."""
     if prefix is not None and not _VALID_PREFIX.fullmatch(prefix):
@@ -155,8 +161,7 @@ class McpToolset:
     """
 
     def __init__(self, client: McpClient, prefix: str | None = None) -> None:
-        if prefix is not None:
-            tool_name("x", prefix)  # refuse a bad prefix now, not at the first run
+        _check_prefix(prefix)
         self.client = client
         self.prefix = prefix
         self._lock = threading.Lock()
@@ -168,15 +173,23 @@ class McpToolset:
               prefix: str | None = None, **options: Unpack[StdioOptions]) -> McpToolset:
         """Start an MCP server as a child process and offer its tools (named ``{prefix}__{name}`` when
         ``prefix`` is given): ``Agent(tool_sources=[McpToolset.stdio("npx", [...])])``. Connects now:
-        a server that cannot start raises ``McpError``. ``options`` go to :meth:`McpClient.connect_stdio`."""
+        a server that cannot start raises ``McpError``. ``options`` go to :meth:`McpClient.connect_stdio`.
+        A bad ``prefix`` is refused before the server is started."""
+        _check_prefix(prefix)
         return cls(McpClient.connect_stdio(command, list(args), env, **options), prefix=prefix)
 
     @classmethod
     def http(cls, url: str, headers: Mapping[str, str] | None = None, *, prefix: str | None = None,
              **options: Unpack[HttpOptions]) -> McpToolset:
         """Connect to an MCP server over Streamable HTTP and offer its tools. Connects now;
-        ``options`` go to :meth:`McpClient.connect_http`."""
+        ``options`` go to :meth:`McpClient.connect_http`. A bad ``prefix`` is refused before connecting."""
+        _check_prefix(prefix)
         return cls(McpClient.connect_http(url, headers, **options), prefix=prefix)
+
+    @property
+    def label(self) -> str:
+        """How warnings name this source (``MCP server <name>``, SPEC AGENT-5, AGENT-9)."""
+        return f"MCP server {self.client.label}"
 
     def tools(self) -> list[McpToolAdapter]:
         with self._lock:
