@@ -198,11 +198,12 @@ class _Run:
     span: Span
     context: otel_context.Context
     start: _Start
+    start_ns: int  # no child span starts earlier
     under: tuple[str, str] | None = None  # (loop id, tool call id) of the call that runs this sub-agent
     turn: _Turn | None = None
     turns: int = 0
-    # tool_call_id -> (span, tool name)
-    calls: dict[str, tuple[Span, str]] = field(default_factory=dict[str, tuple[Span, str]])
+    # tool_call_id -> (span, tool name, start ns)
+    calls: dict[str, tuple[Span, str, int]] = field(default_factory=dict[str, tuple[Span, str, int]])
     messages: list[AgentMessage] = field(default_factory=list[AgentMessage])  # announced so far (content capture only)
     last_reply: AssistantMessage | None = None
     described: bool = False  # the span names the model and provider of the first reply
@@ -214,7 +215,6 @@ class _Run:
 class _Workflow:
     span: Span
     loop_ids: list[str]
-    conversation: str
     outcomes: dict[str, AgentEnd] = field(default_factory=dict[str, AgentEnd])
     latest: int = 0  # the latest end of a branch's span (ns)
 
@@ -226,6 +226,7 @@ class _Held:
     parent_loop_id: str
     events: list[tuple[AgentEvent, int]]
     start: _Start
+    call: tuple[str, str] | None = None  # (loop id, tool call id) that said it runs this one, not yet seen
 
 
 class OtelTracer:
@@ -411,13 +412,17 @@ class OtelTracer:
         parent = event.parent_loop_id
         if workflow is not None:
             self._open_run(event, trace.set_span_in_context(workflow.span), self._name_of(event), start)
-        elif parent is not None and event.continuation_kind is None and (parent in self._runs or parent in self._held):
+        elif parent is not None and event.continuation_kind is None and (
+                spawned is not None or parent in self._runs or parent in self._held):
+            # a sub-agent. Its events come straight from the calling tool's thread, so they can be
+            # here before its caller's (a parallel branch's events come through the caller's queue)
             caller = self._runs.get(spawned[0]) if spawned is not None else None
             call = caller.calls.get(spawned[1]) if caller is not None and spawned is not None else None
-            if call is not None:  # its call said it runs it: the spans are made as it runs
-                self._open_run(event, trace.set_span_in_context(call[0]), call[1], start, under=spawned)
-            else:
-                self._held[event.loop_id] = _Held(parent, [(event, now)], start)  # a sub-agent: wait for its call
+            if call is not None and spawned is not None:  # its call said it runs it: spans as it runs
+                self._open_run(event, trace.set_span_in_context(call[0]), call[1], start, under=spawned,
+                               not_before=call[2])
+            else:  # wait for its call (to start, when it said it runs it; else to end naming it)
+                self._held[event.loop_id] = _Held(parent, [(event, now)], start, spawned)
         elif parent is None and event.agent_id in self._adopted:
             self._open_run(event, self._parent_context(self._adopted[event.agent_id]), self._name_of(event), start)
         else:
@@ -435,7 +440,10 @@ class OtelTracer:
         return name if isinstance(name, str) and name else None
 
     def _open_run(self, event: AgentStart, parent: otel_context.Context, name: str | None, start: _Start, *,
-                  links: Sequence[Link] = (), under: tuple[str, str] | None = None) -> None:
+                  links: Sequence[Link] = (), under: tuple[str, str] | None = None, not_before: int = 0) -> None:
+        """``not_before``: the start of the parent span when it is a tool call, stamped when its event
+        was handled (a parallel branch's: later than it happened) — the child starts no earlier."""
+        start_ns = max(_ns(event.timestamp), not_before)
         attributes: Attributes = {sc.OPERATION: sc.INVOKE_AGENT, sc.AGENT_ID: event.agent_id,
                                   sc.CONVERSATION_ID: event.session_id, sc.LOOP_ID: event.loop_id}
         if start.model is not None:  # for samplers: gen-ai-agent-spans.md asks for both at creation
@@ -448,9 +456,9 @@ class OtelTracer:
             attributes[sc.CONTINUATION] = event.continuation_kind.kind
         span = self._start(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
                            context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
-                           links=list(links), start_time=_ns(event.timestamp))
+                           links=list(links), start_time=start_ns)
         self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, event.session_id, span,
-                                         trace.set_span_in_context(span), start, under)
+                                         trace.set_span_in_context(span), start, start_ns, under)
         if not span.is_recording():
             self._silent.add(event.loop_id)
 
@@ -464,7 +472,7 @@ class OtelTracer:
         if turn is not None:
             self._close_turn(run, turn, end)
         calls, run.calls = run.calls, {}
-        for span, _ in calls.values():
+        for span, *_ in calls.values():
             self._fail(span, "cancelled", None)
             self._end_child(run, span, end)
         for loop_id in [k for k, held in self._held.items() if held.parent_loop_id == run.loop_id]:
@@ -501,7 +509,7 @@ class OtelTracer:
         if turn is not None:
             self._close_turn(run, turn, now)
         calls, run.calls = run.calls, {}
-        for span, _ in calls.values():
+        for span, *_ in calls.values():
             self._fail(span, sc.OTHER_ERROR, None)
             self._end_child(run, span, now)
         self._fail(run.span, sc.OTHER_ERROR, "the run ended without AgentEnd")
@@ -539,12 +547,12 @@ class OtelTracer:
     # ----------------------------------------------------------------- sub-agents held back
 
     def _release(self, loop_id: str, parent: otel_context.Context, name: str | None,
-                 under: tuple[str, str] | None = None) -> None:
+                 under: tuple[str, str] | None = None, not_before: int = 0) -> None:
         """Make the held sub-agent run's spans under ``parent``, replaying its events as they came."""
         held = self._held.pop(loop_id)
         for event, at in held.events:
             if isinstance(event, AgentStart) and event.loop_id == loop_id:
-                self._open_run(event, parent, name, held.start, under=under)
+                self._open_run(event, parent, name, held.start, under=under, not_before=not_before)
             else:
                 self._handle(event, at)
 
@@ -554,7 +562,7 @@ class OtelTracer:
         run = self._runs.get(event.loop_id)
         if run is None:
             return
-        turn, run.turn = run.turn, _Turn(_ns(event.timestamp))
+        turn, run.turn = run.turn, _Turn(max(_ns(event.timestamp), run.start_ns))
         if turn is not None:  # a turn without TurnEnd (cannot happen by EVT-8; be safe)
             self._close_turn(run, turn, _ns(event.timestamp))
         run.turns += 1
@@ -733,16 +741,21 @@ class OtelTracer:
         attributes.update(run.start.facts.get(event.tool_name, {}))
         if self.capture_content:
             attributes[sc.TOOL_ARGUMENTS] = self._content.arguments(event.args)
+        start_ns = max(now, run.start_ns)
         span = self._start(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
-                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
-        run.calls[event.tool_call_id] = (span, event.tool_name)
+                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=start_ns)
+        run.calls[event.tool_call_id] = (span, event.tool_name, start_ns)
+        if self._held:  # a sub-agent this call runs whose events came first
+            waiting = (run.loop_id, event.tool_call_id)
+            for loop_id in [k for k, held in self._held.items() if held.call == waiting]:
+                self._release(loop_id, trace.set_span_in_context(span), event.tool_name, waiting, start_ns)
 
     def _tool_end(self, event: ToolExecutionEnd, now: int) -> None:
         run = self._runs.get(event.loop_id)
         call = run.calls.pop(event.tool_call_id, None) if run is not None else None
         if run is None or call is None:
             return
-        span, name = call
+        span, name, started = call
         text = "\n".join(getattr(block, "text", "") for block in event.result.content)
         if event.is_error:
             self._fail(span, sc.tool_error_type(text), text if self.capture_content else None)
@@ -754,8 +767,8 @@ class OtelTracer:
             self._spawned.pop(child, None)  # a child whose events never came (subscribed without sub-agents)
             self._models.pop(child, None)
             if child in self._held:
-                self._release(child, trace.set_span_in_context(span), name, (run.loop_id, event.tool_call_id))
-        self._end_child(run, span, max(now, run.call_floors.pop(event.tool_call_id, 0)))
+                self._release(child, trace.set_span_in_context(span), name, (run.loop_id, event.tool_call_id), started)
+        self._end_child(run, span, max(now, started, run.call_floors.pop(event.tool_call_id, 0)))
 
     # ----------------------------------------------------------------- parallel runs
 
@@ -765,7 +778,7 @@ class OtelTracer:
         span = self._start(f"{sc.INVOKE_WORKFLOW} {self.workflow_name}", context=self._ambient,
                            kind=SpanKind.INTERNAL, attributes=attributes,
                            start_time=_ns(event.timestamp))
-        workflow = _Workflow(span, list(event.loop_ids), event.session_id)
+        workflow = _Workflow(span, list(event.loop_ids))
         for loop_id in event.loop_ids:
             self._branches[loop_id] = workflow
 

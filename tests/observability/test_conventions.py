@@ -155,16 +155,22 @@ def assert_children_end_within_their_parents(found: list[ReadableSpan]) -> None:
 
 
 def test_in_a_parallel_run_no_span_ends_after_its_parent(spans: Spans) -> None:
+    """A branch's events reach the tracer through the caller's queue, after they happened."""
     def branch(config_id: str) -> dict[str, Any]:
+        both = {"blocks": [{"type": "toolCall", "id": f"{config_id}1", "name": "lookup", "arguments": {}},
+                           {"type": "toolCall", "id": f"{config_id}2", "name": "researcher",
+                            "arguments": {"task": "look"}}]}
         return {"config_id": config_id, "provider": ScriptedProvider(
-            [call("lookup", f"{config_id}1"), {"blocks": [{"type": "text", "chunks": ["a", "b", "c"]}]}])}
+            [both, {"blocks": [{"type": "text", "chunks": ["a", "b", "c"]}]}])}
 
     lookup = FunctionTool("lookup", "Look.", {"type": "object", "properties": {}}, lambda args, ctx: "42")
-    agent = Agent(provider=ScriptedProvider([]), tools=[lookup])
+    researcher = SubAgentTool("researcher", provider=ScriptedProvider(default="fact"), tools=[lookup])
+    agent = Agent(provider=ScriptedProvider([]), tools=[lookup, researcher])
     spans.tracer().attach(agent)
     for _ in range(5):
         agent.run_parallel("q", [branch("a"), branch("b"), branch("c")])
     assert len(spans.named("invoke_workflow parallel_evaluation")) == 5
+    assert len(spans.named("invoke_agent researcher")) == 15
     assert_children_end_within_their_parents(spans.all)
 
 
