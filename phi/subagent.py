@@ -28,6 +28,7 @@ from .ids import random_uuid
 from .log import get_logger
 from .removed import SUB_AGENT_TOOL, attach_removed
 from .loop.tool import AgentTool, ToolContext
+from .tools.trace_context import child_run
 from .providers.model_config import ModelConfig
 from .types import (
     AgentMessage,
@@ -137,13 +138,15 @@ class SubAgentTool:
         from .loop.run import agent_loop
 
         session_id = random_uuid()
+        child_loop_id = f"{session_id}.sub.1"
         context = AgentContext(self.system_prompt, [], self.child_tools(), random_uuid(), session_id,
-                               f"{session_id}.sub.1", self.parent_loop_id or ctx.loop_id)
+                               child_loop_id, self.parent_loop_id or ctx.loop_id)
         config = AgentLoopConfig(model_config=self.model_config or ModelConfig.mock(), provider=self.provider,
                                  thinking_level=self.thinking, first_turn_trigger=TurnTrigger.SUB_AGENT,
                                  execution_limits=ExecutionLimits(max_turns=self.max_turns, max_total_tokens=None,
                                                                   max_duration=None))
         watcher = _ChildWatcher(ctx, self.on_event)
+        child_run(ctx.loop_id, ctx.tool_call_id, child_loop_id)  # tracing parents the child's spans now
         messages = agent_loop([UserMessage.from_text(task)], context, config, watcher.sink, ctx.cancel)
         usage = Usage()
         for message in messages:

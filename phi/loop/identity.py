@@ -3,6 +3,10 @@
 ``config_id`` is the configured one, else ``{provider}.{model_slug}`` (plus ``.thinking`` when a
 thinking level is set); N counts from 1 per session and config. An :class:`~phi.agent.Agent` counts
 its own loops; a bare ``agent_loop`` call given no loop id takes the next N from a process-wide table.
+
+Which model a run calls is told, just before its ``AgentStart``, to the observers registered with
+:func:`observe_run_models` (tracing, SPEC §17 OTEL-2: a sampler must see the provider and model when
+the run's span starts, and the events name them only with the first reply).
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Generator, NamedTuple
 
+from ..concurrency.callbacks import CallbackList
 from ..ids import random_uuid
+from ..log import get_logger
 from ..types import ThinkingLevel
 from .config import AgentContext, AgentLoopConfig
+
+log = get_logger(__name__)
 
 _counter_lock = threading.Lock()
 _LOOP_COUNTERS_MAX = 4096
@@ -92,3 +100,47 @@ def ensure_identity(context: AgentContext, config: AgentLoopConfig) -> Identity:
             context.loop_id = f"{session_id}.{segment}.{next_loop_number(session_id, segment)}"
     tail = context.loop_id.rsplit(".", 1)[-1]
     return Identity(agent_id, session_id, context.loop_id, int(tail) - 1 if tail.isdigit() else 0)
+
+
+class RunModel(NamedTuple):
+    """What a run is about to call: the provider name its replies will carry, as best known before
+    the first (``AssistantMessage.provider``), and the configured model id."""
+
+    loop_id: str
+    provider: str
+    model: str
+
+
+_model_observers: CallbackList[Callable[[RunModel], None]] = CallbackList()
+
+
+def observe_run_models(observer: Callable[[RunModel], None]) -> Callable[[], None]:
+    """Tell ``observer`` the :class:`RunModel` of every run in this process, on the run's thread just
+    before its ``AgentStart``; returns the function that stops it. An observer that raises is logged
+    and ignored."""
+    return _model_observers.add(observer)
+
+
+def tell_run_model(loop_id: str, config: AgentLoopConfig) -> None:
+    """Called by the loop; with no observer it costs one tuple read."""
+    if not _model_observers:
+        return
+    notice = RunModel(loop_id, reply_provider(config), config.model_config.id)
+    for observer in _model_observers:
+        try:
+            observer(notice)
+        except Exception:
+            log.exception("run-model observer %r raised", observer)
+
+
+def reply_provider(config: AgentLoopConfig) -> str:
+    """The provider name the run's replies will carry: an HTTP provider (one with a ``protocol``)
+    names ``ModelConfig.provider`` first, as the providers registered for a model's API do; another
+    provider object names itself (``provider_id``)."""
+    provider, named = config.provider, config.model_config.provider
+    if provider is None:
+        return named
+    protocol = getattr(provider, "protocol", None)
+    if protocol is not None:
+        return named or str(getattr(protocol, "service", "") or provider.provider_id)
+    return provider.provider_id

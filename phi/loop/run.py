@@ -52,7 +52,7 @@ from ..types import (
 )
 from .config import AgentContext, AgentLoopConfig
 from .filters import run_filter
-from .identity import ensure_identity
+from .identity import ensure_identity, tell_run_model
 from .llm_view import FAILED_STOPS, LLMView
 from .reply_stream import ReplyStream
 from .tool import tool_definition
@@ -156,6 +156,7 @@ class _Run:
             from ..context.tracker import ExecutionTracker
 
             self.tracker = ExecutionTracker(config.execution_limits, config.clock)
+        tell_run_model(loop_id, config)
         self.emit(AgentStart(identity.agent_id, identity.session_id, loop_id, context.parent_loop_id,
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
         if prompts:

@@ -20,11 +20,17 @@ Runs on other threads are joined by loop ids, never by the ambient context: a br
 under the workflow that listed its loop id in ``ParallelLoopStart``, and a sub-agent's under the
 tool call whose ``ToolExecutionEnd.child_loop_id`` names it. Until that event a sub-agent's events
 are kept back (its spans are made afterwards with the times they happened), so two concurrent calls
-of one sub-agent tool can never be confused. A run that starts without a parent is a root span in
-the delivering thread's current context, linked to the run it continues (``parent_loop_id``).
+of one sub-agent tool can never be confused. A :class:`~phi.subagent.SubAgentTool` names its child
+loop before running it (:func:`phi.tools.trace_context.child_run`): that child's spans are made as
+it runs, under its call, so its MCP calls carry the trace. A run that starts without a parent is a
+root span in the delivering thread's current context, linked to the run it continues
+(``parent_loop_id``). A span never ends after its parent: a parent's end is moved to its latest
+child's when events reached the tracer late (a parallel branch's come through the caller's queue).
 
-The tracer never raises into the run: a failure inside it is logged and the event dropped. Span
-processors and exporters are user code, so the tracer never calls them while holding a lock another
+The tracer never raises into the run: a failure inside it is logged and the event dropped. A span
+processor that raises when a span starts or ends (user code) breaks no bookkeeping: phi's state is
+updated first, the call is guarded, and the span counts as written. Span processors and exporters are
+user code, so the tracer never calls them while holding a lock another
 thread could wait on: events go into one queue, and whichever thread finds no one draining it turns
 them into spans in order (:class:`_Serial`); the others return at once. The threads that end a run
 (``AgentEnd``, ``ParallelLoopEnd``) and :meth:`OtelTracer.close` wait, for a bounded time, until
@@ -60,19 +66,21 @@ from ..events import (
     TurnStart,
 )
 from ..log import get_logger
+from ..loop.identity import RunModel, observe_run_models
 from ..providers.retry import RetryNotice, observe_retries
 from ..providers.secret_registry import redact, redact_data
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
 from . import semconv as sc
 from .content import ContentWriter
 from ..tools.redact import Redactor
-from ..tools.trace_context import register_carrier
+from ..tools.trace_context import observe_child_runs, register_carrier
 
 log = get_logger(__name__)
 
 Attributes = dict[str, AttributeValue]
 _IGNORED = frozenset({"MessageUpdate", "ToolExecutionUpdate", "ProgressMessage", "InputRejected"})
 _REMEMBERED_LOOPS = 4096  # ended runs whose span a continuation (or a late sub-agent) may still name
+_NOTICES = 1024  # run-model and child-run notices kept for runs whose AgentStart has not come (yet)
 _DESCRIPTION_LIMIT = 512  # characters of a tool description, or of an error status with content capture on
 _STATUS_LIMIT = 200  # characters of an error status's message with content capture off (OTEL-11)
 _FAILED_OUTCOMES = {RunOutcome.ERROR: None, RunOutcome.ABORTED: "cancelled", RunOutcome.LIMIT: "limit"}
@@ -172,20 +180,35 @@ class _Turn:
 
 
 @dataclass
+class _Start:
+    """What a run's span learns before its first event is handled: its tools' attributes (an attached
+    agent's) and the model it calls (:func:`phi.loop.identity.observe_run_models`)."""
+
+    facts: dict[str, Attributes] = field(default_factory=dict[str, Attributes])  # tool name -> attributes
+    model: RunModel | None = None
+
+
+@dataclass
 class _Run:
     """An open ``invoke_agent`` span and what its children need."""
 
     loop_id: str
     agent_id: str
+    conversation: str
     span: Span
     context: otel_context.Context
+    start: _Start
+    start_ns: int  # no child span starts earlier
+    under: tuple[str, str] | None = None  # (loop id, tool call id) of the call that runs this sub-agent
     turn: _Turn | None = None
     turns: int = 0
-    # tool_call_id -> (span, tool name)
-    calls: dict[str, tuple[Span, str]] = field(default_factory=dict[str, tuple[Span, str]])
+    # tool_call_id -> (span, tool name, start ns)
+    calls: dict[str, tuple[Span, str, int]] = field(default_factory=dict[str, tuple[Span, str, int]])
     messages: list[AgentMessage] = field(default_factory=list[AgentMessage])  # announced so far (content capture only)
     last_reply: AssistantMessage | None = None
     described: bool = False  # the span names the model and provider of the first reply
+    latest: int = 0  # the latest end of a child span (ns): the run's span ends no earlier
+    call_floors: dict[str, int] = field(default_factory=dict[str, int])  # tool call id -> its sub-agent run's end
 
 
 @dataclass
@@ -193,6 +216,7 @@ class _Workflow:
     span: Span
     loop_ids: list[str]
     outcomes: dict[str, AgentEnd] = field(default_factory=dict[str, AgentEnd])
+    latest: int = 0  # the latest end of a branch's span (ns)
 
 
 @dataclass
@@ -201,6 +225,8 @@ class _Held:
 
     parent_loop_id: str
     events: list[tuple[AgentEvent, int]]
+    start: _Start
+    call: tuple[str, str] | None = None  # (loop id, tool call id) that said it runs this one, not yet seen
 
 
 class OtelTracer:
@@ -214,18 +240,22 @@ class OtelTracer:
     (:mod:`phi.providers.secret_registry`: keys of configs, providers and MCP servers, credential-like
     environment values) and the shapes :class:`~phi.tools.redact.Redactor` knows; they are
     registered, so logs and session files leave them out too. ``content_limit``: the characters
-    kept of each captured string.
+    kept of each captured string. ``legacy_names``: also write each renamed attribute under its
+    v1.36.0 name (``gen_ai.system`` beside ``gen_ai.provider.name``) for a backend that reads only
+    those — off by default, and off whatever it says when ``OTEL_SEMCONV_STABILITY_OPT_IN`` names
+    ``gen_ai_latest_experimental``.
     """
 
     def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None,
                  agent_name: str | None = None, secrets: Iterable[str] = (), content_limit: int = 8192,
-                 workflow_name: str = "parallel_evaluation", environ: Mapping[str, str] | None = None) -> None:
+                 workflow_name: str = "parallel_evaluation", environ: Mapping[str, str] | None = None,
+                 legacy_names: bool = False) -> None:
         from .. import __version__
 
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self._tracer = provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__, schema_url=sc.SCHEMA_URL)
         self.capture_content = sc.capture_from_environment(environ) if capture_content is None else capture_content
-        self.latest_only = sc.latest_only(environ)
+        self.legacy_names = legacy_names and not sc.latest_only(environ)
         self.agent_name, self.workflow_name = agent_name, workflow_name
         self._scrubber = Redactor(secrets, environ)
         self._content = ContentWriter(self._scrubber, content_limit)
@@ -236,7 +266,8 @@ class OtelTracer:
         self._branches: dict[str, _Workflow] = {}  # branch loop id -> its parallel run
         self._ended: OrderedDict[str, SpanContext] = OrderedDict()
         self._retries: dict[str, list[RetryNotice]] = {}
-        self._tool_facts: dict[str, dict[str, Attributes]] = {}  # agent id -> tool name -> attributes
+        self._models: OrderedDict[str, RunModel] = OrderedDict()  # loop id -> model, until its AgentStart
+        self._spawned: OrderedDict[str, tuple[str, str]] = OrderedDict()  # child loop -> (loop id, call id)
         self._attached: dict[str, weakref.ReferenceType[Any]] = {}
         self._adopted: dict[str, str] = {}  # agent id -> the loop id that started it (attach(parent_loop_id=))
         # runs whose span records nothing (a no-op provider, or sampled out): their turns and tool
@@ -244,6 +275,9 @@ class OtelTracer:
         self._silent: set[str] = set()
         self._stop_retries: Callable[[], None] | None = None
         self._stop_carrier: Callable[[], None] | None = None
+        self._stop_models: Callable[[], None] | None = None
+        self._stop_children: Callable[[], None] | None = None
+        self._plugin_failures = 0  # span processors that raised (logged in full once)
         self._listen()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
@@ -282,10 +316,10 @@ class OtelTracer:
     def close(self) -> None:
         """End every span still open (a run that raised has no ``AgentEnd``, SPEC LOOP-5) with an
         error status, and stop listening for retries."""
-        for stop in (self._stop_retries, self._stop_carrier):
+        for stop in (self._stop_retries, self._stop_carrier, self._stop_models, self._stop_children):
             if stop is not None:
                 stop()
-        self._stop_retries = self._stop_carrier = None
+        self._stop_retries = self._stop_carrier = self._stop_models = self._stop_children = None
         ambient = otel_context.get_current()
         if not self._serial.submit(self._close_all, ambient, wait=_WAIT_FOR_SPANS):
             log.warning("OtelTracer.close(): spans still being written after %.0f s", _WAIT_FOR_SPANS)
@@ -305,8 +339,10 @@ class OtelTracer:
             self._abandon(run, now)
         for workflow in {id(w): w for w in self._branches.values()}.values():
             self._fail(workflow.span, sc.OTHER_ERROR, "the tracer was closed first")
-            workflow.span.end(end_time=now)
+            self._end(workflow.span, max(now, workflow.latest))
         self._branches.clear()
+        self._models.clear()
+        self._spawned.clear()
 
     def __enter__(self) -> OtelTracer:
         return self
@@ -328,20 +364,23 @@ class OtelTracer:
             return
         now = time.time_ns()
         try:
-            if isinstance(event, AgentStart):
-                self._before_start(event)
+            facts = self._before_start(event) if isinstance(event, AgentStart) else None
             ambient = otel_context.get_current() if kind in _STARTS else None
-            done = self._serial.submit(self._handle_in, ambient, event, now,
+            done = self._serial.submit(self._handle_in, ambient, event, now, facts,
                                        wait=_WAIT_FOR_SPANS if kind in _RUN_ENDS else None)
             if not done:
                 log.warning("OtelTracer: the spans of %s are still being written after %.0f s", kind, _WAIT_FOR_SPANS)
         except Exception:
             log.exception("OtelTracer dropped a %s event", kind)
 
-    def _handle_in(self, ambient: otel_context.Context | None, event: AgentEvent, now: int) -> None:
+    def _handle_in(self, ambient: otel_context.Context | None, event: AgentEvent, now: int,
+                   facts: dict[str, Attributes] | None) -> None:
         if ambient is not None:  # a run or workflow without a parent starts in its thread's context
             self._ambient = ambient
-        self._handle(event, now)
+        if isinstance(event, AgentStart):  # a run's first event: never one of a held run's
+            self._agent_start(event, now, facts)
+        else:
+            self._handle(event, now)
 
     def _handle(self, event: AgentEvent, now: int) -> None:
         if self._held:  # some sub-agent run is held back: is this one of its events?
@@ -354,31 +393,42 @@ class OtelTracer:
         if handler is not None:
             handler(event, now)
 
-    def _before_start(self, event: AgentStart) -> None:
-        """Outside the lock: learn the tools of an attached agent as its run starts."""
+    def _before_start(self, event: AgentStart) -> dict[str, Attributes] | None:
+        """Outside the lock: the tools of an attached agent as its run starts. They go with the event
+        to the run's span (a table by agent would outlive the agents, and a long process attaches
+        many)."""
         if self._stop_retries is None:  # listening again after close()
             self._listen()
         ref = self._attached.get(event.agent_id)
         agent = ref() if ref is not None else None
-        if agent is not None:
-            facts = _tool_facts(agent, self._scrubber)
-            self._serial.submit(self._tool_facts.__setitem__, event.agent_id, facts)
+        return _tool_facts(agent, self._scrubber) if agent is not None else None
 
     # ----------------------------------------------------------------- runs
 
-    def _agent_start(self, event: AgentStart, now: int) -> None:
+    def _agent_start(self, event: AgentStart, now: int, facts: dict[str, Attributes] | None = None) -> None:
+        start = _Start(facts or {}, self._models.pop(event.loop_id, None))
+        spawned = self._spawned.pop(event.loop_id, None)
         workflow = self._branches.get(event.loop_id)
         parent = event.parent_loop_id
         if workflow is not None:
-            self._open_run(event, trace.set_span_in_context(workflow.span), self._name_of(event))
-        elif parent is not None and event.continuation_kind is None and (parent in self._runs or parent in self._held):
-            self._held[event.loop_id] = _Held(parent, [(event, now)])  # a sub-agent: wait for its call
+            self._open_run(event, trace.set_span_in_context(workflow.span), self._name_of(event), start)
+        elif parent is not None and event.continuation_kind is None and (
+                spawned is not None or parent in self._runs or parent in self._held):
+            # a sub-agent. Its events come straight from the calling tool's thread, so they can be
+            # here before its caller's (a parallel branch's events come through the caller's queue)
+            caller = self._runs.get(spawned[0]) if spawned is not None else None
+            call = caller.calls.get(spawned[1]) if caller is not None and spawned is not None else None
+            if call is not None and spawned is not None:  # its call said it runs it: spans as it runs
+                self._open_run(event, trace.set_span_in_context(call[0]), call[1], start, under=spawned,
+                               not_before=call[2])
+            else:  # wait for its call (to start, when it said it runs it; else to end naming it)
+                self._held[event.loop_id] = _Held(parent, [(event, now)], start, spawned)
         elif parent is None and event.agent_id in self._adopted:
-            self._open_run(event, self._parent_context(self._adopted[event.agent_id]), self._name_of(event))
+            self._open_run(event, self._parent_context(self._adopted[event.agent_id]), self._name_of(event), start)
         else:
             known = self._span_context_of(parent) if parent is not None else None
-            self._open_run(event, self._ambient, self._name_of(event),
-                           [Link(known)] if known is not None else [])
+            self._open_run(event, self._ambient, self._name_of(event), start,
+                           links=[Link(known)] if known is not None else [])
 
     def _name_of(self, event: AgentStart) -> str | None:
         if self.agent_name:
@@ -389,10 +439,15 @@ class OtelTracer:
         name = cast("Mapping[str, object]", metadata).get("agent_name")
         return name if isinstance(name, str) and name else None
 
-    def _open_run(self, event: AgentStart, parent: otel_context.Context, name: str | None,
-                  links: Sequence[Link] = ()) -> None:
+    def _open_run(self, event: AgentStart, parent: otel_context.Context, name: str | None, start: _Start, *,
+                  links: Sequence[Link] = (), under: tuple[str, str] | None = None, not_before: int = 0) -> None:
+        """``not_before``: the start of the parent span when it is a tool call, stamped when its event
+        was handled (a parallel branch's: later than it happened) — the child starts no earlier."""
+        start_ns = max(_ns(event.timestamp), not_before)
         attributes: Attributes = {sc.OPERATION: sc.INVOKE_AGENT, sc.AGENT_ID: event.agent_id,
                                   sc.CONVERSATION_ID: event.session_id, sc.LOOP_ID: event.loop_id}
+        if start.model is not None:  # for samplers: gen-ai-agent-spans.md asks for both at creation
+            attributes.update(self._model_attributes(start.model.provider, start.model.model))
         if name:
             name = attributes[sc.AGENT_NAME] = self._scrubber.text(name)
         if event.parent_loop_id is not None:
@@ -401,8 +456,9 @@ class OtelTracer:
             attributes[sc.CONTINUATION] = event.continuation_kind.kind
         span = self._start(f"{sc.INVOKE_AGENT} {name}" if name else sc.INVOKE_AGENT,
                            context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
-                           links=list(links), start_time=_ns(event.timestamp))
-        self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, span, trace.set_span_in_context(span))
+                           links=list(links), start_time=start_ns)
+        self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, event.session_id, span,
+                                         trace.set_span_in_context(span), start, start_ns, under)
         if not span.is_recording():
             self._silent.add(event.loop_id)
 
@@ -412,26 +468,28 @@ class OtelTracer:
         if run is None:
             return
         end = _ns(event.timestamp)
-        if run.turn is not None:
-            self._close_turn(run, run.turn, end)
-        for span, _ in run.calls.values():
+        turn, run.turn = run.turn, None
+        if turn is not None:
+            self._close_turn(run, turn, end)
+        calls, run.calls = run.calls, {}
+        for span, *_ in calls.values():
             self._fail(span, "cancelled", None)
-            span.end(end_time=end)
+            self._end_child(run, span, end)
         for loop_id in [k for k, held in self._held.items() if held.parent_loop_id == run.loop_id]:
             self._release(loop_id, run.context, None)  # its call never named it (aborted, timed out)
-        self._finish_run(run, event)
-        run.span.end(end_time=end)
-        self._remember(run)
         self._retries.pop(run.loop_id, None)
         workflow = self._branches.get(run.loop_id)
         if workflow is not None:
             workflow.outcomes[run.loop_id] = event
+        self._finish_run(run, event)
+        self._end_run(run, end)
 
     def _finish_run(self, run: _Run, event: AgentEnd) -> None:
         span, reply = run.span, run.last_reply
         attributes: Attributes = {sc.OUTCOME: event.outcome.value, sc.TURNS: run.turns, **self._usage(event.usage)}
         if reply is not None:
             attributes[sc.FINISH_REASONS] = [sc.finish_reason(reply.stop_reason)]
+            attributes[sc.STOP_REASON] = reply.stop_reason.value
         if self.capture_content:
             prompts = event.messages[:_first_reply(event.messages)]
             attributes[sc.INPUT_MESSAGES] = self._content.messages(prompts)
@@ -446,19 +504,35 @@ class OtelTracer:
         """close(): a run with no ``AgentEnd`` (it raised, or its events stopped coming)."""
         self._runs.pop(run.loop_id, None)
         self._silent.discard(run.loop_id)
-        if run.turn is not None:
-            self._close_turn(run, run.turn, now)
-        for span, _ in run.calls.values():
+        self._retries.pop(run.loop_id, None)
+        turn, run.turn = run.turn, None
+        if turn is not None:
+            self._close_turn(run, turn, now)
+        calls, run.calls = run.calls, {}
+        for span, *_ in calls.values():
             self._fail(span, sc.OTHER_ERROR, None)
-            span.end(end_time=now)
+            self._end_child(run, span, now)
         self._fail(run.span, sc.OTHER_ERROR, "the run ended without AgentEnd")
-        run.span.end(end_time=now)
-        self._remember(run)
+        self._end_run(run, now)
 
-    def _remember(self, run: _Run) -> None:
+    def _end_run(self, run: _Run, end: int) -> None:
+        """End the run's span, no earlier than its last child, and tell whoever contains it (the call
+        that ran it, the workflow it is a branch of) when it ended."""
+        end = max(end, run.latest)
         self._ended[run.loop_id] = run.span.get_span_context()
         while len(self._ended) > _REMEMBERED_LOOPS:
             self._ended.popitem(last=False)
+        caller = self._runs.get(run.under[0]) if run.under is not None else None
+        if caller is not None and run.under is not None:
+            caller.call_floors[run.under[1]] = max(end, caller.call_floors.get(run.under[1], 0))
+        workflow = self._branches.get(run.loop_id)
+        if workflow is not None:
+            workflow.latest = max(workflow.latest, end)
+        self._end(run.span, end)
+
+    def _end_child(self, run: _Run, span: Span, end: int) -> None:
+        run.latest = max(run.latest, end)
+        self._end(span, end)
 
     def _span_context_of(self, loop_id: str) -> SpanContext | None:
         run = self._runs.get(loop_id)
@@ -472,12 +546,13 @@ class OtelTracer:
 
     # ----------------------------------------------------------------- sub-agents held back
 
-    def _release(self, loop_id: str, parent: otel_context.Context, name: str | None) -> None:
+    def _release(self, loop_id: str, parent: otel_context.Context, name: str | None,
+                 under: tuple[str, str] | None = None, not_before: int = 0) -> None:
         """Make the held sub-agent run's spans under ``parent``, replaying its events as they came."""
         held = self._held.pop(loop_id)
         for event, at in held.events:
             if isinstance(event, AgentStart) and event.loop_id == loop_id:
-                self._open_run(event, parent, name)
+                self._open_run(event, parent, name, held.start, under=under, not_before=not_before)
             else:
                 self._handle(event, at)
 
@@ -487,9 +562,9 @@ class OtelTracer:
         run = self._runs.get(event.loop_id)
         if run is None:
             return
-        if run.turn is not None:  # a turn without TurnEnd (cannot happen by EVT-8; be safe)
-            self._close_turn(run, run.turn, _ns(event.timestamp))
-        run.turn = _Turn(_ns(event.timestamp))
+        turn, run.turn = run.turn, _Turn(max(_ns(event.timestamp), run.start_ns))
+        if turn is not None:  # a turn without TurnEnd (cannot happen by EVT-8; be safe)
+            self._close_turn(run, turn, _ns(event.timestamp))
         run.turns += 1
 
     def _message_start(self, event: MessageStart, now: int) -> None:
@@ -512,29 +587,37 @@ class OtelTracer:
             run.messages.append(message)
 
     def _describe_run(self, run: _Run, reply: AssistantMessage) -> None:
-        """The run's span names the model and provider its first reply came from."""
-        if run.described:
+        """A run whose model was not told before it started (events from elsewhere) names the
+        model and provider of its first reply."""
+        if run.described or run.start.model is not None:
             return
         run.described = True
-        attributes: Attributes = {sc.PROVIDER: sc.provider_name(reply.provider)}
-        if reply.model:
-            attributes[sc.REQUEST_MODEL] = reply.model
-        if not self.latest_only:
+        self._set(run.span, self._model_attributes(reply.provider, reply.model))
+
+    def _model_attributes(self, provider: str, model: str) -> Attributes:
+        attributes: Attributes = {sc.PROVIDER: sc.provider_name(provider)}
+        if model:
+            attributes[sc.REQUEST_MODEL] = model
+        if self.legacy_names:
             attributes[sc.SYSTEM_V136] = attributes[sc.PROVIDER]
-        self._set(run.span, attributes)
+        return attributes
 
     def _turn_end(self, event: TurnEnd, now: int) -> None:
         run = self._runs.get(event.loop_id)
         if run is not None and run.turn is not None:
-            self._close_turn(run, run.turn, _ns(event.timestamp))
-            run.turn = None
+            turn, run.turn = run.turn, None
+            self._close_turn(run, turn, _ns(event.timestamp))
 
     def _close_turn(self, run: _Run, turn: _Turn, until: int) -> None:
         """Write the turn's ``chat`` span, now that its reply and retries are known."""
         reply = turn.reply
         retries = self._take_retries(run.loop_id, until)
-        model = reply.model if reply is not None else ""
-        attributes: Attributes = {sc.OPERATION: sc.CHAT, sc.LOOP_ID: run.loop_id, sc.REQUEST_STREAM: True}
+        known = run.start.model
+        model = (reply.model if reply is not None else "") or (known.model if known is not None else "")
+        attributes: Attributes = {sc.OPERATION: sc.CHAT, sc.LOOP_ID: run.loop_id, sc.REQUEST_STREAM: True,
+                                  sc.CONVERSATION_ID: run.conversation}
+        if known is not None:
+            attributes.update(self._model_attributes(known.provider, known.model))
         if reply is not None:
             attributes.update(self._reply_attributes(reply, turn, retries))
         if retries:
@@ -549,16 +632,15 @@ class OtelTracer:
             self._fail(span, sc.provider_error_type(reply.error_message), reply.error_message)
         elif reply.stop_reason == StopReason.ABORTED:
             self._fail(span, "cancelled", None)
-        span.end(end_time=max(turn.reply_ns or until, turn.start_ns))
+        # the reply's MessageEnd was handled at reply_ns, TurnEnd was stamped at until: a branch's
+        # events are handled after they happened, so the earlier of the two is nearer the truth
+        end = min(turn.reply_ns, until) if turn.reply_ns is not None else until
+        self._end_child(run, span, max(end, turn.start_ns))
 
     def _reply_attributes(self, reply: AssistantMessage, turn: _Turn, retries: list[RetryNotice]) -> Attributes:
-        provider = sc.provider_name(reply.provider)
-        attributes: Attributes = {sc.PROVIDER: provider, sc.FINISH_REASONS: [sc.finish_reason(reply.stop_reason)],
-                                  **self._usage(reply.usage)}
-        if reply.model:
-            attributes[sc.REQUEST_MODEL] = reply.model
-        if not self.latest_only:
-            attributes[sc.SYSTEM_V136] = provider
+        attributes: Attributes = {**self._model_attributes(reply.provider, reply.model),
+                                  sc.FINISH_REASONS: [sc.finish_reason(reply.stop_reason)],
+                                  sc.STOP_REASON: reply.stop_reason.value, **self._usage(reply.usage)}
         sent = _ns(retries[-1].timestamp + retries[-1].delay) if retries else turn.start_ns
         if turn.first_chunk_ns is not None and reply.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
             attributes[sc.TIME_TO_FIRST_CHUNK] = max(0, turn.first_chunk_ns - sent) / 1e9
@@ -581,10 +663,22 @@ class OtelTracer:
     # ----------------------------------------------------------------- retries
 
     def _listen(self) -> None:
-        """Hear of retries (OTEL-5) and answer tools' requests for trace context (OTEL-10), both
-        process-wide, through weak references: a tracer nobody keeps stops at the next call."""
+        """Hear of retries (OTEL-5), of the model each run calls (OTEL-2) and of the child loops tool
+        calls run (OTEL-4), and answer tools' requests for trace context (OTEL-10) — all process-wide,
+        through weak references: a tracer nobody keeps stops at the next call."""
         self._stop_retries = _register_weakly(observe_retries, self._on_retry, None)
         self._stop_carrier = _register_weakly(register_carrier, self._context_of_call, {})
+        self._stop_models = _register_weakly(observe_run_models, self._on_run_model, None)
+        self._stop_children = _register_weakly(observe_child_runs, self._on_child_run, None)
+
+    def _on_run_model(self, notice: RunModel) -> None:
+        """On the run's thread, before its ``AgentStart`` reaches the tracer (whose handling takes it)."""
+        self._serial.submit(_remember_bounded, self._models, notice.loop_id, notice)
+
+    def _on_child_run(self, loop_id: str | None, tool_call_id: str, child_loop_id: str) -> None:
+        """On the calling tool's thread, before the child's ``AgentStart``."""
+        if loop_id is not None and loop_id not in self._silent:
+            self._serial.submit(_remember_bounded, self._spawned, child_loop_id, (loop_id, tool_call_id))
 
     def _on_retry(self, notice: RetryNotice) -> None:
         """On the thread of the failed call: keep the notice until its turn's ``chat`` span is written."""
@@ -644,19 +738,24 @@ class OtelTracer:
         attributes: Attributes = {sc.OPERATION: sc.EXECUTE_TOOL, sc.TOOL_NAME: event.tool_name,
                                   sc.TOOL_CALL_ID: event.tool_call_id, sc.TOOL_TYPE: "function",
                                   sc.LOOP_ID: event.loop_id}
-        attributes.update(self._tool_facts.get(run.agent_id, {}).get(event.tool_name, {}))
+        attributes.update(run.start.facts.get(event.tool_name, {}))
         if self.capture_content:
             attributes[sc.TOOL_ARGUMENTS] = self._content.arguments(event.args)
+        start_ns = max(now, run.start_ns)
         span = self._start(f"{sc.EXECUTE_TOOL} {event.tool_name}", context=run.context,
-                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=now)
-        run.calls[event.tool_call_id] = (span, event.tool_name)
+                           kind=SpanKind.INTERNAL, attributes=attributes, start_time=start_ns)
+        run.calls[event.tool_call_id] = (span, event.tool_name, start_ns)
+        if self._held:  # a sub-agent this call runs whose events came first
+            waiting = (run.loop_id, event.tool_call_id)
+            for loop_id in [k for k, held in self._held.items() if held.call == waiting]:
+                self._release(loop_id, trace.set_span_in_context(span), event.tool_name, waiting, start_ns)
 
     def _tool_end(self, event: ToolExecutionEnd, now: int) -> None:
         run = self._runs.get(event.loop_id)
         call = run.calls.pop(event.tool_call_id, None) if run is not None else None
-        if call is None:
+        if run is None or call is None:
             return
-        span, name = call
+        span, name, started = call
         text = "\n".join(getattr(block, "text", "") for block in event.result.content)
         if event.is_error:
             self._fail(span, sc.tool_error_type(text), text if self.capture_content else None)
@@ -665,9 +764,11 @@ class OtelTracer:
         child = event.child_loop_id
         if child is not None:
             span.set_attribute(sc.CHILD_LOOP_ID, redact(child))
+            self._spawned.pop(child, None)  # a child whose events never came (subscribed without sub-agents)
+            self._models.pop(child, None)
             if child in self._held:
-                self._release(child, trace.set_span_in_context(span), name)
-        span.end(end_time=now)
+                self._release(child, trace.set_span_in_context(span), name, (run.loop_id, event.tool_call_id), started)
+        self._end_child(run, span, max(now, started, run.call_floors.pop(event.tool_call_id, 0)))
 
     # ----------------------------------------------------------------- parallel runs
 
@@ -688,14 +789,17 @@ class OtelTracer:
         for loop_id in workflow.loop_ids:
             self._branches.pop(loop_id, None)
         span = workflow.span
+        usage = event.evaluation_usage  # the judge's, and every branch's: the workflow's whole cost
+        for ended in workflow.outcomes.values():
+            usage = usage + ended.usage
         self._set(span, {sc.SELECTED_LOOP_ID: event.selected_loop_id,
-                         sc.SELECTED_INDEX: event.selected_config_index, **self._usage(event.evaluation_usage)})
+                         sc.SELECTED_INDEX: event.selected_config_index, **self._usage(usage)})
         chosen = workflow.outcomes.get(event.selected_loop_id)
         if chosen is None or chosen.outcome in _FAILED_OUTCOMES:
             outcome = chosen.outcome if chosen is not None else None
             self._fail(span, (_FAILED_OUTCOMES.get(outcome) if outcome else None) or sc.OTHER_ERROR,
                        "the selected branch did not complete")
-        span.end(end_time=_ns(event.timestamp))
+        self._end(span, max(_ns(event.timestamp), workflow.latest))
 
     # ----------------------------------------------------------------- errors
 
@@ -714,10 +818,33 @@ class OtelTracer:
             text = f"{kind}: {message[:limit]}{'…' if len(message) > limit else ''}"
         span.set_status(Status(StatusCode.ERROR, text))
 
-    def _start(self, name: str, *, attributes: Attributes, **options: Any) -> Span:
+    def _start(self, name: str, *, attributes: Attributes, context: otel_context.Context, **options: Any) -> Span:
         """A span whose name and attributes hold no secret phi knows of: ids, tool names and model
-        names come from the model and the application (content was scrubbed before, OTEL-11)."""
-        return self._tracer.start_span(redact(name), attributes=redact_data(attributes), **options)
+        names come from the model and the application (content was scrubbed before, OTEL-11). When a
+        span processor raises in ``on_start`` the span is lost to the SDK: a non-recording stand-in
+        with the parent's context takes its place, so its children still join the trace."""
+        try:
+            return self._tracer.start_span(redact(name), context=context, attributes=redact_data(attributes),
+                                           **options)
+        except Exception:
+            self._plugin_failed("on_start")
+            return trace.NonRecordingSpan(trace.get_current_span(context).get_span_context())
+
+    def _end(self, span: Span, end: int) -> None:
+        """``span.end`` runs the span processors' ``on_end`` (user code): one that raises must not
+        leave phi's bookkeeping half done, so it is caught here and the span counts as ended."""
+        try:
+            span.end(end_time=end)
+        except Exception:
+            self._plugin_failed("on_end")
+
+    def _plugin_failed(self, hook: str) -> None:
+        self._plugin_failures += 1
+        if self._plugin_failures == 1:
+            log.exception("OtelTracer: a span processor's %s raised (span kept; later failures logged at "
+                          "debug level)", hook)
+        else:
+            log.debug("OtelTracer: a span processor's %s raised again", hook, exc_info=True)
 
     @staticmethod
     def _set(span: Span, attributes: Attributes) -> None:
@@ -739,6 +866,14 @@ def _register_weakly(register: Callable[[Any], Callable[[], None]], method: Call
 
     stop = register(callback)
     return stop
+
+
+def _remember_bounded(table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """Keep a notice until its run's ``AgentStart`` takes it; notices of runs this tracer never sees
+    (another agent's, in the same process) are dropped, oldest first, past ``_NOTICES``."""
+    table[key] = value
+    while len(table) > _NOTICES:
+        table.popitem(last=False)
 
 
 def _first_reply(messages: Sequence[AgentMessage]) -> int:

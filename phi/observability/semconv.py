@@ -6,9 +6,10 @@ v1.41.0** — the last release whose GenAI pages live in the main repository: ``
 ``invoke_workflow``) and ``mcp.md`` (MCP attributes on a tool span). Plain constants: nothing here
 imports OpenTelemetry.
 
-``OTEL_SEMCONV_STABILITY_OPT_IN`` (comma-separated): with ``gen_ai_latest_experimental`` only the
-v1.41.0 names are written; without it each renamed attribute is also written under the name it had
-in v1.36.0 (``gen_ai.system`` beside ``gen_ai.provider.name``), for backends that still read that one.
+Only the v1.41.0 names are written. ``OtelTracer(legacy_names=True)`` also writes each renamed
+attribute under the name it had in v1.36.0 (``gen_ai.system`` beside ``gen_ai.provider.name``) for a
+backend that still reads only that one — unless ``OTEL_SEMCONV_STABILITY_OPT_IN`` (comma-separated)
+names ``gen_ai_latest_experimental``, the conventions' way to ask for the latest names alone.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 # gen_ai.* (registry/attributes/gen-ai.md)
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"
-SYSTEM_V136 = "gen_ai.system"  # v1.36.0's name of gen_ai.provider.name
+SYSTEM_V136 = "gen_ai.system"  # v1.36.0's name of gen_ai.provider.name (deprecated; OtelTracer(legacy_names=True))
 AGENT_ID = "gen_ai.agent.id"
 AGENT_NAME = "gen_ai.agent.name"
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -86,6 +87,7 @@ CONTINUATION = "phi.continuation_kind"
 OUTCOME = "phi.run.outcome"
 TURNS = "phi.run.turns"
 RETRIES = "phi.retries"
+STOP_REASON = "phi.stop_reason"  # phi's StopReason: the finish reason's schema has no word for an abort
 PARALLEL_LOOP_IDS = "phi.parallel.loop_ids"
 SELECTED_LOOP_ID = "phi.parallel.selected_loop_id"
 SELECTED_INDEX = "phi.parallel.selected_config_index"
@@ -97,6 +99,8 @@ RETRY_DELAY = "phi.retry.delay_s"
 _PROVIDERS = {
     "anthropic": "anthropic",
     "openai": "openai",
+    "openai_responses": "openai",  # the Responses protocol's id (a failed reply names the protocol)
+    "azure_openai_responses": "azure.ai.openai",
     "azure_openai": "azure.ai.openai",
     "google": "gcp.gemini",
     "gemini": "gcp.gemini",
@@ -110,13 +114,15 @@ _PROVIDERS = {
     "cohere": "cohere",
 }
 
-# StopReason -> finish reason (the output-messages schema's words where one fits)
+# StopReason -> finish reason: a word of the output-messages schema's FinishReason (stop, length,
+# content_filter, tool_call, error). An aborted reply ended in an error (error.type ``cancelled``);
+# phi's own reason stays in ``phi.stop_reason``.
 _FINISH = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",
     StopReason.TOOL_USE: "tool_call",
     StopReason.ERROR: "error",
-    StopReason.ABORTED: "cancelled",
+    StopReason.ABORTED: "error",
 }
 
 # phi's fixed tool-result texts (SPEC TOOL-7) -> error.type; anything else a tool reported is ``tool_error``
@@ -152,7 +158,8 @@ def provider_name(provider: str) -> str:
 
 
 def finish_reason(reason: StopReason) -> str:
-    return _FINISH.get(reason, str(reason.value))
+    """``gen_ai.response.finish_reasons`` entry for phi's :class:`~phi.types.StopReason`."""
+    return _FINISH.get(reason, "error")
 
 
 def provider_error_type(message: str | None) -> str:

@@ -67,7 +67,8 @@ def test_a_tool_run_is_an_agent_span_over_chat_and_execute_tool_spans(spans: Spa
         assert chat.attributes is not None
         assert chat.attributes["gen_ai.operation.name"] == "chat"
         assert chat.attributes["gen_ai.provider.name"] == "anthropic"
-        assert chat.attributes["gen_ai.system"] == "anthropic"  # v1.36.0's name, without the opt-in
+        assert "gen_ai.system" not in chat.attributes  # v1.36.0's name: only with legacy_names=True
+        assert chat.attributes["gen_ai.conversation.id"] == "s-1"
         assert chat.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
         assert chat.attributes["gen_ai.request.stream"] is True
     assert first.attributes is not None and second.attributes is not None
@@ -93,9 +94,20 @@ def test_a_tool_run_is_an_agent_span_over_chat_and_execute_tool_spans(spans: Spa
     assert first.end_time is not None and tool.start_time is not None and first.end_time <= tool.start_time
 
 
+def test_legacy_names_are_written_only_when_asked_for(spans: Spans) -> None:
+    agent = agent_on(["hi"])
+    agent.subscribe(spans.tracer(legacy_names=True, environ={}))
+    agent.run("hello")
+    chat, root = spans.one("chat claude-sonnet-4-5"), spans.one("invoke_agent")
+    assert chat.attributes is not None and root.attributes is not None
+    assert chat.attributes["gen_ai.system"] == chat.attributes["gen_ai.provider.name"] == "anthropic"
+    assert root.attributes["gen_ai.system"] == "anthropic"
+
+
 def test_the_opt_in_writes_only_the_latest_names(spans: Spans) -> None:
     agent = agent_on(["hi"])
-    agent.subscribe(spans.tracer(environ={"OTEL_SEMCONV_STABILITY_OPT_IN": "http,gen_ai_latest_experimental"}))
+    agent.subscribe(spans.tracer(legacy_names=True,
+                                 environ={"OTEL_SEMCONV_STABILITY_OPT_IN": "http,gen_ai_latest_experimental"}))
     agent.run("hello")
     chat = spans.one("chat claude-sonnet-4-5")
     assert chat.attributes is not None
