@@ -6,8 +6,9 @@
   old turns summarised, the middle dropped), and after a context-overflow error it compacts to a
   tighter budget and retries once.
 * **When that retry failed too** (the server's window is smaller than phi was told), the CLI
-  compacts the conversation to a quarter of its size, halves the window it assumes for the rest of
-  the process, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
+  compacts the conversation to a quarter of its size, assumes for the rest of the process the window
+  the server's error names (``maximum context length is 4096 tokens``) or else half the one it
+  assumed, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
   dead end.
 * **On request**, ``/compact [FOCUS]`` (:func:`compact_now`) asks the model for a summary of the
   whole conversation — with FOCUS saying what matters most — and replaces the conversation with it.
@@ -79,9 +80,13 @@ def recover_from_overflow(repl: ReplState, text: str) -> bool:
     from ..context import ContextConfig, compact_messages
     from ..types import AssistantMessage, StopReason, UserMessage
 
+    from ..providers.local_servers import window_from_error
+
     old = repl.session
     messages = list(old.agent.messages)
-    while messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason == StopReason.ERROR:
+    said: int | None = None  # the window the server's error names, when it does
+    while messages and isinstance(failed := messages[-1], AssistantMessage) and failed.stop_reason == StopReason.ERROR:
+        said = said or window_from_error(failed.error_message)
         messages.pop()  # the failed reply
     if messages and isinstance(messages[-1], UserMessage) and messages[-1].text == text:
         messages.pop()  # the input that overflowed is sent again
@@ -92,7 +97,9 @@ def recover_from_overflow(repl: ReplState, text: str) -> bool:
     compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
     after = _estimate(compacted)
     old.agent.messages = compacted
-    repl.window_cap = max(MIN_WINDOW * 4, repl.context_window() // 2)  # the server's window is smaller than said
+    window = repl.context_window()
+    # the server's window is smaller than phi was told: the one its error names, else half
+    repl.window_cap = said if said is not None and said < window else max(MIN_WINDOW * 4, window // 2)
     repl.replace_session(carry=True)
     repl.renderer.total.context_tokens = after
     repl.renderer.line(repl.style("yellow", f"! the conversation did not fit the model's context: compacted it "
