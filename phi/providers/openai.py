@@ -48,6 +48,7 @@ from .http_provider import HttpStreamProvider, WireProtocol
 from .local_servers import is_local_server
 from .model_config import ModelConfig
 from .sse import SSEEvent
+from .transport import HttpClient
 
 log = get_logger(__name__)
 
@@ -343,18 +344,22 @@ class OpenAIProvider(HttpStreamProvider):
         log.info("the %s stream ended before any event; asking once more without streaming to learn why",
                  mc.provider or "openai")
         connect, read, _ = timeouts(mc)
+        # a connection of its own: the server may have dropped the pooled one the stream used
+        client = HttpClient(pool_maxsize=1)
         try:
-            response = self.http.post(request.url, request.headers, json_bytes(body),
-                                      (connect, min(read, EMPTY_STREAM_READ_TIMEOUT)), cancel)
+            response = client.post(request.url, request.headers, json_bytes(body),
+                                    (connect, min(read, EMPTY_STREAM_READ_TIMEOUT)), cancel)
+            if response is None:
+                return None
+            try:
+                if response.status_code < 400:
+                    return None
+                error = http_error(response, request)
+            finally:
+                response.close()
         except Exception as exc:  # no answer: the original error stands
             log.debug("the question about the empty stream failed: %s", type(exc).__name__)
             return None
-        if response is None:
-            return None
-        try:
-            if response.status_code < 400:
-                return None
-            error = http_error(response, request)
         finally:
-            response.close()
+            client.close()
         return None if error.kind is ErrorKind.NETWORK else error
