@@ -233,7 +233,7 @@ def reply_tokens(data: dict[str, Any]) -> int:
     """Estimated tokens of a reply (its text, thinking and tool calls) from its end event."""
     from ..context.tokens import estimate_tokens
 
-    calls = data.get("tool_calls") or []
+    calls: object = data.get("tool_calls") or []
     return (estimate_tokens(str(data.get("text") or "")) + estimate_tokens(str(data.get("reasoning") or ""))
             + (estimate_tokens(json.dumps(calls, ensure_ascii=False, default=str)) if calls else 0))
 
