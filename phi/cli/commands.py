@@ -25,8 +25,8 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from .compact import compact_now
+from .options import APPROVAL_MODES, THINKING_LEVELS, make_profile, service_name
 from .session_setup import apply_auto_compaction
-from .options import APPROVAL_MODES, THINKING_LEVELS, make_profile
 
 if TYPE_CHECKING:
     from .repl_state import ReplState
@@ -61,7 +61,7 @@ def _clear(repl: ReplState, arg: str) -> bool:
 
 def _model(repl: ReplState, arg: str) -> bool:
     if not arg:
-        repl.renderer.line(f"model: {repl.profile.model} ({repl.profile.id})")
+        repl.renderer.line(f"model: {repl.profile.model} ({service_name(repl.profile, repl.options)})")
         return True
     try:
         profile = make_profile(repl.options, model=arg)
@@ -69,7 +69,7 @@ def _model(repl: ReplState, arg: str) -> bool:
         repl.renderer.line(repl.style("red", str(error)))
         return True
     repl.replace_session(carry=True, profile=profile)
-    repl.renderer.line(f"model: {profile.model} ({profile.id}); the conversation goes on")
+    repl.renderer.line(f"model: {profile.model} ({service_name(profile, repl.options)}); the conversation goes on")
     return True
 
 
@@ -387,7 +387,8 @@ def _model_next(repl: ReplState, arg: str) -> str:
         repl.renderer.line(repl.style("red", str(error)))
         return ""
     profile = repl.next_profile
-    repl.renderer.line(f"model: {profile.model} ({profile.id}) from the next input; this reply finishes on "
+    service = service_name(profile, repl.options)
+    repl.renderer.line(f"model: {profile.model} ({service}) from the next input; this reply finishes on "
                        f"{repl.profile.model}")
     return ""
 

@@ -6,8 +6,9 @@
   old turns summarised, the middle dropped), and after a context-overflow error it compacts to a
   tighter budget and retries once.
 * **When that retry failed too** (the server's window is smaller than phi was told), the CLI
-  compacts the conversation to a quarter of its size, halves the window it assumes for the rest of
-  the process, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
+  compacts the conversation to a quarter of its size, assumes for the rest of the process the window
+  the server's error names (``maximum context length is 4096 tokens``) or else half the one it
+  assumed, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
   dead end.
 * **On request**, ``/compact [FOCUS]`` (:func:`compact_now`) asks the model for a summary of the
   whole conversation — with FOCUS saying what matters most — and replaces the conversation with it.

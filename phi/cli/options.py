@@ -10,7 +10,9 @@ Local and self-hosted models (CLI-11): ``--provider ollama|llamacpp|vllm|lmstudi
 with no key for it (``--base-url`` without ``--provider`` and without a model name phi recognises,
 or ``OPENAI_BASE_URL`` without ``OPENAI_API_KEY``), is an OpenAI Chat Completions server that needs
 no key; it gets the Anthropic profile's tools (plain read/write/edit/shell, the set small models
-follow best). No key is ever sent to such a server.
+follow best). No key is ever sent to such a server. Its context window is the one the server says
+it runs with (asked once, bounded: :func:`local_window`); ``--context-window`` overrides it, and
+:data:`LOCAL_CONTEXT_WINDOW` stands in when the server does not say.
 
 This module is imported before the prompt appears, so it imports nothing heavy at load time.
 """
@@ -111,7 +113,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="send requests to this server instead of the service's (default: "
                    "$OPENAI_BASE_URL / $ANTHROPIC_BASE_URL); alone, an OpenAI-compatible server needing no key")
     p.add_argument("--context-window", type=_positive_int, metavar="TOKENS", help="the model's context window "
-                   f"(default: the service's; {LOCAL_CONTEXT_WINDOW:,} for local servers)")
+                   "(default: the service's; a local server is asked for its own, else "
+                   f"{LOCAL_CONTEXT_WINDOW:,})")
     p.add_argument("--offline", action="store_true", help="use a scripted model (no key, no network)")
     p.add_argument("--approve", choices=APPROVAL_MODES, help="ask before tool calls: on (every call), smart "
                    "(writes and commands; the interactive default), off (never; the -p default)")
@@ -331,11 +334,31 @@ def _local_profile(options: CliOptions, provider: str, base_url: str) -> Provide
     from ..coding import create_profile
     from ..providers.model_config import ModelConfig
 
-    window = options.context_window or LOCAL_CONTEXT_WINDOW
     name = options.model or LOCAL_MODEL
+    window = options.context_window or local_window(base_url, name, provider) or LOCAL_CONTEXT_WINDOW
     config = ModelConfig.openai_compatible(base_url, name, provider=provider, context_window=window,
                                            options={"api_key_required": False})
     return _with_timeout(create_profile(LOCAL_PROFILE, name, model_config=config, context_window=window), options)
+
+
+def local_window(base_url: str, model: str, provider: str) -> int | None:
+    """The window a keyless server says it runs ``model`` with (asked once per process, bounded:
+    :func:`phi.providers.local_servers.context_window`), or None when it does not say."""
+    from ..providers.local_servers import context_window
+
+    return context_window(base_url, model, "" if provider == "openai_compatible" else provider)
+
+
+def service_name(profile: ProviderProfile, options: CliOptions | None = None) -> str:
+    """The service the banner and ``/model`` name for ``profile``: ``offline``, a keyless server's
+    own name (``llamacpp``, ``ollama``, ``openai_compatible``…; its profile is the Anthropic one
+    only for the tools it gets), else the profile's id."""
+    if options is not None and options.offline:
+        return "offline"
+    config = profile.model_config
+    if config.options.get("api_key_required") is False:
+        return config.provider or "openai_compatible"
+    return profile.id
 
 
 def _with_timeout(profile: ProviderProfile, options: CliOptions) -> ProviderProfile:
@@ -347,4 +370,5 @@ def _with_timeout(profile: ProviderProfile, options: CliOptions) -> ProviderProf
 
 __all__ = ["CliOptions", "NoModel", "KEY_VARIABLES", "LOCAL_PROVIDERS", "local_target", "describe_choice", "home_dir",
            "DEFAULT_MODELS", "check_key", "PICK", "parse", "parser", "choose_profile_id", "make_profile",
-           "sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS"]
+           "sessions_dir", "model_family", "key_hint", "APPROVAL_MODES", "THINKING_LEVELS", "service_name",
+           "local_window"]

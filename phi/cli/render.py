@@ -157,14 +157,22 @@ class TurnStats:
     usage: Usage = field(default_factory=lambda: _usage_type()())
     cost: Cost | None = field(default_factory=lambda: _cost_type()())
     context_tokens: int = 0  # the last call's prompt and reply: what the next call starts from
+    estimated: bool = False  # some call reported no usage: its figures are phi's estimate
 
-    def add(self, usage: Usage, model: Model) -> None:
+    def add(self, usage: Usage, model: Model, estimated: bool = False) -> None:
         from ..providers.pricing import cost_of
 
+        self.estimated = self.estimated or estimated
         self.usage = self.usage + usage
         call_cost = cost_of(usage, model)
         self.cost = None if call_cost is None or self.cost is None else self.cost + call_cost
         self.context_tokens = usage.input + usage.cache_read + usage.cache_write + usage.output
+
+
+def _tokens(text: str) -> int:
+    from ..context.tokens import estimate_tokens
+
+    return estimate_tokens(text)
 
 
 def _usage_type() -> type[Usage]:
@@ -187,21 +195,47 @@ def context_estimate(messages: Sequence[AgentMessage], system_prompt: str) -> in
 
 
 def status_line(model: str, turn: TurnStats, total: TurnStats, context_window: int, style: Style,
-                mode: str = "", compact_at: float = 0.0) -> str:
+                mode: str = "", compact_at: float = 0.0, local: bool = False) -> str:
     """``model · in N out N · cache N read (P%) · $cost (session $cost) · context [gauge]`` and, with
-    automatic compaction, `` · compacts at P%``."""
+    automatic compaction, `` · compacts at P%``. Figures phi estimated because the server reported
+    no usage are marked ``~`` (``~in 1.2k ~out 85``, no cache figure); a ``local`` model's cost is
+    ``local``, not a price."""
     from ..providers.pricing import format_cost
 
     u = turn.usage
-    cache = f"cache {u.cache_read:,} read ({round(u.cache_hit_rate() * 100)}%)"
-    cost = f"{format_cost(turn.cost)} (session {format_cost(total.cost)})"
+    parts = [style("bold", model)]
+    if turn.estimated:
+        parts.append(f"~in {approx(u.input)} ~out {approx(u.output)}")
+    else:
+        parts += [f"in {u.input:,} out {u.output:,}", f"cache {u.cache_read:,} read ({round(u.cache_hit_rate() * 100)}%)"]
+    parts.append("local" if local else f"{format_cost(turn.cost)} (session {format_cost(total.cost)})")
     ratio = total.context_tokens / context_window if context_window else 0.0
-    parts = [style("bold", model), f"in {u.input:,} out {u.output:,}", cache, cost, f"context {gauge(ratio, style)}"]
+    parts.append(f"context {gauge(ratio, style)}")
     if compact_at > 0:
         parts.append(style("grey", f"compacts at {round(compact_at * 100)}%"))
     if mode:
         parts.insert(1, style("magenta", mode))
     return style("grey", " · ").join(parts)
+
+
+def approx(tokens: int) -> str:
+    """An estimated count, no more precise than it is: ``85``, ``1.2k``, ``34k``, ``1.5M``."""
+    if tokens < 1000:
+        return str(tokens)
+    for size, unit in ((1_000_000, "M"), (1000, "k")):
+        if tokens >= size:
+            value = tokens / size
+            return f"{value:.1f}{unit}" if value < 10 else f"{round(value)}{unit}"
+    return str(tokens)  # unreachable: 1000 and above found a unit
+
+
+def reply_tokens(data: dict[str, Any]) -> int:
+    """Estimated tokens of a reply (its text, thinking and tool calls) from its end event."""
+    from ..context.tokens import estimate_tokens
+
+    calls: object = data.get("tool_calls") or []
+    return (estimate_tokens(str(data.get("text") or "")) + estimate_tokens(str(data.get("reasoning") or ""))
+            + (estimate_tokens(json.dumps(calls, ensure_ascii=False, default=str)) if calls else 0))
 
 
 @dataclass
@@ -239,6 +273,7 @@ class Renderer:
         self._mode = ""  # "thinking" or "text" while a reply streams
         self.turn = TurnStats()
         self.total = TurnStats()
+        self.context_guess = 0  # the conversation's estimated size as a run goes: a call without usage sent this much
         self.model: Model = ""
         self.auth_hint = ""  # appended to an authentication error: which variable holds the key
         self.error_shown = False  # an error of the current input was written
@@ -326,16 +361,24 @@ class Renderer:
     def _text_end(self, data: dict[str, Any]) -> None:
         from ..types import Usage
 
-        self.add_usage(Usage.from_json(data.get("usage") or {}, "usage"))
+        usage = Usage.from_json(data.get("usage") or {}, "usage")
+        reply = reply_tokens(data)
+        reported = usage.input or usage.output or usage.cache_read or usage.cache_write
+        failed = data.get("stop_reason") == "error" and not reply  # nothing was made: nothing to count
+        if not reported and not failed and (reply or self.context_guess):  # a server that sends no usage
+            self.add_usage(Usage(input=self.context_guess, output=reply), estimated=True)
+        else:
+            self.add_usage(usage)
+        self.context_guess = self.turn.context_tokens
         with self._lock:
             if self._column:
                 self.write("\n")
             self._mode = ""
 
-    def add_usage(self, usage: Usage) -> None:
-        """A model call's usage, for this input's and the session's figures."""
-        self.turn.add(usage, self.model)
-        self.total.add(usage, self.model)
+    def add_usage(self, usage: Usage, estimated: bool = False) -> None:
+        """A model call's usage, for this input's and the session's figures (``estimated``: phi's guess)."""
+        self.turn.add(usage, self.model, estimated)
+        self.total.add(usage, self.model, estimated)
 
     def _tool_start(self, data: dict[str, Any]) -> None:
         arguments: dict[str, Any] = data.get("arguments") or {}
@@ -382,6 +425,7 @@ class Renderer:
         if call is None:
             return
         call.output, call.is_error = data.get("output", ""), bool(data.get("is_error"))
+        self.context_guess += _tokens(str(data.get("error") if call.is_error else call.output or ""))
         for path, before in call.before.items():
             call.diff += file_diff(path, before, _read(self.cwd / path))
         seconds = max(0.0, time.monotonic() - call.started - call.waited)
@@ -442,8 +486,11 @@ class Renderer:
             parts.append("\n".join(colour_diff(call.diff, self.style)))
         return "\n".join(parts)
 
-    def start_turn(self) -> None:
+    def start_turn(self, context_guess: int = 0) -> None:
+        """A new input; ``context_guess``: the estimated size of the conversation it is sent with
+        (the input included), the prompt size of a first call that reports no usage."""
         self.turn = TurnStats(context_tokens=self.total.context_tokens)
+        self.context_guess = context_guess
         self.error_shown = False
         self.error_kind = ""
 
@@ -452,9 +499,13 @@ class Renderer:
         """The status line; ``estimate`` gives the context size when no model call reported usage."""
         if not self.total.context_tokens and estimate is not None:
             self.total.context_tokens = estimate()
+        from ..providers.local_servers import is_local_server
+
+        local = not isinstance(self.model, str) and is_local_server(self.model)
         model = self.model if isinstance(self.model, str) else self.model.id
-        return status_line(model, self.turn, self.total, context_window, self.style, mode, compact_at)
+        return status_line(model, self.turn, self.total, context_window, self.style, mode, compact_at, local)
 
 
 __all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",
+           "approx", "reply_tokens",
            "summary", "short_arguments", "colour_diff"]

@@ -415,7 +415,7 @@ class Repl:
         if self.session.state == SessionState.CLOSED:
             self.replace_session(carry=True)
         self.between_inputs()  # start-up's news, and MCP tools that arrived while this was typed
-        self.renderer.start_turn()
+        self.renderer.start_turn(self._context_guess(text))
         try:
             stream = self.session.submit_stream(text)
             try:
@@ -435,6 +435,15 @@ class Repl:
         self._after(result)
         self._run_queued_commands()
         return result
+
+    def _context_guess(self, text: str) -> int:
+        """The estimated size of what the next model call is sent: the conversation and ``text``
+        (the status line's figures for a server that reports no usage)."""
+        from ..context.tokens import estimate_tokens
+        from .render import context_estimate
+
+        agent = self.session.agent
+        return context_estimate(agent.messages, agent.system_prompt) + estimate_tokens(text) + 4
 
     def _watch(self, stream: SessionStream) -> SubmitResult:
         with self.term.running():

@@ -98,6 +98,11 @@ class SessionSetup:
         from ..context import ContextConfig, compact_messages
         from .render import context_estimate
 
+        from ..providers.local_servers import window_from_error
+        from ..types import AssistantMessage
+
+        said = next((window for m in reversed(session.agent.messages[-3:]) if isinstance(m, AssistantMessage)
+                     if (window := window_from_error(m.error_message)) is not None), None)
         messages = without_failed_input(session.agent.messages, text)
         if not messages:
             return None
@@ -105,7 +110,9 @@ class SessionSetup:
         budget = max(50, before // 4)
         compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
         session.agent.messages = compacted
-        self.window_cap = max(MIN_WINDOW * 4, self.context_window(session.profile) // 2)
+        window = self.context_window(session.profile)
+        # the server's window is smaller than phi was told: the one its error names, else half
+        self.window_cap = said if said is not None and said < window else max(MIN_WINDOW * 4, window // 2)
         self.apply_compaction(session)
         return before, context_estimate(compacted, "")
 

@@ -110,7 +110,9 @@ class Loader:
     def names(self) -> tuple[str, str]:
         """``(service, model)`` for the banner: the profile's when loaded, else from the options."""
         if self.ready():
-            return self.state.profile.id, self.state.profile.model
+            from .options import service_name
+
+            return service_name(self.state.profile, self.options), self.state.profile.model
         from .options import describe_choice
 
         return describe_choice(self.options)

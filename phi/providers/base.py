@@ -188,6 +188,12 @@ OVERFLOW_PATTERNS: tuple[str, ...] = (
     r"too many tokens",
     r"token limit exceeded",
     r"model_context_window_exceeded",
+    # local servers (PROV-6): llama.cpp's error type, Ollama, vLLM, LM Studio
+    r"exceed_context_size_error",
+    r"input length exceeds the context length",
+    r"prompt is longer than the context length",
+    r"longer than the maximum model length",
+    r"loaded with context length of only \d+",
 )
 _OVERFLOW_RE = re.compile("|".join(OVERFLOW_PATTERNS), re.IGNORECASE)
 

@@ -204,7 +204,7 @@ class StreamParser(abc.ABC):
         self.stop_reason: StopReason | None = None
         self.error_message: str | None = None
         self.done = False
-        self.events = 0  # complete events (SSE events, event-stream frames) read so far: the idle bound's clock
+        self.events: int = 0  # complete events (SSE events, event-stream frames) read so far: the idle bound's clock
         self.cancel: CancellationToken = CancellationToken()  # set by run_stream
         self.secrets: tuple[str, ...] = ()  # set by run_stream; scrubbed from error_message
 

@@ -33,15 +33,28 @@ from ..types import (
     UserMessage,
 )
 from . import convert, fields
-from .base import AssistantBuilder, StreamConfig
-from .http import HttpRequest, SSEParser, api_key, join_url, json_bytes
+from ..concurrency.cancel import CancellationToken
+from .base import AssistantBuilder, ErrorKind, ProviderError, StreamConfig, StreamEventSink
+from .http import (
+    HttpRequest,
+    SSEParser,
+    api_key,
+    http_error,
+    join_url,
+    json_bytes,
+    timeouts,
+)
 from .http_provider import HttpStreamProvider, WireProtocol
+from .local_servers import is_local_server
 from .model_config import ModelConfig
 from .sse import SSEEvent
+from .transport import HttpClient
 
 log = get_logger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+EMPTY_STREAM_READ_TIMEOUT = 30.0  # seconds the non-streamed question about an empty stream may take
+EMPTY_STREAM = "openai stream ended before any event"
 
 FINISH_REASONS: dict[str, StopReason] = {
     "stop": StopReason.STOP,
@@ -293,6 +306,8 @@ class ChatCompletionsParser(SSEParser):
     def result(self) -> AssistantMessage:
         if self.stop_reason is None and self.error_message is None:
             self.builder.close_open_tool_calls()
+            if self.events == 0:
+                raise ProviderError(ErrorKind.NETWORK, EMPTY_STREAM)
         return super().result()
 
 
@@ -302,6 +317,51 @@ def _detail(usage: dict[str, Any], group: str, name: str) -> Any:
 
 
 class OpenAIProvider(HttpStreamProvider):
-    """Streams any Chat Completions server."""
+    """Streams any Chat Completions server.
+
+    A local server's stream that ends before its first event (llama-cpp-python's server answers a
+    prompt longer than its window with a 200 and an empty stream, the reason only in its own log)
+    is asked about once without streaming, ``max_tokens`` 1: the error that answer carries (a
+    ``context_overflow`` with the server's message) replaces the bare ``network`` one, so that
+    the loop compacts instead of resending the same request (SPEC PROV-6).
+    """
 
     protocol = WireProtocol("openai", build_request, ChatCompletionsParser)
+
+    def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
+        try:
+            return super().stream(config, on_event, cancel)
+        except ProviderError as error:
+            mc = config.model_config
+            if error.message != EMPTY_STREAM or cancel.is_cancelled() or not is_local_server(mc):
+                raise
+            raise (self._why_empty(self.build_request(config), mc, cancel) or error) from None
+
+    def _why_empty(self, request: HttpRequest, mc: ModelConfig, cancel: CancellationToken) -> ProviderError | None:
+        """The error the server gives for the same request without streaming, or None."""
+        body = request.json_body()
+        body["stream"] = False
+        body.pop("stream_options", None)
+        body[mc.compat.max_tokens_field or "max_tokens"] = 1
+        log.info("the %s stream ended before any event; asking once more without streaming to learn why",
+                 mc.provider or "openai")
+        connect, read, _ = timeouts(mc)
+        # a connection of its own: the server may have dropped the pooled one the stream used
+        client = HttpClient(pool_maxsize=1)
+        try:
+            response = client.post(request.url, request.headers, json_bytes(body),
+                                    (connect, min(read, EMPTY_STREAM_READ_TIMEOUT)), cancel)
+            if response is None:
+                return None
+            try:
+                if response.status_code < 400:
+                    return None
+                error = http_error(response, request)
+            finally:
+                response.close()
+        except Exception as exc:  # no answer: the original error stands
+            log.debug("the question about the empty stream failed: %s", type(exc).__name__)
+            return None
+        finally:
+            client.close()
+        return None if error.kind is ErrorKind.NETWORK else error

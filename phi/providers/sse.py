@@ -8,7 +8,10 @@ directly on bytes, so it does not depend on how ``requests`` guesses the charset
 * lines starting with ``:`` are comments (OpenRouter's ``: OPENROUTER PROCESSING``);
 * ``field:value`` with one optional space after the colon; ``data`` lines are joined with ``\\n``;
   ``event``, ``id`` (ignored when it contains NUL) and ``retry`` (digits only) are kept;
-* a blank line dispatches the event; an event without any ``data`` line is dropped;
+* a blank line dispatches the event; an event without any ``data`` line is dropped — except one
+  with an ``error`` field, which llama.cpp's server writes instead of ``data`` for an error in the
+  middle of a stream (``error: {...}``, not a field of the standard): it becomes an event of type
+  ``error`` carrying that value, so the failure is read, not lost (SPEC PROV-6);
 * the payload is always decoded as UTF-8 (invalid bytes become U+FFFD, never an exception).
 
 Unlike the standard (which drops it), a pending event at end of input is flushed by
@@ -158,12 +161,12 @@ class SSEDecoder:
     def _parse_lines(self, lines: Iterable[str], out: list[SSEEvent]) -> None:
         event = ""
         data: list[str] = []
+        error: list[str] = []  # llama.cpp's "error: {...}" (see the module docstring)
         retry: int | None = None
         for line in lines:
             if not line:  # a blank line inside the block (e.g. leading "\n"): dispatch
-                if data:
-                    out.append(SSEEvent(event or "message", "\n".join(data), self._last_id, retry))
-                event, data, retry = "", [], None
+                self._emit(out, event, data, error, retry)
+                event, data, error, retry = "", [], [], None
                 continue
             if line[0] == ":":  # comment
                 self._comments += 1
@@ -181,10 +184,17 @@ class SSEDecoder:
             elif name == "retry":
                 if value.isascii() and value.isdigit():
                     retry = int(value)
+            elif name == "error":
+                error.append(value)
             else:
                 log.debug("ignoring unknown SSE field %r", name[:40])
+        self._emit(out, event, data, error, retry)
+
+    def _emit(self, out: list[SSEEvent], event: str, data: list[str], error: list[str], retry: int | None) -> None:
         if data:
             out.append(SSEEvent(event or "message", "\n".join(data), self._last_id, retry))
+        elif error:
+            out.append(SSEEvent("error", "\n".join(error), self._last_id, retry))
 
 
 def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
