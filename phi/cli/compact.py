@@ -4,25 +4,29 @@
   ``--compact-at`` share of the model's (85 % by default; the status line says where). Before each
   model call the loop fits the messages into it with the library's compactor (tool outputs cut,
   old turns summarised, the middle dropped), and after a context-overflow error it compacts to a
-  tighter budget and retries once.
+  tighter budget and retries once. Each time that changes the conversation, a line says so, with
+  the sizes before and after (:class:`NoticedCompaction`): a gauge that drops is never unexplained.
 * **When that retry failed too** (the server's window is smaller than phi was told), the CLI
   compacts the conversation to a quarter of its size, halves the window it assumes for the rest of
   the process, and sends the input once more (:func:`recover_from_overflow`): an overflow is never a
   dead end.
 * **On request**, ``/compact [FOCUS]`` (:func:`compact_now`) asks the model for a summary of the
   whole conversation — with FOCUS saying what matters most — and replaces the conversation with it.
-  If that call fails, the mechanical compactor halves the conversation instead, and says so.
+  If that call fails, the mechanical compactor halves the conversation instead, and says so — or,
+  when it cannot make it any smaller, leaves it as it is and says that.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import PhiError
 from ..log import get_logger
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
+    from ..context import ContextConfig
+    from ..context.compaction import CompactionStrategy
     from ..types import AgentMessage, Usage
     from .repl_state import ReplState
 
@@ -54,8 +58,38 @@ def auto_limit(window: int, threshold: float) -> int:
     return max(MIN_WINDOW, int(window * threshold))
 
 
-def apply_auto_compaction(session: Session, threshold: float, window: int | None = None) -> None:
-    """Compact before each call above ``threshold`` of the window (0: never; see the module docstring)."""
+class NoticedCompaction:
+    """The loop's compaction (the library's incremental cascade, or the strategy given) that tells
+    ``notice(before, after)`` — estimated tokens — each time it changes the conversation."""
+
+    def __init__(self, notice: Callable[[int, int], None], inner: CompactionStrategy | None = None) -> None:
+        if inner is None:
+            from ..context.incremental import IncrementalCompaction
+
+            inner = IncrementalCompaction()
+        self.inner = inner
+        self.notice = notice
+
+    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]:
+        given = list(messages)
+        compacted = self.inner.compact(messages, config)
+        if len(compacted) != len(given) or any(a is not b for a, b in zip(compacted, given)):
+            from ..context.tokens import total_tokens
+
+            try:
+                self.notice(total_tokens(given, config.counter), total_tokens(compacted, config.counter))
+            except Exception:  # telling must never stop the run
+                log.debug("the compaction notice failed", exc_info=True)
+        return compacted
+
+    def __repr__(self) -> str:
+        return f"NoticedCompaction({self.inner!r})"
+
+
+def apply_auto_compaction(session: Session, threshold: float, window: int | None = None,
+                          notice: Callable[[int, int], None] | None = None) -> None:
+    """Compact before each call above ``threshold`` of the window (0: never; see the module
+    docstring); ``notice(before, after)`` is told of each compaction that changed the conversation."""
     if threshold <= 0:
         session.agent.config.context_config = None
         return
@@ -64,6 +98,10 @@ def apply_auto_compaction(session: Session, threshold: float, window: int | None
     limit = auto_limit(window or session.profile.context_window_size, threshold)
     reserve = min(reserve_tokens(session), limit // 2)
     session.agent.config.context_config = ContextConfig(max_context_tokens=limit, system_prompt_tokens=reserve)
+    if notice is not None:
+        current = session.agent.config.compaction_strategy
+        inner = current.inner if isinstance(current, NoticedCompaction) else current
+        session.agent.config.compaction_strategy = NoticedCompaction(notice, inner)
 
 
 def _estimate(messages: Sequence[AgentMessage], system_prompt: str = "") -> int:
@@ -165,6 +203,10 @@ def compact_now(repl: ReplState, focus: str) -> None:
 
         budget = max(50, before // 2)
         compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
+        if _estimate(compacted, agent.system_prompt) >= before:  # nothing the compactor could cut
+            repl.renderer.line(repl.style("yellow", f"! {error}; the conversation could not be cut mechanically "
+                                                    f"either: it is unchanged (~{before:,} tokens)"))
+            return
         how = f"{error}; cut mechanically instead"
     else:
         compacted = [UserMessage.from_text(f"{SUMMARY_HEAD}\n\n{summary}")]
@@ -176,5 +218,5 @@ def compact_now(repl: ReplState, focus: str) -> None:
     repl.renderer.line(f"compacted: ~{before:,} → ~{after:,} tokens ({how})")
 
 
-__all__ = ["apply_auto_compaction", "recover_from_overflow", "compact_now", "summarize", "transcript",
+__all__ = ["apply_auto_compaction", "NoticedCompaction", "recover_from_overflow", "compact_now", "summarize", "transcript",
            "SUMMARY_HEAD", "auto_limit"]

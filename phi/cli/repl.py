@@ -42,7 +42,7 @@ from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
 from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
-from .render import Renderer, Style, TurnStats, colour_diff, visible
+from .render import Renderer, Style, TurnStats, colour_diff, plural, visible
 from .startup import Loader
 from .terminal import Terminal, Verbatim
 
@@ -73,7 +73,8 @@ class ScreenLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             colour = "red" if record.levelno >= logging.ERROR else "yellow"
-            self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
+            with self.renderer.aside():  # (a reply streaming meanwhile goes on after it, no word split)
+                self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
         except Exception:
             self.handleError(record)
 
@@ -100,7 +101,8 @@ class Repl:
             start_probe()  # the banner says what protects commands; the probe runs meanwhile
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
-                                 live=terminal and options.color != "never")
+                                 live=terminal and options.color != "never",
+                                 width=_columns if self.out.isatty() else None)
         self.reasoning_effort = options.reasoning_effort()
         self.screen_log = ScreenLog(self.renderer)
         logging.getLogger(LOG_ROOT).addHandler(self.screen_log)
@@ -190,10 +192,17 @@ class Repl:
         session.agent.subscribe(self.renderer.on_core_event)
         self.loader.state.sessions.attach_session(session)
         self._apply_mode(session)
-        apply_auto_compaction(session, self.compact_at, self.context_window(profile))
+        apply_auto_compaction(session, self.compact_at, self.context_window(profile), self._compacted)
         self.renderer.model = profile.model_config
         self.renderer.auth_hint = key_hint(self.options, profile.id)
         return session
+
+    def _compacted(self, before: int, after: int) -> None:
+        """The loop compacted the conversation before a model call (on the run's thread): said, so
+        that a context gauge that drops (or a usage warning above 100 %) is explained."""
+        self.renderer.line(self.style("yellow", f"! compacted the conversation to stay under "
+                                                f"{round(self.compact_at * 100)}% of the context window: "
+                                                f"~{before:,} → ~{after:,} tokens"))
 
     def context_window(self, profile: ProviderProfile | None = None) -> int:
         """The model's window, or the smaller one an overflow showed."""
@@ -276,6 +285,10 @@ class Repl:
             try:
                 text = self.read_input()
             except KeyboardInterrupt:
+                if self.term.cleared.strip():  # Ctrl+C on a line being typed clears it, as in a shell
+                    interrupted = False
+                    self.renderer.line(self.style("grey", "(cleared; Ctrl+C twice on an empty prompt exits)"))
+                    continue
                 if interrupted:
                     self.renderer.line()
                     break
@@ -424,9 +437,12 @@ class Repl:
                     if line.strip():
                         from .commands import dispatch_running, is_command
 
-                        if not is_command(line.strip()):
-                            self.offer(line.strip(), running=True)
-                        elif dispatch_running(self, line.strip()) == "stop":
+                        with self.renderer.aside():  # not inside the reply's words: on rows of its own
+                            if not is_command(line.strip()):
+                                self.offer(line.strip(), running=True)
+                                continue
+                            stop = dispatch_running(self, line.strip()) == "stop"
+                        if stop:
                             return self._interrupt(stream)  # (offered lines come back to the prompt)
                     elif self.offered is not None:  # Enter alone: the offered lines go now, as they are
                         self._steer(self._take_offered())
@@ -537,6 +553,7 @@ class Repl:
         from .preview import preview_diff
 
         lines, reason = preview_diff(request.tool_name, request.arguments, self.options.cwd)
+        self.renderer.previewed[request.call_id] = lines  # the same change is not shown again after the call
         if reason:
             self.renderer.line(self.style("grey", reason))
         shown = colour_diff(lines, self.style)
@@ -546,7 +563,8 @@ class Repl:
             shown = shown[page:]
             if not shown:
                 break
-            more = self.style("grey", f"… {len(shown)} more lines: [space] next page, [q] skip to the question ")
+            more = self.style("grey", f"… {plural(len(shown), 'more line')}: [space] next page, "
+                                      "[q] skip to the question ")
             self.renderer.write(more)
             key = self.term.read_key(" q", self.kept_paste(more))
             self.renderer.write("\r\x1b[2K" if self.renderer.live else "\n")
@@ -637,6 +655,10 @@ class Repl:
             self.term.save_history()
             self.term.paste_mode(False)
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
+
+
+def _columns() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def _is_message(line: str, running: bool) -> bool:
