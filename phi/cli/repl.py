@@ -102,7 +102,7 @@ class Repl:
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
                                  live=terminal and options.color != "never",
-                                 width=_columns if self.out.isatty() else None)
+                                 width=(lambda: _columns(self.out)) if self.out.isatty() else None)
         self.reasoning_effort = options.reasoning_effort()
         self.screen_log = ScreenLog(self.renderer)
         logging.getLogger(LOG_ROOT).addHandler(self.screen_log)
@@ -657,8 +657,14 @@ class Repl:
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
 
 
-def _columns() -> int:
-    return shutil.get_terminal_size((100, 24)).columns
+def _columns(out: TextIO) -> int:
+    """The terminal's width now (it may have been resized): asked of the terminal itself first, as
+    an exported ``COLUMNS`` can be stale."""
+    try:
+        columns = os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return columns or shutil.get_terminal_size((100, 24)).columns
 
 
 def _is_message(line: str, running: bool) -> bool:

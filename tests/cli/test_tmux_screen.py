@@ -75,7 +75,7 @@ def test_help_typed_in_the_middle_of_a_word_of_the_reply_does_not_split_it(model
         term.keys("Stream slowly", "Enter")
         term.wait_for("Say hi")
         term.keys("/help", "Enter")
-        screen = term.wait_for("Ctrl+C aborts a run")
+        screen = term.wait_for("@PATH attaches a file")
         rows = screen.splitlines()
         at = next(i for i, row in enumerate(rows) if row.startswith("Say hi"))
         assert rows[at] == "Say hi", screen  # the word being streamed waits: it is not cut at "alph"
