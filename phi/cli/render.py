@@ -28,7 +28,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence, TextIO, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generator, Sequence, TextIO, Union
 
 if TYPE_CHECKING:
     from ..coding import SessionEvent
@@ -281,6 +281,8 @@ class Renderer:
         self._asked: ToolCall | None = None  # the call an approval question is about
         self._word = ""  # streamed text not written yet: the word that may not fit on this row
         self._word_style = ""  # the style it is written in ("dim": thinking)
+        self._gap = ""  # the blanks before that word, not written yet (dropped where the row ends)
+        self._indent = False  # those blanks start a row of the text: they are written there
         self._aside = 0  # inside aside(): lines that leave the word being streamed waiting
         self.previewed: dict[str, list[str]] = {}  # call id -> the diff shown before the person approved it
 
@@ -338,7 +340,7 @@ class Renderer:
                 call.asked_at = None
 
     @contextmanager
-    def aside(self) -> Iterator[None]:
+    def aside(self) -> Generator[None, None, None]:
         """Lines written inside are not part of the reply streaming meanwhile (a command typed
         during it): they start on a row of their own at a word boundary, and the word being streamed
         goes on after them."""
@@ -351,18 +353,21 @@ class Renderer:
                 self._aside -= 1
 
     def end_word(self) -> None:
-        """Write the streamed text held back (the end of the reply, or something else follows it)."""
+        """Write the streamed text held back (the end of the reply, or something else follows it);
+        blanks after the last word are dropped."""
         with self._lock:
             word, self._word = self._word, ""
             if word:
                 self._put_word(word, self._word_style)
+            self._gap = ""
 
     def _stream(self, text: str, style: str = "") -> None:
-        """Streamed model text (see the module docstring): wrapped at word boundaries on a terminal."""
+        """Streamed model text (see the module docstring): wrapped at word boundaries on a terminal.
+        Blanks wait with the word after them: they are written only when it goes on the same row."""
         if self.width is None:
             self.write(self.style(style, text) if style else text)
             return
-        if self._word and style != self._word_style:
+        if (self._word or self._gap) and style != self._word_style:
             self.end_word()
         self._word_style = style
         pending = self._word + text
@@ -373,7 +378,13 @@ class Renderer:
             word, pending = pending[:found.start()], pending[found.end():]
             if word:
                 self._put_word(word, style)
-            self._put_break(found.group())
+            if found.group() == "\n":
+                self._gap = ""
+                self.write("\n")
+            else:
+                if not self._gap:
+                    self._indent = self._column == 0  # blanks that start a row are the text's own indent
+                self._gap += found.group()
         self._word = pending
         if pending and columns(pending) >= self._row_width():  # wider than a row: as it comes
             self.end_word()
@@ -385,17 +396,17 @@ class Renderer:
             return 1 << 30
 
     def _put_word(self, word: str, style: str) -> None:
-        if self._column and self._column + columns(word) > self._row_width():
+        gap, self._gap = self._gap, ""
+        if self._column == 0 and not self._indent:
+            gap = ""  # the row was ended for something else (an aside): the paragraph goes on
+        at = self._column
+        for char in gap:
+            at += 1 if char == " " else TAB_STOP - at % TAB_STOP
+        if self._column and at + columns(word) > self._row_width():
             self.write("\n")
-        self.write(self.style(style, word) if style else word)
-
-    def _put_break(self, char: str) -> None:
-        """A space, tab or line break of the stream; a space or tab that would end the row ends it."""
-        if char == "\n":
-            self.write("\n")
-            return
-        step = 1 if char == " " else TAB_STOP - self._column % TAB_STOP
-        self.write("\n" if self._column + step > self._row_width() else char)
+            gap = ""
+        self.write((gap + self.style(style, word)) if style else gap + word)
+        self._indent = False
 
     def line(self, text: str = "") -> None:
         """``text`` on a line of its own."""

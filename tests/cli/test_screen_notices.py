@@ -73,3 +73,54 @@ def test_an_automatic_compaction_is_said_before_the_gauge_drops(launch, model, p
     assert int(gauge.group(1)) < 85
     phi.prompt()
     assert phi.text.index(notice.group(0)) < phi.text.index("It repeats.")
+
+
+# ----------------------------------------------------------------------------- the renderer's wrapping
+
+
+def _renderer(width: int):
+    import io
+
+    from phi.cli.render import Renderer, Style
+
+    out = io.StringIO()
+    return Renderer(out, Style(False), width=lambda: width), out
+
+
+def _stream(renderer, *deltas: str) -> None:
+    for delta in deltas:
+        renderer.on_event(type("E", (), {"kind": "assistant_text_delta", "data": {"delta": delta}})())
+    renderer.on_event(type("E", (), {"kind": "assistant_text_end", "data": {}})())
+
+
+def test_wrapping_counts_wide_characters_and_lets_a_word_wider_than_a_row_through():
+    renderer, out = _renderer(21)  # rows of 20 columns
+    _stream(renderer, "漢字漢字漢字 ", "漢字漢字漢字 abc ", "x" * 30, " end")
+    rows = out.getvalue().splitlines()
+    assert rows == ["漢字漢字漢字", "漢字漢字漢字 abc", "x" * 30, "end"]
+
+
+def test_wrapping_keeps_the_indent_a_row_starts_with():
+    renderer, out = _renderer(41)
+    _stream(renderer, "Try:\n    def f():\n    ", "    return 1\n\tdone\n")
+    assert out.getvalue().splitlines() == ["Try:", "    def f():", "        return 1", "\tdone"]
+
+
+def test_a_line_written_aside_leaves_the_word_being_streamed_whole():
+    renderer, out = _renderer(80)
+    renderer.on_event(type("E", (), {"kind": "assistant_text_delta", "data": {"delta": "Say hi alph"}})())
+    with renderer.aside():
+        renderer.line("/help: the commands")
+    _stream(renderer, "abetically, please.")
+    assert out.getvalue().splitlines() == ["Say hi", "/help: the commands", "alphabetically, please."]
+
+
+def test_without_a_width_the_stream_is_written_as_it_comes():
+    import io
+
+    from phi.cli.render import Renderer, Style
+
+    out = io.StringIO()
+    renderer = Renderer(out, Style(False))
+    renderer.on_event(type("E", (), {"kind": "assistant_text_delta", "data": {"delta": "Say hi alph"}})())
+    assert out.getvalue() == "Say hi alph"
