@@ -378,7 +378,11 @@ class Repl:
         lines = [first]
         while lines[-1].endswith("\\"):
             lines[-1] = lines[-1][:-1]
-            lines.append(self.term.prompt(self.style("grey", "… ")))
+            try:
+                lines.append(self.term.prompt(self.style("grey", "… ")))
+            except KeyboardInterrupt:  # the lines before are cleared too: not an empty prompt
+                self.term.cleared = "\n".join([*lines, self.term.cleared])
+                raise
         text = "\n".join(lines)
         return Verbatim(text) if isinstance(first, Verbatim) else text
 
