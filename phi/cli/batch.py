@@ -122,6 +122,9 @@ def unattended_session(options: CliOptions, profile: ProviderProfile, sessions: 
     gate = make_gate(options, options.approve or "off", interactive=False)
     mcp = connect_mcp(options, command_environment(), warn)  # a malformed config: ConfigError, exit 2
     setup = SessionSetup.for_options(options, gate, mcp)
+    setup.compaction_notice = lambda before, after: warn(
+        f"compacted the conversation to stay under {round(setup.compact_at * 100)}% of the context window: "
+        f"~{before:,} → ~{after:,} tokens")
     try:
         session = setup.new_session(profile, sessions)
         # no sandbox here: commands are refused, nobody to ask (set by new_session from the sandbox)

@@ -4,7 +4,8 @@
   ``--compact-at`` share of the model's (85 % by default; the status line says where). Before each
   model call the loop fits the messages into it with the library's compactor (tool outputs cut,
   old turns summarised, the middle dropped), and after a context-overflow error it compacts to a
-  tighter budget and retries once.
+  tighter budget and retries once. Each time that changes the conversation, a line says so, with
+  the sizes before and after (:class:`NoticedCompaction`): a gauge that drops is never unexplained.
 * **When that retry failed too** (the server's window is smaller than phi was told), the CLI
   compacts the conversation to a quarter of its size, assumes for the rest of the process the window
   the server's error names (``maximum context length is 4096 tokens``) or else half the one it
@@ -12,7 +13,8 @@
   dead end.
 * **On request**, ``/compact [FOCUS]`` (:func:`compact_now`) asks the model for a summary of the
   whole conversation — with FOCUS saying what matters most — and replaces the conversation with it.
-  If that call fails, the mechanical compactor halves the conversation instead, and says so.
+  If that call fails, the mechanical compactor halves the conversation instead, and says so — or,
+  when it cannot make it any smaller, leaves it as it is and says that.
 """
 
 from __future__ import annotations
@@ -125,6 +127,10 @@ def compact_now(repl: ReplState, focus: str) -> None:
 
         budget = max(50, before // 2)
         compacted = compact_messages(messages, ContextConfig(max_context_tokens=budget + 1, system_prompt_tokens=0))
+        if _estimate(compacted, agent.system_prompt) >= before:  # nothing the compactor could cut
+            repl.renderer.line(repl.style("yellow", f"! {error}; the conversation could not be cut mechanically "
+                                                    f"either: it is unchanged (~{before:,} tokens)"))
+            return
         how = f"{error}; cut mechanically instead"
     else:
         compacted = [UserMessage.from_text(f"{SUMMARY_HEAD}\n\n{summary}")]

@@ -4,7 +4,9 @@
 It answers every input in two steps, streamed a few characters at a time like a real model: first
 some thinking and a ``glob`` call listing the working directory, then, with the tool's result in
 hand, a short answer naming what it found and quoting the input. An input of the form
-``write PATH: TEXT`` makes it write ``TEXT`` to ``PATH`` instead (to see approval prompts and diffs).
+``write PATH: TEXT`` makes it write ``TEXT`` to ``PATH`` instead (to see approval prompts and diffs);
+when the call was refused or failed, the answer says so, with the tool's reason, and never that it
+wrote the file.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ class OfflineModel:
         if isinstance(last, ToolResultMessage):
             found = last.text.strip()
             listing = ", ".join(found.splitlines()[:8]) or "nothing"
-            verb = "wrote the file" if last.tool_name == "write_file" else f"found: {listing}"
+            if last.is_error:  # refused, or failed: never claimed done
+                reason = " ".join(found.split())[:200].rstrip(". ") or "no reason given"
+                verb = f"did not {'write the file' if last.tool_name == 'write_file' else 'look'}: {reason}"
+            else:
+                verb = "wrote the file" if last.tool_name == "write_file" else f"found: {listing}"
             text = (f"I am phi's offline model: no network, a scripted reply. I {verb}. You asked: "
                     f"\u201c{question.strip()[:200]}\u201d. Set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY "
                     "to talk to a real model.")
@@ -55,11 +61,13 @@ class OfflineModel:
             call = {"type": "toolCall", "id": call_id, "name": "write_file",
                     "arguments": {"file_path": write.group(1), "content": write.group(2).rstrip() + "\n"}}
             thought = f"The user wants {write.group(1)} written."
+            opening = f"Writing {write.group(1)}. "
         else:
             call = {"type": "toolCall", "id": call_id, "name": "glob", "arguments": {"pattern": "*"}}
             thought = "Let me look at the working directory first."
+            opening = "Looking around. "
         return {"blocks": [{"type": "thinking", "chunks": _chunks(thought)},
-                           {"type": "text", "chunks": _chunks("Looking around. ")}, call], "usage": usage}
+                           {"type": "text", "chunks": _chunks(opening)}, call], "usage": usage}
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
         reply = {**self._reply(config), "chunk_delay_ms": self.chunk_delay_ms}

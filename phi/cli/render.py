@@ -5,9 +5,17 @@
 thinking stream) and writes, as they arrive: the reply text; thinking dimmed (when shown); one line
 per tool call — number, name, short arguments, status, duration and a one-line summary of the
 output, the whole output kept for ``/show N``; a coloured unified diff for every file a write tool
-changed (the files named in its arguments are read before and after the call); and, after each
-input, the status line (:func:`status_line`). ANSI colours only when :class:`Style` is enabled
-(stdout is a terminal); otherwise plain text.
+changed (the files named in its arguments are read before and after the call) — unless it is the
+very change the person was shown and approved before the call; and, after each input, the status
+line (:func:`status_line`). ANSI colours only when :class:`Style` is enabled (stdout is a terminal);
+otherwise plain text.
+
+On a terminal (``width`` given) the streamed reply and thinking are wrapped at word boundaries, so
+that no word is split across two rows: a word is written once it is complete (a space or a line
+break follows it) or the reply ends, on the next row when it does not fit on this one. A word wider
+than a row is written as it comes. Lines written :meth:`Renderer.aside` the stream — a command typed
+while phi replies — therefore start at a word boundary: the word being streamed waits and goes on
+after them.
 """
 
 from __future__ import annotations
@@ -17,9 +25,10 @@ import re
 import shutil
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, TextIO, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generator, Sequence, TextIO, Union
 
 if TYPE_CHECKING:
     from ..coding import SessionEvent
@@ -37,6 +46,9 @@ GAUGE_WIDTH = 10
 LIVE_REFRESH_S = 0.1  # at most this often a running call's line shows its latest output
 _PATCH_PATHS = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _PATH_KEYS = ("file_path", "path", "absolute_path")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_BREAKS = re.compile(r"[ \t\n]")
+TAB_STOP = 8
 
 
 class Style:
@@ -78,6 +90,27 @@ def inert(text: str) -> str:
     return _TERMINAL_CONTROLS.sub(lambda m: repr(m.group())[1:-1], text) if _TERMINAL_CONTROLS.search(text) else text
 
 
+def columns(text: str) -> int:
+    """The columns ``text`` takes on a terminal: escape sequences none, wide (East Asian) characters
+    two, combining and format characters none."""
+    import unicodedata
+
+    text = _ANSI.sub("", text)
+    if text.isascii():
+        return sum(1 for char in text if char >= " ")
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf", "Cc"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def short_arguments(arguments: dict[str, Any], width: int = 60) -> str:
     """``key=value, ...`` on one line, cut to ``width`` characters."""
     parts: list[str] = []
@@ -95,7 +128,7 @@ def summary(output: str, width: int = 60) -> str:
         return "no output"
     first = " ".join(visible(lines[0]).split())
     first = first if len(first) <= width else first[:width - 1] + "…"
-    return f"{len(lines)} line{'s' if len(lines) != 1 else ''} · {first}"
+    return f"{plural(len(lines), 'line')} · {first}"
 
 
 def colour_diff(lines: list[str], style: Style) -> list[str]:
@@ -257,8 +290,10 @@ class Renderer:
     """Writes a session's events to ``out`` (see the module docstring). Thread-safe."""
 
     def __init__(self, out: TextIO, style: Style, *, show_thinking: bool = True,
-                 tool_kind: Callable[[str], str] | None = None, cwd: str = ".", live: bool = False) -> None:
+                 tool_kind: Callable[[str], str] | None = None, cwd: str = ".", live: bool = False,
+                 width: Callable[[], int] | None = None) -> None:
         self.out = out
+        self.width = width  # the terminal's columns, read at each word: the streamed reply is wrapped to it
         self.live = live  # a terminal: a running call's line is shown, then rewritten when it ends
         self._open_call: int | None = None  # the call whose "running" line the cursor is on
         self._asking = False  # a question waits for the person's answer
@@ -279,6 +314,12 @@ class Renderer:
         self.error_shown = False  # an error of the current input was written
         self.error_kind = ""  # the kind of that error (``context_overflow``, ``auth``, ...)
         self._asked: ToolCall | None = None  # the call an approval question is about
+        self._word = ""  # streamed text not written yet: the word that may not fit on this row
+        self._word_style = ""  # the style it is written in ("dim": thinking)
+        self._gap = ""  # the blanks before that word, not written yet (dropped where the row ends)
+        self._indent = False  # those blanks start a row of the text: they are written there
+        self._aside = 0  # inside aside(): lines that leave the word being streamed waiting
+        self.previewed: dict[str, list[str]] = {}  # call id -> the diff shown before the person approved it
 
     # ------------------------------------------------------------------ output primitives
 
@@ -288,11 +329,19 @@ class Renderer:
             self.out.write(text)
             self.out.flush()
             tail = text.rsplit("\n", 1)
-            self._column = len(tail[-1]) if len(tail) > 1 else self._column + len(text)
+            tail[-1] = tail[-1].rsplit("\r", 1)[-1] if "\r" in tail[-1] else tail[-1]
+            shown = columns(tail[-1])
+            self._column = shown if len(tail) > 1 or "\r" in text else self._column + shown
 
     def fresh_line(self) -> None:
-        """Move to the start of a line unless already there."""
+        """Move to the start of a line unless already there (the word being streamed is written
+        first, unless this is an :meth:`aside`)."""
         with self._lock:
+            if self._aside:  # the stream goes on after the aside, in the same mode
+                if self._column:
+                    self.write("\n")
+                return
+            self.end_word()
             if self._column:
                 self.write("\n")
             self._mode = ""
@@ -325,6 +374,75 @@ class Renderer:
                 call.waited += time.monotonic() - call.asked_at
                 call.asked_at = None
 
+    @contextmanager
+    def aside(self) -> Generator[None, None, None]:
+        """Lines written inside are not part of the reply streaming meanwhile (a command typed
+        during it): they start on a row of their own at a word boundary, and the word being streamed
+        goes on after them."""
+        with self._lock:
+            self._aside += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._aside -= 1
+
+    def end_word(self) -> None:
+        """Write the streamed text held back (the end of the reply, or something else follows it);
+        blanks after the last word are dropped."""
+        with self._lock:
+            word, self._word = self._word, ""
+            if word:
+                self._put_word(word, self._word_style)
+            self._gap = ""
+
+    def _stream(self, text: str, style: str = "") -> None:
+        """Streamed model text (see the module docstring): wrapped at word boundaries on a terminal.
+        Blanks wait with the word after them: they are written only when it goes on the same row."""
+        if self.width is None:
+            self.write(self.style(style, text) if style else text)
+            return
+        if (self._word or self._gap) and style != self._word_style:
+            self.end_word()
+        self._word_style = style
+        pending = self._word + text
+        while True:
+            found = _BREAKS.search(pending)
+            if found is None:
+                break
+            word, pending = pending[:found.start()], pending[found.end():]
+            if word:
+                self._put_word(word, style)
+            if found.group() == "\n":
+                self._gap = ""
+                self.write("\n")
+            else:
+                if not self._gap:
+                    self._indent = self._column == 0  # blanks that start a row are the text's own indent
+                self._gap += found.group()
+        self._word = pending
+        if pending and columns(pending) >= self._row_width():  # wider than a row: as it comes
+            self.end_word()
+
+    def _row_width(self) -> int:
+        try:
+            return max(10, (self.width() if self.width is not None else 0) - 1)
+        except Exception:  # a closed terminal: no wrapping
+            return 1 << 30
+
+    def _put_word(self, word: str, style: str) -> None:
+        gap, self._gap = self._gap, ""
+        if self._column == 0 and not self._indent:
+            gap = ""  # the row was ended for something else (an aside): the paragraph goes on
+        at = self._column
+        for char in gap:
+            at += 1 if char == " " else TAB_STOP - at % TAB_STOP
+        if self._column and at + columns(word) > self._row_width():
+            self.write("\n")
+            gap = ""
+        self.write((gap + self.style(style, word)) if style else gap + word)
+        self._indent = False
+
     def line(self, text: str = "") -> None:
         """``text`` on a line of its own."""
         with self._lock:
@@ -340,11 +458,12 @@ class Renderer:
                 return
             with self._lock:
                 if self._mode != "thinking":
+                    self.end_word()
                     if self._column:
                         self.write("\n")
                     self.write(self.style("dim", "thinking: "))
                     self._mode = "thinking"
-                self.write(self.style("dim", inert(event.delta.delta)))
+                self._stream(inert(event.delta.delta), "dim")
 
     def on_event(self, event: SessionEvent) -> None:
         handler = self._HANDLERS.get(getattr(event.kind, "value", event.kind))
@@ -354,9 +473,10 @@ class Renderer:
     def _text_delta(self, data: dict[str, Any]) -> None:
         with self._lock:
             if self._mode == "thinking":
+                self.end_word()
                 self.write("\n")
             self._mode = "text"
-            self.write(inert(data["delta"]))
+            self._stream(inert(data["delta"]))
 
     def _text_end(self, data: dict[str, Any]) -> None:
         from ..types import Usage
@@ -371,6 +491,7 @@ class Renderer:
             self.add_usage(usage)
         self.context_guess = self.turn.context_tokens
         with self._lock:
+            self.end_word()
             if self._column:
                 self.write("\n")
             self._mode = ""
@@ -422,6 +543,7 @@ class Renderer:
     def _tool_end(self, data: dict[str, Any]) -> None:
         with self._lock:
             call = self._by_id.pop(data["call_id"], None)
+            previewed = self.previewed.pop(data["call_id"], None)
         if call is None:
             return
         call.output, call.is_error = data.get("output", ""), bool(data.get("is_error"))
@@ -437,11 +559,11 @@ class Renderer:
         with self._lock:
             self._erase_running(call.number)
             self.line(head)
-            if call.diff:
+            if call.diff and call.diff != previewed:  # (the change approved is on the screen already)
                 shown = colour_diff(call.diff[:DIFF_LINES], self.style)
                 more = len(call.diff) - DIFF_LINES
                 if more > 0:
-                    shown.append(self.style("grey", f"… {more} more diff lines (/show {call.number})"))
+                    shown.append(self.style("grey", f"… {plural(more, 'more diff line')} (/show {call.number})"))
                 self.write("\n".join(shown) + "\n")
 
     def _steering(self, data: dict[str, Any]) -> None:
@@ -491,6 +613,7 @@ class Renderer:
         (the input included), the prompt size of a first call that reports no usage."""
         self.turn = TurnStats(context_tokens=self.total.context_tokens)
         self.context_guess = context_guess
+        self.previewed.clear()  # (a question an abort left unanswered)
         self.error_shown = False
         self.error_kind = ""
 
@@ -507,5 +630,4 @@ class Renderer:
 
 
 __all__ = ["Renderer", "Style", "TurnStats", "status_line", "context_estimate", "gauge", "file_diff", "touched_paths",
-           "approx", "reply_tokens",
-           "summary", "short_arguments", "colour_diff"]
+           "approx", "reply_tokens", "summary", "short_arguments", "colour_diff", "columns", "plural"]

@@ -42,7 +42,7 @@ from ..log import ROOT as LOG_ROOT
 from ..log import get_logger
 from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
-from .render import Renderer, Style, TurnStats, colour_diff, visible
+from .render import Renderer, Style, TurnStats, colour_diff, plural, visible
 from .session_setup import SessionSetup, drop_unfit_input
 from .startup import Loader
 from .terminal import Terminal, Verbatim
@@ -74,7 +74,8 @@ class ScreenLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             colour = "red" if record.levelno >= logging.ERROR else "yellow"
-            self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
+            with self.renderer.aside():  # (a reply streaming meanwhile goes on after it, no word split)
+                self.renderer.line(self.renderer.style(colour, f"! {record.getMessage()}"))
         except Exception:
             self.handleError(record)
 
@@ -105,13 +106,15 @@ class Repl:
             start_probe()  # the banner says what protects commands; the probe runs meanwhile
         self.renderer = Renderer(self.out, self.style, show_thinking=not options.hide_thinking,
                                  tool_kind=self._tool_kind, cwd=options.cwd,
-                                 live=terminal and options.color != "never")
+                                 live=terminal and options.color != "never",
+                                 width=(lambda: _columns(self.out)) if self.out.isatty() else None)
         self.screen_log = ScreenLog(self.renderer)
         logging.getLogger(LOG_ROOT).addHandler(self.screen_log)
         self.quit_requested = False  # /quit typed while a run streamed
         self.after_reply: list[str] = []  # commands typed while a run streamed, run when it ends
         self.next_profile: ProviderProfile | None = None  # /model typed while a run streamed
         self.setup = SessionSetup.for_options(options, self.gate)  # what every session is made with
+        self.setup.compaction_notice = self._compacted
         self.pending_context: list[str] = []  # ``!`` outputs that go with the next message
         self._fork_told: object = None  # the agent's last SessionFork the user was told of
         self._branched_at: str | None = None  # the loop a `/resume ID LOOP` branched from, until the next reply
@@ -214,6 +217,13 @@ class Repl:
         self.renderer.auth_hint = key_hint(self.options, profile.id)
         return session
 
+    def _compacted(self, before: int, after: int) -> None:
+        """The loop compacted the conversation before a model call (on the run's thread): said, so
+        that a context gauge that drops (or a usage warning above 100 %) is explained."""
+        self.renderer.line(self.style("yellow", f"! compacted the conversation to stay under "
+                                                f"{round(self.setup.compact_at * 100)}% of the context window: "
+                                                f"~{before:,} → ~{after:,} tokens"))
+
     def context_window(self, profile: ProviderProfile | None = None) -> int:
         """The model's window, or the smaller one an overflow showed."""
         return self.setup.context_window(profile or self.profile)
@@ -301,6 +311,10 @@ class Repl:
             try:
                 text = self.read_input()
             except KeyboardInterrupt:
+                if self.term.cleared.strip():  # Ctrl+C on a line being typed clears it, as in a shell
+                    interrupted = False
+                    self.renderer.line(self.style("grey", "(cleared; Ctrl+C twice on an empty prompt exits)"))
+                    continue
                 if interrupted:
                     self.renderer.line()
                     break
@@ -392,7 +406,11 @@ class Repl:
         lines = [first]
         while lines[-1].endswith("\\"):
             lines[-1] = lines[-1][:-1]
-            lines.append(self.term.prompt(self.style("grey", "… ")))
+            try:
+                lines.append(self.term.prompt(self.style("grey", "… ")))
+            except KeyboardInterrupt:  # the lines before are cleared too: not an empty prompt
+                self.term.cleared = "\n".join([*lines, self.term.cleared])
+                raise
         text = "\n".join(lines)
         return Verbatim(text) if isinstance(first, Verbatim) else text
 
@@ -461,9 +479,12 @@ class Repl:
                     if line.strip():
                         from .commands import dispatch_running, is_command
 
-                        if not is_command(line.strip()):
-                            self.offer(line.strip(), running=True)
-                        elif dispatch_running(self, line.strip()) == "stop":
+                        with self.renderer.aside():  # not inside the reply's words: on rows of its own
+                            if not is_command(line.strip()):
+                                self.offer(line.strip(), running=True)
+                                continue
+                            stop = dispatch_running(self, line.strip()) == "stop"
+                        if stop:
                             return self._interrupt(stream)  # (offered lines come back to the prompt)
                     elif self.offered is not None:  # Enter alone: the offered lines go now, as they are
                         self._steer(self._take_offered())
@@ -574,6 +595,7 @@ class Repl:
         from .preview import preview_diff
 
         lines, reason = preview_diff(request.tool_name, request.arguments, self.options.cwd)
+        self.renderer.previewed[request.call_id] = lines  # the same change is not shown again after the call
         if reason:
             self.renderer.line(self.style("grey", reason))
         shown = colour_diff(lines, self.style)
@@ -583,7 +605,8 @@ class Repl:
             shown = shown[page:]
             if not shown:
                 break
-            more = self.style("grey", f"… {len(shown)} more lines: [space] next page, [q] skip to the question ")
+            more = self.style("grey", f"… {plural(len(shown), 'more line')}: [space] next page, "
+                                      "[q] skip to the question ")
             self.renderer.write(more)
             key = self.term.read_key(" q", self.kept_paste(more))
             self.renderer.write("\r\x1b[2K" if self.renderer.live else "\n")
@@ -676,6 +699,16 @@ class Repl:
             self.term.save_history()
             self.term.paste_mode(False)
             logging.getLogger(LOG_ROOT).removeHandler(self.screen_log)
+
+
+def _columns(out: TextIO) -> int:
+    """The terminal's width now (it may have been resized): asked of the terminal itself first, as
+    an exported ``COLUMNS`` can be stale."""
+    try:
+        columns = os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return columns or shutil.get_terminal_size((100, 24)).columns
 
 
 def _is_message(line: str, running: bool) -> bool:

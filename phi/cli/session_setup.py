@@ -17,15 +17,21 @@ conversation that goes on (:func:`drop_unfit_input`), so the next input — in t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from ..log import get_logger
 
 if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
+    from ..context import ContextConfig
+    from ..context.compaction import CompactionStrategy
     from ..types import AgentMessage
     from .approval import ApprovalGate
     from .mcp_servers import McpServers
     from .options import CliOptions
     from .sessions import CliSessions
+
+log = get_logger(__name__)
 
 #: the start of a failed reply's ``error_message`` when the request did not fit (ProviderError's text)
 OVERFLOW_PREFIX = "context_overflow"
@@ -44,6 +50,7 @@ class SessionSetup:
     mode_instructions: str | None = None  # plan mode's, at the prompt
     plan_mode: bool = False
     reasoning_effort: str | None = None  # ``--thinking``; at the prompt ``/thinking`` changes it
+    compaction_notice: Callable[[int, int], None] | None = None  # told (tokens before, after) of each compaction
 
     @classmethod
     def for_options(cls, options: CliOptions, gate: ApprovalGate, mcp: McpServers | None = None) -> SessionSetup:
@@ -88,7 +95,7 @@ class SessionSetup:
         session.config.user_instructions = "\n\n".join(parts) or None
 
     def apply_compaction(self, session: Session) -> None:
-        apply_auto_compaction(session, self.compact_at, self.context_window(session.profile))
+        apply_auto_compaction(session, self.compact_at, self.context_window(session.profile), self.compaction_notice)
 
     def shrink_for_retry(self, session: Session, text: str) -> tuple[int, int] | None:
         """After an overflow the loop's own retry could not fix: compact ``session``'s conversation
@@ -132,8 +139,38 @@ def auto_limit(window: int, threshold: float) -> int:
     return max(MIN_WINDOW, int(window * threshold))
 
 
-def apply_auto_compaction(session: Session, threshold: float, window: int | None = None) -> None:
-    """Compact before each call above ``threshold`` of the window (0: never; see the module docstring)."""
+class NoticedCompaction:
+    """The loop's compaction (the library's incremental cascade, or the strategy given) that tells
+    ``notice(before, after)`` — estimated tokens — each time it changes the conversation."""
+
+    def __init__(self, notice: Callable[[int, int], None], inner: CompactionStrategy | None = None) -> None:
+        if inner is None:
+            from ..context.incremental import IncrementalCompaction
+
+            inner = IncrementalCompaction()
+        self.inner = inner
+        self.notice = notice
+
+    def compact(self, messages: list[AgentMessage], config: ContextConfig) -> list[AgentMessage]:
+        given = list(messages)
+        compacted = self.inner.compact(messages, config)
+        if len(compacted) != len(given) or any(a is not b for a, b in zip(compacted, given)):
+            from ..context.tokens import total_tokens
+
+            try:
+                self.notice(total_tokens(given, config.counter), total_tokens(compacted, config.counter))
+            except Exception:  # telling must never stop the run
+                log.debug("the compaction notice failed", exc_info=True)
+        return compacted
+
+    def __repr__(self) -> str:
+        return f"NoticedCompaction({self.inner!r})"
+
+
+def apply_auto_compaction(session: Session, threshold: float, window: int | None = None,
+                          notice: Callable[[int, int], None] | None = None) -> None:
+    """Compact before each call above ``threshold`` of the window (0: never; see the module
+    docstring); ``notice(before, after)`` is told of each compaction that changed the conversation."""
     if threshold <= 0:
         session.agent.config.context_config = None
         return
@@ -142,6 +179,10 @@ def apply_auto_compaction(session: Session, threshold: float, window: int | None
     limit = auto_limit(window or session.profile.context_window_size, threshold)
     reserve = min(reserve_tokens(session), limit // 2)
     session.agent.config.context_config = ContextConfig(max_context_tokens=limit, system_prompt_tokens=reserve)
+    if notice is not None:
+        current = session.agent.config.compaction_strategy
+        inner = current.inner if isinstance(current, NoticedCompaction) else current
+        session.agent.config.compaction_strategy = NoticedCompaction(notice, inner)
 
 
 def without_failed_input(messages: Sequence[AgentMessage], text: str | None = None) -> list[AgentMessage]:
@@ -188,4 +229,4 @@ def drop_unfit_input(session: Session) -> str | None:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["SessionSetup", "apply_auto_compaction", "auto_limit", "reserve_tokens", "MIN_WINDOW", "drop_unfit_input", "ends_in_unfit_input", "without_failed_input", "OVERFLOW_PREFIX"]
+__all__ = ["SessionSetup", "NoticedCompaction", "apply_auto_compaction", "auto_limit", "reserve_tokens", "MIN_WINDOW", "drop_unfit_input", "ends_in_unfit_input", "without_failed_input", "OVERFLOW_PREFIX"]

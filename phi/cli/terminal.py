@@ -218,6 +218,7 @@ class Terminal:
         self.on_prompt_shown: Callable[[], None] | None = None  # called as the prompt is shown
         self.editing = False  # readline edits the prompt's line (and can show text put back there)
         self._marks = False  # readline marks where a paste starts (PASTE_MARK)
+        self.cleared = ""  # what the line held when Ctrl+C interrupted the last prompt
         if self.history is not None and stdin is sys.stdin:  # input() reads sys.stdin only
             self._setup_readline()
 
@@ -294,7 +295,28 @@ class Terminal:
     def prompt(self, text: str) -> str:
         """One input; raises EOFError (Ctrl+D) and KeyboardInterrupt (Ctrl+C). A line typed while the
         last run ended (already read from the terminal) comes first. A :class:`Verbatim` when it
-        starts with pasted text."""
+        starts with pasted text. After Ctrl+C the cursor is on a new row, below the line as it was
+        typed (kept on the screen, whole), and :attr:`cleared` holds that line's text."""
+        self.cleared = ""
+        try:
+            return self._prompt(text)
+        except KeyboardInterrupt:
+            self.cleared = self._line_buffer()
+            if self.tty:
+                # readline leaves the cursor at the start of the prompt's row (with bracketed paste
+                # on, its "\r"), and the line typed there: what follows goes below it, not over it
+                self.out.write("\n")
+                self.out.flush()
+            raise
+
+    def _line_buffer(self) -> str:
+        if not self.editing:
+            return self._typed.line
+        import readline
+
+        return readline.get_line_buffer().replace(PASTE_MARK, "")
+
+    def _prompt(self, text: str) -> str:
         while self._typed.lines:
             line = self._typed.lines.pop(0)
             if line.strip():

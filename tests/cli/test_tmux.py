@@ -1,6 +1,7 @@
 """The interactive ``phi`` in a real terminal emulator, tmux (send-keys, capture-pane): what is on
 the screen, after the terminal has interpreted every escape — a running call's line rewritten in
-place into one finished line, the diff, the status line; Ctrl+C twice at the prompt exits."""
+place into one finished line, the diff (once: the change approved), the status line; Ctrl+C twice
+at the prompt exits."""
 
 from __future__ import annotations
 
@@ -74,7 +75,12 @@ def test_the_screen_after_an_approved_write_and_ctrl_c_twice(project, phi_home):
         assert len(call_rows) == 1, screen
         assert call_rows[0].startswith("[1] ✓ write_file(file_path=hello.txt, content=hi there)"), screen
         start = rows.index(call_rows[0])
-        assert rows[start + 1:start + 5] == ["--- /dev/null", "+++ b/hello.txt", "@@ -0,0 +1 @@", "+hi there"], screen
+        # the diff, shown before the question, is the change made: it is not shown a second time
+        diff = rows.index("--- /dev/null")
+        assert rows[diff:diff + 4] == ["--- /dev/null", "+++ b/hello.txt", "@@ -0,0 +1 @@", "+hi there"], screen
+        assert diff < rows.index(next(row for row in rows if row.startswith("? allow write_file"))) < start, screen
+        assert rows.count("+++ b/hello.txt") == 1, screen
+        assert rows[start + 1].startswith("I am phi's offline model"), screen
         assert any(row.startswith("offline-scripted · in ") for row in rows), screen
         assert (project / "hello.txt").read_text() == "hi there\n"
         term.wait_for_prompt()
