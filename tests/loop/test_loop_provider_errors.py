@@ -26,12 +26,18 @@ OVERFLOW_MESSAGES = [
     "Too many tokens in the request",
     "Token limit exceeded for this model",
     "model_context_window_exceeded",
+    # local servers (PROV-6)
+    '{"code": 400, "message": "request (5000 tokens) exceeds the context", "type": "exceed_context_size_error"}',
+    "input length exceeds the context length",
+    "prompt is longer than the context length",
+    "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+    "However, the model is loaded with context length of only 4096 tokens, which is not enough.",
 ]
 
 
-def test_there_are_sixteen_overflow_phrases():
-    assert len(OVERFLOW_PATTERNS) == 16
-    assert len(OVERFLOW_MESSAGES) == 16
+def test_there_are_twenty_one_overflow_phrases():
+    assert len(OVERFLOW_PATTERNS) == 21
+    assert len(OVERFLOW_MESSAGES) == 21
 
 
 @pytest.mark.parametrize("message", OVERFLOW_MESSAGES)
