@@ -27,7 +27,7 @@ OVERFLOW_MESSAGES = [
     "Token limit exceeded for this model",
     "model_context_window_exceeded",
     # local servers (PROV-6)
-    '{"code": 400, "message": "request (5000 tokens) exceeds the context", "type": "exceed_context_size_error"}',
+    "exceed_context_size_error",  # llama.cpp's error type, where a server puts it in the message
     "input length exceeds the context length",
     "prompt is longer than the context length",
     "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
