@@ -606,13 +606,14 @@ MUTANTS: list[Mutant] = [
     mm("TOOL-4b", TOOLS, [("        tool = self.tools.get(call.name)\n        if tool is None:\n"
                            "            ex.result, ex.is_error = error_result(NOT_FOUND.format(name=call.name)), True\n"
                            "            return ex\n", "        tool = self.tools.get(call.name)\n"),
-                          ("        self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, call.arguments))\n",
+                          ("        self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, call.arguments))\n"
+                           "        ex.started = True\n",
                            "        if self.tools.get(call.name) is None:\n"
                            "            ex.result, ex.is_error, ex.finished = "
                            "error_result(NOT_FOUND.format(name=call.name)), True, True\n"
                            "            return ex\n"
                            "        self.emit(ToolExecutionStart(self.loop_id, call.id, call.name, "
-                           "call.arguments))\n")],
+                           "call.arguments))\n        ex.started = True\n")],
        "an unknown tool's call also gets Start/End"),
     m("TOOL-4c", TOOLS, "            ex.result, ex.is_error = error_result(NOT_FOUND.format(name=call.name)), True\n   "
                         "         return ex\n",
@@ -698,8 +699,8 @@ MUTANTS: list[Mutant] = [
       "tool results keep details"),
     m("TOOL-12b", TOOLS, "result, is_error, result.child_loop_id))", "result, is_error, None))",
       "ToolExecutionEnd repeats child_loop_id"),
-    m("TOOL-13a", RUN, "        elif calls:\n            runner.run(",
-      "        elif calls and reply.stop_reason == StopReason.TOOL_USE:\n            runner.run(",
+    m("TOOL-13a", RUN, "        elif calls:\n            allowed, refusal = allowed_calls(",
+      "        elif calls and reply.stop_reason == StopReason.TOOL_USE:\n            allowed, refusal = allowed_calls(",
       "the calls of a reply that says stop run"),
 
     # ================================================================ §6 cancellation
@@ -985,8 +986,10 @@ MUTANTS: list[Mutant] = [
       "            try:\n                result = run_filter(flt, text)\n            except Exception:\n"
       "                continue\n",
       "an exception raised by an input filter is not caught"),
-    m("LOOP-5o", RUN, "            request = self.build_request()  # runs user hooks: their exceptions reach the caller\n",
-      "            try:\n                request = self.build_request()\n            except Exception as error:\n"
+    m("LOOP-5o", RUN, "            request = self.request = self.build_request()  # runs user hooks: their exceptions reach "
+                      "the caller\n",
+      "            try:\n                request = self.request = self.build_request()\n"
+      "            except Exception as error:\n"
       "                return Attempt(None, ProviderError(ErrorKind.OTHER, str(error)), False)\n",
       "an exception raised by get_api_key is not a failed model call: it reaches the caller"),
     m("LOOP-7e", RUN, "                more_tool_calls = bool(reply.tool_calls)\n",

@@ -183,8 +183,11 @@ class Unattended:
 
         if self.session.state == SessionState.CLOSED:
             old = self.session
+            queued = old.take_queued_input()  # follow-ups given to the closed session go to the next one
             self.session = self.setup.new_session(old.profile, self.sessions, carry=old)
             self._listen(self.session)
+            for waiting in queued:
+                self.session.follow_up(waiting)
         self.error_kinds.clear()
         return self.session.submit_stream(text)
 

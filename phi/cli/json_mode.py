@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..json_values import is_object
@@ -49,14 +50,19 @@ def parse_command(line: str) -> dict[str, Any]:
 
 
 class JsonSession:
-    """The session and its one running input (see the module docstring)."""
+    """The session and its one running input (see the module docstring). A watcher thread per
+    input sees it end: an overflow is compacted and run once more, and prompts queued behind an
+    input that failed (a failed run takes no follow-up) are started then, without waiting for the
+    next command."""
 
     def __init__(self, unattended: Unattended, lines: JsonLines) -> None:
         self.unattended = unattended
         self.lines = lines
-        self.stream: SessionStream | None = None
+        self.stream: SessionStream | None = None  # the running input's (None: idle)
         self.text = ""  # the running input's
         self.outcome = ""
+        self.stopping = False  # Ctrl+C or SIGTERM: start nothing more
+        self._lock = threading.Condition()
 
     @property
     def session(self) -> Session:
@@ -66,7 +72,7 @@ class JsonSession:
         self.lines.write({"type": "CommandError", "message": message})
 
     def running(self) -> bool:
-        return self.stream is not None and not self.stream.done
+        return self.stream is not None
 
     def handle(self, command: dict[str, Any]) -> None:
         kind, text = command.get("type"), command.get("text")
@@ -82,23 +88,49 @@ class JsonSession:
         if kind == "steer":
             self.session.steer(text)
             return
-        stream = self.stream
-        if stream is not None and not stream.done:
-            self.session.follow_up(text)
-            if not stream.done:
+        with self._lock:
+            if self.stream is not None:  # taken by the run when it ends well, else by its watcher
+                self.session.follow_up(text)
                 return
-            text = "\n\n".join(self.session.take_queued_input())  # the run ended meanwhile: start it
-        self.finish()
-        self.text = text
-        self.stream = self.unattended.submit(text)
+            self._start(text)
 
-    def finish(self) -> None:
-        """Wait for the running input, if any, and note how it ended (an input that overflowed the
-        model's context is compacted and run once more first, as at the prompt)."""
-        while self.stream is not None:
-            result = self.stream.result()
+    def _start(self, text: str) -> None:
+        """Submit ``text`` and watch it (the lock is held)."""
+        self.text = text
+        self._watch(self.unattended.submit(text))
+
+    def _watch(self, stream: SessionStream) -> None:
+        self.stream = stream
+        threading.Thread(target=self._ended, args=(stream,), name="phi-json-input", daemon=True).start()
+
+    def _ended(self, stream: SessionStream) -> None:
+        result = stream.result()
+        with self._lock:
             self.outcome = result.outcome
-            self.stream = self.unattended.after(self.text, result)
+            again = None if self.stopping else self.unattended.after(self.text, result)
+            if again is not None:
+                self._watch(again)
+                return
+            queued = [] if self.stopping else self.session.take_queued_input()
+            if queued:
+                self._start(queued[0])
+                for waiting in queued[1:]:
+                    self.session.follow_up(waiting)
+                return
+            self.stream = None
+            self._lock.notify_all()
+
+    def finish(self, timeout: float | None = None) -> None:
+        """Wait until no input runs or waits (see the class docstring)."""
+        with self._lock:
+            self._lock.wait_for(lambda: self.stream is None, timeout)
+
+    def stop(self, timeout: float) -> None:
+        """Ctrl+C or SIGTERM: abort the running input, start nothing more, wait for its end."""
+        with self._lock:
+            self.stopping = True
+        interrupt_turn(self.session)
+        self.finish(timeout)
 
 
 def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: CliSessions,
@@ -120,9 +152,7 @@ def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: Cl
                     break
             driver.finish()
     except KeyboardInterrupt:  # Ctrl+C or SIGTERM: stop the run, let its AgentEnd out, save (below)
-        interrupt_turn(unattended.session)
-        if driver.stream is not None:
-            driver.stream.result(timeout=10)
+        driver.stop(timeout=10)
         raise
     finally:
         unattended.close()

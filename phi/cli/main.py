@@ -191,7 +191,7 @@ def _interactive(options: CliOptions) -> int:
         from .recent import stored_here
 
         if not stored_here(sessions_dir(options), resume):
-            raise ConfigError(f"no session {resume} in {sessions_dir(options)} (phi --resume lists them)")
+            raise ConfigError(f"no readable session {resume} in {sessions_dir(options)} (phi --resume lists them)")
 
     def make_sessions() -> CliSessions:
         return _sessions(options)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 INDEX_NAME = ".phi-cli-directories.json"
 KEEP_PER_DIRECTORY = 50
 PICK_ROWS = 20
+FIRST_LINE_LIMIT = 1 << 20  # bytes of a stored file's first line checked before the prompt
 
 
 def _index_path(sessions: CliSessions) -> Path:
@@ -79,7 +80,24 @@ def stored_here(directory: str | Path, session_id: str) -> bool:
     (or a legacy ``ID.json``). An id that is no file name is not stored."""
     if not session_id or session_id.startswith(".") or "/" in session_id or "\0" in session_id:
         return False
-    return any(os.path.isfile(os.path.join(directory, session_id + suffix)) for suffix in (".jsonl", ".json"))
+    base = os.path.join(directory, session_id)
+    return _looks_stored(base + ".jsonl") or (os.path.isfile(base + ".json") and os.path.getsize(base + ".json") > 0)
+
+
+def _looks_stored(path: str) -> bool:
+    """A regular file whose first line is a JSON object: an empty or garbled file (a crash, a disk
+    full) stops ``phi`` before the prompt, not after the first input; the store reads the rest."""
+    try:
+        with open(path, "rb") as file:
+            if not os.path.isfile(path):
+                return False
+            first = file.readline(FIRST_LINE_LIMIT)
+    except OSError:
+        return False
+    try:
+        return is_object(json.loads(first))
+    except ValueError:
+        return len(first) >= FIRST_LINE_LIMIT  # a first line too long to check here: the store decides
 
 
 def latest_stored_here(directory: str | Path, cwd: str) -> str:

@@ -44,7 +44,7 @@ from .approval import describe, make_gate, summary
 from .options import CliOptions, home_dir, key_hint
 from .render import Renderer, Style, TurnStats, colour_diff, plural, visible
 from .session_setup import SessionSetup, drop_unfit_input
-from .startup import Loader
+from .startup import Loader, StartupFailed
 from .terminal import Terminal, Verbatim
 
 if TYPE_CHECKING:
@@ -330,6 +330,9 @@ class Repl:
                     break
             except KeyboardInterrupt:  # during a command (the editor, a save): back to the prompt
                 self.renderer.line(self.style("grey", "(interrupted)"))
+            except StartupFailed:  # what loads behind the prompt failed: phi exits 2 with the reason
+                self.renderer.line(self.style("yellow", f"not sent: {visible(text)}"))
+                raise
         self.close()
         return 0
 

@@ -89,7 +89,7 @@ def context_window(base_url: str, model: str, provider: str = "", *, timeout: fl
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            found = probe(_Asker(http, min(timeout, remaining)), key[0], model)
+            found = probe(_Asker(http, min(timeout, remaining), deadline), key[0], model)
             if found is not None:
                 break
     finally:
@@ -108,35 +108,50 @@ def forget() -> None:
 
 
 class _Asker:
-    """One bounded JSON request; None for anything but a 200 with a JSON object or array."""
+    """One bounded JSON request; None for anything but a 200 with a JSON object or array. The
+    question's ``deadline`` bounds the whole exchange, the body included: a server that trickles
+    its answer a byte at a time never trips the read timeout, so a watchdog shuts the socket."""
 
-    def __init__(self, http: HttpClient, timeout: float) -> None:
+    def __init__(self, http: HttpClient, timeout: float, deadline: float) -> None:
         self.http = http
         self.timeout = timeout
+        self.deadline = deadline
 
     def __call__(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+        from .transport import CallStop, abort_response, iter_body
+
         data = None if body is None else json.dumps(body).encode()
         headers = {"accept": "application/json", "accept-encoding": "identity"}
         if data is not None:
             headers["content-type"] = "application/json"
+        stop = CallStop(CancellationToken(), max(0.001, self.deadline - time.monotonic()))
         try:
-            response = self.http.send(method, url, headers, data, (self.timeout, self.timeout), CancellationToken())
-        except Exception as error:  # no server, refused, timed out, a bad URL: the server did not say
-            log.debug("%s %s: %s", method, _path(url), type(error).__name__)
-            return None
-        if response is None:
-            return None
-        try:
-            if response.status_code != 200:
+            try:
+                response = self.http.send(method, url, headers, data, (self.timeout, self.timeout), stop.token)
+            except Exception as error:  # no server, refused, timed out, a bad URL: the server did not say
+                log.debug("%s %s: %s", method, _path(url), type(error).__name__)
                 return None
-            raw = response.raw.read(MAX_ANSWER + 1, decode_content=True) or b""
-            if len(raw) > MAX_ANSWER:
+            if response is None:  # the deadline passed while connecting
                 return None
-            answer = json.loads(raw, parse_constant=_refuse)
-        except Exception:  # a cut body, invalid JSON, NaN, nesting too deep: no answer
-            return None
+            unregister = stop.token.on_cancel(lambda: abort_response(response))
+            try:
+                if response.status_code != 200:
+                    return None
+                raw = bytearray()
+                for chunk in iter_body(response):
+                    raw += chunk
+                    if len(raw) > MAX_ANSWER or stop.token.is_cancelled():
+                        return None
+                if stop.token.is_cancelled():
+                    return None
+                answer = json.loads(bytes(raw), parse_constant=_refuse)
+            except Exception:  # a cut body, a shut socket, invalid JSON, NaN, nesting too deep: no answer
+                return None
+            finally:
+                unregister()
+                response.close()
         finally:
-            response.close()
+            stop.close()
         return answer if is_object(answer) or is_array(answer) else None
 
 

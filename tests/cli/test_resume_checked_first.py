@@ -1,0 +1,29 @@
+"""Issue 35 item 5 (attack): with the session restored behind the prompt, a ``--resume ID`` whose
+file is missing, empty or garbled still stops ``phi`` before the prompt (exit 2, one line)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.terminal_helpers import REPO
+
+
+@pytest.mark.parametrize("content", [None, b"", b"\x00\x00garbage\n", b"not json at all\n"])
+def test_an_unreadable_session_stops_phi_before_the_prompt(tmp_path: Path, content: bytes | None) -> None:
+    home = tmp_path / "home"
+    sessions = home / "sessions"
+    sessions.mkdir(parents=True)
+    session_id = "0b6f7c52-4a1e-4d7e-9a53-5f2f1d9e8c11"
+    if content is not None:
+        (sessions / f"{session_id}.jsonl").write_bytes(content)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PHI_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "phi.cli", "--offline", "--resume", session_id], cwd=tmp_path,
+                          env=env, input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert f"no readable session {session_id}" in done.stderr
+    assert "›" not in done.stdout  # no prompt was shown
