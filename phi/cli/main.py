@@ -105,7 +105,10 @@ def run_assistant(args: list[str]) -> int:
     sessions: CliSessions | None = None
     try:
         if options.prompt is not None or options.json:
-            return _unattended(options)
+            from .batch import sigterm_as_interrupt
+
+            with sigterm_as_interrupt():  # from the start: MCP servers starting must not outlive a SIGTERM
+                return _unattended(options)
         return _interactive(options)
     except PhiError as error:
         sys.stderr.write(f"phi: {error}\n")

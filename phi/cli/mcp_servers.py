@@ -199,14 +199,21 @@ def connect_mcp(options: CliOptions, environment: Mapping[str, str],
     if not specs:
         return None
     servers: list[Server] = []
-    for spec in specs:
-        try:
-            toolset = _connect(spec, environment)
-            toolset.tools()
-            servers.append(Server(spec, toolset))
-        except Exception as error:  # reported, and phi goes on without it
-            servers.append(Server(spec, None, f"{type(error).__name__}: {error}"))
-            report(f"MCP server {spec.name} did not start: {error}")
+    try:
+        for spec in specs:
+            toolset = None
+            try:
+                toolset = _connect(spec, environment)
+                toolset.tools()
+                servers.append(Server(spec, toolset))
+            except Exception as error:  # reported, and phi goes on without it
+                if toolset is not None:
+                    toolset.close()
+                servers.append(Server(spec, None, f"{type(error).__name__}: {error}"))
+                report(f"MCP server {spec.name} did not start: {error}")
+    except BaseException:  # Ctrl+C or SIGTERM while one starts: none of them outlives phi
+        McpServers(servers).close()
+        raise
     return McpServers(servers)
 
 

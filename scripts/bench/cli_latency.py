@@ -5,6 +5,11 @@ first streamed character, and from Ctrl+C during a streaming reply to the prompt
 same machine's bare Python is measured in the same run (``python -c pass``; a pty prompt from
 ``input()`` with readline), so that the figures over bare Python mean something on a busy machine.
 
+The prompt is also timed with ``-c`` (a stored session to continue) and with a trusted
+``.mcp.json`` naming one stdio server (issue 35 item 5: both now load behind the prompt), and Enter →
+first character both for an Enter pressed the moment the prompt appears (it waits for what loads
+behind the prompt) and for one pressed a second later, as after typing a short question.
+
 Prints one line per figure (median and worst of N rounds); the last line is one JSON object with all
 figures. Benchmarks report, they never judge.
 
@@ -58,6 +63,51 @@ def one_round(workdir: Path) -> dict[str, float]:
         phi.close()
 
 
+def prompt_ms(workdir: Path, home: Path, *args: str) -> float:
+    """Process start to the first prompt, with ``args``."""
+    started = time.monotonic()
+    phi = PtyPhi(["--offline", *args], workdir, {"PHI_HOME": str(home)})
+    try:
+        phi.prompt()
+        return (first_time(phi, started, 0, "› ") - started) * 1000
+    finally:
+        phi.close()
+
+
+def typed_enter_ms(workdir: Path, home: Path) -> float:
+    """Enter → first streamed character when Enter comes a second after the prompt (a typed question)."""
+    phi = PtyPhi(["--offline"], workdir, {"PHI_HOME": str(home)})
+    try:
+        phi.prompt()
+        time.sleep(1.0)  # a person typing "what is here?"
+        start, sent = len(phi.raw), time.monotonic()
+        phi.send_line("what is here?")
+        phi.expect("Looking around")
+        return (first_time(phi, sent, start, "Looking") - sent) * 1000
+    finally:
+        phi.close()
+
+
+def prepare_home(workdir: Path) -> tuple[Path, Path]:
+    """A PHI_HOME with one stored session started in ``workdir``, and a project directory whose
+    trusted ``.mcp.json`` names one stdio server (the test suite's)."""
+    import json
+    import subprocess
+
+    home = workdir / "home"
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "PHI_HOME": str(home)}
+    subprocess.run([sys.executable, "-m", "phi.cli", "--offline", "-p", "what is here?"], cwd=workdir, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    project = workdir / "with-mcp"
+    project.mkdir(exist_ok=True)
+    server = ROOT / "tests" / "mcp" / "fake_server.py"
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"fake": {"command": sys.executable,
+                                                                          "args": [str(server), "serve"]}}}))
+    subprocess.run([sys.executable, "-m", "phi.cli", "trust", str(project)], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    return home, project
+
+
 def bare_prompt_ms(workdir: Path) -> float:
     """Bare Python to a readline prompt in a pty: the floor under start_to_prompt."""
     import os
@@ -95,9 +145,15 @@ def main() -> int:
     args = parser.parse_args()
     rounds = []
     with tempfile.TemporaryDirectory() as scratch:
+        home, project = prepare_home(Path(scratch))
         for _ in range(args.rounds):
             figures_of_round = one_round(Path(scratch))
             figures_of_round["bare_python_prompt_ms"] = bare_prompt_ms(Path(scratch))
+            figures_of_round["typed_enter_to_first_text_ms"] = typed_enter_ms(Path(scratch), home)
+            figures_of_round["continue_prompt_over_bare_ms"] = (prompt_ms(Path(scratch), home, "-c")
+                                                                - figures_of_round["bare_python_prompt_ms"])
+            figures_of_round["mcp_prompt_over_bare_ms"] = (prompt_ms(project, home)
+                                                           - figures_of_round["bare_python_prompt_ms"])
             figures_of_round["help_ms"] = command_ms([sys.executable, "-m", "phi.cli", "--help"])
             figures_of_round["bare_python_ms"] = command_ms([sys.executable, "-c", "pass"])
             figures_of_round["prompt_over_bare_ms"] = (figures_of_round["start_to_prompt_ms"]

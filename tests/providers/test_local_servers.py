@@ -258,3 +258,11 @@ def test_real_llama_cpp_python_overflow_is_context_overflow(small_llm: LocalLLM)
     short = get_provider(mc).stream(StreamConfig(mc, messages=[UserMessage.from_text("Say hi.")]), Collector(),
                                     CancellationToken())
     assert short.stop_reason in (StopReason.STOP, StopReason.LENGTH), (short.error_message, small_llm.log_tail())
+
+
+def test_an_answer_trickled_a_byte_at_a_time_stops_at_the_questions_deadline(server) -> None:
+    """Each byte comes before the read timeout, so only the question's own deadline can end it
+    (attack on issue 35 item 3: 67 s for a budget of 4 s). Read whole, this answer says 4096."""
+    answer = json.dumps({"n_ctx": 4096}).encode().ljust(200)
+    routes(server, {"GET /props": lambda r: Reply(answer, content_type="application/json", chunk_size=1, delay=0.25)})
+    assert context_window(f"{server.url}/v1", "m", "llamacpp", timeout=2.0, budget=1.0) is None
