@@ -25,7 +25,7 @@ from typing import Sequence
 from ..errors import PhiError
 from ..log import get_logger
 
-__all__ = ["GitSnapshot", "git_snapshot", "git_root", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
+__all__ = ["GitSnapshot", "git_snapshot", "git_root", "root_and_snapshot", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
 
 log = get_logger(__name__)
 
@@ -193,21 +193,37 @@ def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_C
     takes longer than ``timeout`` seconds. ``root``: the work tree's top directory when the caller
     has just asked :func:`git_root` (each git command is a process, sandboxed: one fewer).
     """
+    return root_and_snapshot(cwd, commits=commits, timeout=timeout, sandbox=sandbox, root=root)[1]
+
+
+def root_and_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
+                      timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None,
+                      root: str | None = None) -> tuple[str | None, GitSnapshot | None]:
+    """:func:`git_root` and :func:`git_snapshot` at once: the three git commands run side by side
+    (each is a process, sandboxed: a prompt is built before every input, so their times should
+    not add up)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     where = os.fspath(cwd)
-    root = root or git_root(where, timeout=timeout, sandbox=sandbox)
+    asks = {"status": ["status", "--porcelain=v2", "--branch", "-z"],
+            "log": ["log", f"-n{commits}", "--no-color", "--format=%h %s"] if commits > 0 else None,
+            "root": None if root else ["rev-parse", "--show-toplevel"]}
+    wanted = {name: args for name, args in asks.items() if args is not None}
+    with ThreadPoolExecutor(len(wanted), thread_name_prefix="phi-git") as pool:
+        futures = {name: pool.submit(_run_git, where, args, timeout, sandbox) for name, args in wanted.items()}
+        out = {name: future.result() for name, future in futures.items()}
     if root is None:
-        return None
-    status = _run_git(where, ["status", "--porcelain=v2", "--branch", "-z"], timeout, sandbox)
-    if status is None:
-        return None
+        root = (out["root"] or "").strip() or None
+    status = out["status"]
+    if root is None or status is None:
+        return root, None
     headers, counts = _parse_status(status)
     oid = headers.get("branch.oid", "")
     head_name = headers.get("branch.head", "")
     has_commits = bool(oid) and oid != "(initial)"
-    log_text = _run_git(where, ["log", f"-n{commits}", "--no-color", "--format=%h %s"], timeout, sandbox) \
-        if has_commits and commits > 0 else ""
+    log_text = (out.get("log") or "") if has_commits else ""
     ahead, behind = _ahead_behind(headers.get("branch.ab", ""))
-    return GitSnapshot(
+    return root, GitSnapshot(
         root=root,
         branch=None if head_name in ("", "(detached)") else head_name,
         head=oid[:7] if has_commits else None,

@@ -22,7 +22,7 @@ import os
 from ..tools.environment import ExecutionEnvironment
 from ..tools.sandbox import SandboxUnavailable
 from .environment_context import environment_block
-from .git_context import git_root, git_snapshot
+from .git_context import root_and_snapshot
 from .instructions import base_instructions
 from .project_docs import DEFAULT_BUDGET_BYTES, discover_project_docs
 from .sandboxing import helper_sandbox
@@ -48,8 +48,7 @@ def build_system_prompt(profile: str, env: ExecutionEnvironment, *, model: str, 
         sandbox, use_git = helper_sandbox(env), True
     except SandboxUnavailable:
         sandbox, use_git = None, False
-    root = git_root(where, sandbox=sandbox) if use_git else None  # asked once: each git run is a process
-    snapshot = git_snapshot(where, sandbox=sandbox, root=root) if root else None
+    root, snapshot = root_and_snapshot(where, sandbox=sandbox) if use_git else (None, None)
     layers = [
         base if base is not None else base_instructions(profile),
         environment_block(env, model=model, knowledge_cutoff=knowledge_cutoff, today=today, git=snapshot),
