@@ -52,7 +52,7 @@ from ..types import (
 )
 from .config import AgentContext, AgentLoopConfig
 from .filters import run_filter
-from .identity import ensure_identity, tell_run_model
+from .identity import Identity, ensure_identity, tell_run_model, tell_run_raised
 from .llm_view import FAILED_STOPS, LLMView
 from .reply_stream import ReplyStream
 from .tool import tool_definition
@@ -157,6 +157,19 @@ class _Run:
 
             self.tracker = ExecutionTracker(config.execution_limits, config.clock)
         tell_run_model(loop_id, config)
+        try:
+            ended = self.started(prompts, identity)
+        except BaseException as error:  # no AgentEnd comes (LOOP-5): a tracer still ends the run's spans
+            tell_run_raised(loop_id, error)
+            raise
+        if ended and config.after_loop is not None:
+            config.after_loop(context.messages, self.usage)
+        return self.new_messages
+
+    def started(self, prompts: list[AgentMessage], identity: Identity) -> bool:
+        """From ``AgentStart`` to ``AgentEnd``; False when the input filters rejected the prompts
+        (no ``after_loop`` then, LOOP-2)."""
+        context, config, loop_id = self.context, self.config, identity.loop_id
         self.emit(AgentStart(identity.agent_id, identity.session_id, loop_id, context.parent_loop_id,
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
         if prompts:
@@ -164,7 +177,7 @@ class _Run:
             if rejection is not None:
                 self.emit(InputRejected(loop_id, rejection))
                 self.emit(AgentEnd(loop_id, [], Usage(), rejection=rejection, outcome=RunOutcome.REJECTED))
-                return []
+                return False
         for prompt in prompts:
             self.record(prompt)
             self.unannounced.append(prompt)
@@ -177,9 +190,7 @@ class _Run:
         except BaseException:
             self.unwind()
             raise
-        if config.after_loop is not None:
-            config.after_loop(context.messages, self.usage)
-        return self.new_messages
+        return True
 
     def apply_input_filters(self, prompts: list[AgentMessage]) -> str | None:
         """SPEC LOOP-2: the first rejection wins; warnings go onto the last user prompt."""
