@@ -152,9 +152,10 @@ _raise_observers: CallbackList[Callable[[str, BaseException], None]] = CallbackL
 
 
 def observe_raised_runs(observer: Callable[[str, BaseException], None]) -> Callable[[], None]:
-    """Tell ``observer(loop_id, exception)`` of every run in this process that emitted ``AgentStart``
-    and then raised (no ``AgentEnd`` comes, SPEC LOOP-5), on the run's thread as the exception leaves
-    the run; returns the function that stops it. An observer that raises an ``Exception`` is logged
+    """Tell ``observer(loop_id, exception)`` of every run in this process that raised once it had its
+    loop id (after ``AgentStart``, no ``AgentEnd`` comes, SPEC LOOP-5; a raising ``before_loop`` is
+    told too, and a tracer that never saw the run start ignores it), on the run's thread as the
+    exception leaves the run; returns the function that stops it. An observer that raises an ``Exception`` is logged
     and ignored: the run's own exception is the one its caller sees."""
     return _raise_observers.add(observer)
 

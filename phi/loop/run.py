@@ -52,7 +52,7 @@ from ..types import (
 )
 from .config import AgentContext, AgentLoopConfig
 from .filters import run_filter
-from .identity import Identity, ensure_identity, tell_run_model, tell_run_raised
+from .identity import ensure_identity, tell_run_model, tell_run_raised
 from .llm_view import FAILED_STOPS, LLMView
 from .reply_stream import ReplyStream
 from .tool import tool_definition
@@ -80,7 +80,7 @@ def agent_loop(prompts: list[AgentMessage], context: AgentContext, config: Agent
     if not prompts:
         raise InvalidPrompt("agent_loop needs at least one prompt message; to resume from the context as it is, "
                             "use agent_loop_continue (Agent.continue_loop)")
-    return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run(list(prompts))
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run_telling(list(prompts))
 
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig, sink: Sink,
@@ -93,7 +93,7 @@ def agent_loop_continue(context: AgentContext, config: AgentLoopConfig, sink: Si
     check_can_continue(context)
     if context.continuation_kind is None:
         context.continuation_kind = ContinuationKind.default()
-    return _Run(context, config, sink, cancel or CancellationToken(), continuation=True).run([])
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=True).run_telling([])
 
 
 def check_can_continue(context: AgentContext) -> None:
@@ -145,6 +145,16 @@ class _Run:
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
 
+    def run_telling(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
+        """:meth:`run`; a run that raises is told to :func:`~phi.loop.identity.observe_raised_runs`
+        as the exception leaves it (no ``AgentEnd`` comes, LOOP-5), so a tracer still ends its spans."""
+        try:
+            return self.run(prompts)
+        except BaseException as error:
+            if self.loop_id:
+                tell_run_raised(self.loop_id, error)
+            raise
+
     def run(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
         context, config = self.context, self.config
         identity = ensure_identity(context, config)
@@ -157,19 +167,6 @@ class _Run:
 
             self.tracker = ExecutionTracker(config.execution_limits, config.clock)
         tell_run_model(loop_id, config)
-        try:
-            ended = self.started(prompts, identity)
-        except BaseException as error:  # no AgentEnd comes (LOOP-5): a tracer still ends the run's spans
-            tell_run_raised(loop_id, error)
-            raise
-        if ended and config.after_loop is not None:
-            config.after_loop(context.messages, self.usage)
-        return self.new_messages
-
-    def started(self, prompts: list[AgentMessage], identity: Identity) -> bool:
-        """From ``AgentStart`` to ``AgentEnd``; False when the input filters rejected the prompts
-        (no ``after_loop`` then, LOOP-2)."""
-        context, config, loop_id = self.context, self.config, identity.loop_id
         self.emit(AgentStart(identity.agent_id, identity.session_id, loop_id, context.parent_loop_id,
                              context.continuation_kind if self.continuation else None, metadata=config.metadata))
         if prompts:
@@ -177,7 +174,7 @@ class _Run:
             if rejection is not None:
                 self.emit(InputRejected(loop_id, rejection))
                 self.emit(AgentEnd(loop_id, [], Usage(), rejection=rejection, outcome=RunOutcome.REJECTED))
-                return False
+                return []
         for prompt in prompts:
             self.record(prompt)
             self.unannounced.append(prompt)
@@ -190,7 +187,9 @@ class _Run:
         except BaseException:
             self.unwind()
             raise
-        return True
+        if config.after_loop is not None:
+            config.after_loop(context.messages, self.usage)
+        return self.new_messages
 
     def apply_input_filters(self, prompts: list[AgentMessage]) -> str | None:
         """SPEC LOOP-2: the first rejection wins; warnings go onto the last user prompt."""

@@ -27,10 +27,13 @@ root span in the delivering thread's current context, linked to the run it conti
 (``parent_loop_id``). A span never ends after its parent: a parent's end is moved to its latest
 child's when events reached the tracer late (a parallel branch's come through the caller's queue).
 
-The tracer never raises into the run: a failure inside it is logged and the event dropped. A span
-processor that raises when a span starts or ends (user code) breaks no bookkeeping: phi's state is
-updated first, the call is guarded, and the span counts as written. Span processors and exporters are
-user code, so the tracer never calls them while holding a lock another
+The tracer never raises an ``Exception`` into the run: a failure inside it is logged and the event
+dropped. A span processor that raises when a span starts or ends (user code) breaks no bookkeeping:
+phi's state is updated first, the call is guarded, and the span counts as written; a span lost in
+``on_start`` leaves a stand-in that does not silence its children (OTEL-7). A ``BaseException``
+from a processor is raised once the event in hand is handled. A run that raises (no ``AgentEnd``)
+is told by :func:`phi.loop.identity.observe_raised_runs`: its spans end then, with an error status.
+Span processors and exporters are user code, so the tracer never calls them while holding a lock another
 thread could wait on: events go into one queue, and whichever thread finds no one draining it turns
 them into spans in order (:class:`_Serial`); the others return at once. The threads that end a run
 (``AgentEnd``, ``ParallelLoopEnd``) and :meth:`OtelTracer.close` wait, for a bounded time, until
