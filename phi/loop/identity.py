@@ -6,7 +6,9 @@ its own loops; a bare ``agent_loop`` call given no loop id takes the next N from
 
 Which model a run calls is told, just before its ``AgentStart``, to the observers registered with
 :func:`observe_run_models` (tracing, SPEC §17 OTEL-2: a sampler must see the provider and model when
-the run's span starts, and the events name them only with the first reply).
+the run's span starts, and the events name them only with the first reply). A run that raises
+instead of ending with ``AgentEnd`` (SPEC LOOP-5's exceptions) is told to the observers registered
+with :func:`observe_raised_runs`, as the exception leaves it: a tracer ends that run's spans then.
 """
 
 from __future__ import annotations
@@ -144,3 +146,26 @@ def reply_provider(config: AgentLoopConfig) -> str:
     if protocol is not None:
         return named or str(getattr(protocol, "service", "") or provider.provider_id)
     return provider.provider_id
+
+
+_raise_observers: CallbackList[Callable[[str, BaseException], None]] = CallbackList()
+
+
+def observe_raised_runs(observer: Callable[[str, BaseException], None]) -> Callable[[], None]:
+    """Tell ``observer(loop_id, exception)`` of every run in this process that raised once it had its
+    loop id (after ``AgentStart``, no ``AgentEnd`` comes, SPEC LOOP-5; a raising ``before_loop`` is
+    told too, and a tracer that never saw the run start ignores it), on the run's thread as the
+    exception leaves the run; returns the function that stops it. An observer that raises an ``Exception`` is logged
+    and ignored: the run's own exception is the one its caller sees."""
+    return _raise_observers.add(observer)
+
+
+def tell_run_raised(loop_id: str, error: BaseException) -> None:
+    """Called by the loop as an exception ends a started run; with no observer it costs one tuple read."""
+    if not _raise_observers:
+        return
+    for observer in _raise_observers:
+        try:
+            observer(loop_id, error)
+        except Exception:
+            log.exception("raised-run observer %r raised", observer)

@@ -52,7 +52,7 @@ from ..types import (
 )
 from .config import AgentContext, AgentLoopConfig
 from .filters import run_filter
-from .identity import ensure_identity, tell_run_model
+from .identity import ensure_identity, tell_run_model, tell_run_raised
 from .llm_view import FAILED_STOPS, LLMView
 from .reply_stream import ReplyStream
 from .tool import tool_definition
@@ -80,7 +80,7 @@ def agent_loop(prompts: list[AgentMessage], context: AgentContext, config: Agent
     if not prompts:
         raise InvalidPrompt("agent_loop needs at least one prompt message; to resume from the context as it is, "
                             "use agent_loop_continue (Agent.continue_loop)")
-    return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run(list(prompts))
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=False).run_telling(list(prompts))
 
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig, sink: Sink,
@@ -93,7 +93,7 @@ def agent_loop_continue(context: AgentContext, config: AgentLoopConfig, sink: Si
     check_can_continue(context)
     if context.continuation_kind is None:
         context.continuation_kind = ContinuationKind.default()
-    return _Run(context, config, sink, cancel or CancellationToken(), continuation=True).run([])
+    return _Run(context, config, sink, cancel or CancellationToken(), continuation=True).run_telling([])
 
 
 def check_can_continue(context: AgentContext) -> None:
@@ -144,6 +144,16 @@ class _Run:
         self.request: StreamConfig | None = None  # the last model call's request: its tool settings bind the reply
 
     # ----------------------------------------------------------------- SPEC LOOP-1..2, LOOP-5
+
+    def run_telling(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
+        """:meth:`run`; a run that raises is told to :func:`~phi.loop.identity.observe_raised_runs`
+        as the exception leaves it (no ``AgentEnd`` comes, LOOP-5), so a tracer still ends its spans."""
+        try:
+            return self.run(prompts)
+        except BaseException as error:
+            if self.loop_id:
+                tell_run_raised(self.loop_id, error)
+            raise
 
     def run(self, prompts: list[AgentMessage]) -> list[AgentMessage]:
         context, config = self.context, self.config

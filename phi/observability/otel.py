@@ -27,10 +27,13 @@ root span in the delivering thread's current context, linked to the run it conti
 (``parent_loop_id``). A span never ends after its parent: a parent's end is moved to its latest
 child's when events reached the tracer late (a parallel branch's come through the caller's queue).
 
-The tracer never raises into the run: a failure inside it is logged and the event dropped. A span
-processor that raises when a span starts or ends (user code) breaks no bookkeeping: phi's state is
-updated first, the call is guarded, and the span counts as written. Span processors and exporters are
-user code, so the tracer never calls them while holding a lock another
+The tracer never raises an ``Exception`` into the run: a failure inside it is logged and the event
+dropped. A span processor that raises when a span starts or ends (user code) breaks no bookkeeping:
+phi's state is updated first, the call is guarded, and the span counts as written; a span lost in
+``on_start`` leaves a stand-in that does not silence its children (OTEL-7). A ``BaseException``
+from a processor is raised once the event in hand is handled. A run that raises (no ``AgentEnd``)
+is told by :func:`phi.loop.identity.observe_raised_runs`: its spans end then, with an error status.
+Span processors and exporters are user code, so the tracer never calls them while holding a lock another
 thread could wait on: events go into one queue, and whichever thread finds no one draining it turns
 them into spans in order (:class:`_Serial`); the others return at once. The threads that end a run
 (``AgentEnd``, ``ParallelLoopEnd``) and :meth:`OtelTracer.close` wait, for a bounded time, until
@@ -39,6 +42,7 @@ their own event has been handled, so a run's spans are finished when its ``run()
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import weakref
@@ -49,7 +53,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from ..events import (
@@ -66,7 +70,7 @@ from ..events import (
     TurnStart,
 )
 from ..log import get_logger
-from ..loop.identity import RunModel, observe_run_models
+from ..loop.identity import RunModel, observe_raised_runs, observe_run_models
 from ..providers.retry import RetryNotice, observe_retries
 from ..providers.secret_registry import redact, redact_data
 from ..types import AgentMessage, AssistantMessage, RunOutcome, StopReason, Usage
@@ -277,7 +281,9 @@ class OtelTracer:
         self._stop_carrier: Callable[[], None] | None = None
         self._stop_models: Callable[[], None] | None = None
         self._stop_children: Callable[[], None] | None = None
+        self._stop_raised: Callable[[], None] | None = None
         self._plugin_failures = 0  # span processors that raised (logged in full once)
+        self._interrupt: BaseException | None = None  # a processor's KeyboardInterrupt, raised after the event
         self._listen()
         self._handlers: dict[str, Callable[[Any, int], None]] = {
             "AgentStart": self._agent_start, "AgentEnd": self._agent_end, "TurnStart": self._turn_start,
@@ -316,10 +322,10 @@ class OtelTracer:
     def close(self) -> None:
         """End every span still open (a run that raised has no ``AgentEnd``, SPEC LOOP-5) with an
         error status, and stop listening for retries."""
-        for stop in (self._stop_retries, self._stop_carrier, self._stop_models, self._stop_children):
+        for stop in (self._stop_retries, self._stop_carrier, self._stop_models, self._stop_children, self._stop_raised):
             if stop is not None:
                 stop()
-        self._stop_retries = self._stop_carrier = self._stop_models = self._stop_children = None
+        self._stop_retries = self._stop_carrier = self._stop_models = self._stop_children = self._stop_raised = None
         ambient = otel_context.get_current()
         if not self._serial.submit(self._close_all, ambient, wait=_WAIT_FOR_SPANS):
             log.warning("OtelTracer.close(): spans still being written after %.0f s", _WAIT_FOR_SPANS)
@@ -330,6 +336,12 @@ class OtelTracer:
         return self._serial.submit(_nothing, wait=timeout)
 
     def _close_all(self, ambient: otel_context.Context) -> None:
+        try:
+            self._close_everything(ambient)
+        finally:
+            self._raise_interrupt()
+
+    def _close_everything(self, ambient: otel_context.Context) -> None:
         self._ambient = ambient
         now = time.time_ns()
         for loop_id in list(self._held):
@@ -375,12 +387,15 @@ class OtelTracer:
 
     def _handle_in(self, ambient: otel_context.Context | None, event: AgentEvent, now: int,
                    facts: dict[str, Attributes] | None) -> None:
-        if ambient is not None:  # a run or workflow without a parent starts in its thread's context
-            self._ambient = ambient
-        if isinstance(event, AgentStart):  # a run's first event: never one of a held run's
-            self._agent_start(event, now, facts)
-        else:
-            self._handle(event, now)
+        try:
+            if ambient is not None:  # a run or workflow without a parent starts in its thread's context
+                self._ambient = ambient
+            if isinstance(event, AgentStart):  # a run's first event: never one of a held run's
+                self._agent_start(event, now, facts)
+            else:
+                self._handle(event, now)
+        finally:
+            self._raise_interrupt()
 
     def _handle(self, event: AgentEvent, now: int) -> None:
         if self._held:  # some sub-agent run is held back: is this one of its events?
@@ -459,7 +474,7 @@ class OtelTracer:
                            links=list(links), start_time=start_ns)
         self._runs[event.loop_id] = _Run(event.loop_id, event.agent_id, event.session_id, span,
                                          trace.set_span_in_context(span), start, start_ns, under)
-        if not span.is_recording():
+        if not span.is_recording() and not isinstance(span, _LostSpan):  # sampled out, not a plugin's failure
             self._silent.add(event.loop_id)
 
     def _agent_end(self, event: AgentEnd, now: int) -> None:
@@ -500,8 +515,10 @@ class OtelTracer:
             kind = _FAILED_OUTCOMES[event.outcome] or sc.provider_error_type(reply.error_message if reply else None)
             self._fail(span, kind, reply.error_message if reply is not None and kind != "cancelled" else None)
 
-    def _abandon(self, run: _Run, now: int) -> None:
-        """close(): a run with no ``AgentEnd`` (it raised, or its events stopped coming)."""
+    def _abandon(self, run: _Run, now: int, kind: str = sc.OTHER_ERROR,
+                 description: str | None = "the run ended without AgentEnd") -> None:
+        """A run with no ``AgentEnd``: it raised (``kind`` is the exception's class), its workflow
+        ended first, or ``close()`` came before its events stopped coming."""
         self._runs.pop(run.loop_id, None)
         self._silent.discard(run.loop_id)
         self._retries.pop(run.loop_id, None)
@@ -509,11 +526,35 @@ class OtelTracer:
         if turn is not None:
             self._close_turn(run, turn, now)
         calls, run.calls = run.calls, {}
-        for span, *_ in calls.values():
-            self._fail(span, sc.OTHER_ERROR, None)
+        for span, *_ in calls.values():  # the run's end cancelled them (LOOP-5)
+            self._fail(span, "cancelled" if kind != sc.OTHER_ERROR else sc.OTHER_ERROR, None)
             self._end_child(run, span, now)
-        self._fail(run.span, sc.OTHER_ERROR, "the run ended without AgentEnd")
+        for loop_id in [k for k, held in self._held.items() if held.parent_loop_id == run.loop_id]:
+            self._release(loop_id, run.context, None)
+        self._fail(run.span, kind, description)
         self._end_run(run, now)
+
+    def _on_run_raised(self, loop_id: str, error: BaseException) -> None:
+        """On the run's thread as its exception leaves it (SPEC LOOP-5: no ``AgentEnd`` comes): its
+        spans end now, with the exception's class as ``error.type`` — written when ``run()`` raises,
+        not kept open until :meth:`close`."""
+        kind = type(error).__name__
+        description = f"{kind}: {error}" if self.capture_content else f"the run raised {kind}"
+        # another agent's run (no run open here) is not kept waiting behind this tracer's exporters
+        wait = _WAIT_FOR_SPANS if self._runs or self._held else None
+        if not self._serial.submit(self._run_raised, loop_id, kind, description, time.time_ns(), wait=wait):
+            log.warning("OtelTracer: the spans of a raised run are still being written after %.0f s", _WAIT_FOR_SPANS)
+
+    def _run_raised(self, loop_id: str, kind: str, description: str, now: int) -> None:
+        try:
+            held = self._held.get(loop_id)
+            if held is not None:  # its call never said it ran it: under the run that started it
+                self._release(loop_id, self._parent_context(held.parent_loop_id), None)
+            run = self._runs.get(loop_id)
+            if run is not None:
+                self._abandon(run, now, kind, description)
+        finally:
+            self._raise_interrupt()
 
     def _end_run(self, run: _Run, end: int) -> None:
         """End the run's span, no earlier than its last child, and tell whoever contains it (the call
@@ -670,6 +711,7 @@ class OtelTracer:
         self._stop_carrier = _register_weakly(register_carrier, self._context_of_call, {})
         self._stop_models = _register_weakly(observe_run_models, self._on_run_model, None)
         self._stop_children = _register_weakly(observe_child_runs, self._on_child_run, None)
+        self._stop_raised = _register_weakly(observe_raised_runs, self._on_run_raised, None)
 
     def _on_run_model(self, notice: RunModel) -> None:
         """On the run's thread, before its ``AgentStart`` reaches the tracer (whose handling takes it)."""
@@ -786,6 +828,11 @@ class OtelTracer:
         workflow = self._branches.get(event.selected_loop_id)
         if workflow is None:
             return
+        now = _ns(event.timestamp)
+        for loop_id in workflow.loop_ids:  # a branch whose events stopped without AgentEnd ends with its workflow
+            run = self._runs.get(loop_id)
+            if run is not None:
+                self._abandon(run, now)
         for loop_id in workflow.loop_ids:
             self._branches.pop(loop_id, None)
         span = workflow.span
@@ -822,23 +869,28 @@ class OtelTracer:
         """A span whose name and attributes hold no secret phi knows of: ids, tool names and model
         names come from the model and the application (content was scrubbed before, OTEL-11). When a
         span processor raises in ``on_start`` the span is lost to the SDK: a non-recording stand-in
-        with the parent's context takes its place, so its children still join the trace."""
+        with the parent's context takes its place, so its children are still written and join the trace
+        (a root's stand-in gets a context of its own, so its children still share one trace)."""
         try:
             return self._tracer.start_span(redact(name), context=context, attributes=redact_data(attributes),
                                            **options)
-        except Exception:
-            self._plugin_failed("on_start")
-            return trace.NonRecordingSpan(trace.get_current_span(context).get_span_context())
+        except BaseException as error:
+            self._plugin_failed("on_start", error)
+            return _LostSpan.under(context)
 
     def _end(self, span: Span, end: int) -> None:
         """``span.end`` runs the span processors' ``on_end`` (user code): one that raises must not
         leave phi's bookkeeping half done, so it is caught here and the span counts as ended."""
         try:
             span.end(end_time=end)
-        except Exception:
-            self._plugin_failed("on_end")
+        except BaseException as error:
+            self._plugin_failed("on_end", error)
 
-    def _plugin_failed(self, hook: str) -> None:
+    def _plugin_failed(self, hook: str, error: BaseException) -> None:
+        if not isinstance(error, Exception):  # KeyboardInterrupt, SystemExit: raised once the event's
+            if self._interrupt is None:       # bookkeeping is done and every span it ends has ended
+                self._interrupt = error
+            return
         self._plugin_failures += 1
         if self._plugin_failures == 1:
             log.exception("OtelTracer: a span processor's %s raised (span kept; later failures logged at "
@@ -846,9 +898,31 @@ class OtelTracer:
         else:
             log.debug("OtelTracer: a span processor's %s raised again", hook, exc_info=True)
 
+    def _raise_interrupt(self) -> None:
+        """Raise the ``BaseException`` a span processor raised while the work in hand ran (the
+        delivering thread gets it: into the run, as the run's own exception — OTEL-7)."""
+        interrupt, self._interrupt = self._interrupt, None
+        if interrupt is not None:
+            raise interrupt
+
     @staticmethod
     def _set(span: Span, attributes: Attributes) -> None:
         span.set_attributes(redact_data(attributes))
+
+
+class _LostSpan(trace.NonRecordingSpan):
+    """The stand-in for a span a span processor's ``on_start`` lost (OTEL-7). It records nothing, like
+    a sampled-out span, but unlike one it does not silence its children: they are still written."""
+
+    @classmethod
+    def under(cls, parent: otel_context.Context) -> _LostSpan:
+        known = trace.get_current_span(parent).get_span_context()
+        if known.is_valid:
+            return cls(known)
+        # a root: the lost span's context would have been a new one too; with one of its own (sampled,
+        # as a span whose on_start ran was recording) its children still share one trace
+        return cls(SpanContext(random.getrandbits(128) or 1, random.getrandbits(64) or 1, is_remote=False,
+                               trace_flags=TraceFlags(TraceFlags.SAMPLED)))
 
 
 def _register_weakly(register: Callable[[Any], Callable[[], None]], method: Callable[..., Any],
