@@ -208,3 +208,29 @@ def test_a_clone_that_cannot_be_made_leaves_the_shared_sources_open():
         agent.clone(model="typo", provider=None, tool_sources=[shared, extra])
     assert (shared.closed, extra.closed) == (0, 1)
     assert agent.run("still works").text == "ok"
+
+
+class BadShapeTool(FunctionTool):
+    """A source tool whose schema is a property of application code that fails."""
+
+    @property  # type: ignore[override]
+    def parameters(self) -> dict[str, object]:
+        raise RuntimeError("schema unavailable")
+
+    @parameters.setter
+    def parameters(self, value: object) -> None:
+        pass
+
+
+class BadShapeToolset(FakeToolset):
+    def tools(self) -> list[FunctionTool]:
+        return [BadShapeTool("broken", "Broken.", {}, lambda args, ctx: "x")]
+
+
+def test_a_source_whose_tool_definition_raises_is_left_out_not_fatal(caplog):
+    """Attack on issue 35 item 14: the failure was raised from building the request."""
+    provider = ScriptedProvider(["ok"])
+    agent = Agent(provider=provider, tool_sources=[BadShapeToolset(), FakeToolset("y")])
+    assert agent.run("hi").text == "ok"
+    assert offered(provider) == ["y"]
+    assert "schema unavailable" in caplog.text

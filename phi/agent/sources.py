@@ -59,7 +59,8 @@ def check_own_tools(tools: Sequence[AgentTool]) -> None:
 
 def tools_for_run(tools: Sequence[AgentTool], sources: Sequence[ToolSource]) -> list[AgentTool]:
     """The run's tools (AGENT-5, AGENT-9): the agent's own, then each source's current tools in the
-    order of ``sources``. A source whose ``tools()`` raises an ``Exception`` is left out; a tool whose
+    order of ``sources``. A source whose ``tools()`` (or one of its tools' name, description or
+    parameters) raises an ``Exception`` is left out; a tool whose
     name an earlier one took is left out — both with a logged warning — so each name is offered once
     and a call runs the tool whose schema the model was shown."""
     found: dict[str, AgentTool] = {}
@@ -70,7 +71,7 @@ def tools_for_run(tools: Sequence[AgentTool], sources: Sequence[ToolSource]) -> 
     for index, source in enumerate(sources):
         where = source_label(source, index)
         try:
-            given = [(tool, tool.name) for tool in source.tools()]
+            given = [(tool, _described(tool)) for tool in source.tools()]
         except Exception as error:  # a dead server or a bug in a source must not stop the agent
             _left_out(where, "tools()", error)
             continue
@@ -140,6 +141,15 @@ def start_up(tools: Sequence[AgentTool], sources: Sequence[ToolSource], system_p
         raise value
     found: tuple[list[AgentTool], str] = value
     return found
+
+
+def _described(tool: AgentTool) -> str:
+    """``tool``'s name, its description and parameters read once here: a source tool whose
+    definition raises (a property of application code) leaves its source out now, with the
+    warning, instead of failing the request being built."""
+    tool.description  # noqa: B018
+    tool.parameters  # noqa: B018
+    return tool.name
 
 
 def system_prompt_for_run(system_prompt: str, sources: Sequence[ToolSource]) -> str:
