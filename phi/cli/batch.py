@@ -86,7 +86,7 @@ class JsonLines:
             try:
                 self.out.write(line + "\n")
                 self.out.flush()
-            except BrokenPipeError:
+            except OSError:  # the reader went away, or the disk is full: nobody can read more
                 self.closed = True
         if self.closed and self.on_closed is not None:
             self.on_closed()
@@ -156,6 +156,9 @@ class Unattended:
         self.warn = warn
         self.error_kinds: list[str] = []  # of the current input's errors, in order
         self.retried = False  # the current input is on its second try
+        self.retry_text = ""  # the input :meth:`after` sent again
+        self._pending: list[str] = []  # follow-ups a closing session refused: for the next one
+        self._pending_steering: list[str] = []
         self._core_listeners: list[Callable[[AgentEvent], None]] = []
         self._listen(session)
 
@@ -179,17 +182,65 @@ class Unattended:
         self.session.agent.abort()
 
     def submit(self, text: str) -> SessionStream:
-        from ..coding import SessionState
-
-        if self.session.state == SessionState.CLOSED:
-            old = self.session
-            queued = old.take_queued_input()  # follow-ups given to the closed session go to the next one
-            self.session = self.setup.new_session(old.profile, self.sessions, carry=old)
-            self._listen(self.session)
-            for waiting in queued:
-                self.session.follow_up(waiting)
+        self._open()
         self.error_kinds.clear()
         return self.session.submit_stream(text)
+
+    def _open(self) -> None:
+        """After an error closed the session: a new one carrying the conversation, with what was
+        given to the closed one (follow-ups, steering) handed on."""
+        from ..coding import SessionState
+
+        if self.session.state != SessionState.CLOSED:
+            return
+        old = self.session
+        queued = old.take_queued_input()  # follow-ups given to the closed session go to the next one
+        self.session = self.setup.new_session(old.profile, self.sessions, carry=old)
+        self._listen(self.session)
+        for waiting in [*queued, *self._pending]:
+            self.session.follow_up(waiting)
+        for steering in self._pending_steering:
+            self.session.steer(steering)  # at the start of the next input
+        self._pending, self._pending_steering = [], []
+
+    def follow_up(self, text: str) -> None:
+        """``text`` once the running input is done (a session an error is closing keeps it for the
+        next one)."""
+        from ..coding import SessionClosed
+
+        self._open()
+        try:
+            self.session.follow_up(text)
+        except SessionClosed:
+            self._pending.append(text)
+
+    def steer(self, text: str) -> None:
+        """Steering for the running input, or the next one (see :meth:`follow_up`)."""
+        from ..coding import SessionClosed
+
+        self._open()
+        try:
+            self.session.steer(text)
+        except SessionClosed:
+            self._pending_steering.append(text)
+
+    def take_queued_input(self) -> list[str]:
+        """The follow-ups no run took (a failed run takes none), in order."""
+        taken = [*self.session.take_queued_input(), *self._pending]
+        self._pending = []
+        return taken
+
+    def failed_input(self, text: str) -> str:
+        """The input a failed run failed on: the last user message before its failed reply (a
+        follow-up the run took), else ``text``."""
+        from ..types import UserMessage
+        from .session_setup import without_failed_input
+
+        messages = self.session.agent.messages
+        kept = without_failed_input(messages)
+        if len(kept) < len(messages) and isinstance(last := messages[len(kept)], UserMessage):
+            return last.text
+        return text
 
     def after(self, text: str, result: SubmitResult) -> SessionStream | None:
         """Once ``text``'s run ended: the stream of its second try when it overflowed the context
@@ -201,6 +252,7 @@ class Unattended:
         retried, self.retried = self.retried, False
         if not overflowed:
             return None
+        text = self.retry_text = self.failed_input(text)  # a follow-up the run took may be what overflowed
         if not retried:
             shrunk = self.setup.shrink_for_retry(self.session, text)
             if shrunk is not None:

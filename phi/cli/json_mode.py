@@ -21,6 +21,7 @@ import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..json_values import is_object
+from ..log import get_logger
 from .batch import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,7 +36,10 @@ from .options import CliOptions
 from .sessions import CliSessions
 
 if TYPE_CHECKING:
-    from ..coding import ProviderProfile, Session, SessionStream
+    from ..coding import ProviderProfile, Session, SessionStream, SubmitResult
+
+
+log = get_logger(__name__)
 
 
 def parse_command(line: str) -> dict[str, Any]:
@@ -86,11 +90,13 @@ class JsonSession:
             self.error(f"a {kind} command needs a non-empty text")
             return
         if kind == "steer":
-            self.session.steer(text)
+            self.unattended.steer(text)
             return
         with self._lock:
+            if self.stopping:
+                return
             if self.stream is not None:  # taken by the run when it ends well, else by its watcher
-                self.session.follow_up(text)
+                self.unattended.follow_up(text)
                 return
             self._start(text)
 
@@ -104,21 +110,41 @@ class JsonSession:
         threading.Thread(target=self._ended, args=(stream,), name="phi-json-input", daemon=True).start()
 
     def _ended(self, stream: SessionStream) -> None:
-        result = stream.result()
+        try:
+            result: SubmitResult | None = stream.result()
+        except Exception:  # a run that raised (a listener failing): said, and the session goes on
+            log.warning("the input's run raised", exc_info=True)
+            result = None
         with self._lock:
-            self.outcome = result.outcome
-            again = None if self.stopping else self.unattended.after(self.text, result)
-            if again is not None:
-                self._watch(again)
-                return
-            queued = [] if self.stopping else self.session.take_queued_input()
-            if queued:
-                self._start(queued[0])
-                for waiting in queued[1:]:
-                    self.session.follow_up(waiting)
-                return
+            try:
+                self.outcome = result.outcome if result is not None else "error"
+                if self.lines.closed:
+                    self.stopping = True  # nobody reads the events: start nothing more
+                if self._next(result):
+                    return
+            except Exception:  # starting the next input failed: the session cannot go on
+                log.warning("could not start the next input", exc_info=True)
+                self.stopping = True
             self.stream = None
             self._lock.notify_all()
+
+    def _next(self, result: SubmitResult | None) -> bool:
+        """Start what follows an input that ended (lock held): its second try after an overflow,
+        else the prompts queued behind it. False when nothing follows."""
+        if self.stopping:
+            return False
+        again = self.unattended.after(self.text, result) if result is not None else None
+        if again is not None:
+            self.text = self.unattended.retry_text
+            self._watch(again)
+            return True
+        queued = self.unattended.take_queued_input()
+        if not queued:
+            return False
+        self._start(queued[0])
+        for waiting in queued[1:]:
+            self.unattended.follow_up(waiting)
+        return True
 
     def finish(self, timeout: float | None = None) -> None:
         """Wait until no input runs or waits (see the class docstring)."""
@@ -140,7 +166,14 @@ def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: Cl
     source: TextIO = stdin or sys.stdin
     stdout: TextIO = out or sys.stdout
     unattended = unattended_session(options, profile, sessions)
-    lines = JsonLines(stdout, on_closed=unattended.abort)
+    driver: JsonSession | None = None
+
+    def reader_gone() -> None:  # stop the running input and start no other
+        if driver is not None:
+            driver.stopping = True
+        unattended.abort()
+
+    lines = JsonLines(stdout, on_closed=reader_gone)
     unattended.subscribe(lines)
     driver = JsonSession(unattended, lines)
     try:
@@ -157,7 +190,7 @@ def run_json_session(options: CliOptions, profile: ProviderProfile, sessions: Cl
     finally:
         unattended.close()
         sessions.save()
-    return EXIT_OK if driver.outcome in SUCCESS_OUTCOMES else EXIT_FAILED
+    return EXIT_OK if driver.outcome in SUCCESS_OUTCOMES and not lines.closed else EXIT_FAILED
 
 
 __all__ = ["run_json_session", "parse_command", "JsonSession"]

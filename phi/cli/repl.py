@@ -191,13 +191,12 @@ class Repl:
         that connected or failed); tools of servers that connected join the session."""
         while self.notices:
             self.renderer.line(self.notices.pop(0))
-        if self.connector is None:
+        if self.connector is None or not self.loader.ready():  # the first session takes them once it exists
             return
         servers, lines = self.connector.take(wait_for_mcp)
         if servers is not None:
             self.setup.mcp = servers
-            if self.loader.ready():
-                servers.register(self.session.profile.tool_registry)
+            servers.register(self.session.profile.tool_registry)
         for line in lines:
             failed = line.startswith("! ")
             self.renderer.line(self.style("red" if failed else "grey", line))
