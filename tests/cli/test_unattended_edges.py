@@ -89,3 +89,87 @@ def test_sigterm_while_an_mcp_server_starts_ends_phi_p_and_the_server(project: P
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _json_phi(model: SlowServer, project: Path, home: Path, **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "phi.cli", "--provider", "anthropic", "--base-url", model.url,
+                             "--json"], cwd=project, env=_env(home), stdin=subprocess.PIPE, text=True,
+                            **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs})
+
+
+def _send(proc: subprocess.Popen[str], **command: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(command) + "\n")
+    proc.stdin.flush()
+
+
+def test_json_takes_steering_and_prompts_after_an_error_closed_the_session(model: SlowServer, project: Path,
+                                                                          phi_home: Path) -> None:
+    """Attack 2: a rejected key closes the session; steering and the next prompt, sent once its
+    AgentEnd was read, go to the session that follows (phi exited 2 with SessionClosed)."""
+    refused = Reply(json.dumps({"type": "error", "error": {"type": "authentication_error",
+                                                           "message": "invalid x-api-key"}}).encode(),
+                    status=401, content_type="application/json")
+    model.script("AUTH please", refused, Turn("Done, tests mentioned."))
+    proc = _json_phi(model, project, phi_home)
+    assert proc.stdout is not None
+    _send(proc, type="prompt", text="AUTH please")
+    while json.loads(proc.stdout.readline())["type"] != "AgentEnd":
+        pass
+    _send(proc, type="steer", text="mention the tests")
+    _send(proc, type="prompt", text="try again")
+    assert proc.stdin is not None
+    proc.stdin.close()
+    rest = [json.loads(line) for line in proc.stdout]
+    assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+    assert [e["outcome"] for e in rest if e["type"] == "AgentEnd"] == ["completed"]
+    texts = user_texts("anthropic", model.requests_of("AUTH please")[-1])
+    assert "mention the tests" in " ".join(texts) and "try again" in " ".join(texts)
+
+
+def test_json_with_stdout_on_a_full_disk_exits_1_without_hanging(model: SlowServer, project: Path,
+                                                                 phi_home: Path) -> None:
+    model.script("Hello", Turn("Hi."), Turn("Hi again."))
+    with open("/dev/full", "w") as full:
+        proc = _json_phi(model, project, phi_home, stdout=full)
+        _send(proc, type="prompt", text="Hello")
+        _send(proc, type="prompt", text="Hello")
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(60) == 1
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+
+
+def test_json_retries_the_follow_up_that_overflowed_not_the_runs_first_prompt(project: Path, phi_home: Path) -> None:
+    """Attack 2: prompts sent while one runs are follow-ups the run takes; when one of them
+    overflows, that one is compacted and tried again — the first prompt is not sent twice — and
+    when it never fits it is not kept in front of the next."""
+
+    class Refusing(SlowServer):
+        def _respond_scripted(self, request: Any) -> Any:
+            texts = user_texts("anthropic", request.json())
+            if texts and texts[-1].startswith("BIG"):
+                return Reply(json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message":
+                             "prompt is too long: 250000 tokens > 200000 maximum"}}).encode(), status=400,
+                             content_type="application/json")
+            return super()._respond_scripted(request)
+
+    model = Refusing()
+    try:
+        model.slow("hello", chunk_size=8, delay=0.1)  # long enough for the follow-ups to be queued
+        model.script("hello", Turn("Hello to you, with a reply that takes a while to arrive."),
+                     Turn("After."), Turn("After again."))
+        model.script("BIG", Turn("unused"))
+        model.script("after", Turn("After."))
+        proc = _json_phi(model, project, phi_home)
+        for text in ("hello", "BIG input", "after"):
+            _send(proc, type="prompt", text=text)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        newest = [user_texts("anthropic", r.json())[-1] for r in model.requests]
+        assert newest.count("hello") == 1, newest  # the run's first prompt was never sent again
+        last = user_texts("anthropic", model.requests[-1].json())
+        assert last[-1] == "after" and not any(t.startswith("BIG") for t in last), last
+    finally:
+        model.close()
