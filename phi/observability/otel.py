@@ -309,7 +309,21 @@ class OtelTracer:
             self._adopted[agent_id] = parent_loop_id
         # a long `phi --otel` session attaches every spawned child: forget each when it is gone
         weakref.finalize(agent, OtelTracer._forget, weakref.ref(self), agent_id)
-        return agent.subscribe(self, include_subagents=True)
+        unsubscribe = agent.subscribe(self, include_subagents=True)
+
+        def detach() -> None:  # a run in progress hears no AgentEnd now: its spans end here (OTEL-12)
+            unsubscribe()
+            if not self._serial.submit(self._detached, agent_id, time.time_ns(), wait=_WAIT_FOR_SPANS):
+                log.warning("OtelTracer: spans of a detached agent still being written after %.0f s", _WAIT_FOR_SPANS)
+
+        return detach
+
+    def _detached(self, agent_id: str, now: int) -> None:
+        try:
+            for run in [run for run in self._runs.values() if run.agent_id == agent_id]:
+                self._abandon(run, now, None)
+        finally:
+            self._raise_interrupt()
 
     @staticmethod
     def _forget(tracer_ref: weakref.ReferenceType[OtelTracer], agent_id: str) -> None:
@@ -515,10 +529,11 @@ class OtelTracer:
             kind = _FAILED_OUTCOMES[event.outcome] or sc.provider_error_type(reply.error_message if reply else None)
             self._fail(span, kind, reply.error_message if reply is not None and kind != "cancelled" else None)
 
-    def _abandon(self, run: _Run, now: int, kind: str = sc.OTHER_ERROR,
+    def _abandon(self, run: _Run, now: int, kind: str | None = sc.OTHER_ERROR,
                  description: str | None = "the run ended without AgentEnd") -> None:
         """A run with no ``AgentEnd``: it raised (``kind`` is the exception's class), its workflow
-        ended first, or ``close()`` came before its events stopped coming."""
+        ended first, or ``close()`` came before its events stopped coming. ``kind`` None: the
+        tracer was detached from it, which says nothing of how it went (no error status)."""
         self._runs.pop(run.loop_id, None)
         self._silent.discard(run.loop_id)
         self._retries.pop(run.loop_id, None)
@@ -527,11 +542,15 @@ class OtelTracer:
             self._close_turn(run, turn, now)
         calls, run.calls = run.calls, {}
         for span, *_ in calls.values():  # the run's end cancelled them (LOOP-5)
-            self._fail(span, "cancelled" if kind != sc.OTHER_ERROR else sc.OTHER_ERROR, None)
+            if kind is not None:
+                self._fail(span, "cancelled" if kind != sc.OTHER_ERROR else sc.OTHER_ERROR, None)
             self._end_child(run, span, now)
         for loop_id in [k for k, held in self._held.items() if held.parent_loop_id == run.loop_id]:
             self._release(loop_id, run.context, None)
-        self._fail(run.span, kind, description)
+        if kind is not None:
+            self._fail(run.span, kind, description)
+        else:
+            run.span.set_attribute("phi.tracing_detached", True)
         self._end_run(run, now)
 
     def _on_run_raised(self, loop_id: str, error: BaseException) -> None:

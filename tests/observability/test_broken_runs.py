@@ -184,3 +184,29 @@ def test_the_notice_of_a_raised_run_stops_with_the_tracer(spans: Spans) -> None:
     with pytest.raises(ValueError):
         agent.run("go")  # listening again after close(): this run's span is ended too
     assert spans.one("invoke_agent").status.status_code is StatusCode.ERROR
+
+
+def test_a_run_the_tracer_is_detached_from_is_written_then_and_forgotten(spans: Spans) -> None:
+    """Attack 2 on OTEL-12: detached mid-run (from a tool), the run hears no AgentEnd any more; its
+    spans end at the detach, without an error status (nothing failed), and no table keeps it."""
+    tracer = spans.tracer()
+    for index in range(50):
+        holder: dict[str, Any] = {}
+
+        def detaching(args: Any, ctx: Any) -> str:
+            holder["detach"]()
+            return "42"
+
+        agent = Agent(model="claude-sonnet-4-5", provider=ScriptedProvider([call("c1"), "done"], provider_id="anthropic"),
+                      tools=[FunctionTool("lookup", "Look it up.", {"type": "object", "properties": {}}, detaching)])
+        holder["detach"] = tracer.attach(agent)
+        assert agent.run(f"go {index}").text == "done"
+        agent.close()
+        del agent
+    assert tracer.flush()
+    runs = spans.named("invoke_agent claude-sonnet-4-5") or [s for s in spans.all if s.name.startswith("invoke_agent")]
+    assert len(runs) == 50
+    assert all(s.status.status_code != StatusCode.ERROR for s in runs)
+    assert all(s.attributes and s.attributes.get("phi.tracing_detached") for s in runs)
+    assert len(tracer._runs) == 0  # noqa: SLF001 (the table OTEL-12 bounds)
+    tracer.close()
