@@ -33,6 +33,9 @@ log = get_logger(__name__)
 DEFAULT_COMMIT_COUNT = 5
 #: Seconds one git command may take before the snapshot gives up on it.
 GIT_TIMEOUT_S = 5.0
+#: what a sandboxed git command may print (its status of a large tree runs to megabytes; unsandboxed, git
+#: is read whole, and the counts must not depend on the sandbox)
+GIT_CAPTURE_BYTES = 64 << 20
 #: The status counts a snapshot keeps, in the order they are shown.
 _COUNT_KINDS = ("staged", "modified", "deleted", "conflicted", "untracked")
 #: Longest commit subject kept (characters); longer ones end with "...".
@@ -128,7 +131,7 @@ def _run_sandboxed(cwd: str, command: list[str], timeout: float, sandbox: str) -
 
     try:
         done = run_process(command, cwd=cwd, env=_git_environment(), timeout_ms=max(1, int(timeout * 1000)),
-                           sandbox=sandbox)
+                           sandbox=sandbox, max_capture_bytes=GIT_CAPTURE_BYTES)
     except (OSError, PhiError) as exc:
         log.debug("git %s in %s could not run: %s", command[-1], cwd, exc)
         return None

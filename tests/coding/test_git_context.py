@@ -162,3 +162,25 @@ def test_render_of_a_hand_made_snapshot():
         "- abc1234 Fix the parser\n- def5678 Add tests\n"
         "This is a snapshot from the start of the session; run git through the shell tool for the current state.\n"
         "</git>")
+
+
+def test_a_large_status_counts_the_same_inside_the_sandbox(repo):
+    """Attack 2 on issue 35: a sandboxed git's output was cut (1 MiB of head and of tail kept), so
+    a large status was counted short inside the sandbox and right outside."""
+    from phi.tools.sandbox import sandbox_status
+
+    if not sandbox_status().available:
+        pytest.skip(f"no sandbox on this machine: {sandbox_status().describe()}")
+    for n in range(12000):  # at the top: git reports an untracked directory as one entry
+        (repo / f"untracked-{'x' * 200}-{n:05d}.txt").write_text("")  # ~2.6 MB of status in all
+    from phi.tools.environment import LocalExecutionEnvironment
+
+    env = LocalExecutionEnvironment(str(repo), sandbox="read-only")
+    env.initialize()
+    try:
+        plain = git_snapshot(repo)
+        boxed = git_snapshot(repo, sandbox=env.helper_sandbox())
+    finally:
+        env.cleanup()
+    assert plain is not None and boxed is not None
+    assert plain.untracked == boxed.untracked == 12000
