@@ -202,29 +202,28 @@ def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_C
 def root_and_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
                       timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None,
                       root: str | None = None) -> tuple[str | None, GitSnapshot | None]:
-    """:func:`git_root` and :func:`git_snapshot` at once: the three git commands run side by side
-    (each is a process, sandboxed: a prompt is built before every input, so their times should
-    not add up)."""
+    """:func:`git_root` and :func:`git_snapshot` at once: the root first (outside a repository
+    that is the only git process), then the status and the log side by side (each is a process,
+    sandboxed, and a prompt is built before every input: their times should not add up)."""
     from concurrent.futures import ThreadPoolExecutor
 
     where = os.fspath(cwd)
-    asks = {"status": ["status", "--porcelain=v2", "--branch", "-z"],
-            "log": ["log", f"-n{commits}", "--no-color", "--format=%h %s"] if commits > 0 else None,
-            "root": None if root else ["rev-parse", "--show-toplevel"]}
-    wanted = {name: args for name, args in asks.items() if args is not None}
-    with ThreadPoolExecutor(len(wanted), thread_name_prefix="phi-git") as pool:
-        futures = {name: pool.submit(_run_git, where, args, timeout, sandbox) for name, args in wanted.items()}
-        out = {name: future.result() for name, future in futures.items()}
+    root = root or git_root(where, timeout=timeout, sandbox=sandbox)
     if root is None:
-        root = (out["root"] or "").strip() or None
-    status = out["status"]
-    if root is None or status is None:
+        return None, None
+    status_args = ["status", "--porcelain=v2", "--branch", "-z"]
+    log_args = ["log", f"-n{commits}", "--no-color", "--format=%h %s"]
+    with ThreadPoolExecutor(1, thread_name_prefix="phi-git") as pool:  # the log; the status here
+        log_future = pool.submit(_run_git, where, log_args, timeout, sandbox) if commits > 0 else None
+        status = _run_git(where, status_args, timeout, sandbox)
+        log_out = log_future.result() if log_future is not None else ""
+    if status is None:
         return root, None
     headers, counts = _parse_status(status)
     oid = headers.get("branch.oid", "")
     head_name = headers.get("branch.head", "")
     has_commits = bool(oid) and oid != "(initial)"
-    log_text = (out.get("log") or "") if has_commits else ""
+    log_text = (log_out or "") if has_commits else ""
     ahead, behind = _ahead_behind(headers.get("branch.ab", ""))
     return root, GitSnapshot(
         root=root,
