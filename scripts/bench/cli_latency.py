@@ -7,7 +7,8 @@ same machine's bare Python is measured in the same run (``python -c pass``; a pt
 
 The prompt is also timed with ``-c`` (a stored session to continue) and with a trusted
 ``.mcp.json`` naming one stdio server (issue 35 item 5: both now load behind the prompt), and Enter →
-first character both for an Enter pressed the moment the prompt appears (it waits for what loads
+first streamed character of the reply (its thinking, which the offline model sends first) both for
+an Enter pressed the moment the prompt appears (it waits for what loads
 behind the prompt) and for one pressed a second later, as after typing a short question.
 
 Prints one line per figure (median and worst of N rounds); the last line is one JSON object with all
@@ -32,14 +33,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 from cli.terminal_helpers import ANSI, PtyPhi  # noqa: E402
 
 
-def first_time(phi: PtyPhi, since: float, start: int, needle: str) -> float:
-    """When (monotonic) the output from byte ``start`` on first contained ``needle``."""
+#: the offline model's reply begins with its thinking (dimmed, ``thinking: ...``), then its text
+FIRST_OF_REPLY = ("thinking:", "Looking")
+
+
+def first_time(phi: PtyPhi, since: float, start: int, *needles: str) -> float:
+    """When (monotonic) the output from byte ``start`` on first contained one of ``needles``."""
     for stamp, size in list(phi.stamps):
         if stamp >= since:
             text = ANSI.sub("", phi.raw[start:size].decode("utf-8", "replace")).replace("\r", "")
-            if needle in text:
+            if any(needle in text for needle in needles):
                 return stamp
-    raise AssertionError(f"{needle!r} never appeared")
+    raise AssertionError(f"none of {needles!r} appeared")
 
 
 def one_round(workdir: Path) -> dict[str, float]:
@@ -51,7 +56,7 @@ def one_round(workdir: Path) -> dict[str, float]:
         start, sent = len(phi.raw), time.monotonic()
         phi.send_line("what is here?")
         phi.expect("Looking around")
-        streamed = first_time(phi, sent, start, "Looking")
+        streamed = first_time(phi, sent, start, *FIRST_OF_REPLY)
         phi.expect(r"I am phi's")
         start, interrupted = len(phi.raw), time.monotonic()
         phi.ctrl_c()
@@ -83,7 +88,7 @@ def typed_enter_ms(workdir: Path, home: Path) -> float:
         start, sent = len(phi.raw), time.monotonic()
         phi.send_line("what is here?")
         phi.expect("Looking around")
-        return (first_time(phi, sent, start, "Looking") - sent) * 1000
+        return (first_time(phi, sent, start, *FIRST_OF_REPLY) - sent) * 1000
     finally:
         phi.close()
 
