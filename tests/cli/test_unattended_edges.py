@@ -50,7 +50,12 @@ def test_json_runs_prompts_queued_behind_a_failed_input_without_another_command(
         assert texts[-1] == "Third" and "Second" in texts  # each queued prompt reached the model, in order
     finally:
         proc.stdin.close()
-        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        try:
+            assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _children(pid: int) -> list[int]:
@@ -120,8 +125,13 @@ def test_json_takes_steering_and_prompts_after_an_error_closed_the_session(model
     _send(proc, type="prompt", text="try again")
     assert proc.stdin is not None
     proc.stdin.close()
-    rest = [json.loads(line) for line in proc.stdout]
-    assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+    try:
+        rest = [json.loads(line) for line in proc.stdout]
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert [e["outcome"] for e in rest if e["type"] == "AgentEnd"] == ["completed"]
     texts = user_texts("anthropic", model.requests_of("AUTH please")[-1])
     assert "mention the tests" in " ".join(texts) and "try again" in " ".join(texts)
@@ -132,11 +142,16 @@ def test_json_with_stdout_on_a_full_disk_exits_1_without_hanging(model: SlowServ
     model.script("Hello", Turn("Hi."), Turn("Hi again."))
     with open("/dev/full", "w") as full:
         proc = _json_phi(model, project, phi_home, stdout=full)
-        _send(proc, type="prompt", text="Hello")
-        _send(proc, type="prompt", text="Hello")
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(60) == 1
+        try:
+            _send(proc, type="prompt", text="Hello")
+            _send(proc, type="prompt", text="Hello")
+            assert proc.stdin is not None
+            proc.stdin.close()
+            assert proc.wait(60) == 1
+        finally:
+            if proc.poll() is None:  # it hung: the failure is said above, the process must not outlive the test
+                proc.kill()
+                proc.wait()
     assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
 
 
@@ -162,11 +177,16 @@ def test_json_retries_the_follow_up_that_overflowed_not_the_runs_first_prompt(pr
         model.script("BIG", Turn("unused"))
         model.script("after", Turn("After."))
         proc = _json_phi(model, project, phi_home)
-        for text in ("hello", "BIG input", "after"):
-            _send(proc, type="prompt", text=text)
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        try:
+            for text in ("hello", "BIG input", "after"):
+                _send(proc, type="prompt", text=text)
+            assert proc.stdin is not None
+            proc.stdin.close()
+            assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         newest = [user_texts("anthropic", r.json())[-1] for r in model.requests]
         assert newest.count("hello") == 1, newest  # the run's first prompt was never sent again
         last = user_texts("anthropic", model.requests[-1].json())
