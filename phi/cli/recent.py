@@ -87,13 +87,21 @@ def stored_here(directory: str | Path, session_id: str) -> bool:
 def _looks_stored(path: str) -> bool:
     """A regular file whose first line is a JSON object: an empty or garbled file (a crash, a disk
     full) stops ``phi`` before the prompt, not after the first input; the store reads the rest."""
+    import stat
+
+    try:  # without blocking: a FIFO put in its place must not hold phi before its prompt
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
     try:
-        with open(path, "rb") as file:
-            if not os.path.isfile(path):
-                return False
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with os.fdopen(fd, "rb", closefd=False) as file:
             first = file.readline(FIRST_LINE_LIMIT)
     except OSError:
         return False
+    finally:
+        os.close(fd)
     try:
         return is_object(json.loads(first))
     except ValueError:

@@ -13,13 +13,15 @@ import pytest
 from cli.terminal_helpers import REPO
 
 
-@pytest.mark.parametrize("content", [None, b"", b"\x00\x00garbage\n", b"not json at all\n"])
-def test_an_unreadable_session_stops_phi_before_the_prompt(tmp_path: Path, content: bytes | None) -> None:
+@pytest.mark.parametrize("content", [None, b"", b"\x00\x00garbage\n", b"not json at all\n", "fifo"])
+def test_an_unreadable_session_stops_phi_before_the_prompt(tmp_path: Path, content: bytes | str | None) -> None:
     home = tmp_path / "home"
     sessions = home / "sessions"
     sessions.mkdir(parents=True)
     session_id = "0b6f7c52-4a1e-4d7e-9a53-5f2f1d9e8c11"
-    if content is not None:
+    if content == "fifo":  # opening it to read would wait for a writer that never comes
+        os.mkfifo(sessions / f"{session_id}.jsonl")
+    elif isinstance(content, bytes):
         (sessions / f"{session_id}.jsonl").write_bytes(content)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PHI_HOME": str(home)}
     done = subprocess.run([sys.executable, "-m", "phi.cli", "--offline", "--resume", session_id], cwd=tmp_path,
