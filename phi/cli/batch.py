@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Generator, TextIO
@@ -181,10 +182,11 @@ class Unattended:
     def abort(self) -> None:
         self.session.agent.abort()
 
-    def submit(self, text: str) -> SessionStream:
+    def submit(self, text: str, arrived_at: float | None = None) -> SessionStream:
+        """Start ``text`` (``arrived_at``: see ``Session.submit_stream``)."""
         self._open()
         self.error_kinds.clear()
-        return self.session.submit_stream(text)
+        return self.session.submit_stream(text, arrived_at=arrived_at)
 
     def _open(self) -> None:
         """After an error closed the session: a new one carrying the conversation, with what was
@@ -281,6 +283,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
     # new names: sys.stdout is typed "TextIO | Any", so `out = out or sys.stdout` would stay "TextIO | None"
     stdout: TextIO = out or sys.stdout
     stderr: TextIO = err or sys.stderr
+    arrived = time.monotonic()  # the prompt came with the command line: the session is made after it
     unattended = unattended_session(options, profile, sessions, stderr)
     lines = JsonLines(stdout, on_closed=unattended.abort)
     if options.json:
@@ -289,7 +292,7 @@ def run_print(options: CliOptions, profile: ProviderProfile, sessions: CliSessio
 
     try:
         text = options.prompt or ""
-        stream = unattended.submit(text)
+        stream = unattended.submit(text, arrived)
         try:
             with sigterm_as_interrupt():
                 result = stream.result()

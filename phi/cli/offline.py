@@ -70,7 +70,8 @@ class OfflineModel:
                            {"type": "text", "chunks": _chunks(opening)}, call], "usage": usage}
 
     def stream(self, config: StreamConfig, on_event: StreamEventSink, cancel: CancellationToken) -> AssistantMessage:
-        reply = {**self._reply(config), "chunk_delay_ms": self.chunk_delay_ms}
+        # a scripted reply starts at once; then it streams at a reading pace
+        reply = {**self._reply(config), "chunk_delay_ms": self.chunk_delay_ms, "first_chunk_delay_ms": 0}
         return ScriptedProvider([reply], provider_id="offline", model=config.model_config.id).stream(
             config, on_event, cancel)
 

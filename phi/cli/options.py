@@ -210,14 +210,13 @@ def home_dir(env: Mapping[str, str] | None = None) -> str:
 
 
 def sessions_dir(options: CliOptions, env: Mapping[str, str] | None = None) -> Path:
-    """``--sessions-dir`` if given, else :func:`phi.session.default_sessions_dir`."""
+    """``--sessions-dir`` if given, else :func:`phi.session.default_sessions_dir` — by the same rule,
+    without importing the store before the prompt."""
     from pathlib import Path
 
     if options.sessions_dir:
         return Path(options.sessions_dir).expanduser()
-    from ..session.store import default_sessions_dir
-
-    return default_sessions_dir(env)
+    return Path(home_dir(env)) / "sessions"
 
 
 def key_hint(options: CliOptions, profile_id: str) -> str:

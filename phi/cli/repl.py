@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO, Union
 
@@ -121,6 +122,7 @@ class Repl:
         self.offered: str | None = None  # lines offered as a message, not sent yet (see offer)
         self._offer_shown = False  # ``offered`` is in the prompt's edit buffer, to send or edit
         self.steered: list[str] = []  # steering sent during this input's run
+        self.read_at: float | None = None  # when the last input was read (time.monotonic())
         self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
         self.loader = Loader(self.term, options, profile, sessions, self._first_session)
@@ -375,7 +377,7 @@ class Repl:
 
         message = expand_mentions(self, text)
         if message is not None:
-            self.run_input(message)
+            self.run_input(message, arrived_at=self.read_at)
         return not self.quit_requested
 
     def offer(self, line: str, running: bool = False) -> None:
@@ -414,18 +416,20 @@ class Repl:
                 self.term.cleared = "\n".join([*lines, self.term.cleared])
                 raise
         text = "\n".join(lines)
+        self.read_at = time.monotonic()
         return Verbatim(text) if isinstance(first, Verbatim) else text
 
-    def run_input(self, text: str, retried: bool = False) -> SubmitResult | None:
+    def run_input(self, text: str, retried: bool = False, arrived_at: float | None = None) -> SubmitResult | None:
         """Process one input until it is done (or Ctrl+C); then the status line. Returns the result.
         A context overflow is answered by compacting the conversation and trying once more. What was
-        sent meanwhile and not read comes back to the prompt."""
+        sent meanwhile and not read comes back to the prompt. ``arrived_at``: when the person sent it
+        (``time.monotonic()``; see ``Session.submit_stream``)."""
         try:
-            return self._run_input(text, retried)
+            return self._run_input(text, retried, arrived_at)
         finally:
             self._return_unsent()
 
-    def _run_input(self, text: str, retried: bool) -> SubmitResult | None:
+    def _run_input(self, text: str, retried: bool, arrived_at: float | None = None) -> SubmitResult | None:
         from ..coding import SessionState
         from .compact import recover_from_overflow
 
@@ -437,7 +441,8 @@ class Repl:
         self.between_inputs()  # start-up's news, and MCP tools that arrived while this was typed
         self.renderer.start_turn(self._context_guess(text))
         try:
-            stream = self.session.submit_stream(text)
+            # an input sent while start-up made the session: the prompt it prepared is as new as the input
+            stream = self.session.submit_stream(text, arrived_at=arrived_at)
             try:
                 result = self._watch(stream)
             except KeyboardInterrupt:

@@ -73,9 +73,10 @@ class SessionSetup:
             profile.base_instructions = options.system_prompt
         if self.mcp is not None:
             self.mcp.register(profile.tool_registry)
+        # the instructions go in now: the prompt the session prepares first is then the first input's
         config = SessionConfig(approval=self.gate, reasoning_effort=self.reasoning_effort,
                                plan_mode=self.plan_mode, max_turns=options.max_turns,
-                               sandbox=options.sandbox_policy())
+                               sandbox=options.sandbox_policy(), user_instructions=self._user_instructions())
         session = Session(profile, LocalExecutionEnvironment(options.cwd), config)
         self.gate.unconfined = session.sandbox.unconfined
         if carry is not None:
@@ -91,8 +92,11 @@ class SessionSetup:
     def apply_mode(self, session: Session) -> None:
         """Plan mode and ``--append-system-prompt``: the session's user instructions."""
         session.config.plan_mode = self.plan_mode
+        session.config.user_instructions = self._user_instructions()
+
+    def _user_instructions(self) -> str | None:
         parts = [text for text in (self.mode_instructions, self.options.append_system_prompt) if text and text.strip()]
-        session.config.user_instructions = "\n\n".join(parts) or None
+        return "\n\n".join(parts) or None
 
     def apply_compaction(self, session: Session) -> None:
         apply_auto_compaction(session, self.compact_at, self.context_window(session.profile), self.compaction_notice)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 #: how long the loading thread lets the main thread draw the prompt before it starts importing
-PROMPT_FIRST_S = 0.03
+PROMPT_FIRST_S = 0.005
 
 
 class StartupFailed(PhiError):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, cast
 
 from ..agent.agent import Agent
@@ -73,6 +73,7 @@ from .tracking import EventCallback, MessageTags, Subscribers, WorkingThreads
 
 if TYPE_CHECKING:
     from ..agent.result import AgentResult
+    from .registry import RegisteredTool
     from ..concurrency.channel import EventStream
 
 log = get_logger(__name__)
@@ -95,6 +96,16 @@ class _FollowUpQueue(MessageQueue):
         if taken:
             self._on_take(taken)
         return taken
+
+
+@dataclass
+class _Prepared:
+    """What :meth:`Session.prepare_tools` last made, when, and from what."""
+
+    at: float  # time.monotonic() when it began
+    recipe: tuple[object, ...]  # see Session._recipe
+    held: tuple[object, ...]  # the objects whose ids the recipe names, kept alive so no id is reused
+    session_tools: list[SessionTool]
 
 
 class Session:
@@ -153,6 +164,7 @@ class Session:
         self.agent.session_id = self.id
         self.agent.follow_up_queue = _FollowUpQueue(self._new_input_taken)
         self.system_prompt = ""
+        self._prepared: _Prepared | None = None
         self.prepare_tools()
 
     def __repr__(self) -> str:
@@ -180,16 +192,23 @@ class Session:
 
     # ----------------------------------------------------------------- input
 
-    def submit(self, text: str) -> SubmitResult:
-        """Process ``text`` until the model is done (or a limit, an abort, an error); blocking."""
-        return self._submit(text, SessionStream(keep_events=False)).result()
+    def submit(self, text: str, *, arrived_at: float | None = None) -> SubmitResult:
+        """Process ``text`` until the model is done (or a limit, an abort, an error); blocking.
+        ``arrived_at``: see :meth:`submit_stream`."""
+        return self._submit(text, SessionStream(keep_events=False), arrived_at).result()
 
-    def submit_stream(self, text: str) -> SessionStream:
+    def submit_stream(self, text: str, *, arrived_at: float | None = None) -> SessionStream:
         """Start processing ``text``; iterate the returned stream for its events (it ends when the
-        input is done), then ``stream.result()`` gives the :class:`SubmitResult`."""
-        return self._submit(text, SessionStream(keep_events=True))
+        input is done), then ``stream.result()`` gives the :class:`SubmitResult`.
 
-    def _submit(self, text: str, stream: SessionStream) -> SessionStream:
+        ``arrived_at``: when the input arrived (a ``time.monotonic()`` value). The tools and system
+        prompt are prepared afresh for every input (:meth:`prepare_tools`) — unless they were prepared
+        after that moment from the same tools and instructions, e.g. by the constructor for an input
+        typed while the session was being made: what they read of the world (the git snapshot, the
+        project documents) is then already as new as the input."""
+        return self._submit(text, SessionStream(keep_events=True), arrived_at)
+
+    def _submit(self, text: str, stream: SessionStream, arrived_at: float | None = None) -> SessionStream:
         # the str check stays: callers without a type checker may pass anything
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("submit() needs a non-empty text")
@@ -207,7 +226,8 @@ class Session:
             self._start_session()
             message = UserMessage.from_text(text)
             self._tags.tag(message, "input")
-            self.prepare_tools()
+            if not self._prepared_since(arrived_at):
+                self.prepare_tools()
             self.agent.config.thinking_level = self.config.thinking_level()
             run = self.agent.prompt(message, sender=self._bridge)
         except BaseException:
@@ -260,14 +280,41 @@ class Session:
         git snapshot, project documents, ``plan_mode`` and ``user_instructions`` may have changed
         since the last one); within an input they stay the same, as does a prompt cache. Call it
         between inputs to see what the next one will offer."""
+        started = time.monotonic()  # what the prompt reads of the world is at least this new
         self.execution_env = self._env_for_mode()
         offered = offered_tools(self.profile.tool_registry, self.config, self.depth)
         self.system_prompt = self.profile.build_system_prompt(
             self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
+        tools = [SessionTool(t, self, self._workers) for t in offered]
+        self._prepared = _Prepared(started, self._recipe(self.execution_env, offered), (self.execution_env, *offered),
+                                   tools)
+        self._offer_prepared(tools)
+
+    def _offer_prepared(self, tools: list[SessionTool]) -> None:
         self.agent.system_prompt = self.system_prompt
-        self.agent.tools = [SessionTool(t, self, self._workers) for t in offered]
+        self.agent.tools = list(tools)
         parallel = self.profile.supports_parallel_tool_calls
         self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
+
+    def _recipe(self, env: ExecutionEnvironment, offered: list[RegisteredTool]) -> tuple[object, ...]:
+        """Everything of the session the tools and the system prompt are made from (the git snapshot
+        and the project documents aside): the same recipe makes the same prompt."""
+        profile = self.profile
+        return (id(env), env.working_directory(), self.config.user_instructions, profile.base_instructions,
+                profile.model, profile.knowledge_cutoff,
+                *((id(t), t.definition.name, t.definition.description) for t in offered))
+
+    def _prepared_since(self, arrived_at: float | None) -> bool:
+        """Whether the last preparation began after ``arrived_at`` from the recipe the session would
+        use now; if so, what it made is offered again as it is."""
+        prepared = self._prepared
+        if arrived_at is None or prepared is None or prepared.at < arrived_at:
+            return False
+        if self._recipe(self._env_for_mode(), offered_tools(self.profile.tool_registry, self.config,
+                                                            self.depth)) != prepared.recipe:
+            return False
+        self._offer_prepared(prepared.session_tools)
+        return True
 
     def _env_for_mode(self) -> ExecutionEnvironment:
         """The environment tools get: in plan mode one that refuses writes and commands. Read per

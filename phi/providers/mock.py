@@ -80,6 +80,7 @@ class ReplyFields(TypedDict, total=False):
     error_message: str | None
     throw: ScriptedError | None
     cancelled_as: str | None
+    first_chunk_delay_ms: float | None
 
 
 @dataclass
@@ -87,7 +88,7 @@ class ScriptedResponse:
     """One scripted model reply: content ``blocks`` streamed chunk by chunk, a ``stop_reason``
     (default: ``toolUse`` with tool calls, else ``stop``), ``usage``, and optionally an ``error``
     (raised as a ProviderError) or ``throw`` (a plain exception, as a buggy provider would raise),
-    a delay per chunk, a hang until cancelled after N chunks, an ``error_message`` for the reply
+    a delay per chunk (and another before the first, if given), a hang until cancelled after N chunks, an ``error_message`` for the reply
     (with ``stop_reason`` ``error``), and ``cancelled_as``: the error kind a cancellation surfaces as
     (an HTTP stream whose socket was closed fails as ``network``) instead of an aborted reply.
     Build common ones with :meth:`text`, :meth:`tool_call` and :meth:`failure`."""
@@ -102,6 +103,7 @@ class ScriptedResponse:
     error_message: str | None = None
     throw: ScriptedError | None = None  # a provider bug: a plain exception (not a ProviderError)
     cancelled_as: str | None = None  # once cancelled, fail with this error kind instead of ending aborted
+    first_chunk_delay_ms: float | None = None  # before the first chunk (a server's time to first token); None: chunk_delay_ms
 
     @classmethod
     def text(cls, *chunks: str, **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
@@ -154,6 +156,7 @@ class ScriptedResponse:
             data.get("error_message"),
             _scripted_error(data.get("throw"), "throw"),
             _error_kind(data.get("cancelled_as"), "cancelled_as"),
+            None if data.get("first_chunk_delay_ms") is None else float(data["first_chunk_delay_ms"]),
         )
 
 
@@ -261,10 +264,13 @@ def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: Cancell
     error = response.error
     hang_at = response.hang_after_chunks
     delay = response.chunk_delay_ms / 1000.0
+    first_delay = delay if response.first_chunk_delay_ms is None else response.first_chunk_delay_ms / 1000.0
     sent = 0
+    waits = 0  # checkpoints passed (a tool call's start is one, before its first chunk)
 
     def checkpoint() -> AssistantMessage | None:
         """Before each chunk: fail, hang or stop as scripted. Returns a final message to end with."""
+        nonlocal waits
         if error is not None and sent == error.after_chunks:
             # after deltas the loop ends the message as an error, keeping what was sent
             if error.started:
@@ -275,8 +281,10 @@ def _play(response: ScriptedResponse, on_event: StreamEventSink, cancel: Cancell
         if hang_at is not None and sent == hang_at:
             builder.start()
             cancel.wait()
-        if delay:
-            cancel.wait(delay)
+        wait = first_delay if waits == 0 else delay
+        waits += 1
+        if wait:
+            cancel.wait(wait)
         if cancel.is_cancelled():
             if response.cancelled_as is not None:
                 raise ProviderError(response.cancelled_as, "the stream was closed")

@@ -504,4 +504,4 @@ def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where phi keeps sessions unless told otherwise: ``$PHI_HOME/sessions``, ``PHI_HOME`` defaulting
     to ``~/.phi`` (the ``phi`` command saves there, ``phi export`` reads from there)."""
     env = os.environ if env is None else env
-    return Path(env.get("PHI_HOME") or Path("~/.phi").expanduser()) / "sessions"
+    return Path(env.get("PHI_HOME") or "~/.phi").expanduser() / "sessions"

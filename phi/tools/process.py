@@ -83,12 +83,14 @@ def sandbox_launcher() -> tuple[str, str]:
         if _launcher_payload is None:
             import binascii
             import marshal
+            from importlib.machinery import SourceFileLoader
 
             modules: list[tuple[str, types.CodeType]] = []
             for name in ("_sandbox", "_reaper"):
-                path = os.path.join(_REAPER_DIR, name + ".py")
-                with open(path, encoding="utf-8") as handle:
-                    modules.append((name, compile(handle.read(), path, "exec")))
+                # as an import would: the compiled copy in __pycache__ while it matches the source
+                code = SourceFileLoader(name, os.path.join(_REAPER_DIR, name + ".py")).get_code(name)
+                assert code is not None  # a source file always has code
+                modules.append((name, code))
             _launcher_payload = binascii.b2a_base64(marshal.dumps(modules), newline=False).decode("ascii")
         return os.path.realpath(sys.executable), _launcher_payload
 

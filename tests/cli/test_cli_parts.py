@@ -324,6 +324,24 @@ def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
     assert default_sessions_dir({"PHI_HOME": str(tmp_path)}) == tmp_path / "sessions"
     assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
     assert sessions_dir(CliOptions(sessions_dir=str(tmp_path / "x")), {"PHI_HOME": "/elsewhere"}) == tmp_path / "x"
+    # the command and the library agree, "~" in PHI_HOME included (never a directory named "~")
+    for env in ({"PHI_HOME": str(tmp_path)}, {}, {"PHI_HOME": "~/phi-home"}, {"PHI_HOME": ""}):
+        assert sessions_dir(CliOptions(), env) == default_sessions_dir(env)
+    assert default_sessions_dir({"PHI_HOME": "~/phi-home"}) == Path("~/phi-home/sessions").expanduser()
+
+
+def test_continuing_a_session_does_not_load_the_store_before_the_prompt(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; from phi.cli.options import CliOptions, sessions_dir; from phi.cli.recent import "
+            "latest_stored_here\ntry: latest_stored_here(sessions_dir(CliOptions()), '.')\nexcept Exception: pass\n"
+            "print(sorted(m for m in sys.modules if m == 'phi.session' or m.startswith('phi.session.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "PHI_HOME": str(tmp_path),
+                               "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_running_call_line_shows_its_latest_output_line(monkeypatch):

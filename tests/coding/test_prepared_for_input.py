@@ -1,0 +1,104 @@
+"""An input that arrived before the session prepared its tools and system prompt (SPEC CODE-5): the
+prompt prepared after it is used as it is — it read the world (git, project documents) after the
+input came — unless what the session would make it from has changed since; any other input gets a
+prompt prepared afresh."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import phi.coding.prompt as prompt_module
+from phi.coding import Session, SessionConfig, create_anthropic_profile
+from phi.coding.registry import RegisteredTool
+from phi.providers.mock import ScriptedProvider, ScriptedResponse
+from phi.tools import LocalExecutionEnvironment
+from phi.types import ToolDefinition, ToolResult
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """How many times a system prompt was built (each takes a git snapshot)."""
+    count = [0]
+    real = prompt_module.build_system_prompt
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prompt_module, "build_system_prompt", counting)
+    return count
+
+
+def make(tmp_path, replies=2):
+    provider = ScriptedProvider([ScriptedResponse.text(f"answer {i}") for i in range(replies)])
+    session = Session(create_anthropic_profile(provider=provider), LocalExecutionEnvironment(str(tmp_path)),
+                      SessionConfig())
+    return session, provider
+
+
+def test_an_input_that_came_before_the_session_was_made_uses_the_prompt_made_for_it(tmp_path, builds):
+    arrived = time.monotonic()
+    session, provider = make(tmp_path)
+    assert builds[0] == 1
+    try:
+        session.submit("hello", arrived_at=arrived)
+        assert builds[0] == 1  # not built a second time
+        assert provider.calls[0].system_prompt == session.system_prompt
+        assert [tool.name for tool in provider.calls[0].tools] == [t.name for t in session.agent.tools]
+        session.submit("and now")  # an input of no stated arrival: built afresh
+        assert builds[0] == 2
+    finally:
+        session.close()
+
+
+def test_an_input_that_came_after_the_prompt_was_made_gets_a_new_one(tmp_path, builds):
+    session, provider = make(tmp_path)
+    try:
+        (tmp_path / "AGENTS.md").write_text("Always answer in haiku.\n")
+        session.submit("hello", arrived_at=time.monotonic())
+        assert builds[0] == 2
+        assert "Always answer in haiku." in provider.calls[0].system_prompt
+    finally:
+        session.close()
+
+
+def test_what_changed_in_the_session_since_is_not_missed(tmp_path, builds):
+    arrived = time.monotonic()
+    session, provider = make(tmp_path, replies=3)
+    try:
+        session.config.user_instructions = "Answer briefly."
+        session.submit("one", arrived_at=arrived)
+        assert builds[0] == 2 and "Answer briefly." in provider.calls[0].system_prompt
+
+        def shout(arguments, context=None):
+            return ToolResult.text("!")
+
+        session.profile.tool_registry.register(RegisteredTool(
+            ToolDefinition("shout", "Shouts.", {"type": "object", "properties": {}}), shout, kind="read"))
+        session.submit("two", arrived_at=arrived)  # prepared before it for "one": built afresh anyway
+        assert builds[0] == 3 and "shout" in [tool.name for tool in provider.calls[1].tools]
+
+        session.prepare_tools()  # prepared after "three" arrived, then the tool's description changes
+        registered = session.profile.tool_registry.get("shout")
+        assert registered is not None
+        arrived = time.monotonic() - 1
+        registered.definition = ToolDefinition("shout", "Shouts loudly.", {"type": "object", "properties": {}})
+        session.submit("three", arrived_at=arrived)
+        assert builds[0] == 5 and "shout: Shouts loudly." in provider.calls[2].system_prompt
+    finally:
+        session.close()
+
+
+def test_plan_mode_switched_on_meanwhile_offers_only_reading_tools(tmp_path, builds):
+    arrived = time.monotonic()
+    session, provider = make(tmp_path)
+    try:
+        session.config.plan_mode = True
+        session.submit("look only", arrived_at=arrived)
+        assert builds[0] == 2
+        offered = {tool.name for tool in provider.calls[0].tools}
+        assert "read_file" in offered and "write_file" not in offered and "shell" not in offered
+    finally:
+        session.close()
