@@ -196,12 +196,14 @@ class Unattended:
         if self.session.state != SessionState.CLOSED:
             return
         old = self.session
-        queued = old.take_queued_input()  # follow-ups given to the closed session go to the next one
+        # what was given to the closed session goes to the next one, each as what it was given as
+        steered = old.take_queued_input(follow_ups=False)
+        queued = old.take_queued_input(steering=False)
         self.session = self.setup.new_session(old.profile, self.sessions, carry=old)
         self._listen(self.session)
         for waiting in [*queued, *self._pending]:
             self.session.follow_up(waiting)
-        for steering in self._pending_steering:
+        for steering in [*steered, *self._pending_steering]:
             self.session.steer(steering)  # at the start of the next input
         self._pending, self._pending_steering = [], []
 
@@ -227,8 +229,9 @@ class Unattended:
             self._pending_steering.append(text)
 
     def take_queued_input(self) -> list[str]:
-        """The follow-ups no run took (a failed run takes none), in order."""
-        taken = [*self.session.take_queued_input(), *self._pending]
+        """The follow-ups no run took (a failed run takes none), in order. Steering stays: it goes
+        with the next input, never becomes one."""
+        taken = [*self.session.take_queued_input(steering=False), *self._pending]
         self._pending = []
         return taken
 

@@ -38,6 +38,7 @@ holding saved full outputs are removed. Events are delivered synchronously, so n
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -73,7 +74,7 @@ from .tracking import EventCallback, MessageTags, Subscribers, WorkingThreads
 
 if TYPE_CHECKING:
     from ..agent.result import AgentResult
-    from .registry import RegisteredTool
+    from ..types import ToolDefinition
     from ..concurrency.channel import EventStream
 
 log = get_logger(__name__)
@@ -100,12 +101,12 @@ class _FollowUpQueue(MessageQueue):
 
 @dataclass
 class _Prepared:
-    """What :meth:`Session.prepare_tools` last made, when, and from what."""
+    """The system prompt :meth:`Session.prepare_tools` last built, when, and from what."""
 
     at: float  # time.monotonic() when it began
     recipe: tuple[object, ...]  # see Session._recipe
-    held: tuple[object, ...]  # the objects whose ids the recipe names, kept alive so no id is reused
-    session_tools: list[SessionTool]
+    env: ExecutionEnvironment  # kept alive: the recipe names it by id
+    system_prompt: str
 
 
 class Session:
@@ -212,6 +213,11 @@ class Session:
         # the str check stays: callers without a type checker may pass anything
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("submit() needs a non-empty text")
+        # checked, not trusted: callers without a type checker may pass anything
+        given = cast(object, arrived_at)
+        if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
+                                  or not math.isfinite(given)):
+            raise ConfigError(f"submit(): arrived_at must be a time.monotonic() value, got {arrived_at!r}")
         self.config.check()
         with self._lock:
             self._refuse_if_closed()
@@ -226,8 +232,7 @@ class Session:
             self._start_session()
             message = UserMessage.from_text(text)
             self._tags.tag(message, "input")
-            if not self._prepared_since(arrived_at):
-                self.prepare_tools()
+            self._prepare(arrived_at)
             self.agent.config.thinking_level = self.config.thinking_level()
             run = self.agent.prompt(message, sender=self._bridge)
         except BaseException:
@@ -259,12 +264,12 @@ class Session:
         if self.state == SessionState.CLOSED or self._closing is not None:
             raise SessionClosed(f"session {self.id} is closed; start a new Session")
 
-    def take_queued_input(self) -> list[str]:
-        """Remove and return the texts of queued steering and follow-up messages (for a caller that
-        wants to submit them itself, e.g. a sub-agent handle after its input ended)."""
-        taken = [*self.agent.steering_queue.snapshot(), *self.agent.follow_up_queue.snapshot()]
-        self.agent.steering_queue.clear()
-        self.agent.follow_up_queue.clear()
+    def take_queued_input(self, *, steering: bool = True, follow_ups: bool = True) -> list[str]:
+        """Remove and return the texts of queued steering and follow-up messages, steering first (for
+        a caller that wants to submit them itself, e.g. a sub-agent handle after its input ended);
+        ``steering=False`` or ``follow_ups=False`` leaves that kind queued."""
+        taken = [*(self.agent.steering_queue.take_all() if steering else []),
+                 *(self.agent.follow_up_queue.take_all() if follow_ups else [])]
         for message in taken:
             self._tags.untag(message)
         return [message.text for message in taken if isinstance(message, UserMessage)]
@@ -280,41 +285,34 @@ class Session:
         git snapshot, project documents, ``plan_mode`` and ``user_instructions`` may have changed
         since the last one); within an input they stay the same, as does a prompt cache. Call it
         between inputs to see what the next one will offer."""
-        started = time.monotonic()  # what the prompt reads of the world is at least this new
-        self.execution_env = self._env_for_mode()
-        offered = offered_tools(self.profile.tool_registry, self.config, self.depth)
-        self.system_prompt = self.profile.build_system_prompt(
-            self.execution_env, tools=[t.definition for t in offered], user_override=self.config.user_instructions)
-        tools = [SessionTool(t, self, self._workers) for t in offered]
-        self._prepared = _Prepared(started, self._recipe(self.execution_env, offered), (self.execution_env, *offered),
-                                   tools)
-        self._offer_prepared(tools)
+        self._prepare(None)
 
-    def _offer_prepared(self, tools: list[SessionTool]) -> None:
-        self.agent.system_prompt = self.system_prompt
-        self.agent.tools = list(tools)
+    def _prepare(self, arrived_at: float | None) -> None:
+        """:meth:`prepare_tools`; the system prompt last built is kept when its building began after
+        ``arrived_at`` from the same recipe (what it read of the world is as new as the input)."""
+        started = time.monotonic()  # what the prompt reads of the world is at least this new
+        env = self._env_for_mode()
+        offered = offered_tools(self.profile.tool_registry, self.config, self.depth)
+        definitions = [t.definition for t in offered]
+        recipe = self._recipe(env, definitions)
+        prepared = self._prepared
+        if arrived_at is None or prepared is None or prepared.at < arrived_at or prepared.recipe != recipe:
+            prompt = self.profile.build_system_prompt(env, tools=definitions,
+                                                      user_override=self.config.user_instructions)
+            prepared = self._prepared = _Prepared(started, recipe, env, prompt)
+        self.execution_env = env
+        self.system_prompt = self.agent.system_prompt = prepared.system_prompt
+        self.agent.tools = [SessionTool(t, self, self._workers) for t in offered]  # always the tools as they are
         parallel = self.profile.supports_parallel_tool_calls
         self.agent.config.tool_execution = ToolExecution.PARALLEL if parallel else ToolExecution.SEQUENTIAL
 
-    def _recipe(self, env: ExecutionEnvironment, offered: list[RegisteredTool]) -> tuple[object, ...]:
-        """Everything of the session the tools and the system prompt are made from (the git snapshot
-        and the project documents aside): the same recipe makes the same prompt."""
+    def _recipe(self, env: ExecutionEnvironment, definitions: list[ToolDefinition]) -> tuple[object, ...]:
+        """Everything of the session the system prompt is made from (the git snapshot and the project
+        documents aside, which are read from the world): the same recipe makes the same prompt."""
         profile = self.profile
-        return (id(env), env.working_directory(), self.config.user_instructions, profile.base_instructions,
-                profile.model, profile.knowledge_cutoff,
-                *((id(t), t.definition.name, t.definition.description) for t in offered))
-
-    def _prepared_since(self, arrived_at: float | None) -> bool:
-        """Whether the last preparation began after ``arrived_at`` from the recipe the session would
-        use now; if so, what it made is offered again as it is."""
-        prepared = self._prepared
-        if arrived_at is None or prepared is None or prepared.at < arrived_at:
-            return False
-        if self._recipe(self._env_for_mode(), offered_tools(self.profile.tool_registry, self.config,
-                                                            self.depth)) != prepared.recipe:
-            return False
-        self._offer_prepared(prepared.session_tools)
-        return True
+        return (id(env), env.working_directory(), self.config.user_instructions, profile.id,
+                profile.base_instructions, profile.model, profile.knowledge_cutoff,
+                *((d.name, d.description) for d in definitions))
 
     def _env_for_mode(self) -> ExecutionEnvironment:
         """The environment tools get: in plan mode one that refuses writes and commands. Read per

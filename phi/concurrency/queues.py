@@ -59,6 +59,14 @@ class MessageQueue:
             kept = [m for m in messages if self._taken.pop(id(m), None) is m]
             self._items.extendleft(reversed(kept))
 
+    def take_all(self) -> list[AgentMessage]:
+        """Remove and return every queued message, oldest first, in one step (a message pushed
+        meanwhile is either taken or left queued, never lost)."""
+        with self._lock:
+            items = list(self._items)
+            self._items.clear()
+            return items
+
     def snapshot(self) -> list[AgentMessage]:
         """The queued messages, oldest first (the queue is unchanged)."""
         with self._lock:

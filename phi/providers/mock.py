@@ -105,6 +105,11 @@ class ScriptedResponse:
     cancelled_as: str | None = None  # once cancelled, fail with this error kind instead of ending aborted
     first_chunk_delay_ms: float | None = None  # before the first chunk (a server's time to first token); None: chunk_delay_ms
 
+    def __post_init__(self) -> None:
+        _delay(self.chunk_delay_ms, "chunk_delay_ms")
+        if self.first_chunk_delay_ms is not None:
+            _delay(self.first_chunk_delay_ms, "first_chunk_delay_ms")
+
     @classmethod
     def text(cls, *chunks: str, **kwargs: Unpack[ReplyFields]) -> ScriptedResponse:
         return cls([ScriptedBlock("text", list(chunks))], **kwargs)
@@ -150,13 +155,14 @@ class ScriptedResponse:
             StopReason(stop) if stop else None,
             Usage.from_json(data.get("usage", {}), "usage"),
             error,
-            float(data.get("chunk_delay_ms", 0)),
+            _delay(data.get("chunk_delay_ms", 0), "chunk_delay_ms"),
             data.get("hang_after_chunks"),
             data.get("model", ""),
             data.get("error_message"),
             _scripted_error(data.get("throw"), "throw"),
             _error_kind(data.get("cancelled_as"), "cancelled_as"),
-            None if data.get("first_chunk_delay_ms") is None else float(data["first_chunk_delay_ms"]),
+            None if data.get("first_chunk_delay_ms") is None else _delay(data["first_chunk_delay_ms"],
+                                                                          "first_chunk_delay_ms"),
         )
 
 
@@ -164,6 +170,13 @@ class ScriptedResponse:
 ScriptReply = Union[ScriptedResponse, str, dict[str, Any]]
 # A script item: a reply, or a function of the call's request that returns one.
 ScriptItem = Union[ScriptReply, Callable[[StreamConfig], ScriptReply]]
+
+
+def _delay(value: object, name: str) -> float:
+    """A scripted pause in milliseconds: a finite number, 0 or more (a script's typo is said, not slept)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 86_400_000:
+        raise ConfigError(f"{name} must be a number of milliseconds from 0 to a day, got {value!r}")
+    return float(value)
 
 
 def _error_kind(kind: object, name: str) -> str | None:

@@ -504,4 +504,5 @@ def default_sessions_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where phi keeps sessions unless told otherwise: ``$PHI_HOME/sessions``, ``PHI_HOME`` defaulting
     to ``~/.phi`` (the ``phi`` command saves there, ``phi export`` reads from there)."""
     env = os.environ if env is None else env
-    return Path(env.get("PHI_HOME") or "~/.phi").expanduser() / "sessions"
+    # os.path's expanduser, as the phi command's: an unknown ~user stays as it is instead of raising
+    return Path(os.path.expanduser(env.get("PHI_HOME") or "~/.phi")) / "sessions"

@@ -83,16 +83,30 @@ def sandbox_launcher() -> tuple[str, str]:
         if _launcher_payload is None:
             import binascii
             import marshal
-            from importlib.machinery import SourceFileLoader
 
             modules: list[tuple[str, types.CodeType]] = []
             for name in ("_sandbox", "_reaper"):
-                # as an import would: the compiled copy in __pycache__ while it matches the source
-                code = SourceFileLoader(name, os.path.join(_REAPER_DIR, name + ".py")).get_code(name)
-                assert code is not None  # a source file always has code
-                modules.append((name, code))
+                modules.append((name, _launcher_code(name)))
             _launcher_payload = binascii.b2a_base64(marshal.dumps(modules), newline=False).decode("ascii")
         return os.path.realpath(sys.executable), _launcher_payload
+
+
+def _launcher_code(name: str) -> types.CodeType:
+    """The code of the launcher's module ``name``: the compiled copy beside it in ``__pycache__``
+    while it matches the source (what the sandbox probe, run with ``-I``, imported too) — never one
+    under a ``PYTHONPYCACHEPREFIX``, which may lie where commands write — else compiled now."""
+    from importlib.machinery import SourceFileLoader
+
+    path = os.path.join(_REAPER_DIR, name + ".py")
+    if sys.pycache_prefix is None:
+        try:
+            code = SourceFileLoader(name, path).get_code(name)
+        except Exception:  # noqa: BLE001 - a truncated or garbled cache file: the source decides
+            code = None
+        if code is not None:
+            return code
+    with open(path, encoding="utf-8") as handle:
+        return compile(handle.read(), path, "exec")
 
 
 def launcher_env(env: Mapping[str, str] | None, sandbox: str | None) -> dict[str, str] | None:

@@ -325,7 +325,8 @@ def test_sessions_live_under_phi_home_unless_told_otherwise(tmp_path):
     assert default_sessions_dir({}) == Path("~/.phi/sessions").expanduser()
     assert sessions_dir(CliOptions(sessions_dir=str(tmp_path / "x")), {"PHI_HOME": "/elsewhere"}) == tmp_path / "x"
     # the command and the library agree, "~" in PHI_HOME included (never a directory named "~")
-    for env in ({"PHI_HOME": str(tmp_path)}, {}, {"PHI_HOME": "~/phi-home"}, {"PHI_HOME": ""}):
+    for env in ({"PHI_HOME": str(tmp_path)}, {}, {"PHI_HOME": "~/phi-home"}, {"PHI_HOME": ""},
+                {"PHI_HOME": "~no-such-user-phi/x"}):  # an unknown user: kept as written, never a crash
         assert sessions_dir(CliOptions(), env) == default_sessions_dir(env)
     assert default_sessions_dir({"PHI_HOME": "~/phi-home"}) == Path("~/phi-home/sessions").expanduser()
 

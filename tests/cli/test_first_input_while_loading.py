@@ -154,3 +154,15 @@ def test_phi_p_takes_one_git_snapshot_for_its_prompt(tmp_path, builds):
     assert run_print(options, make_profile(options), CliSessions(tmp_path / "sessions"), out, err) == 0
     assert "I am phi's offline model" in out.getvalue()
     assert builds[0] == 1  # the session's own, made after the prompt came with the command line
+
+
+@pytest.mark.parametrize("key", ["chunk_delay_ms", "first_chunk_delay_ms"])
+@pytest.mark.parametrize("value", [-5, float("nan"), float("inf"), "20", True, 10 ** 12])
+def test_a_scripted_pause_that_is_no_duration_is_refused(key, value):
+    from phi.errors import ConfigError
+    from phi.providers.mock import ScriptedResponse
+
+    with pytest.raises(ConfigError, match=key):
+        ScriptedResponse.from_json({"blocks": [], key: value})
+    with pytest.raises(ConfigError, match=key):
+        ScriptedResponse(**{key: value})  # type: ignore[arg-type]

@@ -193,3 +193,63 @@ def test_json_retries_the_follow_up_that_overflowed_not_the_runs_first_prompt(pr
         assert last[-1] == "after" and not any(t.startswith("BIG") for t in last), last
     finally:
         model.close()
+
+
+def test_steering_between_runs_goes_with_the_next_input_and_never_becomes_one(tmp_path: Path) -> None:
+    """A steer that reached the session between two runs (after an error closed it, in any order
+    with the prompt behind it) waits for the next input: the watcher that starts queued prompts never
+    starts it as an input, and a session that follows a closed one gets it as steering again."""
+    import io
+
+    from phi.cli.batch import unattended_session
+    from phi.cli.options import CliOptions
+    from phi.cli.sessions import CliSessions
+    from phi.coding import SessionState, create_anthropic_profile
+    from phi.providers.mock import ScriptedProvider, ScriptedResponse
+    from phi.types import UserMessage
+
+    provider = ScriptedProvider([ScriptedResponse.text("one"), ScriptedResponse.text("two")])
+    unattended = unattended_session(CliOptions(cwd=str(tmp_path), color="never"),
+                                    create_anthropic_profile(provider=provider), CliSessions(tmp_path / "s"),
+                                    io.StringIO())
+    try:
+        unattended.steer("mention the tests")
+        unattended.follow_up("later")
+        assert unattended.take_queued_input() == ["later"]  # what starts next; the steering stays
+        unattended.follow_up("later")
+        unattended.session.close()  # as an error would: both given to a session that is now closed
+        assert unattended.session.state == SessionState.CLOSED
+        assert unattended.submit("try again").result().outcome == "completed"
+        asked = [[m.text for m in call.messages if isinstance(m, UserMessage)] for call in provider.calls]
+        assert asked == [["try again", "mention the tests"], ["try again", "mention the tests", "later"]]
+    finally:
+        unattended.close()
+
+
+def test_taking_queued_input_never_loses_a_message_steered_meanwhile(tmp_path: Path) -> None:
+    import threading
+
+    from phi.coding import Session, create_anthropic_profile
+    from phi.providers.mock import ScriptedProvider
+    from phi.tools import LocalExecutionEnvironment
+
+    session = Session(create_anthropic_profile(provider=ScriptedProvider([])), LocalExecutionEnvironment(str(tmp_path)))
+    sent = [str(i) for i in range(5_000)]
+    taken: list[str] = []
+    done = threading.Event()
+
+    def steer() -> None:
+        for text in sent:
+            session.steer(text)
+        done.set()
+
+    steering = threading.Thread(target=steer)
+    steering.start()
+    try:
+        while not done.is_set():
+            taken += session.take_queued_input()
+        steering.join()
+        taken += session.take_queued_input()
+        assert taken == sent
+    finally:
+        session.close()

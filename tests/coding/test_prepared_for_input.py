@@ -91,6 +91,57 @@ def test_what_changed_in_the_session_since_is_not_missed(tmp_path, builds):
         session.close()
 
 
+def test_a_tool_whose_schema_or_timeout_changed_is_sent_as_it_is_now(tmp_path, builds):
+    arrived = time.monotonic()
+    provider = ScriptedProvider([ScriptedResponse.text("ok")])
+    profile = create_anthropic_profile(provider=provider)
+    old = RegisteredTool(ToolDefinition("probe", "Probes.", {"type": "object", "properties": {"old": {"type": "string"}}}),
+                         lambda arguments: "old", kind="read", timeout_ms=1000)
+    profile.tool_registry.register(old)
+    session = Session(profile, LocalExecutionEnvironment(str(tmp_path)), SessionConfig())
+    try:
+        old.definition = ToolDefinition("probe", "Probes.", {"type": "object", "properties": {"new": {"type": "integer"}}})
+        old.timeout_ms = 5
+        profile.tool_registry.register(old)
+        session.submit("go", arrived_at=arrived)
+        assert builds[0] == 1  # the prompt names the same tools, described the same way: kept
+        sent = next(tool for tool in provider.calls[0].tools if tool.name == "probe")
+        assert sent.parameters["properties"] == {"new": {"type": "integer"}}
+        offered = next(tool for tool in session.agent.tools if tool.name == "probe")
+        assert offered.timeout_ms == 5
+    finally:
+        session.close()
+
+
+def test_a_profile_of_another_family_meanwhile_gets_its_own_prompt(tmp_path, builds):
+    arrived = time.monotonic()
+    session, provider = make(tmp_path)
+    try:
+        (tmp_path / "GEMINI.md").write_text("Gemini's own rules.\n")
+        session.profile.id = "gemini"  # reads GEMINI.md, not CLAUDE.md
+        session.submit("hello", arrived_at=arrived)
+        assert builds[0] == 2 and "Gemini's own rules." in provider.calls[0].system_prompt
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("arrived", [float("nan"), float("inf"), "now", [1], True])
+def test_an_arrival_that_is_no_moment_is_refused_before_anything_starts(tmp_path, arrived):
+    from phi.coding import SessionState
+    from phi.errors import ConfigError
+
+    session, provider = make(tmp_path)
+    events = []
+    session.subscribe(events.append)
+    try:
+        with pytest.raises(ConfigError, match="arrived_at"):
+            session.submit("hello", arrived_at=arrived)
+        assert session.state == SessionState.IDLE and events == [] and provider.calls == []
+        assert session.submit("hello").outcome == "completed"
+    finally:
+        session.close()
+
+
 def test_plan_mode_switched_on_meanwhile_offers_only_reading_tools(tmp_path, builds):
     arrived = time.monotonic()
     session, provider = make(tmp_path)
