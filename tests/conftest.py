@@ -7,3 +7,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 for path in (HERE, os.path.join(HERE, "loop")):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def prompt_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``[n]``: how many system prompts were built during the test (each takes a git snapshot)."""
+    import phi.coding.prompt as prompt_module
+
+    count = [0]
+    real = prompt_module.build_system_prompt
+
+    def counting(*args: object, **kwargs: object) -> str:
+        count[0] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prompt_module, "build_system_prompt", counting)
+    return count

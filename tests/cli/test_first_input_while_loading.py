@@ -1,5 +1,5 @@
 """An input sent while ``phi`` still loads behind its first prompt (issue 35 item 5, SPEC CLI-12,
-CODE-5): the session start-up makes prepares its system prompt after the input came, so the first
+CODE-5): the session start-up makes its system prompt after the input came, so the first
 run uses that prompt instead of taking the git snapshot a second time; an input sent once loading is
 done gets a prompt of its own, and so does one whose session changed meanwhile."""
 
@@ -10,23 +10,9 @@ import threading
 
 import pytest
 
-import phi.coding.prompt as prompt_module
 from phi.cli.options import CliOptions, make_profile
 from phi.cli.repl import Repl
 from phi.cli.sessions import CliSessions
-
-
-@pytest.fixture
-def builds(monkeypatch):
-    count = [0]
-    real = prompt_module.build_system_prompt
-
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(prompt_module, "build_system_prompt", counting)
-    return count
 
 
 def repl_loading_until_read(tmp_path, typed: str, **options_given):
@@ -55,16 +41,16 @@ def repl_loading_until_read(tmp_path, typed: str, **options_given):
     return instance
 
 
-def test_the_first_input_typed_while_loading_takes_one_git_snapshot(tmp_path, builds):
+def test_the_first_input_typed_while_loading_takes_one_git_snapshot(tmp_path, prompt_builds):
     repl = repl_loading_until_read(tmp_path, "what is here?\nand now?\n")
     assert repl.run() == 0
     out = repl.out.getvalue()
     assert out.count("I am phi's offline model") == 2
     # one prompt for the session and its first input, one for the second input (typed after loading)
-    assert builds[0] == 2
+    assert prompt_builds[0] == 2
 
 
-def test_append_system_prompt_is_in_the_prompt_the_first_input_reuses(tmp_path, builds):
+def test_append_system_prompt_is_in_the_prompt_the_first_input_reuses(tmp_path, prompt_builds):
     repl = repl_loading_until_read(tmp_path, "what is here?\n", append_system_prompt="Answer in French.")
     seen: list[str] = []
     original = repl.setup.new_session
@@ -77,19 +63,19 @@ def test_append_system_prompt_is_in_the_prompt_the_first_input_reuses(tmp_path, 
 
     repl.setup.new_session = recording  # type: ignore[method-assign]
     assert repl.run() == 0
-    assert builds[0] == 1
+    assert prompt_builds[0] == 1
     assert seen and all("Answer in French." in prompt for prompt in seen)
 
 
-def test_an_input_after_loading_gets_its_own_prompt(tmp_path, builds):
+def test_an_input_after_loading_gets_its_own_prompt(tmp_path, prompt_builds):
     options = CliOptions(offline=True, cwd=str(tmp_path), color="never")
     repl = Repl(options, make_profile(options), CliSessions(tmp_path / "sessions"), stdin=io.StringIO(),
                 out=io.StringIO())
     try:
-        assert builds[0] == 1  # made before any prompt: nothing was typed yet
+        assert prompt_builds[0] == 1  # made before any prompt: nothing was typed yet
         (tmp_path / "AGENTS.md").write_text("Reply in haiku.\n")
         repl._message("what is here?")
-        assert builds[0] == 2 and "Reply in haiku." in repl.session.agent.system_prompt
+        assert prompt_builds[0] == 2 and "Reply in haiku." in repl.session.agent.system_prompt
     finally:
         repl.close()
 
@@ -146,14 +132,14 @@ def test_the_offline_model_starts_its_reply_at_once(tmp_path):
     assert token.waits == [pytest.approx(0.012)] * pauses
 
 
-def test_phi_p_takes_one_git_snapshot_for_its_prompt(tmp_path, builds):
+def test_phi_p_takes_one_git_snapshot_for_its_prompt(tmp_path, prompt_builds):
     from phi.cli.batch import run_print
 
     options = CliOptions(offline=True, cwd=str(tmp_path), color="never", prompt="what is here?")
     out, err = io.StringIO(), io.StringIO()
     assert run_print(options, make_profile(options), CliSessions(tmp_path / "sessions"), out, err) == 0
     assert "I am phi's offline model" in out.getvalue()
-    assert builds[0] == 1  # the session's own, made after the prompt came with the command line
+    assert prompt_builds[0] == 1  # the session's own, made after the prompt came with the command line
 
 
 @pytest.mark.parametrize("key", ["chunk_delay_ms", "first_chunk_delay_ms"])

@@ -9,26 +9,11 @@ import time
 
 import pytest
 
-import phi.coding.prompt as prompt_module
 from phi.coding import Session, SessionConfig, create_anthropic_profile
 from phi.coding.registry import RegisteredTool
 from phi.providers.mock import ScriptedProvider, ScriptedResponse
 from phi.tools import LocalExecutionEnvironment
-from phi.types import ToolDefinition, ToolResult
-
-
-@pytest.fixture
-def builds(monkeypatch):
-    """How many times a system prompt was built (each takes a git snapshot)."""
-    count = [0]
-    real = prompt_module.build_system_prompt
-
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(prompt_module, "build_system_prompt", counting)
-    return count
+from phi.types import ToolDefinition
 
 
 def make(tmp_path, replies=2):
@@ -38,47 +23,47 @@ def make(tmp_path, replies=2):
     return session, provider
 
 
-def test_an_input_that_came_before_the_session_was_made_uses_the_prompt_made_for_it(tmp_path, builds):
+def test_an_input_that_came_before_the_session_was_made_uses_the_prompt_made_for_it(tmp_path, prompt_builds):
     arrived = time.monotonic()
     session, provider = make(tmp_path)
-    assert builds[0] == 1
+    assert prompt_builds[0] == 1
     try:
         session.submit("hello", arrived_at=arrived)
-        assert builds[0] == 1  # not built a second time
+        assert prompt_builds[0] == 1  # not built a second time
         assert provider.calls[0].system_prompt == session.system_prompt
         assert [tool.name for tool in provider.calls[0].tools] == [t.name for t in session.agent.tools]
         session.submit("and now")  # an input of no stated arrival: built afresh
-        assert builds[0] == 2
+        assert prompt_builds[0] == 2
     finally:
         session.close()
 
 
-def test_an_input_that_came_after_the_prompt_was_made_gets_a_new_one(tmp_path, builds):
+def test_an_input_that_came_after_the_prompt_was_made_gets_a_new_one(tmp_path, prompt_builds):
     session, provider = make(tmp_path)
     try:
         (tmp_path / "AGENTS.md").write_text("Always answer in haiku.\n")
         session.submit("hello", arrived_at=time.monotonic())
-        assert builds[0] == 2
+        assert prompt_builds[0] == 2
         assert "Always answer in haiku." in provider.calls[0].system_prompt
     finally:
         session.close()
 
 
-def test_what_changed_in_the_session_since_is_not_missed(tmp_path, builds):
+def test_what_changed_in_the_session_since_is_not_missed(tmp_path, prompt_builds):
     arrived = time.monotonic()
     session, provider = make(tmp_path, replies=3)
     try:
         session.config.user_instructions = "Answer briefly."
         session.submit("one", arrived_at=arrived)
-        assert builds[0] == 2 and "Answer briefly." in provider.calls[0].system_prompt
+        assert prompt_builds[0] == 2 and "Answer briefly." in provider.calls[0].system_prompt
 
         def shout(arguments, context=None):
-            return ToolResult.text("!")
+            return "!"
 
         session.profile.tool_registry.register(RegisteredTool(
             ToolDefinition("shout", "Shouts.", {"type": "object", "properties": {}}), shout, kind="read"))
         session.submit("two", arrived_at=arrived)  # prepared before it for "one": built afresh anyway
-        assert builds[0] == 3 and "shout" in [tool.name for tool in provider.calls[1].tools]
+        assert prompt_builds[0] == 3 and "shout" in [tool.name for tool in provider.calls[1].tools]
 
         session.prepare_tools()  # prepared after "three" arrived, then the tool's description changes
         registered = session.profile.tool_registry.get("shout")
@@ -86,12 +71,12 @@ def test_what_changed_in_the_session_since_is_not_missed(tmp_path, builds):
         arrived = time.monotonic() - 1
         registered.definition = ToolDefinition("shout", "Shouts loudly.", {"type": "object", "properties": {}})
         session.submit("three", arrived_at=arrived)
-        assert builds[0] == 5 and "shout: Shouts loudly." in provider.calls[2].system_prompt
+        assert prompt_builds[0] == 5 and "shout: Shouts loudly." in provider.calls[2].system_prompt
     finally:
         session.close()
 
 
-def test_a_tool_whose_schema_or_timeout_changed_is_sent_as_it_is_now(tmp_path, builds):
+def test_a_tool_whose_schema_or_timeout_changed_is_sent_as_it_is_now(tmp_path, prompt_builds):
     arrived = time.monotonic()
     provider = ScriptedProvider([ScriptedResponse.text("ok")])
     profile = create_anthropic_profile(provider=provider)
@@ -104,7 +89,7 @@ def test_a_tool_whose_schema_or_timeout_changed_is_sent_as_it_is_now(tmp_path, b
         old.timeout_ms = 5
         profile.tool_registry.register(old)
         session.submit("go", arrived_at=arrived)
-        assert builds[0] == 1  # the prompt names the same tools, described the same way: kept
+        assert prompt_builds[0] == 1  # the prompt names the same tools, described the same way: kept
         sent = next(tool for tool in provider.calls[0].tools if tool.name == "probe")
         assert sent.parameters["properties"] == {"new": {"type": "integer"}}
         offered = next(tool for tool in session.agent.tools if tool.name == "probe")
@@ -113,14 +98,14 @@ def test_a_tool_whose_schema_or_timeout_changed_is_sent_as_it_is_now(tmp_path, b
         session.close()
 
 
-def test_a_profile_of_another_family_meanwhile_gets_its_own_prompt(tmp_path, builds):
+def test_a_profile_of_another_family_meanwhile_gets_its_own_prompt(tmp_path, prompt_builds):
     arrived = time.monotonic()
     session, provider = make(tmp_path)
     try:
         (tmp_path / "GEMINI.md").write_text("Gemini's own rules.\n")
         session.profile.id = "gemini"  # reads GEMINI.md, not CLAUDE.md
         session.submit("hello", arrived_at=arrived)
-        assert builds[0] == 2 and "Gemini's own rules." in provider.calls[0].system_prompt
+        assert prompt_builds[0] == 2 and "Gemini's own rules." in provider.calls[0].system_prompt
     finally:
         session.close()
 
@@ -142,13 +127,13 @@ def test_an_arrival_that_is_no_moment_is_refused_before_anything_starts(tmp_path
         session.close()
 
 
-def test_plan_mode_switched_on_meanwhile_offers_only_reading_tools(tmp_path, builds):
+def test_plan_mode_switched_on_meanwhile_offers_only_reading_tools(tmp_path, prompt_builds):
     arrived = time.monotonic()
     session, provider = make(tmp_path)
     try:
         session.config.plan_mode = True
         session.submit("look only", arrived_at=arrived)
-        assert builds[0] == 2
+        assert prompt_builds[0] == 2
         offered = {tool.name for tool in provider.calls[0].tools}
         assert "read_file" in offered and "write_file" not in offered and "shell" not in offered
     finally:
