@@ -27,6 +27,7 @@ Resuming (SPEC AGENT-6, AGENT-7)
 The loop itself (SPEC §4)
     agent_loop(prompts, context, config, sink, cancel) / agent_loop_continue(context, config, sink, cancel)
     AgentContext, AgentLoopConfig, ToolExecution, CancellationToken, MessageQueue, default_convert_to_llm
+    configure_tool_pool(max_workers=..., max_threads=...): the process's pool tool calls run on
 
 Data (SPEC §2) and events (SPEC §3)
     UserMessage, AssistantMessage, ToolResultMessage, ExtensionMessage; TextContent, ImageContent,
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     from .concurrency.cancel import CancellationToken
     from .concurrency.channel import EventChannel, EventStream
     from .concurrency.queues import MessageQueue
+    from .concurrency.workers import configure_tool_pool
     # providers (SPEC §7)
     from .providers.model_config import ModelConfig
     from .providers.base import (
@@ -118,7 +120,7 @@ __all__ = [
     "ToolCancelled", "ToolContext", "ToolDefinition", "ToolError", "ToolExecution", "ToolExecutionEnd",
     "ToolExecutionStart", "ToolExecutionUpdate", "ToolResult", "ToolResultMessage", "TurnEnd", "TurnStart",
     "TurnTrigger", "Usage", "UserMessage", "agent_loop", "agent_loop_continue", "coding_tools",
-    "compact_messages", "default_convert_to_llm", "default_tools", "event_from_json", "event_to_json",
+    "compact_messages", "configure_tool_pool", "default_convert_to_llm", "default_tools", "event_from_json", "event_to_json",
     "final_answer_tool", "message_from_json", "message_to_json", "messages_from_json", "tool",
 ]
 

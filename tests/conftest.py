@@ -25,3 +25,14 @@ def prompt_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(prompt_module, "build_system_prompt", counting)
     return count
+
+
+@pytest.fixture(params=["caller-thread", "worker-thread"])
+def blocking_run_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test twice: blocking runs without a timeout on the caller's thread (phi's way), and
+    on a worker thread as ``prompt()`` runs them — the run contract holds on both paths (issue 36)."""
+    import phi.agent.agent as agent_module
+
+    path: str = request.param
+    monkeypatch.setattr(agent_module, "RUN_ON_CALLER", path == "caller-thread")
+    return path

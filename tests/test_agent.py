@@ -30,6 +30,8 @@ from phi import (
 )
 from phi.loop.tool import FunctionTool
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def echo_tool(delay: float = 0.0) -> FunctionTool:
     def run(args, ctx):

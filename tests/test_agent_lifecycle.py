@@ -22,6 +22,8 @@ from phi.errors import AlreadyRunning, ConfigError
 from phi.events import AgentEnd
 from phi.types import RunOutcome, StopReason, ToolCall, ToolResultMessage, UserMessage
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def tool_call(call_id: str = "t1", name: str = "work", arguments: dict | None = None) -> dict:
     return {"blocks": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments or {}}]}

@@ -13,6 +13,8 @@ from phi.evaluation import ElaborateEvaluation, TokenEfficientEvaluation
 from phi.events import AgentStart, ParallelLoopEnd, ParallelLoopStart
 from phi.types import RunOutcome, UserMessage
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def reply(text: str, tokens: int) -> dict:
     return {"blocks": [{"type": "text", "chunks": [text]}], "usage": {"input": tokens, "output": tokens}}

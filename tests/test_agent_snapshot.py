@@ -19,6 +19,8 @@ from phi.events import AgentStart
 from phi.providers.model_config import ModelConfig
 from phi.types import AssistantMessage, ContinuationKind, RunOutcome, StopReason, TextContent, ToolCall, ToolResultMessage, UserMessage
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def call(name: str, call_id: str, **args) -> dict:
     return {"blocks": [{"type": "toolCall", "id": call_id, "name": name, "arguments": args}]}

@@ -13,6 +13,8 @@ from phi import Agent, ScriptedProvider
 from phi.loop.tool import FunctionTool
 from phi.errors import ConfigError, PhiError
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def named_tool(name: str) -> FunctionTool:
     return FunctionTool(name, f"The {name} tool.", {"type": "object", "properties": {}}, lambda args, ctx: name)

@@ -362,8 +362,13 @@ class Agent:
                sender: EventSink | None = None) -> EventStream[AgentResult]:
         """Start a run with a new prompt; returns its live event stream at once. With ``sender``
         (an EventChannel or callable) the events go there instead of to the stream."""
+        return self._prompt(text, images, sender, inline=False)
+
+    def _prompt(self, text: Prompt, images: Images | None, sender: EventSink | None,
+                inline: bool) -> EventStream[AgentResult]:
         prompts = _as_prompts(text, images)
-        return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender)
+        return self._start(lambda ctx, cfg, sink, cancel: agent_loop(prompts, ctx, cfg, sink, cancel), None, sender,
+                           inline=inline)
 
     def continue_loop(self, kind: ContinuationKind | str | None = None, *,
                       sender: EventSink | None = None) -> EventStream[AgentResult]:
@@ -371,9 +376,13 @@ class Agent:
 
         Raises :class:`~phi.errors.InvalidContinue` at once if the history cannot be continued.
         """
+        return self._continue(kind, sender, inline=False)
+
+    def _continue(self, kind: ContinuationKind | str | None, sender: EventSink | None,
+                  inline: bool) -> EventStream[AgentResult]:
         chosen = _continuation_kind(kind) or ContinuationKind.default()
         return self._start(lambda ctx, cfg, sink, cancel: agent_loop_continue(ctx, cfg, sink, cancel), chosen, sender,
-                           prepare=self._continuable)
+                           prepare=self._continuable, inline=inline)
 
     def _continuable(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         check_can_continue(AgentContext(messages=messages, agent_id=self.agent_id, session_id=self.session_id))
@@ -421,8 +430,10 @@ class Agent:
         timeout = _checked_timeout(timeout)
         self._refuse_blocking_in_subscriber("run")
         deadline = None if timeout is None else sync.monotonic() + timeout
-        # nobody reads this run's events: they are dropped instead of queued until it ends
-        stream = self.continue_loop(sender=_drop) if text is None else self.prompt(text, images, sender=_drop)
+        # nobody reads this run's events: they are dropped instead of queued until it ends. Without a
+        # timeout nothing needs this thread meanwhile, so the run runs on it (one thread per run)
+        inline = deadline is None and RUN_ON_CALLER
+        stream = self._continue(None, _drop, inline) if text is None else self._prompt(text, images, _drop, inline)
         if deadline is None:
             return stream.result()
         result, aborted = _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)
@@ -440,6 +451,12 @@ class Agent:
         ``max_workers`` and ``executor``: how many branches run at once, and where (SPEC EVAL-7,
         EVAL-8; see :func:`~phi.evaluation.parallel.agent_loop_parallel`).
         The history gains only the winner's messages; ``.result()`` is the ParallelLoopResult."""
+        return self._prompt_parallel(text, variants, strategy, images, sender, max_workers, executor, inline=False)
+
+    def _prompt_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
+                         strategy: EvaluationStrategy | None, images: Images | None, sender: EventSink | None,
+                         max_workers: int | None, executor: Executor | RemoteBranches | None,
+                         inline: bool) -> EventStream[ParallelLoopResult]:
         from ..evaluation.parallel import agent_loop_parallel, branch_configs
         from ..evaluation.strategies import PickFirstEvaluation
 
@@ -455,7 +472,7 @@ class Agent:
                                        on_decided=on_decided, max_workers=max_workers, executor=executor)
 
         return self._start(body, None, sender, parallel=configs, parallel_prompts=prompts,
-                           prepare=None if prompts else self._continuable)
+                           prepare=None if prompts else self._continuable, inline=inline)
 
     def run_parallel(self, text: Prompt | None, variants: Sequence[AgentLoopConfig | dict[str, Any]],
                      strategy: EvaluationStrategy | None = None, images: Images | None = None,
@@ -467,8 +484,8 @@ class Agent:
         timeout = _checked_timeout(timeout)
         self._refuse_blocking_in_subscriber("run_parallel")
         deadline = None if timeout is None else sync.monotonic() + timeout
-        stream = self.prompt_parallel(text, variants, strategy, images, sender=_drop, max_workers=max_workers,
-                                      executor=executor)
+        stream = self._prompt_parallel(text, variants, strategy, images, _drop, max_workers, executor,
+                                       inline=deadline is None and RUN_ON_CALLER)  # as run()
         if deadline is None:
             return stream.result()
         return _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)[0]
@@ -673,8 +690,10 @@ class Agent:
 
     def _start(self, body: SingleBody | Callable[..., Any], kind: ContinuationKind | None, sender: EventSink | None,
                parallel: Sequence[AgentLoopConfig] | None = None, parallel_prompts: Sequence[AgentMessage] = (),
-               prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None) -> EventStream[Any]:
-        """Start a run on a worker thread. ``parallel``: the branch configs of a parallel run, whose
+               prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None,
+               inline: bool = False) -> EventStream[Any]:
+        """Start a run on a worker thread — or, ``inline``, run it to its end on this thread (a
+        blocking run without a timeout: its stream is then finished). ``parallel``: the branch configs of a parallel run, whose
         history is settled when its strategy has chosen, before ``ParallelLoopEnd`` is heard (SPEC
         AGENT-1, AGENT-8). ``prepare``: what the history becomes as the run starts (``resume`` trims
         it), or raises to refuse the run — applied under the lock, so a ``reset()`` meanwhile is seen.
@@ -692,7 +711,10 @@ class Agent:
         # The run takes its tools, sources and settings now: what the application changes later is the
         # next run's. Its events have their stream (or go to ``sender``) before the first one exists.
         run = _Run(self, slot, body, kind, parallel, parallel_prompts, sender)
-        sync.Thread(target=run.work, name=f"phi-agent-{run.name}", daemon=True).start()
+        if inline:
+            run.work_here()
+        else:
+            sync.Thread(target=run.work, name=f"phi-agent-{run.name}", daemon=True).start()
         return run.stream
 
     def _occupy(self, kind: ContinuationKind | None, parallel: Sequence[AgentLoopConfig] | None,
@@ -724,6 +746,11 @@ class Agent:
 
 # the methods removed in the 0.1 reshaping say what replaced them (for one release; phi/removed.py)
 attach_removed(Agent, agent_removed(LoopSettings.__annotations__))
+
+
+#: a blocking run without a timeout runs on the caller's thread (False: on a worker, as prompt() does;
+#: the tests run the run contract both ways)
+RUN_ON_CALLER = True
 
 
 @dataclass(frozen=True)
@@ -800,6 +827,14 @@ class _Run:
             self.wind_up(error)
             self.agent._runs.pop(me, None)
             self.stream.finish(result, error)
+
+    def work_here(self) -> None:
+        """:meth:`work` on the caller's thread (a blocking run without a timeout): a Ctrl+C meanwhile
+        aborts the run, then reaches the caller (:mod:`phi.agent.interrupts`)."""
+        from .interrupts import ctrl_c_aborts
+
+        with ctrl_c_aborts(self.cancel.cancel):
+            self.work()
 
     def set_up(self) -> None:
         """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is

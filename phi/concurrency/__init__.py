@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from .cancel import CancellationToken
     from .channel import EventChannel, EventStream
     from .queues import MessageQueue
+    from .workers import configure_tool_pool
 
-__all__ = ["CancellationToken", "EventChannel", "EventStream", "MessageQueue"]
+__all__ = ["CancellationToken", "EventChannel", "EventStream", "MessageQueue", "configure_tool_pool"]
 
 if not TYPE_CHECKING:  # checkers see the imports above, so a misspelt name stays an error for them
     from ..lazy_exports import lazy_exports

@@ -5,7 +5,10 @@ abort. The pool is shared by every run in the process, so a run does not pay for
 and its threads are daemons: a tool that never returns cannot keep the interpreter from exiting.
 
 Workers are made on demand, up to ``max_workers`` busy at once, and leave after ``idle_seconds``
-without work, so an idle process holds none. Work beyond ``max_workers`` waits for a free worker.
+without work, so an idle process holds none. Work beyond ``max_workers`` waits for a free worker;
+a tool call's timeout counts from when a worker starts it (SPEC TOOL-6), so waiting here never turns
+into a timed-out call. :func:`configure_tool_pool` sizes the pool for the process (many sessions
+calling slow tools at once want more workers; see docs/many-sessions.md).
 
 A call the loop stopped waiting for — timed out, or aborted past its grace period — may go on running
 if its tool ignores its cancellation token. Its worker is then *abandoned*: it no longer counts
@@ -20,16 +23,16 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
-from ..errors import PhiError
+from ..errors import ConfigError, PhiError
 from ..log import get_logger
 from . import sync
 
 log = get_logger(__name__)
 
-DEFAULT_MAX_WORKERS = 256
-DEFAULT_MAX_THREADS = 1024
+DEFAULT_MAX_WORKERS = 1024
+DEFAULT_MAX_THREADS = 2048
 DEFAULT_IDLE_SECONDS = 30.0
 
 _QUEUED, _RUNNING, _DONE = "queued", "running", "done"
@@ -112,6 +115,18 @@ class WorkerPool:
             return PoolStats(self._threads, busy, self._abandoned, self._idle, len(self._work),
                              self.max_workers, self.max_threads)
 
+    def resize(self, max_workers: int | None, max_threads: int | None, idle_seconds: float | None) -> PoolStats:
+        """New limits (None: unchanged), for the next call (see :func:`configure_tool_pool`)."""
+        with self._lock:
+            if max_workers is not None:
+                self.max_workers = max_workers
+            if max_threads is not None:
+                self.max_threads = max_threads
+            self.max_threads = max(self.max_threads, self.max_workers)
+            if idle_seconds is not None:
+                self.idle_seconds = float(idle_seconds)
+        return self.stats()
+
     def abandon(self, job: Job) -> None:
         """``job``'s submitter no longer waits for it (see :meth:`Job.abandon`)."""
         with self._lock:
@@ -190,3 +205,21 @@ def swap_shared_pool(pool: WorkerPool) -> WorkerPool:
 def stats() -> PoolStats:
     """The state of the shared pool: threads alive, busy, abandoned, idle, queued."""
     return _pool.stats()
+
+
+def configure_tool_pool(*, max_workers: int | None = None, max_threads: int | None = None,
+                        idle_seconds: float | None = None) -> PoolStats:
+    """Size the process-wide pool tool calls run on; what is not given stays. ``max_workers``: calls
+    running at once (default 1024; more wait for a worker, their timeouts not counting meanwhile);
+    ``max_threads``: threads the pool may hold, counting those still running calls that were
+    abandoned (default 2048; raised to ``max_workers`` if below); ``idle_seconds``: how long an idle
+    worker stays. Threads already running are kept; new limits apply to the next call. Returns the
+    pool's state; a value that is not a count (or a positive time) raises ``ConfigError``."""
+    for name, given in (("max_workers", cast(object, max_workers)), ("max_threads", cast(object, max_threads))):
+        if given is not None and (isinstance(given, bool) or not isinstance(given, int) or given < 1):
+            raise ConfigError(f"configure_tool_pool: {name} must be a whole number of threads >= 1, got {given!r}")
+    idle = cast(object, idle_seconds)
+    if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float))
+                             or not 0 < idle < float("inf")):
+        raise ConfigError(f"configure_tool_pool: idle_seconds must be a positive number of seconds, got {idle!r}")
+    return _pool.resize(max_workers, max_threads, idle_seconds)

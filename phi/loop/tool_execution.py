@@ -65,7 +65,9 @@ NOT_RUN_ONE_PER_REPLY = ("Tool call was not executed: this run allows one tool c
                          "Re-issue the call in a later reply if it is still needed.")
 
 # What workers post to the run's thread: (kind, call index, payload).
-_UPDATE, _PROGRESS, _DONE = "update", "progress", "done"
+_STARTED, _UPDATE, _PROGRESS, _DONE = "started", "update", "progress", "done"
+#: a call that waited longer than this for a free worker is said (WARNING): the pool is too small
+SLOW_START_S = 1.0
 _CANCELLED = ("cancelled", -1, None)
 
 
@@ -80,7 +82,7 @@ class _Execution:
         self.token: CancellationToken | None = None
         self.job: Job | None = None  # the worker pool's handle, for abandoning it
         self.running = False  # handed to a worker and not yet answered
-        self.deadline: float | None = None  # a timeout counts from when the call is handed to the pool
+        self.deadline: float | None = None  # a timeout counts from when a worker starts the call
         self.timeout_ms: int | None = None
         self.result: ToolResult | None = None
         self.is_error = False
@@ -238,10 +240,8 @@ class ToolRunner:
             _execute(tool, call.arguments, ctx, inbox, index, ex)  # no thread hop: see the module docstring
             return ex
         ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
-        if ex.timeout_ms:
-            ex.deadline = sync.monotonic() + ex.timeout_ms / 1000.0
-        try:
-            ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex)
+        try:  # the call's clock starts when a worker takes it (_STARTED): waiting for one is not its time
+            ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex, sync.monotonic())
         except PoolExhausted as error:
             ex.running = False
             ex.result, ex.is_error = error_result(f"Tool {call.name} could not start: {error}"), True
@@ -270,7 +270,10 @@ class ToolRunner:
             ex = executions[index]
             if not ex.running:
                 continue  # a call that was already answered (timed out, abandoned) reports nothing more
-            if kind == _UPDATE:
+            if kind == _STARTED:
+                if ex.timeout_ms:
+                    ex.deadline = payload + ex.timeout_ms / 1000.0
+            elif kind == _UPDATE:
                 self._update(ex, payload)
             elif kind == _PROGRESS:
                 self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))
@@ -323,14 +326,23 @@ class ToolRunner:
 
 
 def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQueue[tuple[str, int, Any]],
-             index: int, ex: _Execution) -> None:
+             index: int, ex: _Execution, submitted: float | None = None) -> None:
     """Run one call and post its outcome. A call answered while it waited for a free worker (its
-    run timed it out, abandoned it or ended), or whose run was aborted meanwhile, is not run at all."""
+    run abandoned it or ended), or whose run was aborted meanwhile, is not run at all. A call
+    handed to the pool at ``submitted`` tells the run's thread when it started: its timeout
+    counts from then (SPEC TOOL-6)."""
     if not ex.running:
         return
     if ctx.cancel.is_cancelled():  # the last moment before the tool's side effects (CANCEL-3)
         inbox.put((_DONE, index, (None, _NotStarted())))
         return
+    if submitted is not None:
+        started = sync.monotonic()
+        inbox.put((_STARTED, index, started))
+        if started - submitted > SLOW_START_S:
+            log.warning("tool %s waited %.1f s for a free worker: the tool pool is busy (%s); "
+                        "phi.configure_tool_pool(max_workers=...) makes it larger", ex.call.name,
+                        started - submitted, _pool_state())
     outer = working_for(ctx.cancel)
     try:
         value = tool.execute(args, ctx)
@@ -358,6 +370,11 @@ def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[T
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _pool_state() -> str:
+    now = shared_pool().stats()
+    return f"{now.busy} busy of max_workers={now.max_workers}, {now.queued} queued"
 
 
 def _text_of(result: ToolResult) -> str:

@@ -14,6 +14,8 @@ import phi.loop.tool_execution as tool_exec
 from phi.concurrency.cancel import CALLBACK_WAIT_S, CancellationToken
 from phi.concurrency.workers import PoolExhausted, WorkerPool, stats
 
+pytestmark = pytest.mark.usefixtures("blocking_run_path")  # the run contract on both paths (issue 36)
+
 
 def test_no_tool_runs_when_the_abort_arrives_while_before_tool_execution_runs():
     """CANCEL-3: an approval prompt (the hook) is answered "yes" after the user pressed Ctrl+C."""
@@ -64,20 +66,61 @@ def test_no_tool_runs_when_the_abort_arrives_while_the_call_waits_for_a_worker(m
     assert ran == [] and [m.text for m in out.results] == ["Tool execution aborted."]
 
 
-def test_timeouts_count_from_submission_so_a_starved_call_times_out(monkeypatch):
-    """TOOL-6: a call that never gets a worker still gets its timeout result."""
+def test_a_call_waiting_for_a_worker_is_not_timed_out_its_clock_starts_when_it_runs(monkeypatch, caplog):
+    """TOOL-6: a call that waits for phi's own pool is not the tool being slow. Here it waits
+    (well past its 200 ms timeout) until the only worker is free, then runs and answers."""
+    small = WorkerPool(max_workers=1, idle_seconds=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    monkeypatch.setattr(tool_exec, "SLOW_START_S", 0.0)  # any wait is said
+    gate = threading.Event()
+    small.submit(lambda: gate.wait(10))  # the only worker: busy, not abandoned
+
+    def free_the_worker(event: object) -> None:
+        if getattr(event, "type", "") == "ToolExecutionStart":  # the call is queued behind the busy worker
+            threading.Timer(0.5, gate.set).start()
+
+    with caplog.at_level(logging.WARNING, logger="phi.loop.tool_execution"):
+        out = run([tool_turn(call("t1", "t")), "done"], [text_tool("t", lambda a, c: "ran")], tool_timeout_ms=200,
+                  sink=free_the_worker, timeout=10)
+    assert [m.text for m in out.results] == ["ran"]
+    assert "waited" in caplog.text and "free worker" in caplog.text and "max_workers=1" in caplog.text
+
+
+def test_a_call_still_times_out_on_its_own_time_once_it_runs(monkeypatch):
+    small = WorkerPool(max_workers=1, idle_seconds=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    release = threading.Event()
+    try:
+        out = run([tool_turn(call("t1", "slow")), "done"],
+                  [text_tool("slow", lambda a, c: release.wait(10) and "late")], tool_timeout_ms=100, timeout=10)
+        assert [m.text for m in out.results] == ["Tool exceeded timeout of 100ms"]
+    finally:
+        release.set()
+
+
+def test_an_abort_ends_a_call_still_waiting_for_a_worker(monkeypatch):
     small = WorkerPool(max_workers=1, idle_seconds=1)
     monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
     gate = threading.Event()
-    small.submit(lambda: gate.wait(5))  # the only worker: busy, not abandoned
+    small.submit(lambda: gate.wait(10))
+    ran: list[str] = []
+    cancel = CancellationToken()
+
+    def abort_on_start(event: object) -> None:
+        if getattr(event, "type", "") == "ToolExecutionStart":
+            cancel.cancel(wait=False)
+
     try:
-        started = time.monotonic()
-        out = run([tool_turn(call("t1", "t")), "done"], [text_tool("t", lambda a, c: "ran")], tool_timeout_ms=200,
-                  timeout=10)
-        assert [m.text for m in out.results] == ["Tool exceeded timeout of 200ms"]
-        assert time.monotonic() - started < 3
+        out = run([tool_turn(call("t1", "t")), "never"], [text_tool("t", lambda a, c: ran.append("x") or "ran")],
+                  cancel=cancel, sink=abort_on_start, tool_timeout_ms=200, tool_abort_grace_ms=100, timeout=10)
+        assert [m.text for m in out.results] == ["Tool execution aborted."]
     finally:
         gate.set()
+    small.submit(lambda: None)  # the freed worker takes the queued call first: it must not run it
+    deadline = time.monotonic() + 5
+    while small.stats().queued and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran == []
 
 
 def test_abandoned_workers_do_not_starve_later_calls(monkeypatch, caplog):
@@ -126,7 +169,7 @@ def test_past_the_thread_limit_a_call_fails_at_once_with_a_clear_error(monkeypat
 def test_the_shared_pool_reports_its_state():
     now = stats()
     assert now.threads == now.busy + now.abandoned + now.idle
-    assert now.max_workers == 256 and now.max_threads >= now.max_workers
+    assert now.max_workers == 1024 and now.max_threads >= now.max_workers
 
 
 def test_abort_returns_at_once_even_when_a_tool_cancel_callback_blocks():
