@@ -34,6 +34,7 @@ import urllib3.connection
 
 from ..concurrency.cancel import CancellationToken
 from ..log import get_logger
+from .watchdog import Watch, watch
 
 if TYPE_CHECKING:
     import urllib.request
@@ -53,10 +54,11 @@ class CallStop:
     but not this one.
 
     ``token`` is what the transport watches; ``expired`` and ``idle_expired`` tell the causes
-    apart. One watchdog thread per call serves both bounds; :meth:`touch` only stores a time.
+    apart. The process's one watchdog thread (:mod:`phi.providers.watchdog`) serves both bounds of
+    every call; :meth:`touch` only stores a time.
     """
 
-    __slots__ = ("token", "expired", "idle_expired", "total", "idle", "_unregister", "_deadline", "_last", "_done")
+    __slots__ = ("token", "expired", "idle_expired", "total", "idle", "_unregister", "_deadline", "_last", "_watch")
 
     def __init__(self, cancel: CancellationToken, total_timeout: float | None,
                  idle_timeout: float | None = None) -> None:
@@ -69,21 +71,17 @@ class CallStop:
         now = time.monotonic()
         self._deadline = now + total_timeout if total_timeout is not None and total_timeout > 0 else None
         self._last: float | None = None  # when the last complete event arrived (None: not watching yet)
-        self._done = threading.Event()
+        self._watch: Watch | None = None
         if self._deadline is not None or self.idle is not None:
-            threading.Thread(target=self._watch, name="phi-call-watchdog", daemon=True).start()
+            first = self._next_check()
+            if first is not None:
+                self._watch = watch(self._next_check, first)
 
     def start_idle(self) -> None:
         """The response began: from now on, a gap of ``idle`` seconds between events stops the call."""
         self._last = time.monotonic()
 
     touch = start_idle  # a complete event arrived
-
-    def _watch(self) -> None:
-        while True:
-            wait = self._next_check()
-            if wait is None or self._done.wait(wait):
-                return
 
     def _next_check(self) -> float | None:
         """Seconds until the next bound to check, or None after stopping the call."""
@@ -92,7 +90,7 @@ class CallStop:
         if self._deadline is not None:
             if now >= self._deadline:
                 self.expired = True
-                self.token.cancel()
+                self.token.cancel(wait=False)  # on the shared watchdog: its callbacks run on their own
                 return None
             waits.append(self._deadline - now)
         if self.idle is not None:
@@ -100,14 +98,15 @@ class CallStop:
             left = self.idle if last is None else last + self.idle - now
             if last is not None and left <= 0:
                 self.idle_expired = True
-                self.token.cancel()
+                self.token.cancel(wait=False)
                 return None
             waits.append(left)
         return min(waits)
 
     def close(self) -> None:
         self._unregister()
-        self._done.set()
+        if self._watch is not None:
+            self._watch.stop()
 
 
 # --------------------------------------------------------------------------- in-flight connections

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-#: Threads that outlive a session by design: the shared tool worker pool (phi/concurrency/workers.py).
-SHARED_THREADS = ("phi-tool",)
+#: Threads that outlive a session by design: the shared tool worker pool (phi/concurrency/workers.py)
+#: and the one watchdog of every model call's time bounds (phi/providers/watchdog.py).
+SHARED_THREADS = ("phi-tool", "phi-call-watchdog")
 
 
 def session_threads() -> set[threading.Thread]:
