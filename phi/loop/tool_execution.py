@@ -338,7 +338,8 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
         return
     if submitted is not None:
         started = sync.monotonic()
-        inbox.put((_STARTED, index, started))
+        if ex.timeout_ms:  # its clock starts now (a call without a timeout costs the run no wake-up here)
+            inbox.put((_STARTED, index, started))
         if started - submitted > SLOW_START_S:
             log.warning("tool %s waited %.1f s for a free worker: the tool pool is busy (%s); "
                         "phi.configure_tool_pool(max_workers=...) makes it larger", ex.call.name,
