@@ -59,7 +59,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -244,12 +244,19 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def cell(name: str, sessions: int, latency: float, budget: float) -> None:
+def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool) -> None:
     """Run one cell and answer one JSON line on the original stdout (frameworks' output goes nowhere)."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     session = SESSIONS[name](latency)
+    pool = ThreadPoolExecutor(max_workers=sessions)
+    if prestart:  # the executor's C threads exist before the timed span, as in a server that is up
+        everyone = threading.Barrier(sessions + 1)
+        warm = [pool.submit(everyone.wait) for _ in range(sessions)]  # each blocks: a new thread per submit
+        everyone.wait()
+        for warmed in warm:
+            warmed.result()
     peak = [os_threads()]
     done = threading.Event()
 
@@ -257,25 +264,25 @@ def cell(name: str, sessions: int, latency: float, budget: float) -> None:
         while not done.wait(0.005):
             peak[0] = max(peak[0], os_threads())
 
-    completed = [0]
+    futures: list[Future[None]] = []
 
     def watchdog() -> None:
         if not done.wait(budget):
-            answers.write(json.dumps({"over_budget": True, "completed": completed[0]}) + "\n")
+            finished = sum(1 for f in list(futures) if f.done())
+            answers.write(json.dumps({"over_budget": True, "completed": finished}) + "\n")
             answers.flush()
             os._exit(0)  # threads still running their sessions are not waited for
 
     base_rss = rss_mb()
     threading.Thread(target=sample, daemon=True).start()
-    pool = ThreadPoolExecutor(max_workers=sessions)
     cpu0 = os.times()
     threading.Thread(target=watchdog, daemon=True).start()
     started = time.perf_counter()
-    futures = [pool.submit(session) for _ in range(sessions)]
+    for _ in range(sessions):
+        futures.append(pool.submit(session))
     errors: list[str] = []
     for future in futures:
         error = future.exception()
-        completed[0] += 1
         if error is not None:
             errors.append(f"{type(error).__name__}: {error}"[:300])
     wall = time.perf_counter() - started
@@ -286,6 +293,7 @@ def cell(name: str, sessions: int, latency: float, budget: float) -> None:
     pool.shutdown(wait=True)
     answer: dict[str, Any] = {
         "wall_s": wall, "cpu_s": (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system),
+        "cpu_system_s": cpu1.system - cpu0.system,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "base_rss_mb": base_rss,
         "peak_threads": peak[0], "threads_at_end": threads_at_end,
     }
@@ -299,8 +307,10 @@ def cell(name: str, sessions: int, latency: float, budget: float) -> None:
 # --------------------------------------------------------------------------- driver
 
 
-def run_cell(python: Path, name: str, sessions: int, latency: float, budget: float) -> dict[str, Any]:
-    command = [str(python), str(Path(__file__).resolve()), "--cell", name, str(sessions), repr(latency), repr(budget)]
+def run_cell(python: Path, name: str, sessions: int, latency: float, budget: float,
+             prestart: bool) -> dict[str, Any]:
+    command = [str(python), str(Path(__file__).resolve()), "--cell", name, str(sessions), repr(latency), repr(budget),
+               *(["--prestart"] if prestart else [])]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=budget + 300)
     except subprocess.TimeoutExpired:
@@ -311,15 +321,24 @@ def run_cell(python: Path, name: str, sessions: int, latency: float, budget: flo
     return dict(json.loads(lines[-1]))
 
 
-def summarize(runs: list[dict[str, Any]], sessions: int) -> dict[str, Any]:
-    wall = statistics.median(r["wall_s"] for r in runs)
-    return {"wall_s": round(wall, 4), "turns_per_s": round(sessions * TURNS / wall, 1),
-            "cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
-            "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
-            "base_rss_mb": round(statistics.median(r["base_rss_mb"] for r in runs), 1),
-            "peak_threads": max(r["peak_threads"] for r in runs),
-            "threads_at_end": max(r["threads_at_end"] for r in runs),
-            "runs": len(runs), "walls_s": [round(r["wall_s"], 4) for r in runs]}
+def summarize(runs: list[dict[str, Any]], over: list[Any], sessions: int, budget: float) -> dict[str, Any]:
+    """The cell's figures; a round over budget counts as an infinite wall in the median."""
+    walls = sorted([r["wall_s"] for r in runs] + [float("inf")] * len(over))
+    wall = statistics.median(walls)
+    if wall == float("inf"):
+        return {"over_budget": f"> {budget:g} s in {len(over)} of {len(walls)} rounds ({over} of {sessions} done)",
+                "walls_s": [round(w, 4) for w in walls if w != float("inf")]}
+    figures = {"wall_s": round(wall, 4), "turns_per_s": round(sessions * TURNS / wall, 1),
+               "cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
+               "cpu_system_s": round(statistics.median(r["cpu_system_s"] for r in runs), 3),
+               "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
+               "base_rss_mb": round(statistics.median(r["base_rss_mb"] for r in runs), 1),
+               "peak_threads": max(r["peak_threads"] for r in runs),
+               "threads_at_end": max(r["threads_at_end"] for r in runs),
+               "runs": len(walls), "walls_s": [round(w, 4) for w in walls if w != float("inf")]}
+    if over:
+        figures["rounds_over_budget"] = len(over)
+    return figures
 
 
 def label(latency: float) -> str:
@@ -331,33 +350,38 @@ def print_cell(name: str, sessions: int, latency: float, figures: dict[str, Any]
     if "error" in figures:
         print(f"{head} FAILED: {figures['error']}", flush=True)
     elif "over_budget" in figures:
-        print(f"{head} over budget ({figures['over_budget']})", flush=True)
+        print(f"{head} over budget ({figures['over_budget']}; within budget: {figures['walls_s']})", flush=True)
     else:
         f = figures
-        print(f"{head} wall {f['wall_s']:8.3f} s  {f['turns_per_s']:9.1f} turns/s  CPU {f['cpu_s']:7.2f} s  "
+        if f.get("rounds_over_budget"):
+            head += f" ({f['rounds_over_budget']} round(s) over budget)"
+        print(f"{head} wall {f['wall_s']:8.3f} s  {f['turns_per_s']:9.1f} turns/s  CPU {f['cpu_s']:7.2f} s (sys {f['cpu_system_s']:6.2f})  "
               f"peak RSS {f['peak_rss_mb']:7.1f} MiB (base {f['base_rss_mb']:5.1f})  "
               f"threads peak {f['peak_threads']:5d}  (median of {f['runs']})", flush=True)
 
 
-def measure(python: Path, names: list[str], sessions: int, latency: float, repeat: int,
-            budget: float) -> dict[str, dict[str, Any]]:
-    """Interleaved rounds of one (C, L): per round phi, then each peer (their order rotating)."""
+def measure(python: Path, names: list[str], sessions: int, latency: float, repeat: int, budget: float,
+            prestart: bool) -> dict[str, dict[str, Any]]:
+    """Interleaved rounds of one (C, L): per round phi, then each peer (their order rotating). A peer
+    over budget skips the remaining rounds; phi runs them all (its median may still be within budget)."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    stopped: dict[str, dict[str, Any]] = {}
+    over: dict[str, list[Any]] = {name: [] for name in names}
+    failed: dict[str, str] = {}
     peers = [n for n in names if n != "phi"]
     for round_index in range(repeat):
         shift = round_index % len(peers) if peers else 0
         for name in ([n for n in names if n == "phi"] + peers[shift:] + peers[:shift]):
-            if name in stopped:
+            if name in failed or (name != "phi" and over[name]):
                 continue
-            result = run_cell(python, name, sessions, latency, budget)
+            result = run_cell(python, name, sessions, latency, budget, prestart)
             if "error" in result:
-                stopped[name] = {"error": result["error"]}
+                failed[name] = result["error"]
             elif result.get("over_budget"):
-                stopped[name] = {"over_budget": f"> {budget:g} s, {result.get('completed')} of {sessions} done"}
+                over[name].append(result.get("completed"))
             else:
                 runs[name].append(result)
-    return {name: stopped.get(name) or summarize(runs[name], sessions) for name in names}
+    return {name: {"error": failed[name]} if name in failed else summarize(runs[name], over[name], sessions, budget)
+            for name in names}
 
 
 def n20_quote(peers: list[str]) -> dict[str, Any]:
@@ -385,11 +409,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="C=1,10,100, L=0, one round, no long cell")
     parser.add_argument("--n20", action="store_true", help="also run compare_peers.py at N=20 and quote it")
     parser.add_argument("--phi-root", default=str(ROOT), help="directory phi is imported from (default: this checkout)")
+    parser.add_argument("--prestart", action="store_true",
+                        help="start the executor's C threads before the timed span (a server's pool that is up)")
     parser.add_argument("--cell", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cell:
         name, sessions, latency, budget = args.cell
-        cell(name, int(sessions), float(latency), float(budget))
+        cell(name, int(sessions), float(latency), float(budget), args.prestart)
         return
     if args.quick:
         args.sizes, args.latencies, args.repeat, args.long = "1,10,100", "0", 1, ""
@@ -413,7 +439,7 @@ def main() -> None:
     def grid_cell(sessions: int, latency: float, names: list[str]) -> None:
         names = [n for n in names if n not in over or sessions <= over[n]]
         print(f"C={sessions} L={label(latency)}", flush=True)
-        for name, figures in measure(python, names, sessions, latency, args.repeat, args.budget).items():
+        for name, figures in measure(python, names, sessions, latency, args.repeat, args.budget, args.prestart).items():
             print_cell(name, sessions, latency, figures)
             cells.append({"framework": name, "sessions": sessions, "latency_s": latency, **figures})
             if "error" in figures or "over_budget" in figures:
@@ -430,6 +456,7 @@ def main() -> None:
 
     out = report(cells, peers, long_cell)
     out = {"versions": found, "repeat": args.repeat, "budget_s": args.budget, "cpus": os.cpu_count(),
+           "prestart": args.prestart,
            "phi_root": os.environ["PHI_BENCH_ROOT"], **out}
     if args.n20:
         print("N=20 single run (compare_peers.py --sizes 20 --repeat 3 --fresh 3) ...", flush=True)
@@ -470,14 +497,16 @@ def report(cells: list[dict[str, Any]], peers: list[str], long_cell: tuple[int, 
                 c["wall_over_ideal"] = round(c["wall_s"] / ideal, 3)
                 print(f"  {name:14s} {c['wall_over_ideal']:.2f}x")
         phi_long = by_key.get(("phi", *long_cell), {})
-        targets[f"phi_C{long_cell[0]}_L{label(long_cell[1])}_wall_over_ideal"] = phi_long.get("wall_over_ideal")
+        targets[f"phi_C{long_cell[0]}_L{label(long_cell[1])}_wall_over_ideal"] = phi_long.get(
+            "wall_over_ideal", phi_long.get("over_budget") and "over budget" or phi_long.get("error") and "failed")
     phi_1000 = by_key.get(("phi", 1000, 0.05), {})
-    targets["phi_C1000_L50ms_wall_s"] = phi_1000.get("wall_s")
+    targets["phi_C1000_L50ms_wall_s"] = phi_1000.get(
+        "wall_s", phi_1000.get("over_budget") and "over budget" or phi_1000.get("error") and "failed")
     minima: dict[str, Any] = {}
     for (name, sessions, latency), figures in by_key.items():
-        row = ratios.get(f"C={sessions},L={label(0.0)}")
-        if name == "phi" and latency == 0 and row:
-            numbers = [v for v in row.values() if not isinstance(v, str)]
+        at_l0 = ratios.get(f"C={sessions},L={label(0.0)}")
+        if name == "phi" and latency == 0 and at_l0:
+            numbers = [v for v in at_l0.values() if not isinstance(v, str)]
             minima[str(sessions)] = min(numbers) if numbers else None
     targets["min_peer_ratio_L0"] = minima
     return {"cells": cells, "ratios": ratios, "targets": targets}
