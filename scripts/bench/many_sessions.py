@@ -102,10 +102,12 @@ def phi_session(latency: float) -> Session:
     # test double's parsing is not the loop's cost)
     script = [ScriptedResponse.from_json(reply(i)) for i in range(TURNS)]
 
+    inline = os.environ.get("PHI_BENCH_INLINE_TOOLS") == "1"  # --phi-inline-tools: no hop to the tool pool
+
     def session() -> None:
         seen: list[int] = []
         provider = ScriptedProvider(script, record_calls=False)
-        agent = Agent(provider=provider, tools=[tool(ok_tool(seen))], system_prompt="bench")
+        agent = Agent(provider=provider, tools=[tool(ok_tool(seen), inline=inline)], system_prompt="bench")
         check(agent.run("go").text, seen)
 
     return session
@@ -250,6 +252,8 @@ def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     session = SESSIONS[name](latency)
+    if os.environ.get("PHI_BENCH_SWITCH_INTERVAL"):
+        sys.setswitchinterval(float(os.environ["PHI_BENCH_SWITCH_INTERVAL"]))
     pool = ThreadPoolExecutor(max_workers=sessions)
     if prestart:  # the executor's C threads exist before the timed span, as in a server that is up
         everyone = threading.Barrier(sessions + 1)
@@ -411,6 +415,10 @@ def main() -> None:
     parser.add_argument("--phi-root", default=str(ROOT), help="directory phi is imported from (default: this checkout)")
     parser.add_argument("--prestart", action="store_true",
                         help="start the executor's C threads before the timed span (a server's pool that is up)")
+    parser.add_argument("--switch-interval", type=float,
+                        help="sys.setswitchinterval(S) in every cell (default: CPython's 0.005 s)")
+    parser.add_argument("--phi-inline-tools", action="store_true",
+                        help="phi's tool made with inline=True (runs on the run's thread: no hop to the tool pool)")
     parser.add_argument("--cell", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cell:
@@ -428,10 +436,16 @@ def main() -> None:
     python = ensure_venv()
     found = versions(python)
     os.environ["PHI_BENCH_ROOT"] = str(Path(args.phi_root).resolve())
+    if args.switch_interval is not None:
+        os.environ["PHI_BENCH_SWITCH_INTERVAL"] = repr(args.switch_interval)
+    if args.phi_inline_tools:
+        os.environ["PHI_BENCH_INLINE_TOOLS"] = "1"
     print("versions: " + ", ".join(f"{k} {v}" for k, v in found.items()), flush=True)
     print(f"workload: C sessions at once, each a fresh agent and one blocking run of {TURNS} model calls "
           f"(4 with a local tool), each call after a sleep of L; a fresh process per cell, median of "
-          f"{args.repeat}; {os.cpu_count()} CPUs", flush=True)
+          f"{args.repeat}; {os.cpu_count()} CPUs; switch interval {args.switch_interval or sys.getswitchinterval():g} s"
+          + ("; phi's tool inline" if args.phi_inline_tools else "") + ("; executor threads prestarted" if args.prestart
+                                                                       else ""), flush=True)
 
     cells: list[dict[str, Any]] = []
     over: dict[str, int] = {}  # framework -> the C at which it went over budget or failed
@@ -456,7 +470,8 @@ def main() -> None:
 
     out = report(cells, peers, long_cell)
     out = {"versions": found, "repeat": args.repeat, "budget_s": args.budget, "cpus": os.cpu_count(),
-           "prestart": args.prestart,
+           "prestart": args.prestart, "switch_interval_s": args.switch_interval or sys.getswitchinterval(),
+           "phi_inline_tools": args.phi_inline_tools,
            "phi_root": os.environ["PHI_BENCH_ROOT"], **out}
     if args.n20:
         print("N=20 single run (compare_peers.py --sizes 20 --repeat 3 --fresh 3) ...", flush=True)
