@@ -27,13 +27,23 @@ imports and building the model fixtures are not timed: wall = from the first sub
 result. Measured per cell: wall seconds, turns/s (C*5 / wall), peak RSS of the worker process
 (``ru_maxrss``, imports included) and its RSS before the first submit, peak thread count (the
 ``Threads`` line of ``/proc/self/status`` sampled every 5 ms by a sampler thread, plus the count at
-the last result), CPU seconds over the timed span (``os.times`` user + system). Cells are
+the last result), CPU seconds over the timed span (``os.times`` user + system, and the system part
+alone: thousands of threads waiting for the GIL show up there). Cells are
 interleaved across frameworks (per round of a (C, L): phi first, then the peers, their order
 rotating); each figure is the median of ``--repeat`` fresh processes (peak RSS and threads: the
 maximum). The grid: C = ``--sizes`` for phi, those up to ``--peer-max`` for the peers, each at every
 L of ``--latencies``; then the ``--long`` cell (default C=4000, L=2 s) for phi, and for each peer
-that has not gone over budget. A cell whose timed span passes ``--budget`` seconds is stopped and
-recorded as "over budget"; that framework is then skipped at every larger C.
+that has not gone over budget. A run whose timed span passes ``--budget`` seconds is stopped (the
+sessions done by then are counted); a peer is then recorded as "over budget" and skipped at every
+larger C, while phi runs its remaining rounds (an over-budget round counts as an infinite wall in
+the median).
+
+Knobs that change the setting, not the workload (off by default, recorded in the JSON line):
+``--prestart`` starts the executor's C threads before the timed span (a server whose pool is up);
+``--switch-interval S`` sets ``sys.setswitchinterval(S)`` in every cell (CPython's default is
+5 ms: with thousands of threads waiting for the GIL, each wakes every interval to ask for it, and
+the process spends its time in the kernel); ``--phi-inline-tools`` makes phi's tool ``inline=True``
+(it runs on the run's thread, no hop to the tool pool).
 
 Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L), and the long cell's
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
@@ -46,6 +56,7 @@ Usage: python3 scripts/bench/many_sessions.py [--sizes 1,10,100,1000,4000] [--pe
                                               [--latencies 0,0.05] [--long 4000:2] [--repeat 3]
                                               [--peers openai-agents,pydantic-ai,smolagents]
                                               [--budget 120] [--quick] [--n20] [--phi-root DIR]
+                                              [--prestart] [--switch-interval S] [--phi-inline-tools]
 """
 
 from __future__ import annotations
