@@ -49,13 +49,14 @@ Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
 every figure, the ratios and the issue's targets as computed numbers (long-cell wall ÷ ideal for phi;
 phi's wall at C=1000, L=50 ms; the smallest peer ratio at L=0 for each C). Benchmarks report, they
-never judge. The N=20 single-run comparison is ``compare_peers.py`` (its "N=20 fresh" row);
-``--n20`` runs it (``--sizes 20 --repeat 3 --fresh 3``) after the grid and quotes its ratios.
+never judge. The N=20 single-run comparison is ``compare_peers.py``'s (its "N=20 fresh" row: one run
+in a fresh process); after the grid this script runs it (``--sizes 20 --repeat 3 --fresh 3``, about
+15 s) and quotes its figures in the JSON line (``--no-n20`` skips that).
 
 Usage: python3 scripts/bench/many_sessions.py [--sizes 1,10,100,1000,4000] [--peer-max 1000]
                                               [--latencies 0,0.05] [--long 4000:2] [--repeat 3]
                                               [--peers openai-agents,pydantic-ai,smolagents]
-                                              [--budget 120] [--quick] [--n20] [--phi-root DIR]
+                                              [--budget 120] [--quick] [--no-n20] [--phi-root DIR]
                                               [--prestart] [--switch-interval S] [--phi-inline-tools]
 """
 
@@ -421,8 +422,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=120.0,
                         help="seconds a cell's timed span may take; past it the cell is over budget and that "
                              "framework skips every larger C")
-    parser.add_argument("--quick", action="store_true", help="C=1,10,100, L=0, one round, no long cell")
-    parser.add_argument("--n20", action="store_true", help="also run compare_peers.py at N=20 and quote it")
+    parser.add_argument("--quick", action="store_true", help="C=1,10,100, L=0, one round, no long cell, no N=20 quote")
+    parser.add_argument("--no-n20", action="store_true",
+                        help="skip quoting compare_peers.py at N=20 (about 15 s; --quick skips it too)")
     parser.add_argument("--phi-root", default=str(ROOT), help="directory phi is imported from (default: this checkout)")
     parser.add_argument("--prestart", action="store_true",
                         help="start the executor's C threads before the timed span (a server's pool that is up)")
@@ -484,7 +486,7 @@ def main() -> None:
            "prestart": args.prestart, "switch_interval_s": args.switch_interval or sys.getswitchinterval(),
            "phi_inline_tools": args.phi_inline_tools,
            "phi_root": os.environ["PHI_BENCH_ROOT"], **out}
-    if args.n20:
+    if not args.no_n20 and not args.quick:
         print("N=20 single run (compare_peers.py --sizes 20 --repeat 3 --fresh 3) ...", flush=True)
         out["compare_peers_n20"] = n20_quote(peers)
         print(f"  {out['compare_peers_n20']}", flush=True)
