@@ -48,7 +48,8 @@ the process spends its time in the kernel); ``--phi-inline-tools`` makes phi's t
 Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L), and the long cell's
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
 every figure, the ratios and the issue's targets as computed numbers (long-cell wall ÷ ideal for phi;
-phi's wall at C=1000, L=50 ms; the smallest peer ratio at L=0 for each C). Benchmarks report, they
+phi's wall at C=1000, L=50 ms; the smallest peer ratio at L=0 for each C; the smallest peer ratio of
+the N=20 single run). Benchmarks report, they
 never judge. The N=20 single-run comparison is ``compare_peers.py``'s (its "N=20 fresh" row: one run
 in a fresh process); after the grid this script runs it (``--sizes 20 --repeat 3 --fresh 3``, about
 15 s) and quotes its figures in the JSON line (``--no-n20`` skips that).
@@ -489,6 +490,8 @@ def main() -> None:
     if not args.no_n20 and not args.quick:
         print("N=20 single run (compare_peers.py --sizes 20 --repeat 3 --fresh 3) ...", flush=True)
         out["compare_peers_n20"] = n20_quote(peers)
+        fresh = {k: v for k, v in out["compare_peers_n20"].items() if k.startswith("ratio_") and k.endswith("_20_fresh")}
+        out["targets"]["min_peer_ratio_N20_fresh"] = min(fresh.values()) if fresh else None
         print(f"  {out['compare_peers_n20']}", flush=True)
     print(json.dumps(out))
     if any("error" in c for c in cells):
