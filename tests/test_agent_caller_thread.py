@@ -136,3 +136,56 @@ def test_an_applications_own_sigint_handler_is_left_alone():
 def test_a_scripted_reply_object_works_on_the_callers_thread_too():
     agent = Agent(provider=ScriptedProvider([ScriptedResponse.text("a", "b")]))
     assert agent.run("x").text == "ab"
+
+
+def test_under_a_running_event_loop_the_run_goes_to_a_worker():
+    """A notebook cell or an async app calling run(): application code of the run may start an
+    asyncio loop of its own, which it cannot on a thread whose loop is running."""
+    import asyncio
+
+    agent = Agent(provider=ScriptedProvider(["hello"]))
+    names: list[str] = []
+    agent.subscribe(lambda event: names.append(threading.current_thread().name))
+
+    async def cell() -> str:
+        return agent.run("hi").text
+
+    assert asyncio.run(cell()) == "hello"
+    assert names and all(name.startswith("phi-agent-") for name in names)
+
+
+def test_context_variables_set_by_the_runs_callbacks_stay_in_the_run():
+    import contextvars
+
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="unset")
+    where.set("caller")
+    seen: list[str] = []
+
+    def subscriber(event: AgentEvent) -> None:
+        seen.append(where.get())
+        where.set("subscriber")
+
+    agent = Agent(provider=ScriptedProvider(["hello"]))
+    agent.subscribe(subscriber)
+    agent.run("hi")
+    assert seen[0] == "caller" and where.get() == "caller"
+
+
+HANDLER_SET_DURING_RUN = '''
+import signal
+from phi import Agent, ScriptedProvider
+
+def own(*args):
+    print("own handler")
+
+agent = Agent(provider=ScriptedProvider(["hello"]))
+agent.subscribe(lambda event: signal.signal(signal.SIGINT, own) if event.type == "AgentStart" else None)
+agent.run("hi")
+print("kept", signal.getsignal(signal.SIGINT) is own)
+'''
+
+
+def test_a_sigint_handler_the_application_sets_during_the_run_is_kept():
+    done = subprocess.run([sys.executable, "-c", HANDLER_SET_DURING_RUN], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.stdout.splitlines() == ["kept True"], done.stdout + done.stderr

@@ -20,6 +20,7 @@ and the agent is idle, so a new prompt may start right there (SPEC AGENT-1).
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, cast, overload
@@ -432,7 +433,7 @@ class Agent:
         deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends. Without a
         # timeout nothing needs this thread meanwhile, so the run runs on it (one thread per run)
-        inline = deadline is None and RUN_ON_CALLER
+        inline = deadline is None and RUN_ON_CALLER and not _event_loop_running()
         stream = self._continue(None, _drop, inline) if text is None else self._prompt(text, images, _drop, inline)
         if deadline is None:
             return stream.result()
@@ -485,7 +486,7 @@ class Agent:
         self._refuse_blocking_in_subscriber("run_parallel")
         deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self._prompt_parallel(text, variants, strategy, images, _drop, max_workers, executor,
-                                       inline=deadline is None and RUN_ON_CALLER)  # as run()
+                                       inline=deadline is None and RUN_ON_CALLER and not _event_loop_running())
         if deadline is None:
             return stream.result()
         return _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)[0]
@@ -824,17 +825,22 @@ class _Run:
             error = exc
             log.debug("run %s raised", self.context.loop_id, exc_info=exc)
         finally:
-            self.wind_up(error)
-            self.agent._runs.pop(me, None)
-            self.stream.finish(result, error)
+            try:
+                self.wind_up(error)
+            finally:  # a second Ctrl+C may land in the wind-up: the agent's bookkeeping still ends
+                self.agent._runs.pop(me, None)
+                self.stream.finish(result, error)
 
     def work_here(self) -> None:
         """:meth:`work` on the caller's thread (a blocking run without a timeout): a Ctrl+C meanwhile
-        aborts the run, then reaches the caller (:mod:`phi.agent.interrupts`)."""
+        aborts the run, then reaches the caller (:mod:`phi.agent.interrupts`). It runs in a copy of
+        the caller's context: what the run's callbacks set in context variables stays in the run."""
+        import contextvars
+
         from .interrupts import ctrl_c_aborts
 
         with ctrl_c_aborts(self.cancel.cancel):
-            self.work()
+            contextvars.copy_context().run(self.work)
 
     def set_up(self) -> None:
         """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is
@@ -979,6 +985,13 @@ def _kept_by(decided: ParallelLoopResult, prompts: Sequence[AgentMessage]) -> li
     if decided.selected.exception is not None and not new:
         return list(prompts)
     return new
+
+
+def _event_loop_running() -> bool:
+    """Whether an asyncio loop runs on this thread (a notebook cell, an async app calling ``run``):
+    the run then goes to a worker, where application code may start a loop of its own."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio.events._get_running_loop() is not None
 
 
 def _drop(event: AgentEvent) -> None:

@@ -66,7 +66,8 @@ def ctrl_c_aborts(abort: Callable[[], None]) -> Generator[None, None, None]:
     finally:
         _aborts.pop()
         if outermost:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            if signal.getsignal(signal.SIGINT) is _on_ctrl_c:  # one the application set meanwhile stays
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             pressed, _pressed = _pressed, False
             if pressed:
                 raise KeyboardInterrupt

@@ -125,7 +125,20 @@ class WorkerPool:
             self.max_threads = max(self.max_threads, self.max_workers)
             if idle_seconds is not None:
                 self.idle_seconds = float(idle_seconds)
+            # work already waiting gets the new room at once
+            room = min(len(self._work) - self._idle, self.max_workers - (self._threads - self._abandoned),
+                       self.max_threads - self._threads)
+            spawn = max(0, room)
+            self._threads += spawn
+        for _ in range(spawn):
+            sync.Thread(target=self._serve, name="phi-tool", daemon=True).start()
         return self.stats()
+
+    def can_start_work(self) -> bool:
+        """Whether queued work will ever be taken: a thread that is not running abandoned work is
+        alive, or another may be started (False: every thread the pool may hold runs abandoned work)."""
+        with self._lock:
+            return self._threads - self._abandoned > 0 or self._threads < self.max_threads
 
     def abandon(self, job: Job) -> None:
         """``job``'s submitter no longer waits for it (see :meth:`Job.abandon`)."""

@@ -75,7 +75,7 @@ class _Execution:
     """One tool call on its way to a result."""
 
     __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
-                 "finished")
+                 "finished", "working")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -88,6 +88,7 @@ class _Execution:
         self.is_error = False
         self.started = False  # ToolExecutionStart was emitted
         self.finished = False  # answered: nothing of this call is emitted any more
+        self.working = False  # a worker has started it (its timeout counts from then)
 
 
 class _NotStarted(Exception):
@@ -240,8 +241,11 @@ class ToolRunner:
             _execute(tool, call.arguments, ctx, inbox, index, ex)  # no thread hop: see the module docstring
             return ex
         ex.timeout_ms = getattr(tool, "timeout_ms", None) or config.tool_timeout_ms
+        submitted = sync.monotonic()
+        if ex.timeout_ms:  # checked then: a call still waiting for a worker gets no timeout (see _expire)
+            ex.deadline = submitted + ex.timeout_ms / 1000.0
         try:  # the call's clock starts when a worker takes it (_STARTED): waiting for one is not its time
-            ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex, sync.monotonic())
+            ex.job = shared_pool().submit(_execute, tool, call.arguments, ctx, inbox, index, ex, submitted)
         except PoolExhausted as error:
             ex.running = False
             ex.result, ex.is_error = error_result(f"Tool {call.name} could not start: {error}"), True
@@ -271,6 +275,7 @@ class ToolRunner:
             if not ex.running:
                 continue  # a call that was already answered (timed out, abandoned) reports nothing more
             if kind == _STARTED:
+                ex.working = True
                 if ex.timeout_ms:
                     ex.deadline = payload + ex.timeout_ms / 1000.0
             elif kind == _UPDATE:
@@ -289,7 +294,14 @@ class ToolRunner:
             if grace_deadline is not None and now >= grace_deadline:
                 self._abandon(ex, error_result(ABORTED))
             elif ex.deadline is not None and now >= ex.deadline:
-                self._abandon(ex, error_result(TIMED_OUT.format(ms=ex.timeout_ms)))
+                if ex.working:
+                    self._abandon(ex, error_result(TIMED_OUT.format(ms=ex.timeout_ms)))
+                elif shared_pool().can_start_work():  # still waiting for a worker: not the tool's time
+                    ex.deadline = now + (ex.timeout_ms or 0) / 1000.0
+                else:  # every thread the pool may hold runs an abandoned call: none will take this one
+                    self._abandon(ex, error_result(f"Tool {ex.call.name} could not start: every worker thread "
+                                                   "is held by tool calls that timed out or were aborted and "
+                                                   "ignore their cancellation"))
 
     def _abandon(self, ex: _Execution, result: ToolResult) -> None:
         """Stop waiting for a call: cancel its token and answer with ``result``."""
@@ -341,9 +353,7 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
         if ex.timeout_ms:  # its clock starts now (a call without a timeout costs the run no wake-up here)
             inbox.put((_STARTED, index, started))
         if started - submitted > SLOW_START_S:
-            log.warning("tool %s waited %.1f s for a free worker: the tool pool is busy (%s); "
-                        "phi.configure_tool_pool(max_workers=...) makes it larger", ex.call.name,
-                        started - submitted, _pool_state())
+            _said_slow_start(ex.call.name, started - submitted, started)
     outer = working_for(ctx.cancel)
     try:
         value = tool.execute(args, ctx)
@@ -373,9 +383,23 @@ def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[T
 # --------------------------------------------------------------------------- helpers
 
 
-def _pool_state() -> str:
-    now = shared_pool().stats()
-    return f"{now.busy} busy of max_workers={now.max_workers}, {now.queued} queued"
+_last_slow_start = [float("-inf")]
+SLOW_START_EVERY_S = 10.0  # at most one such warning in this time: under load there would be thousands
+
+
+def _said_slow_start(name: str, waited: float, now: float) -> None:
+    """A call waited for a worker: said (rate-limited) with what the pool's state suggests."""
+    if now - _last_slow_start[0] < SLOW_START_EVERY_S:
+        return
+    _last_slow_start[0] = now
+    state = shared_pool().stats()
+    if state.busy + state.abandoned >= state.max_workers:
+        hint = "every worker is busy; phi.configure_tool_pool(max_workers=...) makes the pool larger"
+    else:
+        hint = ("workers were free: the process is short of CPU or of the interpreter lock (many threads; "
+                "see docs/many-sessions.md on sys.setswitchinterval)")
+    log.warning("tool %s waited %.1f s to start (%d busy of max_workers=%d, %d queued): %s", name, waited,
+                state.busy, state.max_workers, state.queued, hint)
 
 
 def _text_of(result: ToolResult) -> str:

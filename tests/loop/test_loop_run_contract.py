@@ -72,6 +72,7 @@ def test_a_call_waiting_for_a_worker_is_not_timed_out_its_clock_starts_when_it_r
     small = WorkerPool(max_workers=1, idle_seconds=1)
     monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
     monkeypatch.setattr(tool_exec, "SLOW_START_S", 0.0)  # any wait is said
+    monkeypatch.setattr(tool_exec, "_last_slow_start", [float("-inf")])  # (at most one warning each 10 s)
     gate = threading.Event()
     small.submit(lambda: gate.wait(10))  # the only worker: busy, not abandoned
 
@@ -83,7 +84,8 @@ def test_a_call_waiting_for_a_worker_is_not_timed_out_its_clock_starts_when_it_r
         out = run([tool_turn(call("t1", "t")), "done"], [text_tool("t", lambda a, c: "ran")], tool_timeout_ms=200,
                   sink=free_the_worker, timeout=10)
     assert [m.text for m in out.results] == ["ran"]
-    assert "waited" in caplog.text and "free worker" in caplog.text and "max_workers=1" in caplog.text
+    assert "waited" in caplog.text and "max_workers=1" in caplog.text
+    assert "every worker is busy; phi.configure_tool_pool(max_workers=...)" in caplog.text
 
 
 def test_a_call_still_times_out_on_its_own_time_once_it_runs(monkeypatch):
@@ -387,3 +389,41 @@ def test_reset_or_close_from_a_parallel_branch_hook_does_not_wait_for_its_own_ru
     agent = holder["agent"] = Agent(provider=ScriptedProvider(default="ok"), before_turn=before_turn)
     agent.run_parallel("hi", [{}, {}])
     assert took and max(took) < 1.0, took
+
+
+def test_a_queued_call_that_no_thread_will_ever_take_is_answered_not_left_hanging(monkeypatch):
+    """Every thread the pool may hold runs an abandoned call: a call already queued behind them
+    gets "could not start" once its timeout passes, instead of waiting forever (issue 23 stays fixed)."""
+    small = WorkerPool(max_workers=1, idle_seconds=1, max_threads=1)
+    monkeypatch.setattr(tool_exec, "shared_pool", lambda: small)
+    release = threading.Event()
+    stubborn = text_tool("stubborn", lambda a, c: release.wait(30) and "late")
+    try:  # the two calls of one reply run in parallel: "fine" waits behind "stubborn" for the only thread
+        first = run([tool_turn(call("s1", "stubborn"), call("f1", "fine")), "ok"],
+                    [stubborn, text_tool("fine", lambda a, c: "fine")], tool_timeout_ms=200, timeout=20)
+        texts = [m.text for m in first.results]
+        assert texts[0] == "Tool exceeded timeout of 200ms"
+        assert texts[1].startswith("Tool fine could not start:") and "ignore their cancellation" in texts[1]
+    finally:
+        release.set()
+
+
+def test_a_larger_pool_takes_calls_already_waiting():
+    pool = WorkerPool(max_workers=1, idle_seconds=1)
+    gate = threading.Event()
+    started: list[int] = []
+    done = threading.Event()
+
+    def work(i: int) -> None:
+        started.append(i)
+        if len(started) == 4:
+            done.set()
+        gate.wait(10)
+
+    try:
+        for i in range(4):
+            pool.submit(work, i)
+        pool.resize(4, None, None)
+        assert done.wait(10) and sorted(started) == [0, 1, 2, 3]
+    finally:
+        gate.set()
