@@ -189,3 +189,28 @@ def test_a_sigint_handler_the_application_sets_during_the_run_is_kept():
     done = subprocess.run([sys.executable, "-c", HANDLER_SET_DURING_RUN], capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.stdout.splitlines() == ["kept True"], done.stdout + done.stderr
+
+
+def test_an_interrupt_landing_in_the_wind_up_still_ends_the_agents_bookkeeping(monkeypatch):
+    """A second Ctrl+C may land while the run saves its sessions: the run still leaves the agent's
+    table of running threads, and its stream is finished."""
+    import phi.agent.agent as agent_module
+
+    real = agent_module._Run.wind_up
+
+    def interrupted(self, error):
+        real(self, error)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(agent_module._Run, "wind_up", interrupted)
+    agent = Agent(provider=ScriptedProvider(["hello", "again"]))
+    try:
+        agent.run("hi")
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt was lost")
+    assert agent._runs == {} and not agent.is_streaming
+    monkeypatch.setattr(agent_module._Run, "wind_up", real)
+    stream = agent.prompt("next")  # another thread's run: waiting for it from here is not waiting for ourselves
+    assert agent.wait_for_idle(10) and stream.result().text == "again"

@@ -433,7 +433,7 @@ class Agent:
         deadline = None if timeout is None else sync.monotonic() + timeout
         # nobody reads this run's events: they are dropped instead of queued until it ends. Without a
         # timeout nothing needs this thread meanwhile, so the run runs on it (one thread per run)
-        inline = deadline is None and RUN_ON_CALLER and not _event_loop_running()
+        inline = _runs_here(deadline)
         stream = self._continue(None, _drop, inline) if text is None else self._prompt(text, images, _drop, inline)
         if deadline is None:
             return stream.result()
@@ -486,7 +486,7 @@ class Agent:
         self._refuse_blocking_in_subscriber("run_parallel")
         deadline = None if timeout is None else sync.monotonic() + timeout
         stream = self._prompt_parallel(text, variants, strategy, images, _drop, max_workers, executor,
-                                       inline=deadline is None and RUN_ON_CALLER and not _event_loop_running())
+                                       inline=_runs_here(deadline))
         if deadline is None:
             return stream.result()
         return _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)[0]
@@ -694,9 +694,9 @@ class Agent:
                prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None = None,
                inline: bool = False) -> EventStream[Any]:
         """Start a run on a worker thread — or, ``inline``, run it to its end on this thread (a
-        blocking run without a timeout: its stream is then finished). ``parallel``: the branch configs of a parallel run, whose
-        history is settled when its strategy has chosen, before ``ParallelLoopEnd`` is heard (SPEC
-        AGENT-1, AGENT-8). ``prepare``: what the history becomes as the run starts (``resume`` trims
+        blocking run without a timeout: its stream is then finished). ``parallel``: the branch
+        configs of a parallel run, whose history is settled when its strategy has chosen, before
+        ``ParallelLoopEnd`` is heard (SPEC AGENT-1, AGENT-8). ``prepare``: what the history becomes as the run starts (``resume`` trims
         it), or raises to refuse the run — applied under the lock, so a ``reset()`` meanwhile is seen.
 
         The run's start-up — continuing a stored session, asking tool sources for their tools and
@@ -987,11 +987,14 @@ def _kept_by(decided: ParallelLoopResult, prompts: Sequence[AgentMessage]) -> li
     return new
 
 
-def _event_loop_running() -> bool:
-    """Whether an asyncio loop runs on this thread (a notebook cell, an async app calling ``run``):
-    the run then goes to a worker, where application code may start a loop of its own."""
+def _runs_here(deadline: float | None) -> bool:
+    """Whether a blocking run runs on the calling thread: without a deadline (one needs a worker so
+    that the call can come back at it) and unless an asyncio loop runs on this thread (a notebook
+    cell, an async app calling ``run``: application code of the run may start a loop of its own)."""
+    if deadline is not None or not RUN_ON_CALLER:
+        return False
     asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and asyncio.events._get_running_loop() is not None
+    return asyncio is None or asyncio.events._get_running_loop() is None
 
 
 def _drop(event: AgentEvent) -> None:

@@ -66,7 +66,7 @@ NOT_RUN_ONE_PER_REPLY = ("Tool call was not executed: this run allows one tool c
 
 # What workers post to the run's thread: (kind, call index, payload).
 _STARTED, _UPDATE, _PROGRESS, _DONE = "started", "update", "progress", "done"
-#: a call that waited longer than this for a free worker is said (WARNING): the pool is too small
+#: a call that waited longer than this to start is said (WARNING, rate-limited: _said_slow_start)
 SLOW_START_S = 1.0
 _CANCELLED = ("cancelled", -1, None)
 
