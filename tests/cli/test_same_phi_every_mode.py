@@ -57,6 +57,10 @@ def run_prompt(model: SlowServer, project: Path, home: Path, text: str, *args: s
                  {"ANTHROPIC_API_KEY": "sk-test-key", "PHI_HOME": str(home)})
     try:
         phi.prompt()
+        if "--mcp" in args or (project / ".mcp.json").exists():
+            # the prompt connects MCP servers in the background and their tools join between inputs
+            # (issue 35 item 5): /mcp waits for them, as a person would who wants them on the first input
+            phi.exchange("/mcp", r"✓ \d+ tools")
         phi.send_line(text)
         phi.expect(reply)
         phi.prompt()
