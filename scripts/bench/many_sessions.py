@@ -27,7 +27,8 @@ imports and building the model fixtures are not timed: wall = from the first sub
 result. Measured per cell: wall seconds, turns/s (C*5 / wall), peak RSS of the worker process
 (``ru_maxrss``, imports included) and its RSS before the first submit, peak thread count (the
 ``Threads`` line of ``/proc/self/status`` sampled every 5 ms by a sampler thread, plus the count at
-the last result), CPU seconds over the timed span (``os.times`` user + system, and the system part
+the last result; for phi also its tool pool's threads at the end and how many "waited for a free
+worker" warnings it logged), CPU seconds over the timed span (``os.times`` user + system, and the system part
 alone: thousands of threads waiting for the GIL show up there). Cells are
 interleaved across frameworks (per round of a (C, L): phi first, then the peers, their order
 rotating); each figure is the median of ``--repeat`` fresh processes (peak RSS and threads: the
@@ -259,12 +260,29 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def watch_phi_tool_pool() -> list[str]:
+    """Collect phi's "waited ... for a free worker" warnings (SPEC TOOL-6) instead of printing them."""
+    import logging
+
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "for a free worker" in record.getMessage():
+                seen.append(record.getMessage())
+
+    logging.getLogger("phi").addHandler(Collect())
+    logging.getLogger("phi").propagate = False  # nothing else of phi's is logged at WARNING in this workload
+    return seen
+
+
 def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool) -> None:
     """Run one cell and answer one JSON line on the original stdout (frameworks' output goes nowhere)."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     session = SESSIONS[name](latency)
+    slow_starts = watch_phi_tool_pool() if name == "phi" else None
     if os.environ.get("PHI_BENCH_SWITCH_INTERVAL"):
         sys.setswitchinterval(float(os.environ["PHI_BENCH_SWITCH_INTERVAL"]))
     pool = ThreadPoolExecutor(max_workers=sessions)
@@ -314,6 +332,11 @@ def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "base_rss_mb": base_rss,
         "peak_threads": peak[0], "threads_at_end": threads_at_end,
     }
+    if slow_starts is not None:
+        from phi.concurrency.workers import stats
+
+        answer["phi_tool_pool_threads"] = stats().threads
+        answer["phi_slow_start_warnings"] = len(slow_starts)
     if errors:
         answer["error"] = f"{len(errors)} of {sessions} sessions failed; first: {errors[0]}"
     answers.write(json.dumps(answer) + "\n")
@@ -353,6 +376,9 @@ def summarize(runs: list[dict[str, Any]], over: list[Any], sessions: int, budget
                "peak_threads": max(r["peak_threads"] for r in runs),
                "threads_at_end": max(r["threads_at_end"] for r in runs),
                "runs": len(walls), "walls_s": [round(w, 4) for w in walls if w != float("inf")]}
+    for key in ("phi_tool_pool_threads", "phi_slow_start_warnings"):
+        if runs and key in runs[0]:
+            figures[key] = max(r[key] for r in runs)
     if over:
         figures["rounds_over_budget"] = len(over)
     return figures
@@ -374,7 +400,9 @@ def print_cell(name: str, sessions: int, latency: float, figures: dict[str, Any]
             head += f" ({f['rounds_over_budget']} round(s) over budget)"
         print(f"{head} wall {f['wall_s']:8.3f} s  {f['turns_per_s']:9.1f} turns/s  CPU {f['cpu_s']:7.2f} s (sys {f['cpu_system_s']:6.2f})  "
               f"peak RSS {f['peak_rss_mb']:7.1f} MiB (base {f['base_rss_mb']:5.1f})  "
-              f"threads peak {f['peak_threads']:5d}  (median of {f['runs']})", flush=True)
+              f"threads peak {f['peak_threads']:5d}  (median of {f['runs']})"
+              + (f"  tool pool {f['phi_tool_pool_threads']} threads after, {f['phi_slow_start_warnings']} "
+                 f"'waited for a free worker' warnings" if "phi_tool_pool_threads" in f else ""), flush=True)
 
 
 def measure(python: Path, names: list[str], sessions: int, latency: float, repeat: int, budget: float,
