@@ -27,8 +27,8 @@ imports and building the model fixtures are not timed: wall = from the first sub
 result. Measured per cell: wall seconds, turns/s (C*5 / wall), peak RSS of the worker process
 (``ru_maxrss``, imports included) and its RSS before the first submit, peak thread count (the
 ``Threads`` line of ``/proc/self/status`` sampled every 5 ms by a sampler thread, plus the count at
-the last result; for phi also its tool pool's threads at the end and how many "waited for a free
-worker" warnings it logged), CPU seconds over the timed span (``os.times`` user + system, and the system part
+the last result; for phi also its tool pool's threads at the end and how many "waited N s to start"
+warnings it logged), CPU seconds over the timed span (``os.times`` user + system, and the system part
 alone: thousands of threads waiting for the GIL show up there). Cells are
 interleaved across frameworks (per round of a (C, L): phi first, then the peers, their order
 rotating); each figure is the median of ``--repeat`` fresh processes (peak RSS and threads: the
@@ -261,14 +261,14 @@ def rss_mb() -> float:
 
 
 def watch_phi_tool_pool() -> list[str]:
-    """Collect phi's "waited ... for a free worker" warnings (SPEC TOOL-6) instead of printing them."""
+    """Collect phi's "tool ... waited N s to start" warnings (SPEC TOOL-6) instead of printing them."""
     import logging
 
     seen: list[str] = []
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if "for a free worker" in record.getMessage():
+            if "s to start (" in record.getMessage():
                 seen.append(record.getMessage())
 
     logging.getLogger("phi").addHandler(Collect())
@@ -402,7 +402,7 @@ def print_cell(name: str, sessions: int, latency: float, figures: dict[str, Any]
               f"peak RSS {f['peak_rss_mb']:7.1f} MiB (base {f['base_rss_mb']:5.1f})  "
               f"threads peak {f['peak_threads']:5d}  (median of {f['runs']})"
               + (f"  tool pool {f['phi_tool_pool_threads']} threads after, {f['phi_slow_start_warnings']} "
-                 f"'waited for a free worker' warnings" if "phi_tool_pool_threads" in f else ""), flush=True)
+                 f"slow-start warnings" if "phi_tool_pool_threads" in f else ""), flush=True)
 
 
 def measure(python: Path, names: list[str], sessions: int, latency: float, repeat: int, budget: float,
