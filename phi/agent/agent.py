@@ -23,6 +23,7 @@ import copy
 import sys
 import threading
 from dataclasses import dataclass, fields, is_dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar, Union, cast, overload
 
 from ..concurrency import sync
@@ -769,6 +770,18 @@ class _Slot:
     saved: sync.Event  # set when this run has saved what it recorded (SESS-7)
 
 
+def refuse_deadlock(agent: Agent, previous: threading.Event, cancel: CancellationToken) -> None:
+    """Before a wait for a run of ``agent`` (started after ``previous`` was delivered, stopped by
+    ``cancel``): the wait would never end when this thread delivers the events of an earlier run of
+    the agent (whatever thread started this one), or of this very run. A function, not a method of
+    the run: the run's stream holds it, and a stream holding its run would make every run a cycle
+    that only the garbage collector frees."""
+    if getattr(_delivering, "agent", None) is agent and (
+            not previous.is_set() or agent._runs.get(threading.get_ident()) is cancel):
+        raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the agent: the run's "
+                             "events wait until that callback returns; start it there, wait for it elsewhere")
+
+
 class _Run:
     """One run of an :class:`Agent`, made by ``Agent._start`` on the caller's thread; :meth:`work` is
     its worker thread. Each method is one of the run's jobs: deliver its events in order
@@ -791,7 +804,8 @@ class _Run:
                               get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
         channel = EventChannel()
         self.stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=self.cancel.cancel,
-                                                    before_blocking=self.refuse_deadlock,
+                                                    before_blocking=partial(refuse_deadlock, agent, self.previous,
+                                                                            self.cancel),
                                                     cancelled=self.cancel.is_cancelled)
         # an EventChannel is told through its send; any other sender is a function
         self.forward: EventSink = channel.send if sender is None else getattr(sender, "send", sender)
@@ -801,14 +815,6 @@ class _Run:
         self.recorder, self.store = agent._recorder, agent._store
         self.fork: SessionFork | None = None  # set by claim() when the run was stored as a branch
         self.name = self.context.loop_id or (self.loop_ids[0] if self.loop_ids else "")
-
-    def refuse_deadlock(self) -> None:
-        """Waiting here for this run would never end: this thread delivers the events of an earlier
-        run of the agent (whatever thread started this one), or of this very run."""
-        if getattr(_delivering, "agent", None) is self.agent and (
-                not self.previous.is_set() or self.agent._runs.get(threading.get_ident()) is self.cancel):
-            raise AlreadyRunning("cannot wait for a run inside a subscriber callback of the agent: the run's "
-                                 "events wait until that callback returns; start it there, wait for it elsewhere")
 
     # ----------------------------------------------------------------- the worker thread
 

@@ -54,6 +54,10 @@ class PoolStats(NamedTuple):  # a NamedTuple, not a dataclass: this module loads
     max_threads: int
 
 
+def _done(*args: Any) -> None:
+    """A job's work once it has been taken (or dropped)."""
+
+
 class Job:
     """One piece of work submitted to the pool."""
 
@@ -172,7 +176,7 @@ class WorkerPool:
             if not job.abandoned:
                 job.state = _RUNNING
                 return job
-            job.state = _DONE
+            job.state, job.fn, job.args = _DONE, _done, ()
 
     def _serve(self) -> None:
         while True:
@@ -180,10 +184,13 @@ class WorkerPool:
                 job = self._take()
             if job is None:
                 return
+            fn, args = job.fn, job.args
+            job.fn, job.args = _done, ()  # what the submitter passed lives no longer than its run (no cycle through the job)
             try:
-                job.fn(*job.args)
+                fn(*args)
             except BaseException:  # fn reports its own failures; this is a last resort
                 log.exception("worker task failed")
+            del fn, args  # an idle worker keeps nothing of the last call alive
             with self._lock:
                 job.state = _DONE
                 if job.abandoned:
