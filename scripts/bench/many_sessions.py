@@ -21,6 +21,14 @@ exactly 0 … 3 in order); one wrong outcome fails the cell loudly.
   ``ToolCallingAgent(stream_outputs=False, verbosity_level=OFF)``, ``agent.run("go")``. smolagents ends
   a run with its ``final_answer`` tool, so its 5th reply calls ``final_answer(answer="All done.")``.
 
+* **floor** (not a peer) — no framework: each session waits L before each of its 5 "model calls",
+  hands each of its 4 tool calls to a shared ``ThreadPoolExecutor`` and in between burns, in a busy
+  loop, phi's own CPU time per model call (measured first in that process: phi's session 200 times
+  in a row with L=0). It is what phi's work would cost at that C if phi added nothing of its own —
+  threads, locks, hops — beyond the one hop per tool call: ``phi / floor`` near 1 means phi's
+  wall is its CPU work plus what CPython makes of C threads sharing the interpreter lock. It runs
+  the cells with C >= ``--floor-min`` (100) and the long cell.
+
 Each (framework, C, L) cell runs in a FRESH worker process (same interpreter and venv as
 ``compare_peers.py``: ``.cache/peers-venv``, made on first use; phi imported from this checkout);
 imports and building the model fixtures are not timed: wall = from the first submit to the last
@@ -50,7 +58,7 @@ Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
 every figure, the ratios and the issue's targets as computed numbers (long-cell wall ÷ ideal for phi;
 phi's wall at C=1000, L=50 ms; the smallest peer ratio at L=0 for each C; the smallest peer ratio of
-the N=20 single run). Benchmarks report, they
+the N=20 single run; phi's wall over the floor's per cell). Benchmarks report, they
 never judge. The N=20 single-run comparison is ``compare_peers.py``'s (its "N=20 fresh" row: one run
 in a fresh process); after the grid this script runs it (``--sizes 20 --repeat 3 --fresh 3``, about
 15 s) and quotes its figures in the JSON line (``--no-n20`` skips that).
@@ -60,6 +68,7 @@ Usage: python3 scripts/bench/many_sessions.py [--sizes 1,10,100,1000,4000] [--pe
                                               [--peers openai-agents,pydantic-ai,smolagents]
                                               [--budget 120] [--quick] [--no-n20] [--phi-root DIR]
                                               [--prestart] [--switch-interval S] [--phi-inline-tools]
+                                              [--floor-min 100]
 """
 
 from __future__ import annotations
@@ -81,6 +90,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_peers import FINAL, ROOT, ensure_venv, ok_tool, text_chunks, versions  # noqa: E402
 
 PEERS = ("openai-agents", "pydantic-ai", "smolagents")
+FLOOR = "floor"  # not a peer: phi's CPU work with no framework around it (floor_session)
+FLOOR_CPU: dict[str, float] = {}  # set by floor_session: the CPU it burns per session
 TURNS = 5  # model calls per run: 4 with a tool call, then the final answer
 ANSWER = "".join(FINAL)
 
@@ -239,9 +250,48 @@ def smolagents_session(latency: float) -> Session:
     return session
 
 
+# --------------------------------------------------------------------------- the floor
+
+
+def busy(seconds: float) -> None:
+    """Spend ``seconds`` of this thread's own CPU time (waiting for the GIL does not count)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def floor_session(latency: float) -> Session:
+    """No framework: what phi's own CPU work costs in this setting. Each session waits L before each
+    of its 5 "model calls", hands each of its 4 tool calls to a shared ``ThreadPoolExecutor`` (the
+    hop phi makes to its tool pool) and between them burns, in a busy loop, phi's CPU time per
+    model call — measured first in this process, phi's session run 200 times in a row with L=0."""
+    phi = phi_session(0.0)
+    for _ in range(50):
+        phi()
+    started = time.process_time()
+    for _ in range(200):
+        phi()
+    per_call = (time.process_time() - started) / 200 / TURNS
+    FLOOR_CPU["phi_cpu_per_session_ms"] = round(per_call * TURNS * 1000, 4)
+    tools = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="floor-tool")
+
+    def session() -> None:
+        seen: list[int] = []
+        ok = ok_tool(seen)
+        for i in range(TURNS):
+            if latency:
+                threading.Event().wait(latency)
+            busy(per_call)
+            if i < TURNS - 1:
+                tools.submit(ok, i).result()
+        check(ANSWER, seen)
+
+    return session
+
+
 SESSIONS: dict[str, Callable[[float], Session]] = {"phi": phi_session, "openai-agents": openai_agents_session,
                                                    "pydantic-ai": pydantic_ai_session,
-                                                   "smolagents": smolagents_session}
+                                                   "smolagents": smolagents_session, FLOOR: floor_session}
 
 
 # --------------------------------------------------------------------------- worker process (one cell)
@@ -332,6 +382,7 @@ def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "base_rss_mb": base_rss,
         "peak_threads": peak[0], "threads_at_end": threads_at_end,
     }
+    answer.update(FLOOR_CPU)
     if slow_starts is not None:
         from phi.concurrency.workers import stats
 
@@ -379,6 +430,8 @@ def summarize(runs: list[dict[str, Any]], over: list[Any], sessions: int, budget
     for key in ("phi_tool_pool_threads", "phi_slow_start_warnings"):
         if runs and key in runs[0]:
             figures[key] = max(r[key] for r in runs)
+    if runs and "phi_cpu_per_session_ms" in runs[0]:
+        figures["phi_cpu_per_session_ms"] = round(statistics.median(r["phi_cpu_per_session_ms"] for r in runs), 4)
     if over:
         figures["rounds_over_budget"] = len(over)
     return figures
@@ -461,6 +514,9 @@ def main() -> None:
                         help="sys.setswitchinterval(S) in every cell (default: CPython's 0.005 s)")
     parser.add_argument("--phi-inline-tools", action="store_true",
                         help="phi's tool made with inline=True (runs on the run's thread: no hop to the tool pool)")
+    parser.add_argument("--floor-min", type=int, default=100,
+                        help="the floor (phi's CPU work with no framework, see floor_session) runs the cells with "
+                             "at least this many sessions and the long cell; 0: never")
     parser.add_argument("--cell", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cell:
@@ -503,12 +559,13 @@ def main() -> None:
 
     for sessions in sizes:
         for latency in latencies:
-            grid_cell(sessions, latency, ["phi", *(peers if sessions <= args.peer_max else [])])
+            grid_cell(sessions, latency, ["phi", *(peers if sessions <= args.peer_max else []),
+                                          *([FLOOR] if 0 < args.floor_min <= sessions else [])])
     long_cell: tuple[int, float] | None = None
     if args.long:
         c, l_s = args.long.split(":")
         long_cell = (int(c), float(l_s))
-        grid_cell(long_cell[0], long_cell[1], ["phi", *peers])
+        grid_cell(long_cell[0], long_cell[1], ["phi", *peers, *([FLOOR] if args.floor_min else [])])
 
     out = report(cells, peers, long_cell)
     out = {"versions": found, "repeat": args.repeat, "budget_s": args.budget, "cpus": os.cpu_count(),
@@ -550,7 +607,7 @@ def report(cells: list[dict[str, Any]], peers: list[str], long_cell: tuple[int, 
     if long_cell is not None:
         ideal = TURNS * long_cell[1]
         print(f"C={long_cell[0]} L={label(long_cell[1])}: wall / ideal ({ideal:g} s)")
-        for name in ["phi", *peers]:
+        for name in ["phi", *peers, FLOOR]:
             c = by_key.get((name, *long_cell))
             if c is not None and "wall_s" in c:
                 c["wall_over_ideal"] = round(c["wall_s"] / ideal, 3)
@@ -558,6 +615,16 @@ def report(cells: list[dict[str, Any]], peers: list[str], long_cell: tuple[int, 
         phi_long = by_key.get(("phi", *long_cell), {})
         targets[f"phi_C{long_cell[0]}_L{label(long_cell[1])}_wall_over_ideal"] = phi_long.get(
             "wall_over_ideal", phi_long.get("over_budget") and "over budget" or phi_long.get("error") and "failed")
+    floor: dict[str, float] = {}
+    for (name, sessions, latency), figures in by_key.items():
+        under = by_key.get((FLOOR, sessions, latency), {})
+        if name == "phi" and "wall_s" in figures and "wall_s" in under:
+            floor[f"C={sessions},L={label(latency)}"] = round(figures["wall_s"] / under["wall_s"], 2)
+    if floor:
+        print("phi / floor (median wall; the floor: phi's CPU work with no framework)")
+        for key, value in floor.items():
+            print(f"  {key:18s} {value:.2f}x")
+        targets["phi_over_floor"] = floor
     phi_1000 = by_key.get(("phi", 1000, 0.05), {})
     targets["phi_C1000_L50ms_wall_s"] = phi_1000.get(
         "wall_s", phi_1000.get("over_budget") and "over budget" or phi_1000.get("error") and "failed")
