@@ -10,6 +10,7 @@ the pool, with a timeout.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import weakref
 from typing import Callable, Iterator
@@ -69,3 +70,70 @@ def test_a_finished_run_is_freed_without_the_collector(how: str, no_collector: N
     while any(ref() is not None for ref in refs) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert [ref() for ref in refs] == [None, None, None]
+
+
+def _gone(*refs: weakref.ref[object]) -> list[object]:
+    deadline = time.monotonic() + 30  # the threads that served the run let go as they finish with it
+    while any(ref() is not None for ref in refs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return [ref() for ref in refs]
+
+
+def _raising_hook(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("hook failed")
+
+
+@pytest.mark.parametrize("how", list(RUNS))
+def test_a_run_that_raised_is_freed_without_the_collector(how: str, no_collector: None) -> None:
+    """The stream keeps what the run raised; its traceback holds the run's frames and, on the
+    caller's thread, the caller's: none of them may hold the stream back."""
+    agent = Agent(provider=ScriptedProvider(["x"]), before_turn=_raising_hook)
+    with pytest.raises(RuntimeError, match="hook failed"):
+        RUNS[how](agent)
+    agent.wait_for_idle()
+    ref = weakref.ref(agent)
+    del agent
+    assert _gone(ref) == [None]
+
+
+def test_a_run_whose_model_call_failed_is_freed_without_the_collector(no_collector: None) -> None:
+    agent = Agent(provider=ScriptedProvider([]))  # the script is exhausted: the call fails
+    assert agent.run("go").outcome.value == "error"
+    ref = weakref.ref(agent)
+    del agent
+    assert _gone(ref) == [None]
+
+
+def test_a_recording_agent_is_freed_without_the_collector(no_collector: None) -> None:
+    from phi.session import SessionRecorder
+
+    recorder = SessionRecorder()
+    agent = Agent(provider=ScriptedProvider(["x"]), recorder=recorder)
+    agent.run("go")
+    refs = [weakref.ref(agent), weakref.ref(recorder)]
+    del agent, recorder
+    assert _gone(*refs) == [None, None]
+
+
+def test_work_abandoned_while_queued_lets_go_of_its_arguments_at_once() -> None:
+    """A call aborted while it waits for a worker: what it would have run is released then, not when
+    a worker reaches it in the queue, and the pool does not count it as waiting."""
+    from phi.concurrency.workers import WorkerPool
+
+    pool = WorkerPool(max_workers=1, max_threads=1)
+    started, release = threading.Event(), threading.Event()
+    busy = pool.submit(lambda: (started.set(), release.wait()))
+    assert started.wait(30)  # the one worker is taken: the next call waits in the queue
+
+    class Payload:
+        pass
+
+    payload = Payload()
+    queued = pool.submit(lambda p: None, payload)
+    assert pool.stats().queued == 1
+    ref = weakref.ref(payload)
+    queued.abandon()
+    del payload
+    assert ref() is None and pool.stats().queued == 0
+    release.set()
+    del busy

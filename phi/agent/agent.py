@@ -223,7 +223,7 @@ class Agent:
         self._saved.set()
         self._recorder: SessionRecorder | None = None
         self._store: SessionStore | None = None
-        self._unrecord: Callable[[], None] | None = None
+        self._recording: EventSink | None = None  # the recorder's subscription (not its unsubscribe: that holds the agent)
         if recorder is not None or store is not None:
             self.record_sessions(recorder, store)
 
@@ -325,14 +325,14 @@ class Agent:
             if include_subagents:
                 self._subagent_subscribers = (*self._subagent_subscribers, callback)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                found = [c for c in self._subscribers if c is not callback]
-                if len(found) < len(self._subscribers):
-                    self._subscribers = tuple(found)
-                self._subagent_subscribers = tuple(c for c in self._subagent_subscribers if c is not callback)
+        return lambda: self._unsubscribe(callback)
 
-        return unsubscribe
+    def _unsubscribe(self, callback: EventSink) -> None:
+        with self._lock:
+            found = [c for c in self._subscribers if c is not callback]
+            if len(found) < len(self._subscribers):
+                self._subscribers = tuple(found)
+            self._subagent_subscribers = tuple(c for c in self._subagent_subscribers if c is not callback)
 
     def record_sessions(self, recorder: SessionRecorder | None = None,
                         store: SessionStore | None = None) -> SessionRecorder:
@@ -342,9 +342,10 @@ class Agent:
 
         recorder = recorder if recorder is not None else SessionRecorder()
         if recorder is not self._recorder:
-            if self._unrecord is not None:
-                self._unrecord()
-            self._unrecord = self.subscribe(recorder.on_event)
+            if self._recording is not None:
+                self._unsubscribe(self._recording)
+            self._recording = recorder.on_event
+            self.subscribe(self._recording)
         self._recorder, self._store = recorder, store
         return recorder
 
@@ -437,8 +438,14 @@ class Agent:
         inline = _runs_here(deadline)
         stream = self._continue(None, _drop, inline) if text is None else self._prompt(text, images, _drop, inline)
         if deadline is None:
-            return stream.result()
-        result, aborted = _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)
+            try:
+                return stream.result()
+            finally:  # what the run raised holds this frame in its traceback: the frame lets go of the stream
+                del stream
+        try:
+            result, aborted = _result_by(stream, deadline, self.config.tool_abort_grace_ms / 1000.0, timeout or 0.0)
+        finally:
+            del stream
         result.timed_out = aborted and result.outcome == RunOutcome.ABORTED
         return result
 
@@ -714,10 +721,10 @@ class Agent:
         # next run's. Its events have their stream (or go to ``sender``) before the first one exists.
         run = _Run(self, slot, body, kind, parallel, parallel_prompts, sender)
         if inline:
-            run.work_here()
-        else:
-            sync.Thread(target=run.work, name=f"phi-agent-{run.name}", daemon=True).start()
-        return run.stream
+            return run.work_here()  # never in a local here: see _Run.work
+        stream = run.stream
+        sync.Thread(target=run.work, name=f"phi-agent-{run.name}", daemon=True).start()
+        return stream
 
     def _occupy(self, kind: ContinuationKind | None, parallel: Sequence[AgentLoopConfig] | None,
                 prepare: Callable[[list[AgentMessage]], list[AgentMessage]] | None) -> _Slot:
@@ -818,8 +825,12 @@ class _Run:
 
     # ----------------------------------------------------------------- the worker thread
 
-    def work(self) -> None:
-        """The run, start to end, on its own thread; what it raises reaches the stream's consumer."""
+    def work(self) -> EventStream[Any]:
+        """The run, start to end, on its own thread; what it raises reaches the stream's consumer.
+        Returns the stream, which the run then no longer holds: what the run raised is kept by the
+        stream, and its traceback holds the run's frames — and, on the caller's thread, the frames
+        that called the run — so none of them may hold the stream or the error (no reference cycle:
+        the run's objects go when the application drops them, without a collection)."""
         me = threading.get_ident()
         self.agent._runs[me] = self.cancel  # a wait for the agent from this thread would wait for itself
         result: Any = None
@@ -836,8 +847,10 @@ class _Run:
             finally:  # a second Ctrl+C may land in the wind-up: the agent's bookkeeping still ends
                 self.agent._runs.pop(me, None)
                 self.stream.finish(result, error)
+                del error
+        return cast("EventStream[Any]", self.__dict__.pop("stream"))
 
-    def work_here(self) -> None:
+    def work_here(self) -> EventStream[Any]:
         """:meth:`work` on the caller's thread (a blocking run without a timeout): a Ctrl+C meanwhile
         aborts the run, then reaches the caller (:mod:`phi.agent.interrupts`). It runs in a copy of
         the caller's context: what the run's callbacks set in context variables stays in the run."""
@@ -846,7 +859,7 @@ class _Run:
         from .interrupts import ctrl_c_aborts
 
         with ctrl_c_aborts(self.cancel.cancel):
-            contextvars.copy_context().run(self.work)
+            return contextvars.copy_context().run(self.work)
 
     def set_up(self) -> None:
         """Part of the run, so ``run(timeout=)`` bounds it (SPEC AGENT-2): a stored session is
@@ -1041,21 +1054,24 @@ def _result_by(stream: EventStream[R], deadline: float, grace: float, timeout: f
     the deadline + abort's wait + ``grace`` + the scheduling slack — to end, so its last callbacks
     usually finish before this returns. At the bound a run whose result is known (its AgentEnd, or a
     parallel run's decision) is returned while its last callbacks still run; any other raises."""
-    if stream.wait(max(0.0, deadline - sync.monotonic())):
-        return stream.result(), False
-    aborted = not stream.result_known and not stream.cancelled  # an abort of the caller's own is not a timeout
-    if aborted:
-        stream.abort()
-    bound = deadline + CALLBACK_WAIT_S + grace + SCHEDULING_SLACK_S
-    if stream.wait(max(0.0, bound - sync.monotonic())):
-        return stream.result(), aborted
-    if stream.result_known:
-        return stream.known_result(), aborted
-    stream.give_up()  # nobody waits for it any more: what it raises later is logged
-    raise RunTimeout(f"the run did not end within its timeout of {timeout:g} s nor within the {grace:g} s it was "
-                     "given after being aborted: application code it called (a hook, a subscriber, a tool source) "
-                     "is still running. The run ends in the background when that code returns and keeps its "
-                     "messages; the agent stays busy until then")
+    try:
+        if stream.wait(max(0.0, deadline - sync.monotonic())):
+            return stream.result(), False
+        aborted = not stream.result_known and not stream.cancelled  # an abort of the caller's own is not a timeout
+        if aborted:
+            stream.abort()
+        bound = deadline + CALLBACK_WAIT_S + grace + SCHEDULING_SLACK_S
+        if stream.wait(max(0.0, bound - sync.monotonic())):
+            return stream.result(), aborted
+        if stream.result_known:
+            return stream.known_result(), aborted
+        stream.give_up()  # nobody waits for it any more: what it raises later is logged
+        raise RunTimeout(f"the run did not end within its timeout of {timeout:g} s nor within the {grace:g} s it was "
+                         "given after being aborted: application code it called (a hook, a subscriber, a tool source) "
+                         "is still running. The run ends in the background when that code returns and keeps its "
+                         "messages; the agent stays busy until then")
+    finally:  # what the run raised holds this frame in its traceback: the frame lets go of the stream
+        del stream
 
 
 def _copied(messages: Sequence[AgentMessage]) -> list[AgentMessage]:

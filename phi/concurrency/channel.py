@@ -168,7 +168,10 @@ class EventStream(Generic[T]):
             return  # closed by the consumer: no more events, and no error either
         self._done.wait()
         if self._error is not None:
-            raise self._error
+            try:
+                raise self._error
+            finally:  # the error's traceback holds this frame: it must not hold the stream that holds the error
+                del self
 
     def result(self, timeout: float | None = None) -> T:
         """Wait for the run to finish and return its result (re-raising the run's exception)."""
@@ -177,7 +180,10 @@ class EventStream(Generic[T]):
         if not self._done.wait(timeout):
             raise TimeoutError(f"the run did not finish within {timeout} s")
         if self._error is not None:
-            raise self._error
+            try:
+                raise self._error
+            finally:  # the error's traceback holds this frame: it must not hold the stream that holds the error
+                del self
         return cast(T, self._result)  # set by _finish whenever no error was
 
     @property

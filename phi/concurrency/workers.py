@@ -88,12 +88,13 @@ class WorkerPool:
         self._threads = 0  # alive
         self._idle = 0  # waiting for work
         self._abandoned = 0  # running abandoned work
+        self._dropped = 0  # queued work abandoned before it started: still in the queue, never run
 
     def submit(self, fn: Callable[..., object], *args: Any) -> Job:
         """Queue ``fn(*args)``; raises :class:`PoolExhausted` when no thread can ever take it."""
         job = Job(self, fn, args)
         with self._lock:
-            spawn = self._idle <= len(self._work) and self._threads - self._abandoned < self.max_workers
+            spawn = self._idle <= self._waiting() and self._threads - self._abandoned < self.max_workers
             if spawn and self._threads >= self.max_threads:
                 raise PoolExhausted(
                     f"no worker thread is free: {self._abandoned} of the pool's {self._threads} threads are still "
@@ -116,7 +117,7 @@ class WorkerPool:
     def stats(self) -> PoolStats:
         with self._lock:
             busy = self._threads - self._idle - self._abandoned
-            return PoolStats(self._threads, busy, self._abandoned, self._idle, len(self._work),
+            return PoolStats(self._threads, busy, self._abandoned, self._idle, self._waiting(),
                              self.max_workers, self.max_threads)
 
     def resize(self, max_workers: int | None, max_threads: int | None, idle_seconds: float | None) -> PoolStats:
@@ -130,7 +131,7 @@ class WorkerPool:
             if idle_seconds is not None:
                 self.idle_seconds = float(idle_seconds)
             # work already waiting gets the new room at once
-            room = min(len(self._work) - self._idle, self.max_workers - (self._threads - self._abandoned),
+            room = min(self._waiting() - self._idle, self.max_workers - (self._threads - self._abandoned),
                        self.max_threads - self._threads)
             spawn = max(0, room)
             self._threads += spawn
@@ -150,17 +151,23 @@ class WorkerPool:
             if job.abandoned or job.state == _DONE:
                 return
             job.abandoned = True
-            if job.state == _QUEUED:
-                return  # _take skips it: nothing is running
+            if job.state == _QUEUED:  # _take skips it; what it would have run goes now, not when a worker gets to it
+                job.fn, job.args = _done, ()
+                self._dropped += 1
+                return
             self._abandoned += 1
             count = self._abandoned
-            spare = self._work and self._idle < len(self._work) and self._threads < self.max_threads
+            spare = self._waiting() > self._idle and self._threads < self.max_threads
             if spare:
                 self._threads += 1  # the abandoned thread no longer serves the queue
         log.warning("a tool call was abandoned while its tool still runs (it ignores cancellation); "
                     "%d worker thread(s) are held by such calls", count)
         if spare:
             sync.Thread(target=self._serve, name="phi-tool", daemon=True).start()
+
+    def _waiting(self) -> int:
+        """Queued work that will run (the lock is held)."""
+        return len(self._work) - self._dropped
 
     def _take(self) -> Job | None:
         """The next job (lock held), or None when idle for ``idle_seconds``: the thread then leaves."""
@@ -176,7 +183,8 @@ class WorkerPool:
             if not job.abandoned:
                 job.state = _RUNNING
                 return job
-            job.state, job.fn, job.args = _DONE, _done, ()
+            job.state = _DONE
+            self._dropped -= 1
 
     def _serve(self) -> None:
         while True:
@@ -201,7 +209,7 @@ class WorkerPool:
         self._lock = sync.Lock()
         self._ready = sync.Condition(self._lock)
         self._work = deque()
-        self._threads = self._idle = self._abandoned = 0
+        self._threads = self._idle = self._abandoned = self._dropped = 0
 
 
 _pool = WorkerPool()

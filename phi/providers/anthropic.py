@@ -15,7 +15,7 @@ came, to Anthropic only.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from ..json_values import is_object
 from ..log import get_logger
@@ -273,15 +273,6 @@ class AnthropicParser(SSEParser):
         self._start_input: dict[int, dict[str, Any]] = {}  # input sent whole in content_block_start
         self._opaque: dict[int, dict[str, Any]] = {}  # blocks of types phi does not model, as they build up
         self._opaque_json: dict[int, list[str]] = {}  # their streamed input_json_delta fragments
-        self._handlers = {
-            "content_block_delta": self._on_delta,
-            "content_block_start": self._on_block_start,
-            "content_block_stop": self._on_block_stop,
-            "message_start": self._on_message_start,
-            "message_delta": self._on_message_delta,
-            "message_stop": self._on_message_stop,
-            "error": self._on_error,
-        }
 
     def handle(self, event: SSEEvent) -> None:
         data = self.loads_object(event.data)
@@ -292,9 +283,9 @@ class AnthropicParser(SSEParser):
                 text = delta["text"]
                 self.builder.text(text if type(text) is str else fields.text(text, "delta.text"))
                 return
-        handler = self._handlers.get(kind)
+        handler = self._HANDLERS.get(kind)
         if handler is not None:  # ping and unknown event types are ignored (versioning policy)
-            handler(data)
+            handler(self, data)
 
     def _on_message_start(self, data: dict[str, Any]) -> None:
         message = fields.obj(data.get("message"), "message")
@@ -434,6 +425,18 @@ class AnthropicParser(SSEParser):
         self.builder.usage = fields.usage(merged.get("input_tokens"), merged.get("output_tokens"), thinking,
                                           merged.get("cache_read_input_tokens"),
                                           merged.get("cache_creation_input_tokens"))
+
+    # what each event type does; functions, not bound methods: a parser holding its own
+    # methods would be a reference cycle keeping the run it reports to alive until a collection
+    _HANDLERS: ClassVar[dict[str, Callable[[AnthropicParser, dict[str, Any]], None]]] = {
+        "content_block_delta": _on_delta,
+        "content_block_start": _on_block_start,
+        "content_block_stop": _on_block_stop,
+        "message_start": _on_message_start,
+        "message_delta": _on_message_delta,
+        "message_stop": _on_message_stop,
+        "error": _on_error,
+    }
 
 
 class AnthropicProvider(HttpStreamProvider):

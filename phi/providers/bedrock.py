@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 from urllib.parse import quote
 
 from ..errors import ConfigError
@@ -255,14 +255,6 @@ class ConverseStreamParser(StreamParser):
         self._block: int | None = None  # contentBlockIndex of the last delta
         self._redacted: dict[int, list[str]] = {}
         self.frames = 0
-        self._handlers = {
-            "contentBlockDelta": self._on_delta,
-            "contentBlockStart": self._on_start,
-            "contentBlockStop": self._on_stop,
-            "messageStart": self._on_message_start,
-            "messageStop": self._on_message_stop,
-            "metadata": self._on_metadata,
-        }
 
     def feed(self, chunk: bytes) -> None:
         cancelled = self.cancel.is_cancelled
@@ -273,9 +265,9 @@ class ConverseStreamParser(StreamParser):
             self.events += 1
             kind = message.headers.get(":message-type", "event")
             if kind == "event":
-                handler = self._handlers.get(message.headers.get(":event-type", ""))
+                handler = self._HANDLERS.get(message.headers.get(":event-type", ""))
                 if handler is not None:
-                    handler(self.loads_object(message.payload) if message.payload else {})
+                    handler(self, self.loads_object(message.payload) if message.payload else {})
             else:
                 raise self._exception(message.headers, message.payload)
         if self.decoder.error is not None and not self.done:  # good frames first, then the corruption
@@ -364,6 +356,17 @@ class ConverseStreamParser(StreamParser):
                                           usage.get("totalTokens"))
         if self.stop_reason is not None:
             self.done = True
+
+    # what each event type does; functions, not bound methods: a parser holding its own
+    # methods would be a reference cycle keeping the run it reports to alive until a collection
+    _HANDLERS: ClassVar[dict[str, Callable[[ConverseStreamParser, dict[str, Any]], None]]] = {
+        "contentBlockDelta": _on_delta,
+        "contentBlockStart": _on_start,
+        "contentBlockStop": _on_stop,
+        "messageStart": _on_message_start,
+        "messageStop": _on_message_stop,
+        "metadata": _on_metadata,
+    }
 
 
 class BedrockProvider(HttpStreamProvider):

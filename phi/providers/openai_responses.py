@@ -17,7 +17,7 @@ and replayed as an input item to the same service only.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from ..json_values import is_object
 from ..log import get_logger
@@ -197,27 +197,12 @@ class ResponsesParser(SSEParser):
         self._reasoning_open: set[str] = set()  # reasoning items that opened a thinking block
         self._saw_tool = False
         self.response_id = ""
-        self._handlers = {
-            "response.output_text.delta": self._on_text,
-            "response.refusal.delta": self._on_text,
-            "response.reasoning_summary_text.delta": self._on_reasoning,
-            "response.reasoning_text.delta": self._on_reasoning,
-            "response.reasoning_summary_part.added": self._on_summary_part,
-            "response.function_call_arguments.delta": self._on_args,
-            "response.output_item.added": self._on_item_added,
-            "response.output_item.done": self._on_item_done,
-            "response.created": self._on_created,
-            "response.completed": self._on_terminal,
-            "response.incomplete": self._on_terminal,
-            "response.failed": self._on_terminal,
-            "error": self._on_error,
-        }
 
     def handle(self, event: SSEEvent) -> None:
         data = self.loads_object(event.data)
-        handler = self._handlers.get(data.get("type") or event.event)
+        handler = self._HANDLERS.get(data.get("type") or event.event)
         if handler is not None:  # unknown item and event types are ignored
-            handler(data)
+            handler(self, data)
 
     def _on_created(self, data: dict[str, Any]) -> None:
         self.response_id = fields.text(fields.obj(data.get("response"), "response").get("id"), "response.id")
@@ -314,6 +299,24 @@ class ResponsesParser(SSEParser):
         reasoning = fields.obj(usage.get("output_tokens_details"), "output_tokens_details").get("reasoning_tokens")
         self.builder.usage = fields.usage(max(0, inp - cached), usage.get("output_tokens"), reasoning, cached, 0,
                                           usage.get("total_tokens"))
+
+    # what each event type does; functions, not bound methods: a parser holding its own
+    # methods would be a reference cycle keeping the run it reports to alive until a collection
+    _HANDLERS: ClassVar[dict[str, Callable[[ResponsesParser, dict[str, Any]], None]]] = {
+        "response.output_text.delta": _on_text,
+        "response.refusal.delta": _on_text,
+        "response.reasoning_summary_text.delta": _on_reasoning,
+        "response.reasoning_text.delta": _on_reasoning,
+        "response.reasoning_summary_part.added": _on_summary_part,
+        "response.function_call_arguments.delta": _on_args,
+        "response.output_item.added": _on_item_added,
+        "response.output_item.done": _on_item_done,
+        "response.created": _on_created,
+        "response.completed": _on_terminal,
+        "response.incomplete": _on_terminal,
+        "response.failed": _on_terminal,
+        "error": _on_error,
+    }
 
 
 def _item_id(item: dict[str, Any], data: dict[str, Any]) -> str:

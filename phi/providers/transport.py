@@ -279,9 +279,13 @@ class HttpClient:
                 if outcome.response is not None:
                     outcome.response.close()
                 return None
-        if outcome.error is not None:
-            raise outcome.error
-        return outcome.response
+        error, outcome.error = outcome.error, None
+        if error is None:
+            return outcome.response
+        try:
+            raise error
+        finally:  # its traceback holds this frame (and the helper's, which holds the outcome): neither may hold it
+            del error
 
 
 @dataclass(slots=True)
