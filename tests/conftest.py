@@ -1,6 +1,7 @@
-"""Make the shared test helpers (``tests/history_checks.py``, ``tests/loop/loop_helpers.py``) importable."""
+"""Make the shared test helpers (``tests/history_checks.py``, ``tests/loop/loop_helpers.py``) importable; fixtures every test may use."""
 
 import os
+from typing import Iterator
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,3 +37,19 @@ def blocking_run_path(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     path: str = request.param
     monkeypatch.setattr(agent_module, "RUN_ON_CALLER", path == "caller-thread")
     return path
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The cyclic garbage collector off for the test: what a reference cycle holds stays alive (issue 36:
+    a finished run must be freed by reference counting alone)."""
+    import gc
+
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -13,24 +13,11 @@ import gc
 import threading
 import time
 import weakref
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 
 from phi import Agent, ScriptedProvider, ScriptedResponse, tool
-
-
-@pytest.fixture
-def no_collector() -> Iterator[None]:
-    """The cyclic collector off: what a cycle holds stays alive."""
-    gc.collect()
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _script() -> list[ScriptedResponse]:

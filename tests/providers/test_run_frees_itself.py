@@ -10,8 +10,6 @@ from __future__ import annotations
 import gc
 import time
 import weakref
-from typing import Iterator
-
 import pytest
 
 from phi import Agent
@@ -23,18 +21,6 @@ from .test_recordings import model_for, reply_for
 
 # a text reply per provider (the faults' openai sample calls a tool: the run would go on)
 TEXT = {**SAMPLES, "openai": "openai_chat__text_usage_chunk_then_moderation_chunk.txt"}
-
-
-@pytest.fixture
-def no_collector() -> Iterator[None]:
-    gc.collect()
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _gone(ref: weakref.ref[Agent]) -> bool:
