@@ -806,9 +806,9 @@ class _Run:
         self.own_tools, self.sources = list(agent.tools), list(agent.tool_sources)
         self.watchers = agent._subagent_subscribers
         steering, follow_up = agent.steering_queue, agent.follow_up_queue
-        self.config = replace(agent.config,
-                              get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
-                              get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
+        self.config = agent.config.with_changes(
+            get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
+            get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
         channel = EventChannel()
         self.stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=self.cancel.cancel,
                                                     before_blocking=partial(refuse_deadlock, agent, self.previous,
@@ -878,8 +878,7 @@ class _Run:
         if self.parallel is None:
             self.body(context, config, self.sink, cancel)
             known = self.stream.settled_result  # made at AgentEnd (the same object run(timeout=) may hold)
-            return known if known is not None else replace(AgentResult.of(self.ends[context.loop_id or ""]),
-                                                           fork=self.fork)
+            return known if known is not None else AgentResult.of(self.ends[context.loop_id or ""], self.fork)
         # the winner's new messages, whether its run ended or raised (SPEC AGENT-8); loops the run
         # starts itself (an LLM judge's) take their ids from this agent
         with loop_ids_from(context.session_id or "", self.take_loop_id):
@@ -912,15 +911,18 @@ class _Run:
             if parallel is None:  # whoever hears AgentEnd finds the history merged and the agent idle
                 self.settle()
                 if event.loop_id == self.context.loop_id:
-                    self.stream.know(replace(AgentResult.of(event), fork=self.fork))  # run(timeout=) may return it now
-        # while its subscribers run, this thread is inside the agent's run: waiting for it here is refused
-        outer, _delivering.agent = getattr(_delivering, "agent", None), self.agent
-        try:
-            for callback in self.agent._subscribers:  # a tuple: subscribing meanwhile cannot disturb this loop
-                callback(event)
-            self.forward(event)
-        finally:
-            _delivering.agent = outer
+                    self.stream.know(AgentResult.of(event, self.fork))  # run(timeout=) may return it now
+        # a tuple: subscribing meanwhile cannot disturb the loop below
+        subscribers, forward = self.agent._subscribers, self.forward
+        if subscribers or forward is not _drop:  # else no application code hears it: nothing to mark
+            # while its subscribers run, this thread is inside the agent's run: waiting for it here is refused
+            outer, _delivering.agent = getattr(_delivering, "agent", None), self.agent
+            try:
+                for callback in subscribers:
+                    callback(event)
+                forward(event)
+            finally:
+                _delivering.agent = outer
         if last:
             self.delivered.set()
 

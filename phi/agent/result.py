@@ -55,9 +55,9 @@ class AgentResult:
         return ""
 
     @classmethod
-    def of(cls, end: AgentEnd) -> AgentResult:
-        """The result a run's ``AgentEnd`` describes."""
+    def of(cls, end: AgentEnd, fork: SessionFork | None = None) -> AgentResult:
+        """The result a run's ``AgentEnd`` describes (``fork``: the run was stored as a branch)."""
         last = next((m for m in reversed(end.messages) if isinstance(m, AssistantMessage)), None)
         stop = last.stop_reason if last is not None else None
         error = last.error_message if last is not None and stop == StopReason.ERROR else None
-        return cls(list(end.messages), end.outcome, end.usage, stop, error, end.rejection)
+        return cls(list(end.messages), end.outcome, end.usage, stop, error, end.rejection, fork=fork)

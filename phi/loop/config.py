@@ -22,6 +22,7 @@ form (SPEC EVAL-7); settings that hold code (the provider object, hooks, sources
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import json
@@ -130,6 +131,18 @@ class AgentLoopConfig:
                 self.parallel_tool_calls, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # untyped callers
             raise ConfigError(f"parallel_tool_calls must be True, False or None, not {self.parallel_tool_calls!r}")
 
+    def with_changes(self, **changes: Any) -> AgentLoopConfig:
+        """``dataclasses.replace(self, **changes)`` — the same checks and conversions
+        (``__post_init__``) — without rebuilding every field through ``__init__``: each run makes
+        one (SPEC §4), so this is on the path of every run of every session."""
+        copied = copy.copy(self)
+        for name, value in changes.items():
+            if name not in _FIELD_NAMES:
+                raise TypeError(f"AgentLoopConfig has no setting {name!r}")
+            setattr(copied, name, value)
+        copied.__post_init__()
+        return copied
+
     def code_settings(self) -> list[str]:
         """The settings that hold code and are set (not None, empty or their default): they have no
         JSON form (SPEC EVAL-7)."""
@@ -188,6 +201,7 @@ DATA_SETTINGS = ("model_config", "thinking_level", "max_tokens", "temperature", 
                  "first_turn_trigger", "metadata", "tool_execution", "batch_size", "tool_timeout_ms",
                  "tool_abort_grace_ms", "retry_config", "context_config", "execution_limits")
 CODE_SETTINGS = tuple(f.name for f in dataclasses.fields(AgentLoopConfig) if f.name not in DATA_SETTINGS)
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(AgentLoopConfig))
 _DEFAULT_CODE: dict[str, Any] = {"clock": sync.monotonic, "input_filters": ()}
 
 

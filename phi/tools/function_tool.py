@@ -51,6 +51,7 @@ from ..loop.tool import ToolContext, to_tool_result
 from ..types import ImageContent, TextContent, ThinkingContent, ToolCall, ToolResult
 from .schema import (
     ConversionError,
+    Docstring,
     UnsupportedAnnotation,
     convert_value,
     json_schema_for,
@@ -108,7 +109,8 @@ class DecoratedTool(Generic[P, R]):
         if inline and timeout_ms is not None:
             raise ConfigError(f"tool {self.name}: an inline tool runs on the loop's thread and cannot time out; "
                               "drop timeout_ms or inline")
-        doc = parse_docstring(inspect.getdoc(fn))
+        raw = getattr(fn, "__doc__", None)
+        doc = _parsed_docstring(raw) if isinstance(raw, str) else parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc.description
         self.label = label or self.name
         self.timeout_ms = timeout_ms
@@ -221,6 +223,13 @@ def _normalise_result(value: Any) -> ToolResult:
     except TypeError:
         return to_tool_result(value)  # falls back to str() for values without a JSON form
     return to_tool_result(jsonable)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_docstring(doc: str) -> Docstring:
+    """:func:`parse_docstring`, once per text: a service making a tool per session (a closure over the
+    session's state) parses the same docstring every time. Only read, never changed, by the tool."""
+    return parse_docstring(doc)
 
 
 def _is_context_annotation(tp: Any) -> bool:
