@@ -713,13 +713,19 @@ class Agent:
         # A run no provider can serve fails here, in the caller's hands, not in the middle of a turn.
         self._check_provider()
         check_own_tools(self.tools)  # changed since the agent was made, perhaps: each name must be one tool's (AGENT-9)
+        # The run's settings, checked before the agent is busy: a setting the application made invalid
+        # since (agent.config.tool_choice = "") is refused here and the agent stays idle.
+        steering, follow_up = self.steering_queue, self.follow_up_queue
+        config = self.config.with_changes(
+            get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
+            get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
         # Checked and taken in one step: two prompts racing cannot both start, and a reset() is seen.
         with self._lock:
             slot = self._occupy(kind, parallel, prepare)
         self.last_active_at = sync.wall_time()  # check_and_rotate counts idleness from here
         # The run takes its tools, sources and settings now: what the application changes later is the
         # next run's. Its events have their stream (or go to ``sender``) before the first one exists.
-        run = _Run(self, slot, body, kind, parallel, parallel_prompts, sender)
+        run = _Run(self, slot, body, kind, parallel, parallel_prompts, sender, config)
         if inline:
             return run.work_here()  # never in a local here: see _Run.work
         stream = run.stream
@@ -797,7 +803,7 @@ class _Run:
 
     def __init__(self, agent: Agent, slot: _Slot, body: Callable[..., Any], kind: ContinuationKind | None,
                  parallel: Sequence[AgentLoopConfig] | None, parallel_prompts: Sequence[AgentMessage],
-                 sender: EventSink | None) -> None:
+                 sender: EventSink | None, config: AgentLoopConfig) -> None:
         self.agent, self.body, self.kind = agent, body, kind
         self.parallel, self.parallel_prompts = parallel, parallel_prompts
         self.cancel, self.generation, self.context = slot.cancel, slot.generation, slot.context
@@ -805,10 +811,7 @@ class _Run:
         self.previous, self.delivered, self.saved = slot.previous, slot.delivered, slot.saved
         self.own_tools, self.sources = list(agent.tools), list(agent.tool_sources)
         self.watchers = agent._subagent_subscribers
-        steering, follow_up = agent.steering_queue, agent.follow_up_queue
-        self.config = agent.config.with_changes(
-            get_steering_messages=steering.drain, put_back_steering_messages=steering.put_back,
-            get_follow_up_messages=follow_up.drain, put_back_follow_up_messages=follow_up.put_back)
+        self.config = config
         channel = EventChannel()
         self.stream: EventStream[Any] = EventStream(channel, sync.Event(), abort=self.cancel.cancel,
                                                     before_blocking=partial(refuse_deadlock, agent, self.previous,
