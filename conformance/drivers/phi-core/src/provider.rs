@@ -39,6 +39,10 @@ pub enum Reports {
     Child(String),
 }
 
+/// How long a scripted wait for cancellation lasts before the driver gives up on it (a run that
+/// phi-core cannot cancel then ends with a message saying so, instead of at the fixture's time limit).
+pub const NEVER_CANCELLED_S: u64 = 2;
+
 /// A failure a scripted provider raises: a panic with this payload.
 pub struct ProviderPanic(pub String);
 
@@ -100,7 +104,7 @@ impl StreamProvider for ScriptedProvider {
         tx: UnboundedSender<StreamEvent>,
         cancel: CancellationToken,
     ) -> Result<Message, ProviderError> {
-        self.shared.flush();
+        self.shared.sync();
         // as every phi-core provider does first (get_api_key's counterpart: ModelConfig.credentials)
         let api_key = config.model_config.resolve_api_key().await?;
         let index = {
@@ -229,7 +233,16 @@ impl<'a> Player<'a> {
         }
         if self.reply.get("hang_after_chunks").and_then(Value::as_u64) == Some(self.sent) {
             self.start();
-            self.cancel.cancelled().await;
+            tokio::select! {
+                _ = self.cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_secs(NEVER_CANCELLED_S)) => {
+                    // nothing can cancel it (an abort bound to one of this reply's own deltas never
+                    // fires: phi-core forwards them after the provider returned), so end the call
+                    // instead of the fixture's time limit, saying why
+                    return Some(Stop::Failed(ProviderError::Other(format!(
+                        "hang_after_chunks: the run was not cancelled within {NEVER_CANCELLED_S} s (driver bound)"))));
+                }
+            }
         }
         if let Some(ms) = self.reply.get("chunk_delay_ms").and_then(Value::as_u64).filter(|ms| *ms > 0) {
             tokio::select! {

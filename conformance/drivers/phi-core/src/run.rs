@@ -67,7 +67,7 @@ fn config_segment(config: &AgentLoopConfig) -> String {
 fn queue_reader(shared: &Arc<Shared>, steering: bool, all: bool) -> GetMessagesFn {
     let shared = shared.clone();
     Box::new(move || {
-        shared.flush();
+        shared.sync();
         let mut queue = lock(if steering { &shared.steering } else { &shared.follow_up });
         if all {
             queue.drain(..).collect()

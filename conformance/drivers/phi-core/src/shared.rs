@@ -1,16 +1,19 @@
 //! What one fixture's parts share: the output, the event channel phi-core writes to, the actions,
 //! the queues, the cancellation token, and what the scripted providers streamed.
 //!
-//! phi-core's sink is a tokio channel (`agent_loop(.., tx, ..)`), which the loop never waits on.
-//! The driver reads it in two ways, kept apart on purpose:
+//! phi-core's sink is a tokio channel (`agent_loop(.., tx, ..)`), which the loop never waits on:
+//! an application reads it when it gets the chance. The driver reads it in two ways:
 //!
 //! - **Observing** (`flush`): before it writes any line of its own (a hook call, a model call, a
-//!   tool starting), the driver first writes every event already in the channel, so the lines keep
-//!   the order in which phi-core sent events and called application code (a hook's `at`).
-//! - **Reacting** (`react`): the fixture's event-bound actions (abort, steer, follow up, raise) are
-//!   what an application does when it reads an event, so they fire only in the driver's consumer
-//!   task — a phi-core application's event loop — which runs when the agent loop yields to the
-//!   runtime (a current-thread runtime: deterministic), and once more after the run returned.
+//!   tool starting), the driver writes every event already in the channel, so the lines keep the
+//!   order in which phi-core sent events and called application code (a hook's `at`).
+//! - **Reacting** (`react`): the fixture's event-bound actions (abort, steer, follow up) are what an
+//!   application does when it reads an event. The driver reacts as early as any phi-core
+//!   application can: whenever phi-core hands control to application code (a hook, a tool, the
+//!   provider, a queue read: `sync`), and in its consumer task, which runs whenever the loop yields
+//!   to the runtime (a current-thread runtime, so the order is the same on every run), and once
+//!   more after the run returned. What still comes later than SPEC's synchronous sink is what no
+//!   phi-core application can avoid.
 
 use crate::matching::matches;
 use crate::out::{lock, Gate};
@@ -92,9 +95,16 @@ impl Shared {
         })
     }
 
+    /// Write a line of the driver's own, after the events before it and the reactions to them.
     pub fn write(&self, line: Value) {
-        self.flush();
+        self.sync();
         self.gate.write(&line);
+    }
+
+    /// phi-core has handed control to application code: read the channel, react to what is new.
+    pub fn sync(&self) {
+        self.flush();
+        self.react();
     }
 
     /// The identity the loop id is derived from (LOOP-13, as phi-core's Agent wrapper derives it).
@@ -244,8 +254,7 @@ impl Shared {
 
     /// After the run: the rest of the events, and the application's reaction to them.
     pub fn finish(&self) {
-        self.flush();
-        self.react();
+        self.sync();
     }
 
     // ------------------------------------------------------------------ translation (SPEC §3)

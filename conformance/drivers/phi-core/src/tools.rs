@@ -1,7 +1,7 @@
 //! Fixture tools (suite README §1.3) as phi-core `AgentTool`s: scripted step players, and sub-agent
 //! tools built with phi-core's own `SubAgentTool`.
 
-use crate::provider::{Reports, ScriptedProvider};
+use crate::provider::{Reports, ScriptedProvider, NEVER_CANCELLED_S};
 use crate::shared::Shared;
 use crate::spec;
 use async_trait::async_trait;
@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long `wait_for_event` and `block_until_cancelled` wait before failing the call (as phi's
-/// reference driver does), so a fixture phi-core cannot satisfy ends instead of hanging.
-const WAIT_S: u64 = 5;
+/// How long `wait_for_event` and `block_until_cancelled` wait before failing the call (phi's reference
+/// driver bounds them too), so a fixture phi-core cannot satisfy ends with a message, not a timeout.
+const WAIT_S: u64 = NEVER_CANCELLED_S;
 
 /// What a tool's `{"raise": ...}` step throws: a panic with this payload (Rust's unexpected failure).
 pub struct ToolPanic(pub String);
@@ -59,7 +59,7 @@ impl AgentTool for ScriptedTool {
             _ => self.default.clone(),
         };
         for step in &steps {
-            self.shared.flush();
+            self.shared.sync();
             if let Some(update) = step.get("update") {
                 if let Some(on_update) = &ctx.on_update {
                     on_update(spec::tool_result_in(update));
@@ -76,8 +76,8 @@ impl AgentTool for ScriptedTool {
             } else if step.get("block_until_cancelled").is_some() {
                 tokio::select! {
                     _ = ctx.cancel.cancelled() => {}
-                    _ = tokio::time::sleep(Duration::from_secs(2 * WAIT_S)) => {
-                        return Err(ToolError::Failed("block_until_cancelled: never cancelled".into()));
+                    _ = tokio::time::sleep(Duration::from_secs(WAIT_S)) => {
+                        return Err(ToolError::Failed(format!("block_until_cancelled: not cancelled within {WAIT_S} s (driver bound)")));
                     }
                 }
             } else if let Some(result) = step.get("result") {
@@ -101,7 +101,7 @@ impl ScriptedTool {
         let mut seen = self.shared.seen_rx.clone();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(WAIT_S);
         loop {
-            self.shared.flush();
+            self.shared.sync();
             seen.borrow_and_update();
             if self.shared.saw(pattern) {
                 return Ok(());
@@ -109,7 +109,7 @@ impl ScriptedTool {
             tokio::select! {
                 _ = seen.changed() => {}
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Err(ToolError::Failed(format!("wait_for_event timed out waiting for {pattern}")));
+                    return Err(ToolError::Failed(format!("wait_for_event: no {pattern} within {WAIT_S} s (driver bound)")));
                 }
             }
         }
