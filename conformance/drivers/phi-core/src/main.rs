@@ -9,6 +9,7 @@
 //! (a tool ignoring the abort) all live there, so one fixture's leftovers end with it, and the order
 //! in which the runtime runs them is the same on every run.
 
+mod clock;
 mod hooks;
 mod matching;
 mod out;

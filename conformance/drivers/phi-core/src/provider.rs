@@ -188,6 +188,10 @@ impl<'a> Player<'a> {
 
     /// The message so far; `usage` only on the reply's last chunk (a reply cut short has none).
     fn message(&self, stop_reason: StopReason, error_message: Option<String>, with_usage: bool) -> Message {
+        self.message_at(stop_reason, error_message, with_usage, crate::clock::stamp())
+    }
+
+    fn message_at(&self, stop_reason: StopReason, error_message: Option<String>, with_usage: bool, timestamp: u64) -> Message {
         let usage = if with_usage { spec::usage_of(self.reply.get("usage").unwrap_or(&Value::Null)) } else { Default::default() };
         Message::Assistant {
             content: self.content.clone(),
@@ -195,7 +199,7 @@ impl<'a> Player<'a> {
             model: self.model.clone(),
             provider: self.provider.clone(),
             usage,
-            timestamp: now_ms(),
+            timestamp,
             error_message,
         }
     }
@@ -209,7 +213,7 @@ impl<'a> Player<'a> {
 
     /// A delta went out: remember its block and the message so far (SPEC EVT-6's snapshot).
     fn record(&mut self, index: usize) {
-        let snapshot = spec::llm_message_out(&self.message(StopReason::Stop, None, false));
+        let snapshot = spec::llm_message_out(&self.message_at(StopReason::Stop, None, false, now_ms()));
         self.records.push_back(Delta { index, snapshot });
     }
 

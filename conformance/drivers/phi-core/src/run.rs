@@ -332,8 +332,13 @@ async fn run(fixture: &Value, shared: &Arc<Shared>, tx: mpsc::UnboundedSender<ph
     } else {
         AssertUnwindSafe(agent_loop(prompts, &mut context, &config, tx, cancel)).catch_unwind().await
     };
+    // the run's senders are gone once it returned (or unwound); tasks phi-core spawned to forward
+    // events (a parallel branch's) may still hold some: let them deliver before the last lines
+    let mut consumer = consumer;
+    if tokio::time::timeout(Duration::from_millis(500), &mut consumer).await.is_err() {
+        consumer.abort();
+    }
     shared.finish();
-    consumer.abort();
     let last = match outcome {
         Ok(messages) => {
             let mut line = json!({"kind": "result", "messages": spec::messages_out(&messages)});

@@ -6,7 +6,6 @@
 //! before phi-core's serde reads the message.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use phi_core::types::content::now_ms;
 use phi_core::{AgentMessage, ContinuationKind, Message, ToolResult, Usage};
 use serde_json::{json, Map, Value};
 
@@ -23,7 +22,7 @@ pub fn message_in(data: &Value) -> Result<AgentMessage, String> {
     let obj = m.as_object_mut().ok_or("a message must be an object")?;
     let role = obj.get("role").and_then(Value::as_str).unwrap_or("user").to_string();
     if role != "extension" {
-        obj.entry("timestamp").or_insert_with(|| json!(now_ms()));
+        obj.entry("timestamp").or_insert_with(|| json!(crate::clock::stamp()));
         if let Some(Value::String(text)) = obj.get("content") {
             let text = text.clone();
             obj.insert("content".into(), json!([{"type": "text", "text": text}]));

@@ -51,6 +51,14 @@ impl AgentTool for ScriptedTool {
     }
 
     async fn execute(&self, params: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
+        let outcome = self.play(params, ctx).await;
+        crate::clock::tick();
+        outcome
+    }
+}
+
+impl ScriptedTool {
+    async fn play(&self, params: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let id = ctx.tool_call_id.clone();
         self.shared.write(json!({"kind": "tool_executed", "name": self.name, "tool_call_id": id, "args": params}));
         self.shared.fire("tool", &json!({"tool": id}));
@@ -92,9 +100,7 @@ impl AgentTool for ScriptedTool {
         }
         Ok(spec::tool_result_in(&json!("")))
     }
-}
 
-impl ScriptedTool {
     /// Block until an event matching `pattern` has been emitted (observed: read from phi-core's
     /// channel, whether or not the application has reacted to it yet).
     async fn wait_for_event(&self, pattern: &Value) -> Result<(), ToolError> {
