@@ -48,8 +48,9 @@ VERDICTS = {
     "spec": "SPEC decided otherwise",
     "suite": "suite defect (fixed)",
 }
-# what a run does not decide: ids phi-core generates (a sub-agent's session id) are UUIDs
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# what a run does not decide: ids phi-core generates (a sub-agent's session id) are UUIDs, which the
+# runner's account may show cut short
+UUID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{8}(?:-[0-9a-f]{0,12}){1,4}")
 
 
 def cache_dir() -> Path:
