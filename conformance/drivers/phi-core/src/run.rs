@@ -188,11 +188,10 @@ fn build_context(fixture: &Value, shared: &Arc<Shared>) -> Result<AgentContext, 
         .map(|ms| ms.iter().map(spec::message_in).collect::<Result<Vec<_>, _>>())
         .transpose()?
         .unwrap_or_default();
-    let retry = RetryConfig::default();
     Ok(AgentContext {
         system_prompt: str_of(&spec, "system_prompt").unwrap_or("").to_string(),
         messages,
-        tools: make_tools(shared, fixture.get("tools").and_then(Value::as_array).map_or(&[], |v| v), &retry),
+        tools: make_tools(shared, fixture.get("tools").and_then(Value::as_array).map_or(&[], |v| v)),
         agent_id: str_of(&spec, "agent_id").map(str::to_string),
         session_id: str_of(&spec, "session_id").map(str::to_string),
         loop_id: str_of(&spec, "loop_id").map(str::to_string),

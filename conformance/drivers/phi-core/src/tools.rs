@@ -122,16 +122,16 @@ impl ScriptedTool {
     }
 }
 
-/// A fixture's `tools`, for the run (`child` None) or for a sub-agent's child run.
-pub fn make_tools(shared: &Arc<Shared>, specs: &[Value], retry: &RetryConfig) -> Vec<Arc<dyn AgentTool>> {
-    specs.iter().map(|spec| make_tool(shared, spec, retry)).collect()
+/// A fixture's `tools` (the run's, or a sub-agent's child run's).
+pub fn make_tools(shared: &Arc<Shared>, specs: &[Value]) -> Vec<Arc<dyn AgentTool>> {
+    specs.iter().map(|spec| make_tool(shared, spec)).collect()
 }
 
-fn make_tool(shared: &Arc<Shared>, spec: &Value, retry: &RetryConfig) -> Arc<dyn AgentTool> {
+fn make_tool(shared: &Arc<Shared>, spec: &Value) -> Arc<dyn AgentTool> {
     let name = spec.get("name").and_then(Value::as_str).unwrap_or("").to_string();
     let description = spec.get("description").and_then(Value::as_str).unwrap_or("").to_string();
     if let Some(child) = spec.get("sub_agent") {
-        return Arc::new(sub_agent(shared, &name, &description, child, retry));
+        return Arc::new(sub_agent(shared, &name, &description, child));
     }
     Arc::new(ScriptedTool {
         shared: shared.clone(),
@@ -151,7 +151,7 @@ fn make_tool(shared: &Arc<Shared>, spec: &Value, retry: &RetryConfig) -> Arc<dyn
 /// phi-core's `SubAgentTool` with the child's scripted provider and tools. It has no depth bound
 /// (`max_depth`) and no per-call timeout of its own; its child's events stay inside it (it forwards
 /// text deltas and progress to the parent call as updates), so no `child_event` line can be written.
-fn sub_agent(shared: &Arc<Shared>, name: &str, description: &str, child: &Value, retry: &RetryConfig) -> SubAgentTool {
+fn sub_agent(shared: &Arc<Shared>, name: &str, description: &str, child: &Value) -> SubAgentTool {
     let mut model = ModelConfig::anthropic("mock-model", "mock-model", "");
     model.provider = "mock".into();
     let provider = ScriptedProvider::new(
@@ -160,14 +160,13 @@ fn sub_agent(shared: &Arc<Shared>, name: &str, description: &str, child: &Value,
         Reports::Child(name.to_string()),
         child.get("provider").unwrap_or(&Value::Null),
     );
-    let tools = make_tools(shared, child.get("tools").and_then(Value::as_array).map_or(&[], |v| v), retry);
+    let tools = make_tools(shared, child.get("tools").and_then(Value::as_array).map_or(&[], |v| v));
     let mut tool = SubAgentTool::new(name, model)
         .with_provider_override(Arc::new(provider))
         .with_system_prompt(child.get("system_prompt").and_then(Value::as_str).unwrap_or(""))
         .with_tools(tools)
         // SubAgentTool's own retry count (3), with the suite's zero backoff delays
         .with_retry_config(RetryConfig { initial_delay_ms: 0, max_delay_ms: 0, ..RetryConfig::default() });
-    let _ = retry;
     if !description.is_empty() {
         tool = tool.with_description(description);
     }
