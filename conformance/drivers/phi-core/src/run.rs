@@ -293,9 +293,14 @@ async fn run(fixture: &Value, shared: &Arc<Shared>, tx: mpsc::UnboundedSender<ph
     for action in fixture.get("actions").and_then(Value::as_array).into_iter().flatten() {
         let what = action.get("do").cloned().unwrap_or(Value::Null);
         match action.get("when") {
-            None => shared.apply(&what, "before_start"),
-            Some(w) if w == "before_start" => shared.apply(&what, "before_start"),
-            Some(w) => shared.add_trigger(w, what)?,
+            Some(w) if w != "before_start" => shared.add_trigger(w, what)?,
+            // a `raise` before the run is the caller's own exception: the run never starts
+            _ => {
+                if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| shared.apply(&what, "before_start"))) {
+                    shared.write(panic_line(payload));
+                    return Ok(());
+                }
+            }
         }
     }
     let consumer = tokio::spawn(shared.clone().consume());
