@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Run the conformance suite (SPEC §10) on phi-core's driver and write REPORT.md from that run.
+
+    conformance/drivers/phi-core/report.py                  # rewrite REPORT.md next to this script
+    conformance/drivers/phi-core/report.py --output FILE    # write it elsewhere (tests/test_phi_core_report.py)
+
+Every fixture runs on the phi-core driver binary (built by ``scripts/install-phi-core`` into
+``$PHI_CORE_CACHE`` or ``~/.cache/phi-test/phi-core``) in persistent mode. The report gives the
+counts, a table of every fixture's result, and the differences: ``differences.json`` names, for each
+fixture that differs, the difference families that account for it, and describes each family — what
+phi-core does, what SPEC.md requires, and a verdict (phi-core deviates from its own seed documents,
+or SPEC decided otherwise, or the suite was wrong and has been fixed) with the seed REQ /
+architecture section or the SPEC clause and DESIGN.md's resolution it rests on. The prose around
+them comes from ``REPORT.template.md``, whose ``{{name}}`` markers this script fills.
+
+Exit status: 0 the report is written and every difference explained; 1 it is written, but a
+differing fixture has no entry in differences.json (listed as unexplained), or an entry names a
+fixture that does not differ or a family nothing uses (listed on stderr); 2 the suite could not be
+run (the driver is not built, or did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
+
+from phi.conformance.drivers import Mode  # noqa: E402
+from phi.conformance.runner import DriverStartError, Outcome, load_fixtures, run_all  # noqa: E402
+
+DEFAULT_CACHE = Path.home() / ".cache" / "phi-test" / "phi-core"
+BINARY = Path("target") / "debug" / "phi-core-driver"  # inside the cache (CARGO_TARGET_DIR)
+JOBS = 4
+SHOWN_PROBLEMS = 30  # lines of the runner's account per difference, as `phi-conformance run --report` keeps
+VERDICTS = {
+    "deviation": "phi-core deviates from its own seed",
+    "spec": "SPEC decided otherwise",
+    "suite": "suite defect (fixed)",
+}
+# what a run does not decide: ids phi-core generates (a sub-agent's session id) are UUIDs, which the
+# runner's account may show cut short
+UUID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{8}(?:-[0-9a-f]{0,12}){1,4}")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PHI_CORE_CACHE") or DEFAULT_CACHE)
+
+
+def installed(cache: Path) -> tuple[str | None, str]:
+    """(the driver's path, "") when the driver is built, else (None, why not)."""
+    binary = cache / BINARY
+    if not binary.is_file():
+        error = cache / "install-error.txt"
+        why = error.read_text(encoding="utf-8").strip() if error.is_file() else "not built"
+        return None, f"{binary} is missing ({why}; scripts/install-phi-core builds it)"
+    return str(binary), ""
+
+
+def rustc_version(cache: Path) -> str:
+    """rustc's version from the cache's env.sh (the toolchain phi-core and the driver were built with)."""
+    env = cache / "env.sh"
+    rustc = "/usr/bin/rustc"
+    if env.is_file():
+        found = re.search(r"RUSTC='([^']+)'", env.read_text(encoding="utf-8"))
+        rustc = found.group(1) if found else rustc
+    try:
+        out = subprocess.run([rustc, "--version"], capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out[1] if len(out) > 1 else "unknown"
+
+
+@dataclass
+class Explanations:
+    families: dict[str, dict[str, Any]]
+    fixtures: dict[str, list[str]]
+
+
+def load_explanations(path: Path) -> Explanations:
+    """differences.json: ``families`` (id -> title, phi_core, spec, verdict, why, seed_clear?) and
+    ``fixtures`` (fixture id -> the families that account for its difference)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    families: dict[str, dict[str, Any]] = data["families"]
+    fixtures: dict[str, list[str]] = data["fixtures"]
+    for name, family in families.items():
+        missing = {"title", "phi_core", "spec", "verdict", "why"} - set(family)
+        if missing:
+            raise ValueError(f"{path.name}: family {name} needs {', '.join(sorted(missing))}")
+        if family["verdict"] not in VERDICTS:
+            raise ValueError(f"{path.name}: family {name}: verdict must be one of {', '.join(VERDICTS)}")
+    for fixture_id, names in fixtures.items():
+        if not names:
+            raise ValueError(f"{path.name}: {fixture_id} names no family")
+        unknown = [n for n in names if n not in families]
+        if unknown:
+            raise ValueError(f"{path.name}: {fixture_id} names unknown families {', '.join(unknown)}")
+    return Explanations(families, fixtures)
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_text(family: dict[str, Any]) -> str:
+    text = f"**{VERDICTS[family['verdict']]}**"
+    if family.get("seed_clear"):
+        text += " (against what the seed states plainly)"
+    return f"{text}: {family['why']}"
+
+
+def differences_table(explanations: Explanations, differing: list[str], problems: dict[str, list[str]]) -> str:
+    """One row per family that some differing fixture needs, in order of first use."""
+    uses: dict[str, list[str]] = {}
+    unexplained = []
+    for fixture_id in differing:
+        names = explanations.fixtures.get(fixture_id)
+        if names is None:
+            unexplained.append(fixture_id)
+            continue
+        for name in names:
+            uses.setdefault(name, []).append(fixture_id)
+    lines = ["| Difference | phi-core does | SPEC.md requires | Verdict | Fixtures |", "|---|---|---|---|---|"]
+    for name, fixture_ids in uses.items():
+        family = explanations.families[name]
+        fixtures = ", ".join(f"`{f}`" for f in fixture_ids)
+        lines.append(f"| <a id=\"{name}\"></a>**{cell(family['title'])}** (`{name}`) | {cell(family['phi_core'])} | "
+                     f"{cell(family['spec'])} | {cell(verdict_text(family))} | {len(fixture_ids)}: {fixtures} |")
+    if unexplained:
+        lines += ["", f"**Unexplained ({len(unexplained)}):** these fixtures differ and `differences.json` does "
+                  "not say why (report.py exits 1 until it does):", ""]
+        lines += [f"- `{f}`: {problems[f][0] if problems[f] else 'no problem recorded'}" for f in unexplained]
+    return "\n".join(lines)
+
+
+def verdict_summary(explanations: Explanations, differing: list[str]) -> str:
+    used = {n for f in differing for n in explanations.fixtures.get(f, [])}
+    lines = []
+    for verdict, label in VERDICTS.items():
+        names = [n for n in explanations.families if n in used and explanations.families[n]["verdict"] == verdict]
+        if names:
+            lines.append(f"- {label} ({len(names)}): " + ", ".join(f"[`{n}`](#{n})" for n in names))
+    clear = [n for n in explanations.families if n in used and explanations.families[n].get("seed_clear")]
+    if clear:
+        lines.append("- of the SPEC decisions, against what the seed states plainly (" + str(len(clear)) + "): "
+                     + ", ".join(f"[`{n}`](#{n})" for n in clear))
+    return "\n".join(lines)
+
+
+def unsupported_list(outcomes: list[Outcome]) -> str:
+    by_reason: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        if outcome.status == "unsupported":
+            reason = outcome.problems[0] if outcome.problems else "no reason given"
+            by_reason.setdefault(reason, []).append(outcome.fixture_id)
+    return "\n".join(f"- {reason} ({len(ids)}): " + ", ".join(f"`{i}`" for i in ids)
+                     for reason, ids in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])))
+
+
+def results_table(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations: Explanations) -> str:
+    specs = {f["id"]: ", ".join(f.get("spec", [])) for f in fixtures}
+    shown = {"pass": "pass", "fail": "differs", "timeout": "differs (timed out)", "unsupported": "unsupported"}
+    lines = ["| Fixture | Requirements | Result | Differences |", "|---|---|---|---|"]
+    for o in outcomes:
+        names = explanations.fixtures.get(o.fixture_id, []) if o.status in ("fail", "timeout") else []
+        why = ", ".join(f"[`{n}`](#{n})" for n in names)
+        lines.append(f"| `{o.fixture_id}` | {specs.get(o.fixture_id, '')} | {shown[o.status]} | {why} |")
+    return "\n".join(lines)
+
+
+def problem_sections(fixtures: list[dict[str, Any]], differing: list[Outcome]) -> str:
+    titles = {f["id"]: f.get("title", "") for f in fixtures}
+    parts = []
+    for outcome in differing:
+        shown = [UUID.sub("<uuid>", p) for p in outcome.problems[:SHOWN_PROBLEMS]]
+        parts += [f"### `{outcome.fixture_id}` — {titles.get(outcome.fixture_id, '')}", "", "```", *shown, "```", ""]
+    return "\n".join(parts).rstrip("\n")
+
+
+def render(template: str, values: dict[str, str]) -> str:
+    def fill(match: re.Match[str]) -> str:
+        if match.group(1) not in values:
+            raise KeyError(f"REPORT.template.md: unknown marker {{{{{match.group(1)}}}}}")
+        return values[match.group(1)]
+
+    return re.sub(r"\{\{(\w+)\}\}", fill, template)
+
+
+def report(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations: Explanations, template: str,
+           rustc: str) -> tuple[str, list[str], list[str]]:
+    """(REPORT.md's text, unexplained differences, stale entries: fixtures that do not differ and
+    families no differing fixture names)."""
+    differing = [o for o in outcomes if o.status in ("fail", "timeout")]
+    problems = {o.fixture_id: o.problems for o in differing}
+    ids = [o.fixture_id for o in differing]
+    unexplained = [f for f in ids if f not in explanations.fixtures]
+    used = {n for f in ids for n in explanations.fixtures.get(f, [])}
+    stale = sorted(set(explanations.fixtures) - set(problems)) + sorted(
+        f"family {n}" for n in set(explanations.families) - used)
+    n = {status: sum(o.status == status for o in outcomes) for status in ("pass", "unsupported")}
+    summary = (f"**Summary: {n['pass']} passed, {len(differing)} differ, {n['unsupported']} unsupported "
+               f"(of {len(outcomes)} fixtures); {len(used)} difference families"
+               + (f"; {len(unexplained)} differences unexplained" if unexplained else "") + ".**")
+    text = render(template, {
+        "rustc": rustc, "summary": summary,
+        "verdicts": verdict_summary(explanations, ids),
+        "differences": differences_table(explanations, ids, problems),
+        "unsupported_count": str(n["unsupported"]), "unsupported": unsupported_list(outcomes),
+        "results": results_table(fixtures, outcomes, explanations),
+        "problems": problem_sections(fixtures, differing)})
+    return text, unexplained, stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--output", type=Path, default=HERE / "REPORT.md", help="where to write (default: REPORT.md)")
+    args = parser.parse_args(argv)
+    cache = cache_dir()
+    binary, why_not = installed(cache)
+    if binary is None:
+        print(f"report.py: cannot run the suite on phi-core: {why_not}", file=sys.stderr)
+        return 2
+    fixtures = load_fixtures()
+    try:
+        outcomes = run_all(shlex.quote(binary), fixtures, jobs=JOBS, mode=Mode("persistent"))
+    except DriverStartError as error:
+        print(f"report.py: the driver could not be started: {error}", file=sys.stderr)
+        return 2
+    explanations = load_explanations(HERE / "differences.json")
+    template = (HERE / "REPORT.template.md").read_text(encoding="utf-8")
+    text, unexplained, stale = report(fixtures, outcomes, explanations, template, rustc_version(cache))
+    args.output.write_text(text, encoding="utf-8")
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "timeout", "unsupported")}
+    print(f"report.py: wrote {args.output}: {counts['pass']} passed, {counts['fail'] + counts['timeout']} differ, "
+          f"{counts['unsupported']} unsupported (of {len(outcomes)} fixtures)")
+    for fixture_id in unexplained:
+        print(f"report.py: {fixture_id} differs and differences.json does not explain it", file=sys.stderr)
+    for entry in stale:
+        print(f"report.py: differences.json explains {entry}, which no differing fixture needs: remove it",
+              file=sys.stderr)
+    return 1 if unexplained or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
