@@ -9,16 +9,13 @@ that test is skipped, saying why. The report's logic is tested here without node
 
 from __future__ import annotations
 
-import difflib
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from driver_reports import assert_committed_report_regenerates, load_report_script
+from driver_reports import outcomes as _outcomes
 
 from phi.conformance.runner import Outcome, load_fixtures
 
@@ -26,16 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "conformance" / "drivers" / "node-pi"
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("node_pi_report", HERE / "report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load_script()
+report = load_report_script(HERE, "node_pi_report")
 
 
 def why_no_pi() -> str | None:
@@ -52,20 +40,7 @@ def test_the_committed_report_is_what_a_run_on_pi_gives(tmp_path: Path) -> None:
     why = why_no_pi()
     if why is not None:
         pytest.skip(f"cannot run the suite on pi-agent-core: {why}")
-    generated = tmp_path / "REPORT.md"
-    done = subprocess.run([sys.executable, str(HERE / "report.py"), "--output", str(generated)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    assert done.returncode == 0, done.stdout + done.stderr
-    committed = (HERE / "REPORT.md").read_text(encoding="utf-8")
-    text = generated.read_text(encoding="utf-8")
-    diff = "".join(list(difflib.unified_diff(committed.splitlines(True), text.splitlines(True),
-                                             "REPORT.md (committed)", "REPORT.md (generated)"))[:60])
-    assert text == committed, f"run conformance/drivers/node-pi/report.py and commit REPORT.md:\n{diff}"
-
-
-def _outcomes(statuses: dict[str, str]) -> list[Outcome]:
-    return [Outcome(fixture_id, status, [f"{fixture_id}: first problem"] if status != "pass" else [])
-            for fixture_id, status in statuses.items()]
+    assert_committed_report_regenerates(HERE, tmp_path)
 
 
 TEMPLATE = "# {{pi_version}} on Node {{node_major}}\n{{summary}}\n{{differences}}\n{{unsupported_count}}\n" \

@@ -10,16 +10,13 @@ the reason the install script wrote to ``install-error.txt`` (or "not built"). T
 
 from __future__ import annotations
 
-import difflib
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from driver_reports import assert_committed_report_regenerates, load_report_script
+from driver_reports import outcomes as _outcomes
 
 from phi.conformance.runner import Outcome, load_fixtures
 
@@ -27,16 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "conformance" / "drivers" / "phi-core"
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("phi_core_report", HERE / "report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load_script()
+report = load_report_script(HERE, "phi_core_report")
 
 
 def why_no_driver() -> str | None:
@@ -54,21 +42,7 @@ def test_the_committed_report_is_what_a_run_on_phi_core_gives(tmp_path: Path) ->
     why = why_no_driver()
     if why is not None:
         pytest.skip(f"phi-core's conformance driver is not available: {why}")
-    generated = tmp_path / "REPORT.md"
-    # the run takes seconds (a persistent driver); the limit only keeps a broken build from hanging CI
-    done = subprocess.run([sys.executable, str(HERE / "report.py"), "--output", str(generated)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    assert done.returncode == 0, done.stdout + done.stderr
-    committed = (HERE / "REPORT.md").read_text(encoding="utf-8")
-    text = generated.read_text(encoding="utf-8")
-    diff = "".join(list(difflib.unified_diff(committed.splitlines(True), text.splitlines(True),
-                                             "REPORT.md (committed)", "REPORT.md (generated)"))[:60])
-    assert text == committed, f"run conformance/drivers/phi-core/report.py and commit REPORT.md:\n{diff}"
-
-
-def _outcomes(statuses: dict[str, str]) -> list[Outcome]:
-    return [Outcome(fixture_id, status, [f"{fixture_id}: first problem"] if status != "pass" else [])
-            for fixture_id, status in statuses.items()]
+    assert_committed_report_regenerates(HERE, tmp_path)
 
 
 TEMPLATE = "# rustc {{rustc}}\n{{summary}}\n{{verdicts}}\n{{differences}}\n{{unsupported_count}}\n" \
@@ -100,7 +74,7 @@ def test_each_difference_lists_its_families_and_the_rest_is_unexplained_or_stale
 
 def test_ids_generated_at_random_are_written_the_same_way_in_every_run() -> None:
     outcome = Outcome("a", "fail", ['got "3142d46f-bc41-44d1-ba27-ff7a35025322.sub.1"', 'cut "6ae2a789-0c...'])
-    text = report.problem_sections([{"id": "a", "title": "t"}], [outcome])
+    text = report.problem_sections([{"id": "a", "title": "t"}], [outcome], report.shown)
     assert 'got "<uuid>.sub.1"' in text and 'cut "<uuid>...' in text
 
 

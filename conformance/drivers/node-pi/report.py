@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -39,12 +38,13 @@ sys.path.insert(0, str(ROOT))
 
 from phi.conformance.drivers import Mode  # noqa: E402
 from phi.conformance.runner import DriverStartError, Outcome, load_fixtures, run_all  # noqa: E402
+sys.path.insert(0, str(HERE.parent))
+from report_parts import problem_sections, render, unexplained_lines, unsupported_list  # noqa: E402
 
 DRIVER = "conformance/drivers/node-pi/driver.mjs"  # as the report shows it: relative to the repository
 PACKAGE = "@mariozechner/pi-agent-core"
 DEFAULT_CACHE = Path.home() / ".cache" / "phi-conformance" / "node-pi"
 JOBS = 4
-SHOWN_PROBLEMS = 30  # lines of the runner's account per difference, as `phi-conformance run --report` keeps
 
 
 def pi_cache() -> Path:
@@ -115,21 +115,8 @@ def differences_table(rows: list[Explained], unexplained: list[str], problems: d
         topic = f" ({row.entry['topic']})" if row.entry.get("topic") else ""
         lines.append(f"| {names}{topic} | {cell(row.entry['pi'])} | {cell(row.entry['spec'])} | "
                      f"{cell(row.entry['why'])} |")
-    if unexplained:
-        lines += ["", f"**Unexplained ({len(unexplained)}):** these fixtures differ and `differences.json` does "
-                  "not say why (report.py exits 1 until it does):", ""]
-        lines += [f"- `{f}`: {problems[f][0] if problems[f] else 'no problem recorded'}" for f in unexplained]
+    lines += unexplained_lines(unexplained, problems)
     return "\n".join(lines)
-
-
-def unsupported_list(outcomes: list[Outcome]) -> str:
-    by_reason: dict[str, list[str]] = {}
-    for outcome in outcomes:
-        if outcome.status == "unsupported":
-            reason = outcome.problems[0] if outcome.problems else "no reason given"
-            by_reason.setdefault(reason, []).append(outcome.fixture_id)
-    return "\n".join(f"- {reason} ({len(ids)}): " + ", ".join(f"`{i}`" for i in ids)
-                     for reason, ids in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])))
 
 
 def results_table(fixtures: list[dict[str, Any]], outcomes: list[Outcome]) -> str:
@@ -138,24 +125,6 @@ def results_table(fixtures: list[dict[str, Any]], outcomes: list[Outcome]) -> st
     lines = ["| Fixture | Requirements | Result |", "|---|---|---|"]
     lines += [f"| `{o.fixture_id}` | {specs.get(o.fixture_id, '')} | {shown[o.status]} |" for o in outcomes]
     return "\n".join(lines)
-
-
-def problem_sections(fixtures: list[dict[str, Any]], differing: list[Outcome]) -> str:
-    titles = {f["id"]: f.get("title", "") for f in fixtures}
-    parts = []
-    for outcome in differing:
-        parts += [f"### `{outcome.fixture_id}` — {titles.get(outcome.fixture_id, '')}", "", "```",
-                  *outcome.problems[:SHOWN_PROBLEMS], "```", ""]
-    return "\n".join(parts).rstrip("\n")
-
-
-def render(template: str, values: dict[str, str]) -> str:
-    def fill(match: re.Match[str]) -> str:
-        if match.group(1) not in values:
-            raise KeyError(f"REPORT.template.md: unknown marker {{{{{match.group(1)}}}}}")
-        return values[match.group(1)]
-
-    return re.sub(r"\{\{(\w+)\}\}", fill, template)
 
 
 def report(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations: dict[str, dict[str, str]],

@@ -38,11 +38,12 @@ sys.path.insert(0, str(ROOT))
 
 from phi.conformance.drivers import Mode  # noqa: E402
 from phi.conformance.runner import DriverStartError, Outcome, load_fixtures, run_all  # noqa: E402
+sys.path.insert(0, str(HERE.parent))
+from report_parts import problem_sections, render, unexplained_lines, unsupported_list  # noqa: E402
 
 DEFAULT_CACHE = Path.home() / ".cache" / "phi-test" / "phi-core"
 BINARY = Path("target") / "debug" / "phi-core-driver"  # inside the cache (CARGO_TARGET_DIR)
 JOBS = 4
-SHOWN_PROBLEMS = 30  # lines of the runner's account per difference, as `phi-conformance run --report` keeps
 VERDICTS = {
     "deviation": "phi-core deviates from its own seed",
     "spec": "SPEC decided otherwise",
@@ -136,10 +137,7 @@ def differences_table(explanations: Explanations, differing: list[str], problems
         fixtures = ", ".join(f"`{f}`" for f in fixture_ids)
         lines.append(f"| <a id=\"{name}\"></a>**{cell(family['title'])}** (`{name}`) | {cell(family['phi_core'])} | "
                      f"{cell(family['spec'])} | {cell(verdict_text(family))} | {len(fixture_ids)}: {fixtures} |")
-    if unexplained:
-        lines += ["", f"**Unexplained ({len(unexplained)}):** these fixtures differ and `differences.json` does "
-                  "not say why (report.py exits 1 until it does):", ""]
-        lines += [f"- `{f}`: {problems[f][0] if problems[f] else 'no problem recorded'}" for f in unexplained]
+    lines += unexplained_lines(unexplained, problems)
     return "\n".join(lines)
 
 
@@ -157,16 +155,6 @@ def verdict_summary(explanations: Explanations, differing: list[str]) -> str:
     return "\n".join(lines)
 
 
-def unsupported_list(outcomes: list[Outcome]) -> str:
-    by_reason: dict[str, list[str]] = {}
-    for outcome in outcomes:
-        if outcome.status == "unsupported":
-            reason = outcome.problems[0] if outcome.problems else "no reason given"
-            by_reason.setdefault(reason, []).append(outcome.fixture_id)
-    return "\n".join(f"- {reason} ({len(ids)}): " + ", ".join(f"`{i}`" for i in ids)
-                     for reason, ids in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])))
-
-
 def results_table(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations: Explanations) -> str:
     specs = {f["id"]: ", ".join(f.get("spec", [])) for f in fixtures}
     shown = {"pass": "pass", "fail": "differs", "timeout": "differs (timed out)", "unsupported": "unsupported"}
@@ -178,22 +166,10 @@ def results_table(fixtures: list[dict[str, Any]], outcomes: list[Outcome], expla
     return "\n".join(lines)
 
 
-def problem_sections(fixtures: list[dict[str, Any]], differing: list[Outcome]) -> str:
-    titles = {f["id"]: f.get("title", "") for f in fixtures}
-    parts = []
-    for outcome in differing:
-        shown = [UUID.sub("<uuid>", p) for p in outcome.problems[:SHOWN_PROBLEMS]]
-        parts += [f"### `{outcome.fixture_id}` — {titles.get(outcome.fixture_id, '')}", "", "```", *shown, "```", ""]
-    return "\n".join(parts).rstrip("\n")
-
-
-def render(template: str, values: dict[str, str]) -> str:
-    def fill(match: re.Match[str]) -> str:
-        if match.group(1) not in values:
-            raise KeyError(f"REPORT.template.md: unknown marker {{{{{match.group(1)}}}}}")
-        return values[match.group(1)]
-
-    return re.sub(r"\{\{(\w+)\}\}", fill, template)
+def shown(line: str) -> str:
+    """A line of the runner's account with the ids phi-core makes at random written ``<uuid>``, so
+    that every run writes the same report."""
+    return UUID.sub("<uuid>", line)
 
 
 def report(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations: Explanations, template: str,
@@ -217,7 +193,7 @@ def report(fixtures: list[dict[str, Any]], outcomes: list[Outcome], explanations
         "differences": differences_table(explanations, ids, problems),
         "unsupported_count": str(n["unsupported"]), "unsupported": unsupported_list(outcomes),
         "results": results_table(fixtures, outcomes, explanations),
-        "problems": problem_sections(fixtures, differing)})
+        "problems": problem_sections(fixtures, differing, shown)})
     return text, unexplained, stale
 
 
