@@ -223,7 +223,8 @@ class Agent:
         self._saved.set()
         self._recorder: SessionRecorder | None = None
         self._store: SessionStore | None = None
-        self._recording: EventSink | None = None  # the recorder's subscription (not its unsubscribe: that holds the agent)
+        # the recorder's subscription (not its unsubscribe, which holds the agent: a cycle)
+        self._recording: EventSink | None = None
         if recorder is not None or store is not None:
             self.record_sessions(recorder, store)
 
@@ -704,8 +705,9 @@ class Agent:
         """Start a run on a worker thread — or, ``inline``, run it to its end on this thread (a
         blocking run without a timeout: its stream is then finished). ``parallel``: the branch
         configs of a parallel run, whose history is settled when its strategy has chosen, before
-        ``ParallelLoopEnd`` is heard (SPEC AGENT-1, AGENT-8). ``prepare``: what the history becomes as the run starts (``resume`` trims
-        it), or raises to refuse the run — applied under the lock, so a ``reset()`` meanwhile is seen.
+        ``ParallelLoopEnd`` is heard (SPEC AGENT-1, AGENT-8). ``prepare``: what the history becomes
+        as the run starts (``resume`` trims it), or raises to refuse the run — applied under the
+        lock, so a ``reset()`` meanwhile is seen.
 
         The run's start-up — continuing a stored session, asking tool sources for their tools and
         instructions — happens on the worker, as part of the run, so that ``run(timeout=)`` bounds it

@@ -193,7 +193,8 @@ class WorkerPool:
             if job is None:
                 return
             fn, args = job.fn, job.args
-            job.fn, job.args = _done, ()  # what the submitter passed lives no longer than its run (no cycle through the job)
+            # what the submitter passed lives no longer than its run (no cycle through the job)
+            job.fn, job.args = _done, ()
             try:
                 fn(*args)
             except BaseException:  # fn reports its own failures; this is a last resort

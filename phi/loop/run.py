@@ -447,7 +447,8 @@ class _Run:
         try:
             reply = self.provider().stream(request, stream.on_event, self.cancel)
         except ProviderError as error:
-            failure = error.with_traceback(None)  # a value from here on: its traceback would hold this frame, which holds it
+            # a value from here on: its traceback would hold this frame, which would hold it
+            failure = error.with_traceback(None)
         except Exception as error:
             if stream.sink_error is None:
                 log.exception("provider %s raised", self.provider_id())
