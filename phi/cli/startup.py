@@ -1,8 +1,9 @@
 """Loading the interactive ``phi`` behind its first prompt (SPEC §15 CLI-12).
 
 The banner and the prompt need only the options; the providers, the coding layer, the session store
-and the MCP servers are loaded by :class:`Loader` on a thread meanwhile (Python releases the GIL
-while ``input()`` waits for the person). Whatever needs them — the first input, a command —
+and the MCP servers are loaded by :class:`Loader` on a thread meanwhile. The thread starts before
+the banner: the banner mostly waits for the sandbox probe (a process) and the prompt for the person,
+and Python releases the GIL for both. Whatever needs them — the first input, a command —
 :meth:`Loader.wait`\\ s; a failure there is raised again to that caller as :class:`StartupFailed`
 (``phi`` then exits 2 with the message, as it would have before the prompt).
 
@@ -14,7 +15,6 @@ imports nothing of the REPL that owns it.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
     from .options import CliOptions
     from .sessions import CliSessions
     from .terminal import Terminal
-
-
-#: how long the loading thread lets the main thread draw the prompt before it starts importing
-PROMPT_FIRST_S = 0.005
 
 
 class StartupFailed(PhiError):
@@ -58,26 +54,17 @@ class Loader:
         self._sessions = sessions
         self._done = threading.Event()
         self._error: BaseException | None = None
-        self._started = False
         self.state: Loaded  # set by _load before _done is set; read only after
 
     def start(self, background: bool = True) -> None:
-        """Load on a thread (when anything is to be made and ``background``) started as the first
-        prompt is shown — so that it does not compete with the banner — else now."""
+        """Load on a thread (when anything is to be made and ``background``), else now."""
         if background and (callable(self._profile) or callable(self._sessions)):
-            self.term.on_prompt_shown = self._start_thread
+            threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
         else:
             self._load()
             self.wait()
 
-    def _start_thread(self) -> None:
-        if not self._started:
-            self._started = True
-            threading.Thread(target=self._load, name="phi-startup", daemon=True).start()
-
     def _load(self) -> None:
-        if self.term.tty:
-            time.sleep(PROMPT_FIRST_S)  # sleeping releases the GIL: the prompt is drawn first
         try:
             profile = self._profile() if callable(self._profile) else self._profile
             sessions = self._sessions() if callable(self._sessions) else self._sessions
@@ -89,7 +76,6 @@ class Loader:
             self._done.set()
 
     def wait(self) -> Loaded:
-        self._start_thread_if_pending()
         self._done.wait()
         if self._error is not None:
             error = self._error
@@ -97,12 +83,6 @@ class Loader:
                 raise StartupFailed(str(error)) from error
             raise StartupFailed(f"phi could not start: {type(error).__name__}: {error}") from error
         return self.state
-
-    def _start_thread_if_pending(self) -> None:
-        """Something needs the session before any prompt was shown (``--resume``, a test)."""
-        if not self._done.is_set() and self.term.on_prompt_shown == self._start_thread:
-            self.term.on_prompt_shown = None
-            self._start_thread()
 
     def ready(self) -> bool:
         return self._done.is_set() and self._error is None

@@ -215,7 +215,6 @@ class Terminal:
         self._typed = LineAssembler()
         self.history = history if self.tty else None  # readline's history file, kept between runs
         self.completer: Callable[[str], list[str]] | None = None  # Tab at the prompt (phi.cli.extras)
-        self.on_prompt_shown: Callable[[], None] | None = None  # called as the prompt is shown
         self.editing = False  # readline edits the prompt's line (and can show text put back there)
         self._marks = False  # readline marks where a paste starts (PASTE_MARK)
         self.cleared = ""  # what the line held when Ctrl+C interrupted the last prompt
@@ -326,8 +325,6 @@ class Terminal:
         if self.editing:
             # readline must not count escape sequences as printed characters
             text = re.sub(r"(\x1b\[[0-9;]*m)", "\x01\\1\x02", text)
-            # not from a readline hook: readline drops exceptions raised there, a Ctrl+C among them
-            self._prompt_shown()
             while True:
                 self._put_back_typing()
                 try:
@@ -340,7 +337,6 @@ class Terminal:
                     return self._typed.lines.pop(0)
         self.out.write(text)
         self.out.flush()
-        self._prompt_shown()
         return self._read_plain()
 
     def _edited(self, raw: str) -> str:
@@ -397,11 +393,6 @@ class Terminal:
             return True
         typed.feed_text(rest)
         return False
-
-    def _prompt_shown(self) -> None:
-        hook, self.on_prompt_shown = self.on_prompt_shown, None
-        if hook is not None:
-            hook()
 
     def _put_back_typing(self) -> None:
         """What was typed during the run and not sent yet is the start of this prompt's input."""

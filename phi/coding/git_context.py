@@ -25,7 +25,8 @@ from typing import Sequence
 from ..errors import PhiError
 from ..log import get_logger
 
-__all__ = ["GitSnapshot", "git_snapshot", "git_root", "root_and_snapshot", "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
+__all__ = ["GitSnapshot", "git_snapshot", "git_root", "may_be_in_repository", "root_and_snapshot", "DEFAULT_COMMIT_COUNT",
+           "GIT_TIMEOUT_S"]
 
 log = get_logger(__name__)
 
@@ -144,9 +145,32 @@ def _run_sandboxed(cwd: str, command: list[str], timeout: float, sandbox: str) -
 
 def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None) -> str | None:
     """The top directory of the work tree around ``cwd``, or None outside one (or without git)."""
-    out = _run_git(os.fspath(cwd), ["rev-parse", "--show-toplevel"], timeout, sandbox)
+    where = os.fspath(cwd)
+    if not may_be_in_repository(where):
+        return None
+    out = _run_git(where, ["rev-parse", "--show-toplevel"], timeout, sandbox)
     root = out.strip() if out else ""
     return root or None
+
+
+def may_be_in_repository(cwd: str) -> bool:
+    """False when git could not find a repository from ``cwd``: neither it nor any directory above
+    it holds a ``.git`` entry or is itself a git directory (a bare repository, the inside of
+    ``.git``). Only names are looked at, so asking costs no process; a sandboxed git costs one each."""
+    here = os.path.abspath(cwd)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")) or _is_git_directory(here):
+            return True
+        above = os.path.dirname(here)
+        if above == here:
+            return False
+        here = above
+
+
+def _is_git_directory(path: str) -> bool:
+    """What git itself checks before it takes a directory for a repository's own (HEAD, objects, refs)."""
+    return (os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects"))
+            and os.path.isdir(os.path.join(path, "refs")))
 
 
 def _parse_status(text: str) -> tuple[dict[str, str], dict[str, int]]:
@@ -202,21 +226,27 @@ def git_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_C
 def root_and_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COMMIT_COUNT,
                       timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None,
                       root: str | None = None) -> tuple[str | None, GitSnapshot | None]:
-    """:func:`git_root` and :func:`git_snapshot` at once: the root first (outside a repository
-    that is the only git process), then the status and the log side by side (each is a process,
-    sandboxed, and a prompt is built before every input: their times should not add up)."""
+    """:func:`git_root` and :func:`git_snapshot` at once. Outside a repository (no ``.git`` above
+    ``cwd``: :func:`may_be_in_repository`) no git runs; inside, the root, the status and the log
+    are asked side by side (each is a process, sandboxed, and a prompt is built before every input:
+    their times should not add up)."""
     from concurrent.futures import ThreadPoolExecutor
 
     where = os.fspath(cwd)
-    root = root or git_root(where, timeout=timeout, sandbox=sandbox)
-    if root is None:
+    if root is None and not may_be_in_repository(where):
         return None, None
     status_args = ["status", "--porcelain=v2", "--branch", "-z"]
     log_args = ["log", f"-n{commits}", "--no-color", "--format=%h %s"]
-    with ThreadPoolExecutor(1, thread_name_prefix="phi-git") as pool:  # the log; the status here
+    with ThreadPoolExecutor(2, thread_name_prefix="phi-git") as pool:  # the root and the log; the status here
+        root_future = (pool.submit(_run_git, where, ["rev-parse", "--show-toplevel"], timeout, sandbox)
+                       if root is None else None)
         log_future = pool.submit(_run_git, where, log_args, timeout, sandbox) if commits > 0 else None
         status = _run_git(where, status_args, timeout, sandbox)
         log_out = log_future.result() if log_future is not None else ""
+        if root_future is not None:
+            root = (root_future.result() or "").strip() or None
+    if root is None:
+        return None, None
     if status is None:
         return root, None
     headers, counts = _parse_status(status)

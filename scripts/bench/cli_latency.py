@@ -9,7 +9,8 @@ The prompt is also timed with ``-c`` (a stored session to continue) and with a t
 ``.mcp.json`` naming one stdio server (issue 35 item 5: both now load behind the prompt), and Enter →
 first streamed character of the reply (its thinking, which the offline model sends first) both for
 an Enter pressed the moment the prompt appears (it waits for what loads
-behind the prompt) and for one pressed a second later, as after typing a short question.
+behind the prompt) and for one pressed a second later, as after typing a short question — outside a
+git repository and inside one (where each input's system prompt asks git for the status).
 
 Prints one line per figure (median and worst of N rounds); the last line is one JSON object with all
 figures. Benchmarks report, they never judge.
@@ -79,12 +80,12 @@ def prompt_ms(workdir: Path, home: Path, *args: str) -> float:
         phi.close()
 
 
-def typed_enter_ms(workdir: Path, home: Path) -> float:
-    """Enter → first streamed character when Enter comes a second after the prompt (a typed question)."""
+def typed_enter_ms(workdir: Path, home: Path, typing_s: float = 1.0) -> float:
+    """Enter → first streamed character when Enter comes ``typing_s`` after the prompt (a typed question)."""
     phi = PtyPhi(["--offline"], workdir, {"PHI_HOME": str(home)})
     try:
         phi.prompt()
-        time.sleep(1.0)  # a person typing "what is here?"
+        time.sleep(typing_s)  # a person typing "what is here?"
         start, sent = len(phi.raw), time.monotonic()
         phi.send_line("what is here?")
         phi.expect("Looking around")
@@ -95,7 +96,8 @@ def typed_enter_ms(workdir: Path, home: Path) -> float:
 
 def prepare_home(workdir: Path) -> tuple[Path, Path]:
     """A PHI_HOME with one stored session started in ``workdir``, and a project directory whose
-    trusted ``.mcp.json`` names one stdio server (the test suite's)."""
+    trusted ``.mcp.json`` names one stdio server (the test suite's), and a git repository with a
+    commit (inside one, every input's system prompt asks git, sandboxed, for the branch and status)."""
     import json
     import subprocess
 
@@ -110,7 +112,14 @@ def prepare_home(workdir: Path) -> tuple[Path, Path]:
                                                                           "args": [str(server), "serve"]}}}))
     subprocess.run([sys.executable, "-m", "phi.cli", "trust", str(project)], env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=True)
-    return home, project
+    repository = workdir / "repository"
+    repository.mkdir(exist_ok=True)
+    (repository / "notes.txt").write_text("a file to list\n")
+    committer = {**env, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+                 "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    for command in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "first"]):
+        subprocess.run(command, cwd=repository, env=committer, check=True, stdout=subprocess.DEVNULL)
+    return home, project, repository
 
 
 def bare_prompt_ms(workdir: Path) -> float:
@@ -150,11 +159,13 @@ def main() -> int:
     args = parser.parse_args()
     rounds = []
     with tempfile.TemporaryDirectory() as scratch:
-        home, project = prepare_home(Path(scratch))
+        home, project, repository = prepare_home(Path(scratch))
         for _ in range(args.rounds):
             figures_of_round = one_round(Path(scratch))
             figures_of_round["bare_python_prompt_ms"] = bare_prompt_ms(Path(scratch))
             figures_of_round["typed_enter_to_first_text_ms"] = typed_enter_ms(Path(scratch), home)
+            figures_of_round["in_git_enter_to_first_text_ms"] = typed_enter_ms(repository, home, 0.0)
+            figures_of_round["in_git_typed_enter_to_first_text_ms"] = typed_enter_ms(repository, home)
             figures_of_round["continue_prompt_over_bare_ms"] = (prompt_ms(Path(scratch), home, "-c")
                                                                 - figures_of_round["bare_python_prompt_ms"])
             figures_of_round["mcp_prompt_over_bare_ms"] = (prompt_ms(project, home)

@@ -387,14 +387,22 @@ def test_export_says_it_once(launch, model, project):
 
 # ----------------------------------------------------------------------------- 8. start-up
 
+# phi.coding's module body waits for the release file. (Waiting in find_spec would hold Python's
+# global import lock and stop every import of every thread; a slow module holds only its own lock.)
 BLOCKER = '''
-import importlib.abc, os, sys, time
+import importlib.abc, importlib.machinery, os, sys, time
 class _Wait(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "phi.coding":
+        if name != "phi.coding":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run_body = spec.loader.exec_module
+        def exec_module(module):
             while not os.path.exists(os.environ["PHI_TEST_RELEASE"]):
                 time.sleep(0.02)
-        return None
+            run_body(module)
+        spec.loader.exec_module = exec_module
+        return spec
 sys.meta_path.insert(0, _Wait())
 '''
 

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from phi.coding.git_context import GitSnapshot, git_root, git_snapshot
+import subprocess
+
+from phi.coding.git_context import GitSnapshot, git_root, git_snapshot, may_be_in_repository, root_and_snapshot
 
 from .git_repo import commit_all, git, init_repo, isolated_git, needs_git, write  # noqa: F401 (fixture)
 
@@ -139,6 +141,66 @@ def test_without_git_on_path_there_is_no_snapshot(repo, tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     assert git_snapshot(repo) is None
+
+
+def _recording_git(tmp_path, monkeypatch):
+    """A ``git`` first on PATH that notes each call in a file, then runs the real one."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True, check=True).stdout.strip()
+    bin_dir = tmp_path / "recording-bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "git-calls"
+    fake = bin_dir / "git"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return calls
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in git is a POSIX shell script")
+def test_outside_a_repository_no_git_process_runs(tmp_path, monkeypatch):
+    plain = tmp_path / "plain" / "deeper"
+    plain.mkdir(parents=True)
+    if may_be_in_repository(str(plain)):
+        pytest.skip(f"the temporary directory {tmp_path} is itself inside a git repository")
+    calls = _recording_git(tmp_path, monkeypatch)
+    assert root_and_snapshot(plain) == (None, None)
+    assert git_root(plain) is None
+    assert not calls.exists()  # every prompt outside a repository saved its (sandboxed) git processes
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in git is a POSIX shell script")
+def test_inside_a_repository_the_root_status_and_log_are_all_asked(repo, tmp_path, monkeypatch):
+    calls = _recording_git(tmp_path, monkeypatch)
+    root, snap = root_and_snapshot(repo / "sub" if (repo / "sub").is_dir() else repo)
+    assert root == os.path.realpath(repo) and snap is not None and snap.root == root
+    asked = calls.read_text().splitlines()
+    assert sorted(line.split(" -c ")[-1].split()[1] for line in asked) == ["log", "rev-parse", "status"]
+
+
+@pytest.mark.parametrize("where", ["git-directory", "objects"])
+def test_inside_a_git_directory_git_decides(repo, where):
+    """The inside of ``.git`` has no ``.git`` entry of its own, but git may still find a repository
+    there: phi asks git, and says what git says."""
+    inside = repo / ".git" if where == "git-directory" else repo / ".git" / "objects"
+    assert may_be_in_repository(str(inside))
+    said = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=inside, capture_output=True, text=True)
+    assert git_root(inside) == (said.stdout.strip() or None if said.returncode == 0 else None)
+
+
+def test_a_bare_repository_is_looked_at(tmp_path):
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    assert may_be_in_repository(str(bare)) and may_be_in_repository(str(bare / "refs"))
+    assert root_and_snapshot(bare) == (None, None)  # git: "this operation must be run in a work tree"
+
+
+def test_a_linked_worktree_has_its_own_root(repo, tmp_path):
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    assert (linked / ".git").is_file()
+    root, snap = root_and_snapshot(linked)
+    assert root == os.path.realpath(linked)
+    assert snap is not None and snap.branch == "side"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in git is a POSIX shell script")
