@@ -101,6 +101,12 @@ def run_assistant(args: list[str]) -> int:
     from .options import parse
 
     options = parse(args)
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # every relative path (and --cwd's default) would fail deep inside
+        sys.stderr.write("phi: the current directory no longer exists (it was deleted or moved): change to "
+                         "another one first\n")
+        return 2
     workspace_last(options.cwd)
     sessions: CliSessions | None = None
     try:

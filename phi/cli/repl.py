@@ -333,6 +333,7 @@ class Repl:
                 self.renderer.line(self.style("grey", "(interrupted)"))
             except StartupFailed:  # what loads behind the prompt failed: phi exits 2 with the reason
                 self.renderer.line(self.style("yellow", f"not sent: {visible(text)}"))
+                self.close()  # the terminal as it was (bracketed paste off), the history kept, servers stopped
                 raise
         self.close()
         return 0

@@ -328,7 +328,7 @@ class Terminal:
             while True:
                 self._put_back_typing()
                 try:
-                    line = self._edited(input(text))
+                    line = self._edited(self._read_line(text))
                 finally:
                     self.paste_mode(True)  # readline switches the terminal's bracketed paste off after a line
                 if not self._typed_ahead(line):
@@ -338,6 +338,26 @@ class Terminal:
         self.out.write(text)
         self.out.flush()
         return self._read_plain()
+
+    @staticmethod
+    def _read_line(text: str) -> str:
+        """``input(text)`` through readline, where a Ctrl+C can reach Python only after the line: when
+        the signal lands as the prompt is drawn, before readline waits for keys (this thread was
+        descheduled there), its wait is not interrupted, and Python raises KeyboardInterrupt as
+        ``input()`` returns the line typed next — which readline has put in its history by then.
+        That line was typed after the Ctrl+C (CLI-9: nothing typed is dropped), so it is the input;
+        a Ctrl+C during the editing itself still interrupts it."""
+        import readline
+
+        before = readline.get_current_history_length()
+        try:
+            return input(text)
+        except KeyboardInterrupt:
+            after = readline.get_current_history_length()
+            returned = readline.get_history_item(after) if after > before else None
+            if returned is None:
+                raise
+            return str(returned)
 
     def _edited(self, raw: str) -> str:
         """The line readline returns, without paste marks; a Verbatim when a paste began it."""

@@ -156,8 +156,10 @@ def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S, san
 def may_be_in_repository(cwd: str) -> bool:
     """False when git could not find a repository from ``cwd``: neither it nor any directory above
     it holds a ``.git`` entry or is itself a git directory (a bare repository, the inside of
-    ``.git``). Only names are looked at, so asking costs no process; a sandboxed git costs one each."""
-    here = os.path.abspath(cwd)
+    ``.git``). Only names are looked at, so asking costs no process; a sandboxed git costs one each.
+    The directories above are the real ones, as git walks them: a ``cwd`` reached through a symbolic
+    link is looked at where it lives."""
+    here = os.path.realpath(cwd)
     while True:
         if os.path.lexists(os.path.join(here, ".git")) or _is_git_directory(here):
             return True

@@ -85,3 +85,20 @@ def test_commands_the_model_runs_do_not_see_the_key(model, project, phi_home):
     assert "END-OF-ENV" in done.stdout and "PHI_HOME=" in done.stdout  # the command ran and printed its env
     for where, text in [("stdout", done.stdout), ("stderr", done.stderr), *files_under(phi_home).items()]:
         assert FAKE_KEY not in text, f"the API key is in {where}"
+
+
+def test_a_deleted_working_directory_is_said_and_exits_2(tmp_path):
+    """Started from a directory deleted meanwhile (a shell left in it): one line, exit 2, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    script = (f"import os, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); sys.path.insert(0, {str(repo)!r}); "
+              "from phi.cli.main import main; sys.exit(main(['--offline', '-p', 'hi']))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PHI_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2
+    assert "current directory no longer exists" in done.stderr and "Traceback" not in done.stderr

@@ -29,3 +29,28 @@ def test_an_unreadable_session_stops_phi_before_the_prompt(tmp_path: Path, conte
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert f"no readable session {session_id}" in done.stderr
     assert "›" not in done.stdout  # no prompt was shown
+
+
+def test_a_session_that_fails_behind_the_prompt_leaves_the_terminal_as_it_was(tmp_path: Path) -> None:
+    """A session file whose first line is fine but whose rest is garbled passes the cheap check before
+    the prompt and fails as it is restored behind it: phi exits 2 with the reason, and switches the
+    terminal's bracketed paste off again on the way out."""
+    from cli.terminal_helpers import PtyPhi
+
+    home = tmp_path / "home"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PHI_HOME": str(home)}
+    subprocess.run([sys.executable, "-m", "phi.cli", "--offline", "-p", "first question"], cwd=tmp_path, env=env,
+                   capture_output=True, check=True, timeout=60)
+    stored = next((home / "sessions").glob("*.jsonl"))
+    with open(stored, "a", encoding="utf-8") as garbled:
+        garbled.write('{"garbage": \n\x00\x00{{{\n')
+    phi = PtyPhi(["--offline", "-c"], tmp_path, {"PHI_HOME": str(home)})
+    try:
+        phi.prompt()
+        phi.send_line("second")
+        assert phi.proc.wait(60) == 2
+        phi.expect("not sent: second")
+        raw = phi.raw
+        assert raw.rfind(b"\x1b[?2004l") > raw.rfind(b"\x1b[?2004h")  # bracketed paste is off at the end
+    finally:
+        phi.close()

@@ -187,6 +187,18 @@ def test_inside_a_git_directory_git_decides(repo, where):
     assert git_root(inside) == (said.stdout.strip() or None if said.returncode == 0 else None)
 
 
+def test_a_directory_reached_through_a_symbolic_link_is_looked_at_where_it_lives(repo, tmp_path):
+    (repo / "pkg").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = elsewhere / "link"
+    link.symlink_to(repo / "pkg", target_is_directory=True)
+    said = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=link, capture_output=True, text=True)
+    root, snap = root_and_snapshot(link)
+    assert root == said.stdout.strip() == os.path.realpath(repo)
+    assert snap is not None and snap.branch == "feature/snapshot"
+
+
 def test_a_bare_repository_is_looked_at(tmp_path):
     bare = tmp_path / "bare.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
