@@ -71,13 +71,28 @@ fn main() {
     if persistent {
         write_line(&json!({"kind": "hello", "protocol": 2, "persistent": true, "driver": DRIVER}));
         let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            if line.trim().is_empty() {
-                continue;
+        let mut input = stdin.lock();
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            match input.read_until(b'\n', &mut bytes) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    write_line(&json!({"kind": "error", "error": "DriverError", "message": format!("stdin: {e}")}));
+                    std::process::exit(2);
+                }
             }
             let gate = Arc::new(Gate::default());
-            let id = run_one(&line, gate.clone());
+            // a line that is not UTF-8 is a bad fixture like any other: answered, and the next one runs
+            let id = match std::str::from_utf8(&bytes) {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => run_one(line, gate.clone()),
+                Err(e) => {
+                    gate.write(&json!({"kind": "error", "error": "FixtureError", "message": format!("not UTF-8: {e}")}));
+                    None
+                }
+            };
             gate.shut();
             write_line(&json!({"kind": "done", "id": id}));
         }
