@@ -125,7 +125,7 @@ class Repl:
         self.read_at: float | None = None  # when the last input was read (time.monotonic())
         self.unsent: list[str] = []  # steering the session refused, for the prompt
         self.term.completer = self._complete
-        self.loader = Loader(self.term, options, profile, sessions, self._first_session)
+        self.loader = Loader(options, profile, sessions, self._first_session)
         if resume is not None:
             self.loader.session_id = resume  # the banner names the session the turns go to
         self.loader.start(background)

@@ -7,7 +7,7 @@ and Python releases the GIL for both. Whatever needs them — the first input, a
 :meth:`Loader.wait`\\ s; a failure there is raised again to that caller as :class:`StartupFailed`
 (``phi`` then exits 2 with the message, as it would have before the prompt).
 
-The loader is handed what it needs — the terminal, the options, and the REPL's own function making
+The loader is handed what it needs — the options, and the REPL's own function making
 the first session (which also connects the MCP servers, whose tools that session offers) — and
 imports nothing of the REPL that owns it.
 """
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..coding import ProviderProfile, Session
     from .options import CliOptions
     from .sessions import CliSessions
-    from .terminal import Terminal
 
 
 class StartupFailed(PhiError):
@@ -44,9 +43,8 @@ class Loader:
     ``first_session(session_id)`` is called on that thread once the profile and the store are loaded
     (:attr:`state` then has them)."""
 
-    def __init__(self, term: Terminal, options: CliOptions, profile: ProviderProfile | Callable[[], ProviderProfile],
+    def __init__(self, options: CliOptions, profile: ProviderProfile | Callable[[], ProviderProfile],
                  sessions: CliSessions | Callable[[], CliSessions], first_session: Callable[[str], Session]) -> None:
-        self.term = term
         self.options = options
         self._first_session = first_session
         self.session_id = random_uuid()  # the banner names it before the session exists

@@ -146,11 +146,13 @@ def _run_sandboxed(cwd: str, command: list[str], timeout: float, sandbox: str) -
 def git_root(cwd: str | os.PathLike[str], *, timeout: float = GIT_TIMEOUT_S, sandbox: str | None = None) -> str | None:
     """The top directory of the work tree around ``cwd``, or None outside one (or without git)."""
     where = os.fspath(cwd)
-    if not may_be_in_repository(where):
-        return None
+    return _top_level(where, timeout, sandbox) if may_be_in_repository(where) else None
+
+
+def _top_level(where: str, timeout: float, sandbox: str | None) -> str | None:
+    """What ``git rev-parse --show-toplevel`` says in ``where`` (None when it fails)."""
     out = _run_git(where, ["rev-parse", "--show-toplevel"], timeout, sandbox)
-    root = out.strip() if out else ""
-    return root or None
+    return (out or "").strip() or None
 
 
 def may_be_in_repository(cwd: str) -> bool:
@@ -240,13 +242,12 @@ def root_and_snapshot(cwd: str | os.PathLike[str], *, commits: int = DEFAULT_COM
     status_args = ["status", "--porcelain=v2", "--branch", "-z"]
     log_args = ["log", f"-n{commits}", "--no-color", "--format=%h %s"]
     with ThreadPoolExecutor(2, thread_name_prefix="phi-git") as pool:  # the root and the log; the status here
-        root_future = (pool.submit(_run_git, where, ["rev-parse", "--show-toplevel"], timeout, sandbox)
-                       if root is None else None)
+        root_future = pool.submit(_top_level, where, timeout, sandbox) if root is None else None
         log_future = pool.submit(_run_git, where, log_args, timeout, sandbox) if commits > 0 else None
         status = _run_git(where, status_args, timeout, sandbox)
         log_out = log_future.result() if log_future is not None else ""
         if root_future is not None:
-            root = (root_future.result() or "").strip() or None
+            root = root_future.result()
     if root is None:
         return None, None
     if status is None:

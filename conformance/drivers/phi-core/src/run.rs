@@ -186,12 +186,7 @@ fn build_config(
 
 fn build_context(fixture: &Value, shared: &Arc<Shared>) -> Result<AgentContext, String> {
     let spec = fixture.get("context").cloned().unwrap_or_else(|| json!({}));
-    let messages = spec
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(|ms| ms.iter().map(spec::message_in).collect::<Result<Vec<_>, _>>())
-        .transpose()?
-        .unwrap_or_default();
+    let messages = spec::messages_in(spec.get("messages"))?;
     Ok(AgentContext {
         system_prompt: str_of(&spec, "system_prompt").unwrap_or("").to_string(),
         messages,
@@ -299,12 +294,7 @@ async fn run(fixture: &Value, shared: &Arc<Shared>, tx: mpsc::UnboundedSender<ph
         };
     }
     shared.set_identity(context.loop_id.clone(), context.session_id.clone(), config_segment(&config));
-    let prompts = fixture
-        .get("prompts")
-        .and_then(Value::as_array)
-        .map(|ps| ps.iter().map(spec::message_in).collect::<Result<Vec<_>, _>>())
-        .transpose()?
-        .unwrap_or_default();
+    let prompts = spec::messages_in(fixture.get("prompts"))?;
     for action in fixture.get("actions").and_then(Value::as_array).into_iter().flatten() {
         let what = action.get("do").cloned().unwrap_or(Value::Null);
         match action.get("when") {

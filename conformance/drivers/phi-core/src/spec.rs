@@ -12,6 +12,11 @@ use serde_json::{json, Map, Value};
 /// Keys phi-core adds to a serialised message (its turn and node bookkeeping) that SPEC §2 lacks.
 const BOOKKEEPING: [&str; 5] = ["turnId", "nodeId", "parentId", "tags", "provenanceHint"];
 
+/// A fixture's list of messages (`context.messages`, `prompts`); none when absent.
+pub fn messages_in(list: Option<&Value>) -> Result<Vec<AgentMessage>, String> {
+    list.and_then(Value::as_array).map(|ms| ms.iter().map(message_in).collect()).transpose().map(Option::unwrap_or_default)
+}
+
 /// A fixture message: a string is a user text message, an object is SPEC §2 JSON.
 pub fn message_in(data: &Value) -> Result<AgentMessage, String> {
     let mut m = match data {
