@@ -104,9 +104,14 @@ def run_assistant(args: list[str]) -> int:
     try:
         os.getcwd()
     except FileNotFoundError:  # every relative path (and --cwd's default) would fail deep inside
-        sys.stderr.write("phi: the current directory no longer exists (it was deleted or moved): change to "
-                         "another one first\n")
-        return 2
+        try:
+            if not os.path.isabs(options.cwd):
+                raise FileNotFoundError(options.cwd)
+            os.chdir(options.cwd)  # a --cwd given whole still works: the session's directory is there
+        except OSError:
+            sys.stderr.write("phi: the current directory no longer exists (it was deleted or moved): change to "
+                             "another one, or give --cwd an absolute path\n")
+            return 2
     workspace_last(options.cwd)
     sessions: CliSessions | None = None
     try:

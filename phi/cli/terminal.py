@@ -343,21 +343,18 @@ class Terminal:
     def _read_line(text: str) -> str:
         """``input(text)`` through readline, where a Ctrl+C can reach Python only after the line: when
         the signal lands as the prompt is drawn, before readline waits for keys (this thread was
-        descheduled there), its wait is not interrupted, and Python raises KeyboardInterrupt as
-        ``input()`` returns the line typed next — which readline has put in its history by then.
-        That line was typed after the Ctrl+C (CLI-9: nothing typed is dropped), so it is the input;
-        a Ctrl+C during the editing itself still interrupts it."""
-        import readline
-
-        before = readline.get_current_history_length()
+        descheduled there), or on another thread, readline's wait is not interrupted, and Python
+        raises KeyboardInterrupt as ``input()`` returns the line typed next. That line was typed after
+        the Ctrl+C (CLI-9: nothing typed is dropped), so it is the input. It is kept by C code alone
+        (``extend`` of a ``map``) before control is back in Python, where the signal is raised; a
+        Ctrl+C during the editing itself interrupts ``input()`` before any line, as always."""
+        returned: list[str] = []
         try:
-            return input(text)
+            returned.extend(map(input, (text,)))
         except KeyboardInterrupt:
-            after = readline.get_current_history_length()
-            returned = readline.get_history_item(after) if after > before else None
-            if returned is None:
+            if not returned:
                 raise
-            return str(returned)
+        return returned[0]
 
     def _edited(self, raw: str) -> str:
         """The line readline returns, without paste marks; a Verbatim when a paste began it."""

@@ -10,9 +10,10 @@ Every ``git`` call has a timeout, does not take optional locks (``--no-optional-
 never rewrites the index), ignores the variables that would point git at another repository, and
 runs with a fixed locale and without ``core.fsmonitor``; given a ``sandbox`` (the environment's
 :meth:`~phi.tools.environment.LocalExecutionEnvironment.helper_sandbox`) it runs read-only inside
-it, since the repository's config, hooks and filters may come from a sandboxed command. Outside a work tree, without a ``git`` executable, or when git fails or
-hangs, :func:`git_snapshot` returns None (logged at debug level) and the prompt simply has no git
-section.
+it, since the repository's config, hooks and filters may come from a sandboxed command. Outside a
+work tree (where no git runs at all: :func:`may_be_in_repository`), without a ``git`` executable,
+or when git fails or hangs, :func:`git_snapshot` returns None (logged at debug level) and the
+prompt simply has no git section.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Sequence
 from ..errors import PhiError
 from ..log import get_logger
 
-__all__ = ["GitSnapshot", "git_snapshot", "git_root", "may_be_in_repository", "root_and_snapshot", "DEFAULT_COMMIT_COUNT",
-           "GIT_TIMEOUT_S"]
+__all__ = ["GitSnapshot", "git_snapshot", "git_root", "may_be_in_repository", "root_and_snapshot",
+           "DEFAULT_COMMIT_COUNT", "GIT_TIMEOUT_S"]
 
 log = get_logger(__name__)
 
@@ -161,7 +162,10 @@ def may_be_in_repository(cwd: str) -> bool:
     ``.git``). Only names are looked at, so asking costs no process; a sandboxed git costs one each.
     The directories above are the real ones, as git walks them: a ``cwd`` reached through a symbolic
     link is looked at where it lives."""
-    here = os.path.realpath(cwd)
+    try:
+        here = os.path.realpath(cwd)
+    except (OSError, ValueError, RecursionError):  # a vanished directory, a long chain of links: git decides
+        return True
     while True:
         if os.path.lexists(os.path.join(here, ".git")) or _is_git_directory(here):
             return True

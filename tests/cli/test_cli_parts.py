@@ -498,28 +498,3 @@ def test_always_for_a_command_trusts_that_commands_prefix_only():
     write = Question(ApprovalRequest("s", "c", "write_file", {"file_path": "a"}, "write"))
     assert str(gate.always_rule(write)) == "allow: write_file"
 
-
-def test_a_ctrl_c_that_reaches_python_only_with_the_line_keeps_the_line(monkeypatch):
-    """A SIGINT landing as the prompt is drawn (before readline waits) is raised by Python only as
-    ``input()`` returns the line typed next, which readline has put in its history: that line is the
-    input (CLI-9). A Ctrl+C while editing (nothing returned, the history unchanged) still interrupts."""
-    import builtins
-
-    readline = pytest.importorskip("readline")
-    from phi.cli.terminal import Terminal
-
-    def returned_then_interrupted(prompt: str) -> str:
-        readline.add_history("typed after the Ctrl+C")
-        raise KeyboardInterrupt
-
-    def interrupted_while_editing(prompt: str) -> str:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(builtins, "input", returned_then_interrupted)
-    try:
-        assert Terminal._read_line("› ") == "typed after the Ctrl+C"
-    finally:
-        readline.remove_history_item(readline.get_current_history_length() - 1)
-    monkeypatch.setattr(builtins, "input", interrupted_while_editing)
-    with pytest.raises(KeyboardInterrupt):
-        Terminal._read_line("› ")

@@ -88,7 +88,8 @@ def test_commands_the_model_runs_do_not_see_the_key(model, project, phi_home):
 
 
 def test_a_deleted_working_directory_is_said_and_exits_2(tmp_path):
-    """Started from a directory deleted meanwhile (a shell left in it): one line, exit 2, no traceback."""
+    """Started from a directory deleted meanwhile (a shell left in it): one line, exit 2, no traceback;
+    with ``--cwd`` an absolute directory, phi works there."""
     import os
     import subprocess
     import sys
@@ -102,3 +103,10 @@ def test_a_deleted_working_directory_is_said_and_exits_2(tmp_path):
                           env={**os.environ, "PHI_HOME": str(tmp_path / "home")})
     assert done.returncode == 2
     assert "current directory no longer exists" in done.stderr and "Traceback" not in done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    gone.mkdir()
+    given = script.replace("['--offline', '-p', 'hi']", f"['--offline', '-C', {str(elsewhere)!r}, '-p', 'hi']")
+    done = subprocess.run([sys.executable, "-c", given], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PHI_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr  # a --cwd given whole is where the session works

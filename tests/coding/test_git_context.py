@@ -199,6 +199,19 @@ def test_a_directory_reached_through_a_symbolic_link_is_looked_at_where_it_lives
     assert snap is not None and snap.branch == "feature/snapshot"
 
 
+def test_a_path_the_real_path_cannot_be_found_of_is_left_to_git(tmp_path):
+    """A chain of links longer than Python's recursion in ``realpath`` (the kernel refuses it too):
+    no exception, and git's answer (none)."""
+    previous = tmp_path / "start"
+    previous.mkdir()
+    for n in range(1500):
+        link = tmp_path / f"link{n}"
+        link.symlink_to(previous, target_is_directory=True)
+        previous = link
+    assert root_and_snapshot(previous) == (None, None)
+    assert git_root(previous) is None
+
+
 def test_a_bare_repository_is_looked_at(tmp_path):
     bare = tmp_path / "bare.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
