@@ -52,7 +52,9 @@ Knobs that change the setting, not the workload (off by default, recorded in the
 ``--switch-interval S`` sets ``sys.setswitchinterval(S)`` in every cell (CPython's default is
 5 ms: with thousands of threads waiting for the GIL, each wakes every interval to ask for it, and
 the process spends its time in the kernel); ``--phi-inline-tools`` makes phi's tool ``inline=True``
-(it runs on the run's thread, no hop to the tool pool).
+(it runs on the run's thread, no hop to the tool pool); ``--cpus 0`` runs every cell on one core (on
+a virtual machine, waking a thread on an idle second core costs more than the thread's work: a tool
+call's hop to the pool and back then dominates).
 
 Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L), and the long cell's
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
@@ -67,7 +69,7 @@ Usage: python3 scripts/bench/many_sessions.py [--sizes 1,10,100,1000,4000] [--pe
                                               [--latencies 0,0.05] [--long 4000:2] [--repeat 3]
                                               [--peers openai-agents,pydantic-ai,smolagents]
                                               [--budget 120] [--quick] [--no-n20] [--phi-root DIR]
-                                              [--prestart] [--switch-interval S] [--phi-inline-tools]
+                                              [--prestart] [--switch-interval S] [--phi-inline-tools] [--cpus LIST]
                                               [--floor-min 100]
 """
 
@@ -335,6 +337,8 @@ def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool
     slow_starts = watch_phi_tool_pool() if name == "phi" else None
     if os.environ.get("PHI_BENCH_SWITCH_INTERVAL"):
         sys.setswitchinterval(float(os.environ["PHI_BENCH_SWITCH_INTERVAL"]))
+    if os.environ.get("PHI_BENCH_CPUS"):  # before any thread of the cell starts: each inherits it
+        os.sched_setaffinity(0, {int(cpu) for cpu in os.environ["PHI_BENCH_CPUS"].split(",")})
     pool = ThreadPoolExecutor(max_workers=sessions)
     if prestart:  # the executor's C threads exist before the timed span, as in a server that is up
         everyone = threading.Barrier(sessions + 1)
@@ -512,6 +516,7 @@ def main() -> None:
                         help="start the executor's C threads before the timed span (a server's pool that is up)")
     parser.add_argument("--switch-interval", type=float,
                         help="sys.setswitchinterval(S) in every cell (default: CPython's 0.005 s)")
+    parser.add_argument("--cpus", help="run every cell on these CPUs only (e.g. 0: one core; Linux)")
     parser.add_argument("--phi-inline-tools", action="store_true",
                         help="phi's tool made with inline=True (runs on the run's thread: no hop to the tool pool)")
     parser.add_argument("--floor-min", type=int, default=100,
@@ -538,12 +543,15 @@ def main() -> None:
         os.environ["PHI_BENCH_SWITCH_INTERVAL"] = repr(args.switch_interval)
     if args.phi_inline_tools:
         os.environ["PHI_BENCH_INLINE_TOOLS"] = "1"
+    if args.cpus:
+        os.environ["PHI_BENCH_CPUS"] = args.cpus
     print("versions: " + ", ".join(f"{k} {v}" for k, v in found.items()), flush=True)
     print(f"workload: C sessions at once, each a fresh agent and one blocking run of {TURNS} model calls "
           f"(4 with a local tool), each call after a sleep of L; a fresh process per cell, median of "
           f"{args.repeat}; {os.cpu_count()} CPUs; switch interval {args.switch_interval or sys.getswitchinterval():g} s"
-          + ("; phi's tool inline" if args.phi_inline_tools else "") + ("; executor threads prestarted" if args.prestart
-                                                                       else ""), flush=True)
+          + ("; phi's tool inline" if args.phi_inline_tools else "")
+          + (f"; cells on CPUs {args.cpus}" if args.cpus else "")
+          + ("; executor threads prestarted" if args.prestart else ""), flush=True)
 
     cells: list[dict[str, Any]] = []
     over: dict[str, int] = {}  # framework -> the C at which it went over budget or failed
@@ -570,6 +578,7 @@ def main() -> None:
     out = report(cells, peers, long_cell)
     out = {"versions": found, "repeat": args.repeat, "budget_s": args.budget, "cpus": os.cpu_count(),
            "prestart": args.prestart, "switch_interval_s": args.switch_interval or sys.getswitchinterval(),
+           "cell_cpus": args.cpus,
            "phi_inline_tools": args.phi_inline_tools,
            "phi_root": os.environ["PHI_BENCH_ROOT"], **out}
     if not args.no_n20 and not args.quick:
