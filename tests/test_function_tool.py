@@ -481,3 +481,109 @@ def test_async_functions_and_bad_names_are_rejected():
         tool(name="has space")(f_str)
     with pytest.raises(ConfigError, match="timeout_ms"):
         tool(timeout_ms=0)(f_str)
+
+
+# --- one def, many tools: what the definition yields is derived once, each tool owns its schema --------
+
+
+def _session_tool(seen: list[int], limit: int = 3) -> DecoratedTool[..., Any]:
+    """A tool made per session, closing over the session's state (a service's pattern)."""
+
+    @tool
+    def record(n: int, tag: str = "x", cap: int = limit) -> str:
+        """Record a number.
+
+        Args:
+            n: The number.
+        """
+        seen.append(n)
+        return f"{tag}{n}"
+
+    return record
+
+
+def test_tools_of_one_def_each_own_their_schema() -> None:
+    first, second = _session_tool([]), _session_tool([])
+    assert first.parameters == second.parameters
+    assert first.parameters is not second.parameters
+    first.parameters["properties"]["n"]["description"] = "changed by a caller"
+    second.parameters["properties"]["n"]["description"] = "changed by another"
+    assert first.parameters["properties"]["n"]["description"] == "changed by a caller"
+    assert _session_tool([]).parameters["properties"]["n"]["description"] == "The number."
+    seen: list[int] = []
+    assert _session_tool(seen).execute({"n": 4}, None).content == [TextContent("x4")]  # type: ignore[arg-type]
+    assert seen == [4]
+
+
+def test_a_default_made_anew_is_seen() -> None:
+    assert _session_tool([], limit=3).parameters["properties"]["cap"]["default"] == 3
+    assert _session_tool([], limit=9).parameters["properties"]["cap"]["default"] == 9
+
+
+def test_changed_annotations_and_docstring_are_seen() -> None:
+    def make(doc: str | None = None, retype: bool = False) -> DecoratedTool[..., Any]:
+        def fn(n: int) -> str:
+            """Do it.
+
+            Args:
+                n: Old words.
+            """
+            return str(n)
+
+        if doc is not None:
+            fn.__doc__ = doc
+        if retype:
+            fn.__annotations__["n"] = str
+        return tool(fn)
+
+    assert make().parameters["properties"]["n"] == {"type": "integer", "description": "Old words."}
+    assert make(retype=True).parameters["properties"]["n"]["type"] == "string"
+    assert make(doc="Do it.\n\nArgs:\n    n: New words.\n").parameters["properties"]["n"]["description"] == "New words."
+    assert make().parameters["properties"]["n"] == {"type": "integer", "description": "Old words."}
+
+
+def test_a_wrapper_of_one_def_takes_each_wrapped_signature() -> None:
+    import functools
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    def a(x: int) -> int:
+        return x
+
+    def b(y: str, z: bool = False) -> str:
+        return y
+
+    assert list(tool(wrap(a)).parameters["properties"]) == ["x"]
+    assert list(tool(wrap(b)).parameters["properties"]) == ["y", "z"]
+
+
+def test_a_dropped_tool_keeps_its_default_values_nowhere() -> None:
+    import gc
+    import weakref
+
+    def make() -> tuple[DecoratedTool[..., Any], weakref.ref[Point]]:
+        origin = Point(1.0, 2.0)
+
+        def at(p: Point = origin) -> str:
+            return f"{p.x},{p.y}"
+
+        return tool(at), weakref.ref(origin)
+
+    first, _ = make()  # the definition is known from now on
+    second, origin = make()
+    assert second.parameters["properties"]["p"]["default"] == {"x": 1.0, "y": 2.0}
+    assert second.execute({}, None).content == [TextContent("1.0,2.0")]  # type: ignore[arg-type]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del second
+        assert origin() is None  # freed by reference counting: nothing of phi's holds it
+    finally:
+        if was:
+            gc.enable()
+    del first

@@ -27,7 +27,10 @@ exactly 0 … 3 in order); one wrong outcome fails the cell loudly.
   in a row with L=0). It is what phi's work would cost at that C if phi added nothing of its own —
   threads, locks, hops — beyond the one hop per tool call: ``phi / floor`` near 1 means phi's
   wall is its CPU work plus what CPython makes of C threads sharing the interpreter lock. It runs
-  the cells with C >= ``--floor-min`` (100) and the long cell.
+  the cells with C >= ``--floor-min`` (100) and the long cell. ``--floor-cpu-ms X`` makes it burn X ms
+  per session instead (0: none at all, so that what is left is the threads, the sleeps and the hops —
+  what any Python framework pays in that setting); ``--floor-inline`` calls its tool on the session's
+  thread (no hop).
 
 Each (framework, C, L) cell runs in a FRESH worker process (same interpreter and venv as
 ``compare_peers.py``: ``.cache/peers-venv``, made on first use; phi imported from this checkout);
@@ -54,14 +57,21 @@ Knobs that change the setting, not the workload (off by default, recorded in the
 the process spends its time in the kernel); ``--phi-inline-tools`` makes phi's tool ``inline=True``
 (it runs on the run's thread, no hop to the tool pool); ``--cpus 0`` runs every cell on one core (on
 a virtual machine, waking a thread on an idle second core costs more than the thread's work: a tool
-call's hop to the pool and back then dominates).
+call's hop to the pool and back then dominates); ``--gc-threshold N`` calls ``gc.freeze()`` once the
+cell's imports are done and ``gc.set_threshold(N)`` (with thousands of sessions in flight each holding
+its history, CPython's cyclic collector, run every 700 new objects, walks them again and again; phi's
+runs make no cycles, so reference counting frees them anyway).
 
 Printed: one line per cell, the ratios peer ÷ phi of the median walls per (C, L), and the long cell's
 wall ÷ ideal (5 × L: what the model's latency alone costs). The last line is ONE JSON object with
 every figure, the ratios and the issue's targets as computed numbers (long-cell wall ÷ ideal for phi;
 phi's wall at C=1000, L=50 ms; the smallest peer ratio at L=0 for each C; the smallest peer ratio of
 the N=20 single run; phi's wall over the floor's per cell). Benchmarks report, they
-never judge. The N=20 single-run comparison is ``compare_peers.py``'s (its "N=20 fresh" row: one run
+never judge. Then, unless ``--no-tuned`` (or the run already sets ``--switch-interval`` or
+``--gc-threshold``), a *tuned pass* runs phi's C=1000, L=50 ms cell and the long cell again with the
+process settings docs/many-sessions.md recommends for thousands of threads — ``sys.setswitchinterval(0.05)``,
+``gc.freeze()`` and ``gc.set_threshold(50_000)`` — and the JSON line's targets gain the same two figures
+under ``tuned_``. The N=20 single-run comparison is ``compare_peers.py``'s (its "N=20 fresh" row: one run
 in a fresh process); after the grid this script runs it (``--sizes 20 --repeat 3 --fresh 3``, about
 15 s) and quotes its figures in the JSON line (``--no-n20`` skips that).
 
@@ -70,7 +80,8 @@ Usage: python3 scripts/bench/many_sessions.py [--sizes 1,10,100,1000,4000] [--pe
                                               [--peers openai-agents,pydantic-ai,smolagents]
                                               [--budget 120] [--quick] [--no-n20] [--phi-root DIR]
                                               [--prestart] [--switch-interval S] [--phi-inline-tools] [--cpus LIST]
-                                              [--floor-min 100]
+                                              [--floor-min 100] [--floor-cpu-ms X] [--floor-inline]
+                                              [--gc-threshold N] [--no-tuned]
 """
 
 from __future__ import annotations
@@ -94,6 +105,9 @@ from compare_peers import FINAL, ROOT, ensure_venv, ok_tool, text_chunks, versio
 PEERS = ("openai-agents", "pydantic-ai", "smolagents")
 FLOOR = "floor"  # not a peer: phi's CPU work with no framework around it (floor_session)
 FLOOR_CPU: dict[str, float] = {}  # set by floor_session: the CPU it burns per session
+# the process settings docs/many-sessions.md recommends for thousands of threads (the tuned pass)
+TUNED_SWITCH_INTERVAL = 0.05
+TUNED_GC_THRESHOLD = 50_000
 TURNS = 5  # model calls per run: 4 with a tool call, then the final answer
 ANSWER = "".join(FINAL)
 
@@ -267,15 +281,20 @@ def floor_session(latency: float) -> Session:
     of its 5 "model calls", hands each of its 4 tool calls to a shared ``ThreadPoolExecutor`` (the
     hop phi makes to its tool pool) and between them burns, in a busy loop, phi's CPU time per
     model call — measured first in this process, phi's session run 200 times in a row with L=0."""
-    phi = phi_session(0.0)
-    for _ in range(50):
-        phi()
-    started = time.process_time()
-    for _ in range(200):
-        phi()
-    per_call = (time.process_time() - started) / 200 / TURNS
+    given = os.environ.get("PHI_BENCH_FLOOR_CPU_MS")  # --floor-cpu-ms: the CPU per session, not phi's
+    if given is not None:
+        per_call = float(given) / 1000.0 / TURNS
+    else:
+        phi = phi_session(0.0)
+        for _ in range(50):
+            phi()
+        started = time.process_time()
+        for _ in range(200):
+            phi()
+        per_call = (time.process_time() - started) / 200 / TURNS
     FLOOR_CPU["phi_cpu_per_session_ms"] = round(per_call * TURNS * 1000, 4)
     tools = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="floor-tool")
+    hop = os.environ.get("PHI_BENCH_FLOOR_INLINE") != "1"  # --floor-inline: tool calls on the session's thread
 
     def session() -> None:
         seen: list[int] = []
@@ -283,9 +302,13 @@ def floor_session(latency: float) -> Session:
         for i in range(TURNS):
             if latency:
                 threading.Event().wait(latency)
-            busy(per_call)
+            if per_call:
+                busy(per_call)
             if i < TURNS - 1:
-                tools.submit(ok, i).result()
+                if hop:
+                    tools.submit(ok, i).result()
+                else:
+                    ok(i)
         check(ANSWER, seen)
 
     return session
@@ -335,6 +358,11 @@ def cell(name: str, sessions: int, latency: float, budget: float, prestart: bool
     os.dup2(devnull, 1)
     session = SESSIONS[name](latency)
     slow_starts = watch_phi_tool_pool() if name == "phi" else None
+    if os.environ.get("PHI_BENCH_GC_THRESHOLD"):  # --gc-threshold N: the collector's first threshold
+        import gc
+
+        gc.freeze()  # what the imports made is never collected: a service does this after start-up
+        gc.set_threshold(int(os.environ["PHI_BENCH_GC_THRESHOLD"]))
     if os.environ.get("PHI_BENCH_SWITCH_INTERVAL"):
         sys.setswitchinterval(float(os.environ["PHI_BENCH_SWITCH_INTERVAL"]))
     if os.environ.get("PHI_BENCH_CPUS"):  # before any thread of the cell starts: each inherits it
@@ -516,12 +544,24 @@ def main() -> None:
                         help="start the executor's C threads before the timed span (a server's pool that is up)")
     parser.add_argument("--switch-interval", type=float,
                         help="sys.setswitchinterval(S) in every cell (default: CPython's 0.005 s)")
+    parser.add_argument("--gc-threshold", type=int,
+                        help="in every cell, gc.freeze() after the imports and gc.set_threshold(N): the cyclic "
+                             "collector's first threshold (CPython's default is 700)")
     parser.add_argument("--cpus", help="run every cell on these CPUs only (e.g. 0: one core; Linux)")
     parser.add_argument("--phi-inline-tools", action="store_true",
                         help="phi's tool made with inline=True (runs on the run's thread: no hop to the tool pool)")
     parser.add_argument("--floor-min", type=int, default=100,
                         help="the floor (phi's CPU work with no framework, see floor_session) runs the cells with "
                              "at least this many sessions and the long cell; 0: never")
+    parser.add_argument("--floor-cpu-ms", type=float,
+                        help="the floor burns this CPU per session instead of phi's as measured (0: none, so the "
+                             "floor is the threads, the sleeps and the hops alone)")
+    parser.add_argument("--floor-inline", action="store_true",
+                        help="the floor calls its tool on the session's thread (no hop to a pool)")
+    parser.add_argument("--no-tuned", dest="tuned", action="store_false",
+                        help="skip the tuned pass (phi at C=1000, L=50 ms and the long cell again with the process "
+                             "settings docs/many-sessions.md recommends; it runs only when neither --switch-interval "
+                             "nor --gc-threshold is given)")
     parser.add_argument("--cell", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cell:
@@ -529,7 +569,7 @@ def main() -> None:
         cell(name, int(sessions), float(latency), float(budget), args.prestart)
         return
     if args.quick:
-        args.sizes, args.latencies, args.repeat, args.long = "1,10,100", "0", 1, ""
+        args.sizes, args.latencies, args.repeat, args.long, args.tuned = "1,10,100", "0", 1, "", False
     sizes = sorted(int(s) for s in args.sizes.split(",") if s)
     latencies = [float(s) for s in args.latencies.split(",") if s]
     peers = [p for p in args.peers.split(",") if p]
@@ -545,12 +585,19 @@ def main() -> None:
         os.environ["PHI_BENCH_INLINE_TOOLS"] = "1"
     if args.cpus:
         os.environ["PHI_BENCH_CPUS"] = args.cpus
+    if args.gc_threshold is not None:
+        os.environ["PHI_BENCH_GC_THRESHOLD"] = str(args.gc_threshold)
+    if args.floor_cpu_ms is not None:
+        os.environ["PHI_BENCH_FLOOR_CPU_MS"] = repr(args.floor_cpu_ms)
+    if args.floor_inline:
+        os.environ["PHI_BENCH_FLOOR_INLINE"] = "1"
     print("versions: " + ", ".join(f"{k} {v}" for k, v in found.items()), flush=True)
     print(f"workload: C sessions at once, each a fresh agent and one blocking run of {TURNS} model calls "
           f"(4 with a local tool), each call after a sleep of L; a fresh process per cell, median of "
           f"{args.repeat}; {os.cpu_count()} CPUs; switch interval {args.switch_interval or sys.getswitchinterval():g} s"
           + ("; phi's tool inline" if args.phi_inline_tools else "")
           + (f"; cells on CPUs {args.cpus}" if args.cpus else "")
+          + (f"; gc.freeze() and gc threshold {args.gc_threshold}" if args.gc_threshold else "")
           + ("; executor threads prestarted" if args.prestart else ""), flush=True)
 
     cells: list[dict[str, Any]] = []
@@ -576,10 +623,15 @@ def main() -> None:
         grid_cell(long_cell[0], long_cell[1], ["phi", *peers, *([FLOOR] if args.floor_min else [])])
 
     out = report(cells, peers, long_cell)
+    if args.tuned and (args.switch_interval is None and args.gc_threshold is None):
+        out["tuned"] = tuned_pass(python, sizes, long_cell, args.repeat, args.budget, args.prestart)
+        out["targets"].update(out["tuned"]["targets"])
     out = {"versions": found, "repeat": args.repeat, "budget_s": args.budget, "cpus": os.cpu_count(),
            "prestart": args.prestart, "switch_interval_s": args.switch_interval or sys.getswitchinterval(),
+           "gc_threshold": args.gc_threshold,
            "cell_cpus": args.cpus,
-           "phi_inline_tools": args.phi_inline_tools,
+           "phi_inline_tools": args.phi_inline_tools, "floor_cpu_ms": args.floor_cpu_ms,
+           "floor_inline": args.floor_inline,
            "phi_root": os.environ["PHI_BENCH_ROOT"], **out}
     if not args.no_n20 and not args.quick:
         print("N=20 single run (compare_peers.py --sizes 20 --repeat 3 --fresh 3) ...", flush=True)
@@ -590,6 +642,45 @@ def main() -> None:
     print(json.dumps(out))
     if any("error" in c for c in cells):
         sys.exit(1)  # a wrong outcome is a failed benchmark, whatever the figures
+
+
+def tuned_pass(python: Path, sizes: list[int], long_cell: tuple[int, float] | None, repeat: int, budget: float,
+               prestart: bool) -> dict[str, Any]:
+    """phi's cells at C=1000, L=50 ms and the long cell again, with the two process settings
+    docs/many-sessions.md recommends for thousands of threads: ``sys.setswitchinterval(0.05)`` and
+    ``gc.freeze()`` + ``gc.set_threshold(50_000)``."""
+    settings = {"PHI_BENCH_SWITCH_INTERVAL": repr(TUNED_SWITCH_INTERVAL), "PHI_BENCH_GC_THRESHOLD": str(TUNED_GC_THRESHOLD)}
+    print(f"tuned: phi again with sys.setswitchinterval({TUNED_SWITCH_INTERVAL}), gc.freeze() and "
+          f"gc.set_threshold({TUNED_GC_THRESHOLD})", flush=True)
+    grid = [(1000, 0.05)] if 1000 in sizes else []
+    if long_cell is not None:
+        grid.append(long_cell)
+    cells: list[dict[str, Any]] = []
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        for sessions, latency in grid:
+            figures = measure(python, ["phi"], sessions, latency, repeat, budget, prestart)["phi"]
+            print_cell("phi", sessions, latency, figures)
+            cells.append({"framework": "phi", "sessions": sessions, "latency_s": latency, **figures})
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    targets: dict[str, Any] = {}
+    for c in cells:
+        wall = c.get("wall_s", c.get("over_budget") and "over budget" or c.get("error") and "failed")
+        if (c["sessions"], c["latency_s"]) == (1000, 0.05):
+            targets["tuned_phi_C1000_L50ms_wall_s"] = wall
+        if long_cell is not None and (c["sessions"], c["latency_s"]) == long_cell:
+            ideal = TURNS * long_cell[1]
+            c["wall_over_ideal"] = round(c["wall_s"] / ideal, 3) if "wall_s" in c else None
+            targets[f"tuned_phi_C{long_cell[0]}_L{label(long_cell[1])}_wall_over_ideal"] = c["wall_over_ideal"] or wall
+            print(f"  tuned phi C={long_cell[0]} L={label(long_cell[1])}: {c['wall_over_ideal']}x the ideal", flush=True)
+    return {"switch_interval_s": TUNED_SWITCH_INTERVAL, "gc_threshold": TUNED_GC_THRESHOLD, "cells": cells,
+            "targets": targets}
 
 
 def report(cells: list[dict[str, Any]], peers: list[str], long_cell: tuple[int, float] | None) -> dict[str, Any]:
