@@ -483,7 +483,7 @@ def test_async_functions_and_bad_names_are_rejected():
         tool(timeout_ms=0)(f_str)
 
 
-# --- one def, many tools: what the definition yields is derived once, each tool owns its schema --------
+# --- one def, many tools (a tool per session from a closure): each owns its schema and its defaults ---
 
 
 def _session_tool(seen: list[int], limit: int = 3) -> DecoratedTool[..., Any]:

@@ -134,7 +134,10 @@ class AgentLoopConfig:
     def with_changes(self, **changes: Any) -> AgentLoopConfig:
         """``dataclasses.replace(self, **changes)`` — the same checks and conversions
         (``__post_init__``) — without rebuilding every field through ``__init__``: each run makes
-        one (SPEC §4), so this is on the path of every run of every session."""
+        one (SPEC §4), so this is on the path of every run of every session. A subclass (an
+        application's config with settings of its own) gets ``dataclasses.replace`` itself."""
+        if type(self) is not AgentLoopConfig:
+            return dataclasses.replace(self, **changes)
         copied = copy.copy(self)
         for name, value in changes.items():
             if name not in _FIELD_NAMES:

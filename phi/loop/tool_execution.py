@@ -24,6 +24,7 @@ timed out, abandoned at an abort, or cut off because user code raised) can never
 from __future__ import annotations
 
 import queue
+from collections import deque
 from typing import Any, Callable, Sequence
 
 from ..concurrency import sync
@@ -75,7 +76,7 @@ class _Execution:
     """One tool call on its way to a result."""
 
     __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
-                 "finished", "working")
+                 "finished", "working", "returned_at")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -89,6 +90,7 @@ class _Execution:
         self.started = False  # ToolExecutionStart was emitted
         self.finished = False  # answered: nothing of this call is emitted any more
         self.working = False  # a worker has started it (its timeout counts from then)
+        self.returned_at = 0.0  # when its tool returned (set by the worker before it posts the outcome)
 
 
 class _NotStarted(Exception):
@@ -255,18 +257,31 @@ class ToolRunner:
         """Handle what the running calls post until all are answered; enforce timeouts and the
         abort grace period."""
         grace_deadline: float | None = None
+        # What the calls posted while this thread was away (in a hook, a subscriber) is read once a
+        # deadline has passed, before anything expires — only what was there then, so a chatty tool
+        # cannot starve the check: a call that returned in time keeps its result however late the
+        # run's thread came back to it (SPEC TOOL-6, CANCEL-3).
+        backlog: deque[tuple[str, int, Any]] | None = None
         while any(ex.running for ex in executions):
-            deadlines = [ex.deadline for ex in executions if ex.running and ex.deadline is not None]
-            if grace_deadline is not None:
-                deadlines.append(grace_deadline)
-            timeout = min(deadlines) - sync.monotonic() if deadlines else None
-            if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
-                self._expire(executions, grace_deadline)
-                continue
-            try:
-                kind, index, payload = inbox.get(timeout=timeout)
-            except queue.Empty:
-                continue
+            if backlog:
+                kind, index, payload = backlog.popleft()
+            else:
+                deadlines = [ex.deadline for ex in executions if ex.running and ex.deadline is not None]
+                if grace_deadline is not None:
+                    deadlines.append(grace_deadline)
+                timeout = min(deadlines) - sync.monotonic() if deadlines else None
+                if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
+                    if backlog is None:
+                        backlog = deque(inbox.get_nowait() for _ in range(inbox.qsize()))
+                        continue
+                    backlog = None
+                    self._expire(executions, grace_deadline)
+                    continue
+                backlog = None
+                try:
+                    kind, index, payload = inbox.get(timeout=timeout)
+                except queue.Empty:
+                    continue
             if kind == _CANCELLED[0]:
                 if grace_deadline is None:
                     grace_deadline = sync.monotonic() + self.config.tool_abort_grace_ms / 1000.0
@@ -283,6 +298,8 @@ class ToolRunner:
             elif kind == _PROGRESS:
                 self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))
             else:
+                if backlog is not None and _returned_late(ex, grace_deadline):
+                    continue  # it ran past its own deadline (or the grace): _expire answers it
                 ex.running = False
                 self._finish(ex, *_outcome(ex.call, *payload))
 
@@ -358,11 +375,20 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
+        ex.returned_at = sync.monotonic()
         inbox.put((_DONE, index, (None, error)))
     else:
+        ex.returned_at = sync.monotonic()
         inbox.put((_DONE, index, (value, None)))
     finally:
         done_working(outer)
+
+
+def _returned_late(ex: _Execution, grace_deadline: float | None) -> bool:
+    """Whether a call's tool returned after its own deadline, or after the abort's grace period."""
+    if ex.working and ex.deadline is not None and ex.returned_at > ex.deadline:
+        return True
+    return grace_deadline is not None and ex.returned_at > grace_deadline
 
 
 def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[ToolResult, bool]:

@@ -41,9 +41,8 @@ import inspect
 import re
 import sys
 import threading
-import types
 import typing
-from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, cast, overload
+from typing import Any, Callable, Generic, ParamSpec, TypeVar, cast, overload
 
 from ..errors import ConfigError, InvalidArgs
 from ..json_values import is_array
@@ -116,7 +115,8 @@ class DecoratedTool(Generic[P, R]):
         self.label = label or self.name
         self.timeout_ms = timeout_ms
         self.inline = inline
-        self._params, self.parameters = _params_and_schema(fn, self.name, doc)
+        self._params = _inspect_params(fn, self.name)
+        self.parameters = _build_schema(self._params, doc.params, self.name)
         self._validator: Any = None
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
@@ -232,97 +232,6 @@ def _parsed_docstring(doc: str) -> Docstring:
     return parse_docstring(doc)
 
 
-# What a function's definition yields before its default values — its parameters' names, kinds and
-# resolved annotations, and each one's JSON Schema — kept per code object: a service that makes a tool
-# per session from a closure over the session's state (the same ``def`` run again) would otherwise
-# resolve the same annotations and build the same schemas every time. Defaults are not kept (each
-# run of the def may make its own, and a kept one would outlive its session): they are read from
-# the function each time.
-_DERIVED_MAX = 512
-_derived: dict[types.CodeType, _Derived] = {}
-_derived_lock = threading.Lock()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Derived:
-    namespace: dict[str, Any]  # the function's globals, where its annotations resolved
-    annotations: dict[str, Any]
-    docs: dict[str, str]  # the docstring's parameter descriptions
-    params: tuple[_Param, ...]  # default: _MISSING or _HAS_DEFAULT (read from the function each time)
-    schemas: tuple[dict[str, Any] | None, ...]  # each parameter's schema (None: the context)
-
-
-_HAS_DEFAULT: Any = object()
-
-
-def _params_and_schema(fn: Callable[..., Any], name: str, doc: Docstring) -> tuple[list[_Param], dict[str, Any]]:
-    """The tool's parameters and its JSON Schema (its own: a caller may change it)."""
-    if type(fn) is not types.FunctionType or "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:
-        params = _inspect_params(fn, name)  # a wrapper's signature is another function's: not its code's
-        return params, _build_schema(params, doc.params, name)
-    code = fn.__code__
-    with _derived_lock:
-        known = _derived.get(code)
-    # checked with no lock held: an annotation's == is any class's code. A name the module binds anew
-    # between two tools of one def is not seen; a reloaded module has new code objects.
-    if known is None or not _same_definition(known, fn, doc):
-        params = _inspect_params(fn, name)
-        schemas = tuple(None if p.is_context else json_schema_for(p.annotation, where=f"parameter {p.name!r} of {name}()")
-                        for p in params)
-        known = _Derived(fn.__globals__, dict(fn.__annotations__), dict(doc.params),
-                         tuple(dataclasses.replace(p, default=_MISSING if p.default is _MISSING else _HAS_DEFAULT)
-                               for p in params), schemas)
-        with _derived_lock:
-            _derived[code] = known
-            if len(_derived) > _DERIVED_MAX:
-                del _derived[next(iter(_derived))]
-        return params, _build_schema(params, doc.params, name, [_json_copy(schema) for schema in schemas])
-    params = _with_defaults(known.params, fn)
-    return params, _build_schema(params, doc.params, name, [_json_copy(schema) for schema in known.schemas])
-
-
-def _same_definition(known: _Derived, fn: types.FunctionType, doc: Docstring) -> bool:
-    """Whether ``fn`` resolves its annotations where the kept definition did, to the same ones, with
-    the same documented parameters and the same parameters with and without defaults."""
-    if known.namespace is not fn.__globals__:
-        return False
-    positional = fn.__code__.co_argcount
-    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
-    for i, param in enumerate(known.params):
-        has = i >= positional - len(defaults) if i < positional else param.name in kwdefaults
-        if has != (param.default is _HAS_DEFAULT):
-            return False
-    try:
-        return bool(known.annotations == fn.__annotations__ and known.docs == doc.params)
-    except Exception:  # an annotation is any object: its == may raise
-        return False
-
-
-def _with_defaults(params: tuple[_Param, ...], fn: types.FunctionType) -> list[_Param]:
-    """The kept parameters with ``fn``'s own default values (``_same_definition`` matched which have one)."""
-    positional = fn.__code__.co_argcount
-    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
-    first_default = positional - len(defaults)
-    out: list[_Param] = []
-    for i, param in enumerate(params):
-        if param.default is _MISSING:
-            out.append(param)
-        else:
-            value = defaults[i - first_default] if i < positional else kwdefaults[param.name]
-            out.append(dataclasses.replace(param, default=value))
-    return out
-
-
-def _json_copy(value: Any) -> Any:
-    """A copy of a JSON value's dicts and lists (the leaves are immutable)."""
-    if isinstance(value, dict):
-        return {k: _json_copy(v) for k, v in cast("dict[str, Any]", value).items()}
-    if isinstance(value, list):
-        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
-        return [_json_copy(v) for v in items]
-    return value
-
-
 def _is_context_annotation(tp: Any) -> bool:
     if tp is ToolContext:
         return True
@@ -355,17 +264,14 @@ def _allows_null(schema: dict[str, Any]) -> bool:
     return any(_allows_null(s) for s in schema.get("anyOf", []))
 
 
-def _build_schema(params: list[_Param], docs: dict[str, str], name: str,
-                  schemas: Sequence[dict[str, Any] | None] | None = None) -> dict[str, Any]:
-    """The tool's schema; ``schemas``: each parameter's own, already made (changed here: give copies)."""
+def _build_schema(params: list[_Param], docs: dict[str, str], name: str) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
-    for i, param in enumerate(params):
+    for param in params:
         if param.is_context:
             continue
-        given = schemas[i] if schemas is not None else None
-        schema: dict[str, Any] = dict(given if given is not None else
-                                      json_schema_for(param.annotation, where=f"parameter {param.name!r} of {name}()"))
+        annotation = param.annotation
+        schema: dict[str, Any] = dict(json_schema_for(annotation, where=f"parameter {param.name!r} of {name}()"))
         if param.default is None and not _allows_null(schema):
             schema = {"anyOf": [schema, {"type": "null"}]}
         if param.name in docs and docs[param.name] and "description" not in schema:

@@ -44,3 +44,21 @@ def test_a_setting_changed_on_the_agent_after_construction_is_checked_at_the_nex
         agent.run("go")
     agent.config.tool_choice = None
     assert agent.run("go").text == "ok"
+
+
+@dataclasses.dataclass
+class _TaggedConfig(AgentLoopConfig):
+    """An application's config with settings of its own (found by the issue-36 attack)."""
+
+    tag: str = ""
+    runs: list[str] = dataclasses.field(default_factory=list, init=False)  # per-config bookkeeping
+
+
+def test_a_subclass_gets_replace_itself() -> None:
+    base = _TaggedConfig(tag="a")
+    base.runs.append("run-1")
+    changed = base.with_changes(tag="b", batch_size=2)
+    assert type(changed) is _TaggedConfig and changed.tag == "b" and changed.batch_size == 2
+    assert changed.runs == [] and base.runs == ["run-1"]  # made anew, as replace makes it
+    with pytest.raises(TypeError):
+        base.with_changes(tags="c")

@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 
+import pytest
 from loop_helpers import call, run, text_tool, tool_turn
 
 import phi.loop.arguments as arguments
@@ -175,3 +176,83 @@ def test_tool_arguments_are_validated_once_by_the_loop():
 
     with pytest.raises(InvalidArgs):
         double.execute({"n": "four"}, ToolContext("c", "double"))
+
+
+def test_at_the_thread_limit_a_call_waits_for_a_live_worker_instead_of_failing():
+    """One thread runs a call its run still waits for, the other an abandoned call: a new call waits
+    for the live one (it comes back) instead of failing at once (SPEC TOOL-6; found by the issue-36
+    attack). Only when every thread runs abandoned work does a new call fail at once."""
+    from phi.concurrency.workers import PoolExhausted
+
+    pool = WorkerPool(max_workers=2, max_threads=2, idle_seconds=5)
+    live, stuck, release_live, release_stuck, hold, held = (threading.Event() for _ in range(6))
+    ran = threading.Event()
+    try:
+        pool.submit(lambda: (live.set(), release_live.wait(30)))
+        abandoned = pool.submit(lambda: (stuck.set(), release_stuck.wait(30)))
+        assert live.wait(30) and stuck.wait(30)
+        abandoned.abandon()
+        pool.submit(ran.set)  # queued behind the live call
+        assert pool.stats().queued == 1 and not ran.is_set()
+        release_live.set()
+        assert ran.wait(30)
+        last = pool.submit(lambda: (held.set(), hold.wait(30)))
+        assert held.wait(30)
+        last.abandon()  # now both threads run abandoned work ...
+        with pytest.raises(PoolExhausted, match="ignore their cancellation"):
+            pool.submit(ran.set)  # ... and a new call fails at once
+    finally:
+        for event in (release_live, release_stuck, hold):
+            event.set()
+
+
+def test_a_call_that_returned_in_time_keeps_its_result_when_the_runs_thread_was_busy():
+    """A call returns well within its timeout while the run's thread is busy in application code (an
+    ``after_tool_execution`` hook of the other call) until past that timeout: it keeps its own result
+    (SPEC TOOL-6: only a call that *runs* longer than its timeout is timed out; found by the issue-36
+    attack)."""
+    quick_done, timed_returned = threading.Event(), threading.Event()
+    began: list[float] = []
+
+    def timed_body(args, ctx):
+        began.append(time.monotonic())
+        quick_done.wait(30)
+        timed_returned.set()
+        return "in time"
+
+    def after(name: str, call_id: str, is_error: bool) -> None:
+        if name == "quick":
+            quick_done.set()
+            assert timed_returned.wait(30)  # its result is posted (if it took under its 1 s, as it does)
+            time.sleep(max(0.0, began[0] + 1.2 - time.monotonic()))  # this hook holds the thread past the timeout
+
+    outcome = run([tool_turn(call("c1", "quick"), call("c2", "timed")), "done"],
+                  [text_tool("quick"), text_tool("timed", timed_body, timeout_ms=1000)],
+                  after_tool_execution=after)
+    timed = next(m for m in outcome.results if m.tool_call_id == "c2")
+    assert [b.text for b in timed.content] == ["in time"]
+
+
+def test_a_call_that_ran_past_its_timeout_is_timed_out_however_late_the_run_reads_it():
+    """The other side: the call finished after its deadline while the run's thread was busy — it ran
+    longer than its timeout, so it is timed out even though its result was waiting."""
+    quick_done, timed_returned = threading.Event(), threading.Event()
+    began: list[float] = []
+
+    def timed_body(args, ctx):
+        began.append(time.monotonic())
+        quick_done.wait(30)
+        time.sleep(max(0.0, began[0] + 0.3 - time.monotonic()))  # past its 200 ms
+        timed_returned.set()
+        return "late"
+
+    def after(name: str, call_id: str, is_error: bool) -> None:
+        if name == "quick":
+            quick_done.set()
+            assert timed_returned.wait(30)
+
+    outcome = run([tool_turn(call("c1", "quick"), call("c2", "timed")), "done"],
+                  [text_tool("quick"), text_tool("timed", timed_body, timeout_ms=200)],
+                  after_tool_execution=after)
+    timed = next(m for m in outcome.results if m.tool_call_id == "c2")
+    assert [b.text for b in timed.content] == ["Tool exceeded timeout of 200ms"]
