@@ -14,10 +14,9 @@ A call the loop stopped waiting for — timed out, or aborted past its grace per
 if its tool ignores its cancellation token. Its worker is then *abandoned*: it no longer counts
 against ``max_workers`` (the pool starts another thread for new work, and a WARNING says so), and
 when the tool finally returns the thread serves the pool again. Abandoned threads are bounded too:
-the pool never holds more than ``max_threads`` threads. At that limit a new call waits for a thread
-whose call a run still waits for (it comes back when that call ends or is abandoned); when every
-thread runs abandoned work, it fails at once with :class:`PoolExhausted` instead of waiting for
-threads that may never come back. :func:`stats` shows the state.
+the pool never holds more than ``max_threads`` threads, and past that a new call fails at once with
+:class:`PoolExhausted` instead of waiting for threads that may never come back. :func:`stats` shows
+the state.
 """
 
 from __future__ import annotations
@@ -97,12 +96,10 @@ class WorkerPool:
         with self._lock:
             spawn = self._idle <= self._waiting() and self._threads - self._abandoned < self.max_workers
             if spawn and self._threads >= self.max_threads:
-                if self._threads == self._abandoned:
-                    raise PoolExhausted(
-                        f"no worker thread is free: {self._abandoned} of the pool's {self._threads} threads are "
-                        f"still running tool calls that timed out or were aborted and ignore their cancellation "
-                        f"(limit {self.max_threads}); make those tools honour ctx.cancel")
-                spawn = False  # at the limit: a thread whose call a run still waits for takes it next
+                raise PoolExhausted(
+                    f"no worker thread is free: {self._abandoned} of the pool's {self._threads} threads are still "
+                    f"running tool calls that timed out or were aborted and ignore their cancellation "
+                    f"(limit {self.max_threads}); make those tools honour ctx.cancel")
             self._work.append(job)
             if spawn:
                 self._threads += 1

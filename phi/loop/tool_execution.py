@@ -76,7 +76,7 @@ class _Execution:
     """One tool call on its way to a result."""
 
     __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
-                 "finished", "working", "returned_at")
+                 "finished", "working", "returned_at", "returned")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -91,6 +91,7 @@ class _Execution:
         self.finished = False  # answered: nothing of this call is emitted any more
         self.working = False  # a worker has started it (its timeout counts from then)
         self.returned_at = 0.0  # when its tool returned (set by the worker before it posts the outcome)
+        self.returned = False  # its outcome, posted in time, was found in the backlog (see ToolRunner._wait)
 
 
 class _NotStarted(Exception):
@@ -170,6 +171,7 @@ class ToolRunner:
 
     def _run_group(self, calls: list[ToolCall]) -> list[_Execution]:
         inbox: queue.SimpleQueue[tuple[str, int, Any]] = sync.SimpleQueue()
+        backlog: deque[tuple[str, int, Any]] = deque()  # taken from the inbox, not handled yet (_wait)
         executions: list[_Execution] = []
         unregister = self.cancel.on_cancel(lambda: inbox.put(_CANCELLED))
         try:
@@ -178,11 +180,11 @@ class ToolRunner:
             for ex in executions:  # failures found before execution end right away (all Starts come first)
                 if ex.started and not ex.finished and not ex.running and ex.result is not None:
                     self._finish(ex, ex.result, ex.is_error)
-            self._wait(executions, inbox)
+            self._wait(executions, inbox, backlog)
         finally:
             unregister()
             if any(ex.running for ex in executions):  # user code raised while calls ran
-                self._keep_finished(executions, inbox)
+                self._keep_finished(executions, inbox, backlog)
             for ex in executions:  # only left running when user code raised: stop them, silence them
                 if ex.running:
                     ex.running, ex.finished = False, True
@@ -192,12 +194,13 @@ class ToolRunner:
                         ex.job.abandon()
         return executions
 
-    def _keep_finished(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> None:
+    def _keep_finished(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]],
+                       backlog: deque[tuple[str, int, Any]]) -> None:
         """An exception is ending the run: calls that had finished, though the loop had not read their
         outcome yet, keep their own result in the history (LOOP-5) — without events or hooks."""
         while True:
             try:
-                kind, index, payload = inbox.get_nowait()
+                kind, index, payload = backlog.popleft() if backlog else inbox.get_nowait()
             except queue.Empty:
                 return
             ex = executions[index] if kind == _DONE else None
@@ -253,31 +256,33 @@ class ToolRunner:
             ex.result, ex.is_error = error_result(f"Tool {call.name} could not start: {error}"), True
         return ex
 
-    def _wait(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]]) -> None:
+    def _wait(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]],
+              backlog: deque[tuple[str, int, Any]]) -> None:
         """Handle what the running calls post until all are answered; enforce timeouts and the
-        abort grace period."""
+        abort grace period.
+
+        Once a deadline (a call's timeout, the abort's grace) has passed, what the workers posted
+        while this thread was away — in a hook, a subscriber — is taken into ``backlog`` and decides
+        first, with no hook run: a call whose tool returned in time keeps its result, however late
+        this thread came back to it; the others are answered at once (SPEC TOOL-6, CANCEL-3). The
+        backlog is then handled in order (updates before their call's end), with the deadlines
+        checked again before each message, so that neither a slow hook nor a chatty tool holds
+        another call's answer back."""
         grace_deadline: float | None = None
-        # What the calls posted while this thread was away (in a hook, a subscriber) is read once a
-        # deadline has passed, before anything expires — only what was there then, so a chatty tool
-        # cannot starve the check: a call that returned in time keeps its result however late the
-        # run's thread came back to it (SPEC TOOL-6, CANCEL-3).
-        backlog: deque[tuple[str, int, Any]] | None = None
         while any(ex.running for ex in executions):
+            waiting = [ex for ex in executions if ex.running and not ex.returned]
+            deadlines = [ex.deadline for ex in waiting if ex.deadline is not None]
+            if grace_deadline is not None and waiting:
+                deadlines.append(grace_deadline)
+            timeout = min(deadlines) - sync.monotonic() if deadlines else None
+            if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
+                backlog.extend(inbox.get_nowait() for _ in range(inbox.qsize()))
+                self._returned_in_time(executions, backlog, grace_deadline)
+                self._expire(executions, grace_deadline)
+                continue
             if backlog:
                 kind, index, payload = backlog.popleft()
             else:
-                deadlines = [ex.deadline for ex in executions if ex.running and ex.deadline is not None]
-                if grace_deadline is not None:
-                    deadlines.append(grace_deadline)
-                timeout = min(deadlines) - sync.monotonic() if deadlines else None
-                if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
-                    if backlog is None:
-                        backlog = deque(inbox.get_nowait() for _ in range(inbox.qsize()))
-                        continue
-                    backlog = None
-                    self._expire(executions, grace_deadline)
-                    continue
-                backlog = None
                 try:
                     kind, index, payload = inbox.get(timeout=timeout)
                 except queue.Empty:
@@ -298,15 +303,33 @@ class ToolRunner:
             elif kind == _PROGRESS:
                 self.emit(ProgressMessage(self.loop_id, ex.call.id, ex.call.name, payload))
             else:
-                if backlog is not None and _returned_late(ex, grace_deadline):
-                    continue  # it ran past its own deadline (or the grace): _expire answers it
                 ex.running = False
                 self._finish(ex, *_outcome(ex.call, *payload))
+
+    def _returned_in_time(self, executions: list[_Execution], backlog: deque[tuple[str, int, Any]],
+                          grace_deadline: float | None) -> None:
+        """Read ``backlog`` for what decides before anything expires — when calls started, which
+        returned — without handling it (no hook runs). A call whose tool returned before its deadline
+        and the grace is marked ``returned``: nothing expires it, and its outcome is handled in its
+        turn. (An abort still in the backlog starts its grace when it is handled, after all of these
+        returned.)"""
+        for kind, index, payload in backlog:
+            if kind == _CANCELLED[0]:
+                continue
+            ex = executions[index]
+            if not ex.running or ex.returned:
+                continue
+            if kind == _STARTED:
+                ex.working = True
+                if ex.timeout_ms:
+                    ex.deadline = payload + ex.timeout_ms / 1000.0
+            elif kind == _DONE and not _returned_late(ex, grace_deadline):
+                ex.returned = True
 
     def _expire(self, executions: list[_Execution], grace_deadline: float | None) -> None:
         now = sync.monotonic()
         for ex in executions:
-            if not ex.running:
+            if not ex.running or ex.returned:  # returned in time: its outcome waits in the backlog
                 continue
             if grace_deadline is not None and now >= grace_deadline:
                 self._abandon(ex, error_result(ABORTED))

@@ -178,34 +178,6 @@ def test_tool_arguments_are_validated_once_by_the_loop():
         double.execute({"n": "four"}, ToolContext("c", "double"))
 
 
-def test_at_the_thread_limit_a_call_waits_for_a_live_worker_instead_of_failing():
-    """One thread runs a call its run still waits for, the other an abandoned call: a new call waits
-    for the live one (it comes back) instead of failing at once (SPEC TOOL-6; found by the issue-36
-    attack). Only when every thread runs abandoned work does a new call fail at once."""
-    from phi.concurrency.workers import PoolExhausted
-
-    pool = WorkerPool(max_workers=2, max_threads=2, idle_seconds=5)
-    live, stuck, release_live, release_stuck, hold, held = (threading.Event() for _ in range(6))
-    ran = threading.Event()
-    try:
-        pool.submit(lambda: (live.set(), release_live.wait(30)))
-        abandoned = pool.submit(lambda: (stuck.set(), release_stuck.wait(30)))
-        assert live.wait(30) and stuck.wait(30)
-        abandoned.abandon()
-        pool.submit(ran.set)  # queued behind the live call
-        assert pool.stats().queued == 1 and not ran.is_set()
-        release_live.set()
-        assert ran.wait(30)
-        last = pool.submit(lambda: (held.set(), hold.wait(30)))
-        assert held.wait(30)
-        last.abandon()  # now both threads run abandoned work ...
-        with pytest.raises(PoolExhausted, match="ignore their cancellation"):
-            pool.submit(ran.set)  # ... and a new call fails at once
-    finally:
-        for event in (release_live, release_stuck, hold):
-            event.set()
-
-
 def test_a_call_that_returned_in_time_keeps_its_result_when_the_runs_thread_was_busy():
     """A call returns well within its timeout while the run's thread is busy in application code (an
     ``after_tool_execution`` hook of the other call) until past that timeout: it keeps its own result
