@@ -270,6 +270,8 @@ class ToolRunner:
         another call's answer back."""
         grace_deadline: float | None = None
         while any(ex.running for ex in executions):
+            if grace_deadline is None and self.cancel.is_cancelled():  # seen here, not behind what the calls posted
+                grace_deadline = sync.monotonic() + self.config.tool_abort_grace_ms / 1000.0
             waiting = [ex for ex in executions if ex.running and not ex.returned]
             deadlines = [ex.deadline for ex in waiting if ex.deadline is not None]
             if grace_deadline is not None and waiting:
@@ -288,9 +290,7 @@ class ToolRunner:
                 except queue.Empty:
                     continue
             if kind == _CANCELLED[0]:
-                if grace_deadline is None:
-                    grace_deadline = sync.monotonic() + self.config.tool_abort_grace_ms / 1000.0
-                continue
+                continue  # it woke this thread: the grace starts at the top of the loop
             ex = executions[index]
             if not ex.running:
                 continue  # a call that was already answered (timed out, abandoned) reports nothing more
@@ -311,8 +311,8 @@ class ToolRunner:
         """Read ``backlog`` for what decides before anything expires — when calls started, which
         returned — without handling it (no hook runs). A call whose tool returned before its deadline
         and the grace is marked ``returned``: nothing expires it, and its outcome is handled in its
-        turn. (An abort still in the backlog starts its grace when it is handled, after all of these
-        returned.)"""
+        turn. A call whose tool has returned in time but whose worker has not posted the outcome yet
+        is marked too: the outcome comes."""
         for kind, index, payload in backlog:
             if kind == _CANCELLED[0]:
                 continue
@@ -324,6 +324,9 @@ class ToolRunner:
                 if ex.timeout_ms:
                     ex.deadline = payload + ex.timeout_ms / 1000.0
             elif kind == _DONE and not _returned_late(ex, grace_deadline):
+                ex.returned = True
+        for ex in executions:  # returned, its outcome not posted yet (the worker waits for the interpreter lock)
+            if ex.running and not ex.returned and ex.returned_at and not _returned_late(ex, grace_deadline):
                 ex.returned = True
 
     def _expire(self, executions: list[_Execution], grace_deadline: float | None) -> None:
@@ -425,7 +428,7 @@ def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[T
         return error_result(RAISED.format(name=call.name, kind=type(error).__name__, message=error)), True
     try:
         return to_tool_result(value), False
-    except (TypeError, ValueError) as bad:
+    except Exception as bad:  # the value's own code (__str__, a JSON default) may raise anything
         return error_result(RAISED.format(name=call.name, kind=type(bad).__name__, message=bad)), True
 
 

@@ -5,6 +5,7 @@ there. Each docstring tells the window it closes."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 
@@ -12,6 +13,8 @@ import pytest
 from loop_helpers import call, run, text_tool, tool_turn
 
 import phi.loop.tool_execution as tool_exec
+from phi.concurrency import sync
+from phi.concurrency.cancel import CancellationToken
 from phi.concurrency.workers import WorkerPool
 from phi.loop.config import AgentContext
 from phi.types import ToolResultMessage
@@ -192,3 +195,121 @@ def test_a_chatty_tool_with_a_slow_subscriber_delays_the_abort_past_its_grace_by
         release.set()
     assert out.results[0].text == "Tool execution aborted."
     assert marks["end"] - marks["abort"] < 1.2, f"End came {marks['end'] - marks['abort']:.2f} s after the abort"
+
+
+# --- the third attack (each failed on the second backlog) ---------------------------------------
+
+
+def test_updates_queued_before_an_abort_delay_its_grace_by_a_slow_subscriber():
+    """A tool posts a burst of updates, then ignores its token (no timeout). A slow subscriber
+    (~2 ms per update) means the updates queue up. The abort comes while they are queued: the
+    run's thread learns of it only by the ``_CANCELLED`` marker, which sits *behind* every queued
+    update, and no deadline exists yet to make it take the backlog. So every update is emitted
+    first and the grace starts seconds late: the call's End comes ~3 s after the abort instead of
+    at the 200 ms grace (CANCEL-3; the abort is now seen from the token, not
+    behind what the calls posted)."""
+    cancel = CancellationToken()
+    release = threading.Event()
+
+    def chatty(args, ctx):
+        for i in range(1500):
+            ctx.update(f"u{i}")
+        release.wait(30)  # ignores its token
+        return "late"
+
+    marks: dict[str, float] = {}
+
+    def sink(event):
+        if event.type == "ToolExecutionStart":
+            threading.Timer(0.1, lambda: (marks.setdefault("abort", time.monotonic()), cancel.cancel())).start()
+        elif event.type == "ToolExecutionUpdate":
+            time.sleep(0.002)
+        elif event.type == "ToolExecutionEnd":
+            marks["end"] = time.monotonic()
+
+    try:
+        out = run([tool_turn(call("c1", "chatty")), "never"], [text_tool("chatty", chatty)], cancel=cancel,
+                  sink=sink, tool_abort_grace_ms=200, timeout=30)
+    finally:
+        release.set()
+    assert out.results[0].text == "Tool execution aborted."
+    assert marks["end"] - marks["abort"] < 1.2, f"End came {marks['end'] - marks['abort']:.2f} s after the abort"
+
+
+class _SlowDonePut(queue.SimpleQueue):
+    """Stands for a worker thread preempted between ``ex.returned_at = sync.monotonic()`` and
+    ``inbox.put(...)`` (under load — thousands of threads, docs/many-sessions.md — a thread can wait
+    a long time for the interpreter lock): the DONE of a worker arrives 0.6 s after its tool returned."""
+
+    def put(self, item, block=True, timeout=None):  # noqa: D401
+        if item[0] == "done" and threading.current_thread().name == "phi-tool":
+            time.sleep(0.6)
+        super().put(item, block, timeout)
+
+
+def test_a_call_whose_tool_returned_in_time_is_timed_out_when_its_post_lands_after_the_snapshot(monkeypatch):
+    """``_execute`` sets ``ex.returned_at`` and only then posts DONE. At the deadline ``_wait``
+    snapshots the inbox, ``_returned_in_time`` looks for DONEs *in the snapshot* only, and ``_expire``
+    times out every call not marked ``returned`` — it never reads ``ex.returned_at`` itself. A tool
+    that returned 50 ms into a 300 ms timeout but whose post lands after the snapshot is answered
+    ``Tool exceeded timeout`` (SPEC TOOL-6: only a call that *runs* longer than its timeout times
+    out; the change's claim: "a call that returned in time keeps its result however late the run's
+    thread reads it")."""
+    monkeypatch.setattr(sync, "SimpleQueue", _SlowDonePut)
+
+    def quick(args, ctx):
+        time.sleep(0.05)
+        return "in time"
+
+    out = run([tool_turn(call("c1", "quick")), "done"], [text_tool("quick", quick, timeout_ms=300)], timeout=20)
+    assert out.results[0].text == "in time"
+
+
+class Weird:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for me")
+
+
+def test_a_tool_value_that_cannot_be_turned_into_text_ends_the_run_instead_of_being_its_result():
+    """``_outcome`` turns a returned value into a ToolResult with ``json.dumps(default=str)``, on the
+    run's thread, and catches only TypeError/ValueError. A value whose ``__str__`` raises anything else
+    escapes ``_wait`` and ends the run with that exception (SPEC TOOL-7 / LOOP-5: what a *tool* raises
+    — or returns — is its result, ``Tool {name} raised {ExceptionType}: {message}``; a tool bug must
+    not take the loop down, as ``_execute``'s comment says)."""
+    out = run([tool_turn(call("c1", "weird")), "done"], [text_tool("weird", lambda a, c: {"v": Weird()})],
+              timeout=20)
+    assert out.results[0].text.startswith("Tool weird raised RuntimeError")
+
+
+def test_the_same_value_met_by_keep_finished_replaces_the_users_exception_and_leaves_calls_running():
+    """While user code's exception ends the run, ``_keep_finished`` (in ``_run_group``'s ``finally``)
+    converts the outcomes it finds; the RuntimeError replaces the application's exception (LOOP-5:
+    "the exception then reaches the caller unchanged") and skips the loop below it that cancels and
+    abandons the calls still running (their tokens are never cancelled)."""
+    weird_returned, stuck_began = threading.Event(), threading.Event()
+    tokens = []
+
+    def weird(args, ctx):
+        return {"v": Weird()}
+
+    def stuck(args, ctx):
+        tokens.append(ctx.cancel)
+        stuck_began.set()
+        ctx.cancel.wait(5)
+        return "stopped"
+
+    def before(name, call_id, args):
+        if name == "raiser":
+            assert stuck_began.wait(10)
+            time.sleep(0.2)  # "weird" has returned and posted by now
+            raise Boom("hook")
+        return True
+
+    context = AgentContext(messages=[], tools=[text_tool("weird", weird), text_tool("stuck", stuck),
+                                               text_tool("raiser")])
+    with pytest.raises(Boom):
+        run([tool_turn(call("c1", "weird"), call("c2", "stuck"), call("c3", "raiser")), "never"],
+            context=context, before_tool_execution=before, timeout=20)
+    assert tokens and tokens[0].is_cancelled()
+    results = {m.tool_call_id: m.text for m in context.messages if isinstance(m, ToolResultMessage)}
+    assert results["c2"] == "Tool execution aborted."
