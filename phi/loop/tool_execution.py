@@ -181,6 +181,11 @@ class ToolRunner:
                 if ex.started and not ex.finished and not ex.running and ex.result is not None:
                     self._finish(ex, ex.result, ex.is_error)
             self._wait(executions, inbox, backlog)
+        except BaseException:  # user code raised: a call already decided (vetoed, unknown, invalid) keeps its result
+            for ex in executions:
+                if not ex.running and ex.result is not None:
+                    self.answered.setdefault(ex.call.id, _message(ex))
+            raise
         finally:
             unregister()
             if any(ex.running for ex in executions):  # user code raised while calls ran

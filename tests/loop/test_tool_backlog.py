@@ -313,3 +313,26 @@ def test_the_same_value_met_by_keep_finished_replaces_the_users_exception_and_le
     assert tokens and tokens[0].is_cancelled()
     results = {m.tool_call_id: m.text for m in context.messages if isinstance(m, ToolResultMessage)}
     assert results["c2"] == "Tool execution aborted."
+
+
+@pytest.mark.parametrize("first, expected", [
+    ("vetoed", "Tool execution skipped by before_tool_execution hook."),
+    ("nowhere", "Tool nowhere not found"),
+])
+def test_a_call_decided_before_a_later_hook_raised_keeps_its_own_result(first: str, expected: str):
+    """A reply's first call is decided without running (vetoed by ``before_tool_execution``, or a tool
+    that does not exist); the hook then raises on the second call. The history keeps the first call's
+    own result, the second gets ``Tool execution aborted.`` (LOOP-5: "its own result if the call had
+    finished"; found by the third issue-36 attack)."""
+
+    def before(name: str, call_id: str, args: object) -> bool:
+        if name == "raiser":
+            raise Boom("hook")
+        return name != "vetoed"
+
+    context = AgentContext(messages=[], tools=[text_tool("vetoed"), text_tool("raiser")])
+    with pytest.raises(Boom):
+        run([tool_turn(call("c1", first), call("c2", "raiser")), "never"], context=context,
+            before_tool_execution=before, timeout=20)
+    results = {m.tool_call_id: m.text for m in context.messages if isinstance(m, ToolResultMessage)}
+    assert results == {"c1": expected, "c2": "Tool execution aborted."}
