@@ -76,7 +76,7 @@ class _Execution:
     """One tool call on its way to a result."""
 
     __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
-                 "finished", "working", "returned_at", "returned")
+                 "finished", "working", "returned_at", "returned", "outcome")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -92,6 +92,7 @@ class _Execution:
         self.working = False  # a worker has started it (its timeout counts from then)
         self.returned_at = 0.0  # when its tool returned (set by the worker before it posts the outcome)
         self.returned = False  # its outcome, posted in time, was found in the backlog (see ToolRunner._wait)
+        self.outcome: tuple[Any, BaseException | None] | None = None  # (value, error), kept before returned_at
 
 
 class _NotStarted(Exception):
@@ -173,7 +174,10 @@ class ToolRunner:
         inbox: queue.SimpleQueue[tuple[str, int, Any]] = sync.SimpleQueue()
         backlog: deque[tuple[str, int, Any]] = deque()  # taken from the inbox, not handled yet (_wait)
         executions: list[_Execution] = []
-        unregister = self.cancel.on_cancel(lambda: inbox.put(_CANCELLED))
+        # on a child token: its callback runs on a helper of its own (CANCEL-1), so a slow callback the
+        # application put on the run's token cannot hold back the wake-up, and with it the grace
+        waker = self.cancel.child_token()
+        waker.on_cancel(lambda: inbox.put(_CANCELLED))
         try:
             for i, call in enumerate(calls):
                 executions.append(self._start(call, i, inbox))
@@ -187,9 +191,9 @@ class ToolRunner:
                     self.answered.setdefault(ex.call.id, _message(ex))
             raise
         finally:
-            unregister()
+            waker.release()
             if any(ex.running for ex in executions):  # user code raised while calls ran
-                self._keep_finished(executions, inbox, backlog)
+                self._keep_finished(executions)
             for ex in executions:  # only left running when user code raised: stop them, silence them
                 if ex.running:
                     ex.running, ex.finished = False, True
@@ -199,19 +203,15 @@ class ToolRunner:
                         ex.job.abandon()
         return executions
 
-    def _keep_finished(self, executions: list[_Execution], inbox: queue.SimpleQueue[tuple[str, int, Any]],
-                       backlog: deque[tuple[str, int, Any]]) -> None:
+    def _keep_finished(self, executions: list[_Execution]) -> None:
         """An exception is ending the run: calls that had finished, though the loop had not read their
-        outcome yet, keep their own result in the history (LOOP-5) — without events or hooks."""
-        while True:
-            try:
-                kind, index, payload = backlog.popleft() if backlog else inbox.get_nowait()
-            except queue.Empty:
-                return
-            ex = executions[index] if kind == _DONE else None
-            if ex is not None and ex.running:
+        outcome yet, keep their own result in the history (LOOP-5) — without events or hooks. A
+        worker keeps the outcome on the call before it says so (``returned_at``) and posts it: one
+        whose post has not come yet (its worker waits for the interpreter lock) counts too."""
+        for ex in executions:
+            if ex.running and ex.outcome is not None:
                 ex.running, ex.finished = False, True
-                ex.result, ex.is_error = _outcome(ex.call, *payload)
+                ex.result, ex.is_error = _outcome(ex.call, *ex.outcome)
                 self.answered[ex.call.id] = _message(ex)
                 if ex.token is not None:
                     ex.token.release()
@@ -283,9 +283,10 @@ class ToolRunner:
                 deadlines.append(grace_deadline)
             timeout = min(deadlines) - sync.monotonic() if deadlines else None
             if timeout is not None and timeout <= 0:  # checked before reading, so a chatty tool cannot starve it
+                now = sync.monotonic()  # read before the scan: what returns after it returned after now
                 backlog.extend(inbox.get_nowait() for _ in range(inbox.qsize()))
                 self._returned_in_time(executions, backlog, grace_deadline)
-                self._expire(executions, grace_deadline)
+                self._expire(executions, grace_deadline, now)
                 continue
             if backlog:
                 kind, index, payload = backlog.popleft()
@@ -334,8 +335,7 @@ class ToolRunner:
             if ex.running and not ex.returned and ex.returned_at and not _returned_late(ex, grace_deadline):
                 ex.returned = True
 
-    def _expire(self, executions: list[_Execution], grace_deadline: float | None) -> None:
-        now = sync.monotonic()
+    def _expire(self, executions: list[_Execution], grace_deadline: float | None, now: float) -> None:
         for ex in executions:
             if not ex.running or ex.returned:  # returned in time: its outcome waits in the backlog
                 continue
@@ -406,11 +406,13 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
+        ex.outcome = (None, error)
         ex.returned_at = sync.monotonic()
-        inbox.put((_DONE, index, (None, error)))
+        inbox.put((_DONE, index, ex.outcome))
     else:
+        ex.outcome = (value, None)
         ex.returned_at = sync.monotonic()
-        inbox.put((_DONE, index, (value, None)))
+        inbox.put((_DONE, index, ex.outcome))
     finally:
         done_working(outer)
 
@@ -430,11 +432,20 @@ def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[T
         return error_result(str(error)), True
     if error is not None:
         log.debug("tool %s raised", call.name, exc_info=error)
-        return error_result(RAISED.format(name=call.name, kind=type(error).__name__, message=error)), True
+        return error_result(RAISED.format(name=call.name, kind=type(error).__name__, message=_said(error))), True
     try:
         return to_tool_result(value), False
     except Exception as bad:  # the value's own code (__str__, a JSON default) may raise anything
-        return error_result(RAISED.format(name=call.name, kind=type(bad).__name__, message=bad)), True
+        return error_result(RAISED.format(name=call.name, kind=type(bad).__name__, message=_said(bad))), True
+
+
+def _said(error: BaseException) -> str:
+    """What ``error`` says — or, when its own ``__str__`` raises, that it could not say it: an
+    outcome is made on the run's thread, where nothing of a tool's may raise (SPEC TOOL-7)."""
+    try:
+        return str(error)
+    except Exception:
+        return f"<{type(error).__name__} whose message could not be read>"
 
 
 # --------------------------------------------------------------------------- helpers
