@@ -124,3 +124,19 @@ def test_work_abandoned_while_queued_lets_go_of_its_arguments_at_once() -> None:
     assert ref() is None and pool.stats().queued == 0
     release.set()
     del busy
+
+
+def test_a_run_whose_tool_raised_is_freed_without_the_collector(no_collector: None) -> None:
+    """What a tool raises is its result (TOOL-7); the exception's traceback holds the worker's frame,
+    which must not hold the call's state that holds the exception (a cycle only a collection frees)."""
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        raise ValueError(f"cannot add {a} and {b}")
+
+    provider = ScriptedProvider(_script())
+    agent = Agent(provider=provider, tools=[tool(add)], system_prompt="s")
+    assert agent.run("go").text == "3"
+    agent.wait_for_idle()
+    refs = [weakref.ref(agent), weakref.ref(agent.tools[0]), weakref.ref(provider)]
+    del agent, provider
+    assert _gone(*refs) == [None, None, None]

@@ -415,6 +415,9 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
         inbox.put((_DONE, index, ex.outcome))
     finally:
         done_working(outer)
+        # the error's traceback keeps this frame, and the call keeps the error: without the call
+        # among this frame's locals there is no cycle, and the run goes by reference counting
+        del ex
 
 
 def _returned_late(ex: _Execution, grace_deadline: float | None) -> bool:
