@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def test_the_committed_report_is_what_a_run_on_phi_core_gives(tmp_path: Path) ->
     why = why_no_driver()
     if why is not None:
         pytest.skip(f"phi-core's conformance driver is not available: {why}")
-    assert_committed_report_regenerates(HERE, tmp_path)
+    # the rustc it names is the machine's (install-phi-core builds with the one it finds)
+    assert_committed_report_regenerates(HERE, tmp_path, lambda text: re.sub(r"rustc \d+\.\d+\.\d+", "rustc N", text))
 
 
 TEMPLATE = "# rustc {{rustc}}\n{{summary}}\n{{verdicts}}\n{{differences}}\n{{unsupported_count}}\n" \

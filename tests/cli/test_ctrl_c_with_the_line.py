@@ -26,8 +26,13 @@ from phi.cli.terminal import Terminal
 history, trigger, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 term = Terminal(sys.stdin, sys.stdout, history)
 def late_ctrl_c():
+    # a Ctrl+C typed at the terminal is the process's: with SIGINT blocked here the kernel gives it to
+    # the main thread, as in phi (this helper exists only in the test)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     while os.read(trigger, 1):  # each byte: one SIGINT, to this helper thread, not the waiting main thread
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         sys.stdout.write("[sent]\r\n")
         sys.stdout.flush()
 threading.Thread(target=late_ctrl_c, daemon=True).start()
