@@ -10,11 +10,11 @@ import threading
 import time
 
 import pytest
+from abort_timing import abort_after_start
 from loop_helpers import call, run, text_tool, tool_turn
 
 import phi.loop.tool_execution as tool_exec
 from phi.concurrency import sync
-from phi.concurrency.cancel import CancellationToken
 from phi.concurrency.workers import WorkerPool
 from phi.loop.config import AgentContext
 from phi.types import ToolResultMessage
@@ -159,81 +159,38 @@ def test_a_chatty_tool_with_a_slow_subscriber_delays_its_timeout_by_its_whole_ba
     assert ends[0] - began[0] < 1.2, f"End came {ends[0] - began[0]:.2f} s after Start (timeout 200 ms)"
 
 
-def test_a_chatty_tool_with_a_slow_subscriber_delays_the_abort_past_its_grace_by_its_whole_backlog():
-    """The abort side of the same window: after the abort a tool winds down chattily (many updates)
-    and then ignores its token. Once the grace (200 ms) has passed, every update still queued is taken
-    as the backlog and emitted (a slow subscriber: ~2 ms each) before the call is answered aborted
-    (SPEC CANCEL-3: running calls get their own result if they return within the grace period, else
-    ``Tool execution aborted.``). Before the change the call was answered at the grace deadline."""
-    from phi.concurrency.cancel import CancellationToken
+@pytest.mark.parametrize("burst", ["after the abort", "before the abort"])
+def test_a_chatty_tool_with_a_slow_subscriber_is_answered_at_the_grace(burst: str):
+    """A tool posts a burst of updates, then ignores its token; a slow subscriber (~2 ms per update)
+    lets them queue up. The call is answered ``Tool execution aborted.`` at the grace (200 ms), not
+    after every queued update was emitted (SPEC CANCEL-3). Found by the second and third attacks:
 
-    cancel = CancellationToken()
+    * *after the abort* — once the grace had passed, everything queued was taken as the backlog and
+      emitted before the call was answered (the first backlog);
+    * *before the abort* — the run's thread learned of the abort only from its marker, queued behind
+      every update, so the grace itself started seconds late (the second backlog; the abort is now
+      read from the run's token)."""
     release = threading.Event()
 
     def chatty(args, ctx):
-        ctx.cancel.wait(30)
-        time.sleep(0.1)  # the run's thread has read the abort (its grace counts from then)
+        if burst == "after the abort":
+            ctx.cancel.wait(30)
+            time.sleep(0.1)  # the run's thread has seen the abort
         for i in range(1500):
             ctx.update(f"u{i}")
         release.wait(30)  # ignores its token
         return "late"
 
-    marks: dict[str, float] = {}
-
-    def sink(event):
-        if event.type == "ToolExecutionStart":
-            threading.Timer(0.05, lambda: (marks.setdefault("abort", time.monotonic()), cancel.cancel())).start()
-        elif event.type == "ToolExecutionUpdate":
-            time.sleep(0.002)
-        elif event.type == "ToolExecutionEnd":
-            marks["end"] = time.monotonic()
-
     try:
-        out = run([tool_turn(call("c1", "chatty")), "never"], [text_tool("chatty", chatty)], cancel=cancel,
-                  sink=sink, tool_abort_grace_ms=200, timeout=30)
+        text, seconds = abort_after_start(chatty, after_s=0.05 if burst == "after the abort" else 0.1,
+                                          update_s=0.002)
     finally:
         release.set()
-    assert out.results[0].text == "Tool execution aborted."
-    assert marks["end"] - marks["abort"] < 1.2, f"End came {marks['end'] - marks['abort']:.2f} s after the abort"
+    assert text == "Tool execution aborted."
+    assert seconds < 1.2, f"End came {seconds:.2f} s after the abort"
 
 
 # --- the third attack (each failed on the second backlog) ---------------------------------------
-
-
-def test_updates_queued_before_an_abort_delay_its_grace_by_a_slow_subscriber():
-    """A tool posts a burst of updates, then ignores its token (no timeout). A slow subscriber
-    (~2 ms per update) means the updates queue up. The abort comes while they are queued: the
-    run's thread learns of it only by the ``_CANCELLED`` marker, which sits *behind* every queued
-    update, and no deadline exists yet to make it take the backlog. So every update is emitted
-    first and the grace starts seconds late: the call's End comes ~3 s after the abort instead of
-    at the 200 ms grace (CANCEL-3; the abort is now seen from the token, not
-    behind what the calls posted)."""
-    cancel = CancellationToken()
-    release = threading.Event()
-
-    def chatty(args, ctx):
-        for i in range(1500):
-            ctx.update(f"u{i}")
-        release.wait(30)  # ignores its token
-        return "late"
-
-    marks: dict[str, float] = {}
-
-    def sink(event):
-        if event.type == "ToolExecutionStart":
-            threading.Timer(0.1, lambda: (marks.setdefault("abort", time.monotonic()), cancel.cancel())).start()
-        elif event.type == "ToolExecutionUpdate":
-            time.sleep(0.002)
-        elif event.type == "ToolExecutionEnd":
-            marks["end"] = time.monotonic()
-
-    try:
-        out = run([tool_turn(call("c1", "chatty")), "never"], [text_tool("chatty", chatty)], cancel=cancel,
-                  sink=sink, tool_abort_grace_ms=200, timeout=30)
-    finally:
-        release.set()
-    assert out.results[0].text == "Tool execution aborted."
-    assert marks["end"] - marks["abort"] < 1.2, f"End came {marks['end'] - marks['abort']:.2f} s after the abort"
 
 
 class _SlowDonePut(queue.SimpleQueue):

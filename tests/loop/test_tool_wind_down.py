@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from abort_timing import abort_after_start
 from loop_helpers import call, run, text_tool, tool_turn
 
 from phi.concurrency import sync
@@ -50,22 +51,13 @@ def test_a_slow_callback_on_the_runs_token_delays_the_grace_of_an_abort():
         tool_release.wait(30)  # ignores its token
         return "late"
 
-    marks: dict[str, float] = {}
-
-    def sink(event):
-        if event.type == "ToolExecutionStart":
-            threading.Timer(0.1, lambda: (marks.setdefault("abort", time.monotonic()), cancel.cancel())).start()
-        elif event.type == "ToolExecutionEnd":
-            marks["end"] = time.monotonic()
-
     try:
-        out = run([tool_turn(call("c1", "stubborn")), "never"], [text_tool("stubborn", stubborn)], cancel=cancel,
-                  sink=sink, tool_abort_grace_ms=200, timeout=20)
+        text, seconds = abort_after_start(stubborn, after_s=0.1, cancel=cancel)
     finally:
         callback_release.set()
         tool_release.set()
-    assert out.results[0].text == "Tool execution aborted."
-    assert marks["end"] - marks["abort"] < 1.5, f"End came {marks['end'] - marks['abort']:.2f} s after the abort"
+    assert text == "Tool execution aborted."
+    assert seconds < 1.5, f"End came {seconds:.2f} s after the abort"
 
 
 def test_a_tool_returning_long_after_the_grace_keeps_its_result_when_a_callback_holds_the_marker_back():
