@@ -91,7 +91,7 @@ class _Execution:
         self.finished = False  # answered: nothing of this call is emitted any more
         self.working = False  # a worker has started it (its timeout counts from then)
         self.returned_at = 0.0  # when its tool returned (set by the worker before it posts the outcome)
-        self.returned = False  # its outcome, posted in time, was found in the backlog (see ToolRunner._wait)
+        self.returned = False  # its tool returned in time: its outcome is handled in its turn (ToolRunner._wait)
         self.outcome: tuple[Any, BaseException | None] | None = None  # (value, error), kept before returned_at
 
 
@@ -314,24 +314,18 @@ class ToolRunner:
 
     def _returned_in_time(self, executions: list[_Execution], backlog: deque[tuple[str, int, Any]],
                           grace_deadline: float | None) -> None:
-        """Read ``backlog`` for what decides before anything expires — when calls started, which
-        returned — without handling it (no hook runs). A call whose tool returned before its deadline
-        and the grace is marked ``returned``: nothing expires it, and its outcome is handled in its
-        turn. A call whose tool has returned in time but whose worker has not posted the outcome yet
-        is marked too: the outcome comes."""
+        """What decides before anything expires, with no hook run: when calls started (read from
+        ``backlog``, which is not handled here) and which returned (``returned_at``, which a worker
+        sets before it posts the outcome, :func:`_returned`). A call whose tool returned before its
+        deadline and the grace is marked ``returned``: nothing expires it, and its outcome — in the
+        backlog, or on its way — is handled in its turn."""
         for kind, index, payload in backlog:
-            if kind == _CANCELLED[0]:
-                continue
-            ex = executions[index]
-            if not ex.running or ex.returned:
-                continue
-            if kind == _STARTED:
+            ex = executions[index] if kind == _STARTED else None
+            if ex is not None and ex.running:
                 ex.working = True
                 if ex.timeout_ms:
                     ex.deadline = payload + ex.timeout_ms / 1000.0
-            elif kind == _DONE and not _returned_late(ex, grace_deadline):
-                ex.returned = True
-        for ex in executions:  # returned, its outcome not posted yet (the worker waits for the interpreter lock)
+        for ex in executions:  # its outcome in the backlog, or not posted yet (its worker waits for the lock)
             if ex.running and not ex.returned and ex.returned_at and not _returned_late(ex, grace_deadline):
                 ex.returned = True
 
@@ -394,7 +388,7 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     if not ex.running:
         return
     if ctx.cancel.is_cancelled():  # the last moment before the tool's side effects (CANCEL-3)
-        inbox.put((_DONE, index, (None, _NotStarted())))
+        _returned(ex, (None, _NotStarted()), inbox, index)
         return
     if submitted is not None:
         started = sync.monotonic()
@@ -406,18 +400,24 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
     try:
         value = tool.execute(args, ctx)
     except BaseException as error:  # a tool bug must not take the loop down (SPEC TOOL-7)
-        ex.outcome = (None, error)
-        ex.returned_at = sync.monotonic()
-        inbox.put((_DONE, index, ex.outcome))
+        _returned(ex, (None, error), inbox, index)
     else:
-        ex.outcome = (value, None)
-        ex.returned_at = sync.monotonic()
-        inbox.put((_DONE, index, ex.outcome))
+        _returned(ex, (value, None), inbox, index)
     finally:
         done_working(outer)
         # the error's traceback keeps this frame, and the call keeps the error: without the call
         # among this frame's locals there is no cycle, and the run goes by reference counting
         del ex
+
+
+def _returned(ex: _Execution, outcome: tuple[Any, BaseException | None],
+              inbox: queue.SimpleQueue[tuple[str, int, Any]], index: int) -> None:
+    """The call is over on its worker: its outcome is kept on it, then when it returned, then the
+    outcome is posted — in that order, so the run's thread may rely on what it finds
+    (``_returned_in_time``, ``_keep_finished``) before the post arrives."""
+    ex.outcome = outcome
+    ex.returned_at = sync.monotonic()
+    inbox.put((_DONE, index, outcome))
 
 
 def _returned_late(ex: _Execution, grace_deadline: float | None) -> bool:

@@ -238,40 +238,6 @@ def test_a_tool_value_that_cannot_be_turned_into_text_ends_the_run_instead_of_be
     assert out.results[0].text.startswith("Tool weird raised RuntimeError")
 
 
-def test_the_same_value_met_by_keep_finished_replaces_the_users_exception_and_leaves_calls_running():
-    """While user code's exception ends the run, ``_keep_finished`` (in ``_run_group``'s ``finally``)
-    converts the outcomes it finds; the RuntimeError replaces the application's exception (LOOP-5:
-    "the exception then reaches the caller unchanged") and skips the loop below it that cancels and
-    abandons the calls still running (their tokens are never cancelled)."""
-    weird_returned, stuck_began = threading.Event(), threading.Event()
-    tokens = []
-
-    def weird(args, ctx):
-        return {"v": Weird()}
-
-    def stuck(args, ctx):
-        tokens.append(ctx.cancel)
-        stuck_began.set()
-        ctx.cancel.wait(5)
-        return "stopped"
-
-    def before(name, call_id, args):
-        if name == "raiser":
-            assert stuck_began.wait(10)
-            time.sleep(0.2)  # "weird" has returned and posted by now
-            raise Boom("hook")
-        return True
-
-    context = AgentContext(messages=[], tools=[text_tool("weird", weird), text_tool("stuck", stuck),
-                                               text_tool("raiser")])
-    with pytest.raises(Boom):
-        run([tool_turn(call("c1", "weird"), call("c2", "stuck"), call("c3", "raiser")), "never"],
-            context=context, before_tool_execution=before, timeout=20)
-    assert tokens and tokens[0].is_cancelled()
-    results = {m.tool_call_id: m.text for m in context.messages if isinstance(m, ToolResultMessage)}
-    assert results["c2"] == "Tool execution aborted."
-
-
 @pytest.mark.parametrize("first, expected", [
     ("vetoed", "Tool execution skipped by before_tool_execution hook."),
     ("nowhere", "Tool nowhere not found"),

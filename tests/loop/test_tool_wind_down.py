@@ -101,16 +101,21 @@ def test_a_tool_raising_an_exception_whose_text_raises_ends_the_run():
     assert out.results[0].text.startswith("Tool bad raised Unprintable")
 
 
-def test_the_same_exception_met_by_keep_finished_replaces_the_users_exception_and_leaves_a_call_running():
-    """In the wind-down after user code raised, ``_keep_finished`` converts the same outcome; the
-    AttributeError replaces the application's exception (LOOP-5: "the exception then reaches the
-    caller unchanged") and skips the loop that cancels the calls still running."""
+@pytest.mark.parametrize("ending", ["raises", "returns a value"])
+def test_an_outcome_whose_own_text_raises_leaves_the_wind_down_as_it_should(ending: str):
+    """In the wind-down after user code raised, ``_keep_finished`` turns the outcomes it finds into
+    results. One whose own text raises (an exception's ``__str__``, or a value's met by the JSON
+    encoder) once replaced the application's exception (LOOP-5: "the exception then reaches the
+    caller unchanged") and skipped the loop that cancels the calls still running. Found by the third
+    (a value) and fourth (an exception) attacks."""
     bad_done, stuck_began = threading.Event(), threading.Event()
     tokens: list[CancellationToken] = []
 
     def bad(args, ctx):
         bad_done.set()
-        raise Unprintable()
+        if ending == "raises":
+            raise Unprintable()
+        return {"v": Unprintable()}
 
     def stuck(args, ctx):
         tokens.append(ctx.cancel)
@@ -121,7 +126,7 @@ def test_the_same_exception_met_by_keep_finished_replaces_the_users_exception_an
     def before(name, call_id, args):
         if name == "raiser":
             assert stuck_began.wait(10) and bad_done.wait(10)
-            time.sleep(0.2)  # "bad" has posted its outcome by now
+            time.sleep(0.2)  # "bad" has its outcome by now
             raise Boom("hook")
         return True
 
@@ -130,6 +135,9 @@ def test_the_same_exception_met_by_keep_finished_replaces_the_users_exception_an
         run([tool_turn(call("c1", "bad"), call("c2", "stuck"), call("c3", "raiser")), "never"],
             context=context, before_tool_execution=before, timeout=20)
     assert tokens and tokens[0].is_cancelled()
+    results = {m.tool_call_id: m.text for m in context.messages if isinstance(m, ToolResultMessage)}
+    expected = "Tool bad raised Unprintable: " if ending == "raises" else "Tool bad raised AttributeError: "
+    assert results["c1"].startswith(expected) and results["c2"] == "Tool execution aborted."
 
 
 # --- 3. _expire reads the clock after _returned_in_time looked -----------------------------------------
