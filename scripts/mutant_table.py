@@ -649,8 +649,8 @@ MUTANTS: list[Mutant] = [
       "Tool {name} not found"),
     m("TOOL-7b", TOOLS, 'RAISED = "Tool {name} raised {kind}: {message}"', 'RAISED = "Tool {name} failed: {message}"',
       "Tool {name} raised {ExceptionType}: {message}"),
-    m("TOOL-7c", TOOLS, "        return error_result(str(error)), True\n", '        return error_result(f"Error: '
-                                                                           '{error}"), True\n',
+    m("TOOL-7c", TOOLS, "        return error_result(_said(error)), True\n", '        return error_result(f"Error: '
+                                                                           '{_said(error)}"), True\n',
       "a tool error's result is its own message"),
     m("TOOL-7d", TOOLS, "        return to_tool_result(value), False", "        return to_tool_result(value), True",
       "only failures are results with isError true"),

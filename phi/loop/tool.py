@@ -43,7 +43,8 @@ class ToolContext:
     def update(self, partial: ToolResult | str) -> None:
         """Stream a partial result (becomes a ``ToolExecutionUpdate`` event)."""
         if self.on_update is not None:
-            self.on_update(ToolResult.from_text(partial) if isinstance(partial, str) else partial)
+            # made a result here, on the tool's thread: what it cannot be made into is the tool's error
+            self.on_update(partial if isinstance(partial, ToolResult) else to_tool_result(partial))
 
     def progress(self, text: str) -> None:
         """Report user-facing status text (becomes a ``ProgressMessage`` event)."""

@@ -76,7 +76,7 @@ class _Execution:
     """One tool call on its way to a result."""
 
     __slots__ = ("call", "token", "job", "running", "deadline", "timeout_ms", "result", "is_error", "started",
-                 "finished", "working", "returned_at", "returned", "outcome")
+                 "finished", "working", "started_at", "returned_at", "returned", "outcome")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -90,6 +90,7 @@ class _Execution:
         self.started = False  # ToolExecutionStart was emitted
         self.finished = False  # answered: nothing of this call is emitted any more
         self.working = False  # a worker has started it (its timeout counts from then)
+        self.started_at = 0.0  # when a worker started it (set before it posts _STARTED)
         self.returned_at = 0.0  # when its tool returned (set by the worker before it posts the outcome)
         self.returned = False  # its tool returned in time: its outcome is handled in its turn (ToolRunner._wait)
         self.outcome: tuple[Any, BaseException | None] | None = None  # (value, error), kept before returned_at
@@ -391,7 +392,7 @@ def _execute(tool: AgentTool, args: Any, ctx: ToolContext, inbox: queue.SimpleQu
         _returned(ex, (None, _NotStarted()), inbox, index)
         return
     if submitted is not None:
-        started = sync.monotonic()
+        started = ex.started_at = sync.monotonic()
         if ex.timeout_ms:  # its clock starts now (a call without a timeout costs the run no wake-up here)
             inbox.put((_STARTED, index, started))
         if started - submitted > SLOW_START_S:
@@ -417,12 +418,14 @@ def _returned(ex: _Execution, outcome: tuple[Any, BaseException | None],
     (``_returned_in_time``, ``_keep_finished``) before the post arrives."""
     ex.outcome = outcome
     ex.returned_at = sync.monotonic()
-    inbox.put((_DONE, index, outcome))
+    if ex.running:  # else it was answered (timed out, abandoned): nobody reads the post, and an error's
+        inbox.put((_DONE, index, outcome))  # traceback would hold, through the tool's frames, this inbox
 
 
 def _returned_late(ex: _Execution, grace_deadline: float | None) -> bool:
-    """Whether a call's tool returned after its own deadline, or after the abort's grace period."""
-    if ex.working and ex.deadline is not None and ex.returned_at > ex.deadline:
+    """Whether a call's tool ran longer than its timeout (from when a worker started it, whether
+    or not the run's thread has read that yet), or returned after the abort's grace period."""
+    if ex.timeout_ms and ex.started_at and ex.returned_at - ex.started_at > ex.timeout_ms / 1000.0:
         return True
     return grace_deadline is not None and ex.returned_at > grace_deadline
 
@@ -432,7 +435,7 @@ def _outcome(call: ToolCall, value: Any, error: BaseException | None) -> tuple[T
     if isinstance(error, _NotStarted):
         return error_result(ABORTED), True
     if isinstance(error, ToolError):
-        return error_result(str(error)), True
+        return error_result(_said(error)), True
     if error is not None:
         log.debug("tool %s raised", call.name, exc_info=error)
         return error_result(RAISED.format(name=call.name, kind=type(error).__name__, message=_said(error))), True
